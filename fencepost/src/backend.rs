@@ -1,0 +1,189 @@
+//! The `LeaseStore` contract: what a backend must honour (SPEC §4).
+//!
+//! A backend stores, for each [`Key`], a series of immutable records indexed by
+//! generation. The protocol ([`crate::Store`]) lives once in this crate and only
+//! ever *creates* records exclusively, *reads* them, and *removes* superseded ones.
+//! A backend therefore needs no compare-and-swap, no rename and no lock held open:
+//! one atomic create-if-absent per generation is the whole contract.
+
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+
+use crate::Key;
+
+/// Whether a create must be durable before it is acknowledged.
+///
+/// Claims (acquire, renew) are created [`Durability::Flushed`]: losing one could
+/// hand its exact generation to a rival. Tombstones written by release are
+/// [`Durability::Unflushed`]: losing one only delays the next contender (SPEC §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Durability {
+    /// Acknowledge only once the record survives power loss (file and, on POSIX,
+    /// directory flushed).
+    Flushed,
+    /// Acknowledge once the record is visible to every reader; it may be lost in a
+    /// power cut.
+    Unflushed,
+}
+
+/// The outcome of [`LeaseStore::create`] when the backend knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CreateOutcome {
+    /// This call created the record; no other create of the same generation can
+    /// succeed.
+    Created,
+    /// A record with this generation already existed; nothing was written.
+    AlreadyExists,
+}
+
+/// A backend failure: which operation, on what (a path or a key), and the cause.
+///
+/// Backends keep their own detailed errors and map them into this one, keeping the
+/// [`io::ErrorKind`] so callers can tell "permission denied" from "disk full".
+#[derive(Debug, thiserror::Error)]
+#[error("{operation} {location}: {source}")]
+pub struct BackendError {
+    /// The operation that failed (`create`, `read`, `list`, `remove`, `open store`).
+    pub operation: &'static str,
+    /// What it was applied to: a filesystem path, a key, a URL.
+    pub location: String,
+    /// The underlying cause.
+    #[source]
+    pub source: io::Error,
+}
+
+impl BackendError {
+    /// Builds an error for `operation` on `location` caused by `source`.
+    pub fn new(operation: &'static str, location: impl fmt::Display, source: io::Error) -> Self {
+        Self {
+            operation,
+            location: location.to_string(),
+            source,
+        }
+    }
+
+    /// The kind of the underlying I/O error.
+    pub fn kind(&self) -> io::ErrorKind {
+        self.source.kind()
+    }
+}
+
+/// The exclusive-create contract a backend must honour (SPEC §4).
+///
+/// # What the protocol assumes
+///
+/// - **Atomic exclusive create**: of any number of concurrent
+///   [`create`](LeaseStore::create) calls for one `(key, generation)`, from any
+///   thread or process sharing the store, at most one returns
+///   [`CreateOutcome::Created`].
+/// - **Visibility**: once `create` returned `Created`, every later
+///   [`read`](LeaseStore::read) of that generation returns the complete bytes, and
+///   every later [`generations`](LeaseStore::generations) lists it (until
+///   [`remove`](LeaseStore::remove)). A reader *may* observe a create that is still
+///   in progress as torn bytes; the protocol stays safe when it does.
+/// - **Durability**: a create with [`Durability::Flushed`] survives power loss once
+///   acknowledged.
+/// - **No invention**: a backend never returns a generation that was not created,
+///   and never returns bytes that were not written for that generation.
+///
+/// Any error from `create` means *unknown*: the record may or may not have landed.
+/// The protocol then re-reads the series (SPEC I4); it never assumes either way.
+///
+/// The conformance crate (`fencepost-conformance`) is the executable form of this
+/// contract; every backend should run it.
+pub trait LeaseStore: Send + Sync + fmt::Debug {
+    /// Creates record `generation` of `key` with `bytes`, only if that generation
+    /// does not exist yet.
+    ///
+    /// Creates whatever container the key needs (a directory, a prefix) first.
+    ///
+    /// # Errors
+    ///
+    /// Any [`BackendError`] means the outcome is unknown: the record may have landed
+    /// (possibly not durably). The caller re-reads.
+    ///
+    /// # Crash safety
+    ///
+    /// With [`Durability::Flushed`], an acknowledged record survives a power cut.
+    /// A crash mid-create leaves either no record, a complete record, or a record
+    /// that decodes as torn; never a record that decodes as a different one.
+    fn create(
+        &self,
+        key: &Key,
+        generation: u64,
+        bytes: &[u8],
+        durability: Durability,
+    ) -> Result<CreateOutcome, BackendError>;
+
+    /// Lists the generations present for `key`, in any order; empty when the key has
+    /// no records.
+    ///
+    /// Entries that are not records (foreign files, staging files) are skipped, never
+    /// an error.
+    ///
+    /// # Errors
+    ///
+    /// A [`BackendError`] when the listing itself fails (permission, I/O). A missing
+    /// key is not an error.
+    fn generations(&self, key: &Key) -> Result<Vec<u64>, BackendError>;
+
+    /// Reads the bytes of record `generation` of `key`; `None` when it does not exist
+    /// (never created, or removed by a sweep since it was listed).
+    ///
+    /// # Errors
+    ///
+    /// A [`BackendError`] when the record exists but cannot be read.
+    fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError>;
+
+    /// Removes record `generation` of `key`, best effort. Used only by sweep, only for
+    /// generations below a claim the caller durably created; removing a missing
+    /// record succeeds.
+    ///
+    /// # Errors
+    ///
+    /// A [`BackendError`] when the removal failed; the protocol ignores it (a record
+    /// left behind is harmless).
+    fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError>;
+
+    /// Lists every key that has (or had) a series, in any order. Names that are not
+    /// keys are skipped.
+    ///
+    /// # Errors
+    ///
+    /// A [`BackendError`] when the listing fails.
+    fn keys(&self) -> Result<Vec<Key>, BackendError>;
+
+    /// A string that opens this same store again, in another process if the backend
+    /// is shared across processes (for the fs backend: the store directory). Exported
+    /// to children of `fencepost run` as `FENCEPOST_STORE`.
+    fn locator(&self) -> String;
+}
+
+macro_rules! forward_lease_store {
+    ($($wrapper:ty),*) => {$(
+        impl<S: LeaseStore + ?Sized> LeaseStore for $wrapper {
+            fn create(&self, key: &Key, generation: u64, bytes: &[u8], durability: Durability)
+                -> Result<CreateOutcome, BackendError> {
+                (**self).create(key, generation, bytes, durability)
+            }
+            fn generations(&self, key: &Key) -> Result<Vec<u64>, BackendError> {
+                (**self).generations(key)
+            }
+            fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError> {
+                (**self).read(key, generation)
+            }
+            fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
+                (**self).remove(key, generation)
+            }
+            fn keys(&self) -> Result<Vec<Key>, BackendError> {
+                (**self).keys()
+            }
+            fn locator(&self) -> String {
+                (**self).locator()
+            }
+        }
+    )*};
+}
+
+forward_lease_store!(Arc<S>, Box<S>);

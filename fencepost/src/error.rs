@@ -1,0 +1,110 @@
+//! The error type every protocol operation returns.
+
+use crate::backend::BackendError;
+
+/// Who holds a resource, as read from the newest record of its series.
+///
+/// Carried by [`Error::Held`] and [`crate::TryAcquire::Held`] so a caller can say
+/// *who* is in the way. All fields come from the record; `owner` and `pid` are
+/// diagnostics only and never decide anything (SPEC §2).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Holder {
+    /// Human-readable name the holder gave (`claude-code`, `ci`, `cli`).
+    pub owner: String,
+    /// Unique id of the holder's tenure (owner + pid + random nonce).
+    pub holder_id: String,
+    /// Process id the holder recorded (it may run on another machine, or be dead).
+    pub pid: u32,
+    /// The holder's fencing token.
+    pub token: u64,
+    /// Generation of the newest record.
+    pub generation: u64,
+    /// When the holder's lease ends, in milliseconds since the Unix epoch, by the
+    /// holder's clock.
+    pub expires_at_ms: u64,
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (pid {}, token {}, expires at {} ms)",
+            self.owner, self.pid, self.token, self.expires_at_ms
+        )
+    }
+}
+
+/// Everything a protocol operation can fail with.
+///
+/// Variants are matchable: a caller tells "someone else holds it" ([`Error::Held`])
+/// from "your lease is gone" ([`Error::Superseded`], [`Error::Expired`],
+/// [`Error::NotHolder`]) from "the store could not be used" ([`Error::Backend`]).
+/// An I/O failure is never reported as held (SPEC §5).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The resource is held by a live lease of someone else, and the wait (if any)
+    /// ran out.
+    #[error("{label} is held by {holder}")]
+    Held {
+        /// The resource's label, as given by the caller.
+        label: String,
+        /// Who holds it.
+        holder: Holder,
+    },
+    /// Release or renew was asked for a lease whose tenure is not the newest record:
+    /// someone else claimed after it, or the token never held the resource.
+    #[error("not the holder of {label} with token {token}{}", describe_newest(.newest))]
+    NotHolder {
+        /// The resource's label.
+        label: String,
+        /// The token presented.
+        token: u64,
+        /// The current holder, if the newest record is a live, decodable claim.
+        newest: Option<Holder>,
+    },
+    /// The lease was written around: a newer tenure owns the resource now. The
+    /// lease's token will never pass [`crate::Store::check`] again (SPEC I3).
+    #[error("lease on {label} with token {token} was superseded by token {by_token}")]
+    Superseded {
+        /// The resource's label.
+        label: String,
+        /// The lost lease's token.
+        token: u64,
+        /// The token of the tenure that replaced it (0 when the newest record is
+        /// unreadable).
+        by_token: u64,
+    },
+    /// The lease's ttl ran out before it was renewed. An expired lease is lost: it
+    /// is never silently revived (SPEC §3); acquire again for a new token.
+    #[error("lease on {label} with token {token} expired at {expired_at_ms} ms")]
+    Expired {
+        /// The resource's label.
+        label: String,
+        /// The expired lease's token.
+        token: u64,
+        /// When it expired, in milliseconds since the Unix epoch.
+        expired_at_ms: u64,
+    },
+    /// A resource that cannot name a claim series: an empty lock name, a name with
+    /// control characters, a file path that cannot be resolved.
+    #[error("invalid resource: {0}")]
+    InvalidResource(String),
+    /// An argument out of range, such as a ttl of 0.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The backend failed; the message names the operation and the path or key.
+    /// Never means "held".
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+fn describe_newest(newest: &Option<Holder>) -> String {
+    match newest {
+        Some(holder) => format!("; it is held by {holder}"),
+        None => String::new(),
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

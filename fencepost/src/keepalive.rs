@@ -1,0 +1,228 @@
+//! Keeping a lease alive from a background thread (SPEC §3, keepalive).
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::{Error, Lease, Result, Store};
+
+/// Retry interval after a renewal failed with a backend error, as a fraction of the
+/// ttl: several retries fit before the lease would expire.
+const RETRY_FRACTION: u64 = 10;
+
+type LossCallback = Box<dyn FnOnce(&Error) + Send>;
+
+#[derive(Default)]
+struct State {
+    stop: bool,
+    lease: Option<Lease>,
+    loss: Option<Error>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A lease renewed every ttl/3 by a background thread until released, stopped or
+/// dropped. The token never changes across renewals (SPEC I5).
+///
+/// When the lease is lost (superseded, expired, released by someone else, or the
+/// store stayed unusable until the ttl ran out) the thread stops, calls the loss
+/// callback once (if one was given) and records the loss for
+/// [`Keepalive::loss`]. The renewal interval uses real time, not the store's clock.
+///
+/// Dropping a `Keepalive` stops renewing and releases the lease, best effort.
+pub struct Keepalive {
+    store: Store,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    token: u64,
+}
+
+impl std::fmt::Debug for Keepalive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keepalive")
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Keeps `lease` alive: renews it every ttl/3 on a background thread.
+    pub fn keepalive(&self, lease: Lease) -> Keepalive {
+        self.keepalive_with(lease, |_| {})
+    }
+
+    /// Like [`Store::keepalive`], and calls `on_loss` on the renewal thread as soon
+    /// as the lease is lost, with the reason ([`Error::Superseded`],
+    /// [`Error::Expired`], [`Error::NotHolder`], or the last [`Error::Backend`] when
+    /// the store stayed unusable past the lease's expiry).
+    pub fn keepalive_with(
+        &self,
+        lease: Lease,
+        on_loss: impl FnOnce(&Error) + Send + 'static,
+    ) -> Keepalive {
+        let token = lease.token();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                stop: false,
+                lease: Some(lease),
+                loss: None,
+            }),
+            wake: Condvar::new(),
+        });
+        let thread = {
+            let store = self.clone();
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("fencepost-keepalive".into())
+                .spawn(move || renew_until_stopped(&store, &shared, Box::new(on_loss)))
+                .expect("spawning the keepalive thread")
+        };
+        Keepalive {
+            store: self.clone(),
+            shared,
+            thread: Some(thread),
+            token,
+        }
+    }
+}
+
+fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
+    let mut state = shared.lock();
+    let Some(lease) = state.lease.clone() else {
+        return;
+    };
+    let interval = Duration::from_millis((lease.ttl_ms() / 3).max(1));
+    let retry = Duration::from_millis((lease.ttl_ms() / RETRY_FRACTION).max(1));
+    let mut wait = interval;
+    loop {
+        state = shared
+            .wake
+            .wait_timeout_while(state, wait, |s| !s.stop)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+        if state.stop {
+            return;
+        }
+        let mut lease = state
+            .lease
+            .clone()
+            .expect("the lease is present while renewing");
+        drop(state);
+        let outcome = store.renew(&mut lease);
+        state = shared.lock();
+        if state.stop {
+            return;
+        }
+        match outcome {
+            Ok(()) => {
+                state.lease = Some(lease);
+                wait = interval;
+            }
+            Err(Error::Backend(error)) if store.clock().wall_ms() < lease.expires_at_ms() => {
+                // Transient until the lease would have expired anyway: retry soon.
+                let _ = error;
+                wait = retry;
+            }
+            Err(loss) => {
+                drop(state);
+                on_loss(&loss);
+                shared.lock().loss = Some(loss);
+                return;
+            }
+        }
+    }
+}
+
+impl Keepalive {
+    /// The fencing token (constant across renewals).
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// The lease as of the latest successful renewal.
+    pub fn lease(&self) -> Lease {
+        self.shared
+            .lock()
+            .lease
+            .clone()
+            .expect("the lease is present until release")
+    }
+
+    /// True once the lease was lost.
+    pub fn is_lost(&self) -> bool {
+        self.shared.lock().loss.is_some()
+    }
+
+    /// Takes the reason the lease was lost, if it was.
+    pub fn take_loss(&self) -> Option<Error> {
+        self.shared.lock().loss.take()
+    }
+
+    fn stop_thread(&mut self) {
+        self.shared.lock().stop = true;
+        self.shared.wake.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+
+    /// Stops renewing and releases the lease.
+    ///
+    /// # Errors
+    ///
+    /// The recorded loss if the lease was lost while kept alive; otherwise as
+    /// [`Store::release`].
+    pub fn release(mut self) -> Result<()> {
+        self.stop_thread();
+        let mut state = self.shared.lock();
+        if let Some(loss) = state.loss.take() {
+            state.lease = None;
+            return Err(loss);
+        }
+        let lease = state
+            .lease
+            .take()
+            .expect("the lease is present until release");
+        drop(state);
+        self.store.release(&lease)
+    }
+
+    /// Stops renewing without releasing; the lease lives until its ttl runs out.
+    pub fn stop(mut self) -> Lease {
+        self.stop_thread();
+        self.shared
+            .lock()
+            .lease
+            .take()
+            .expect("the lease is present until release")
+    }
+}
+
+impl Drop for Keepalive {
+    fn drop(&mut self) {
+        if self.thread.is_none() && self.shared.lock().lease.is_none() {
+            return;
+        }
+        self.stop_thread();
+        let lease = {
+            let mut state = self.shared.lock();
+            if state.loss.is_some() {
+                None
+            } else {
+                state.lease.take()
+            }
+        };
+        if let Some(lease) = lease {
+            let _ = self.store.release(&lease);
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Leases with fencing tokens for agents that share one working tree.
+//!
+//! A **lease** is an exclusive, time-limited claim on a [`Resource`]; its **fencing
+//! token** is a number that only ever grows. Whatever mutates the resource presents
+//! the token ([`Store::check`]) and is refused once it is no longer current, so a
+//! holder that was judged dead, was written around, and then woke up cannot land a
+//! write.
+//!
+//! # Choosing a backend
+//!
+//! - `fencepost-fs` (the default): processes on one machine sharing a working tree.
+//!   Every step is an exclusive file create; Windows-safe; no daemon.
+//! - `fencepost-memory`: tests, and threads of one process. Fault injection (a create
+//!   that fails after landing, torn records, power cuts).
+//! - Your own: implement [`LeaseStore`] (one exclusive create per generation) and run
+//!   the conformance suite against it.
+//!
+//! # Why not a lock file or `flock`?
+//!
+//! A lock file with a pid cannot tell a dead holder from a paused one, and after a
+//! takeover the paused holder still has everything it needs to write. `flock` dies
+//! with the process and is not shared reliably across network filesystems or
+//! containers. Neither gives the writer a number to be refused by. Here every claim
+//! is a new generation of an append-only series, and the token of the newest live
+//! claim is the only one that passes.
+//!
+//! # Example
+//!
+//! ```
+//! use fencepost::{AcquireOptions, Resource, Store};
+//! # fn open_store() -> Store { Store::new(fencepost::doc_support::TinyStore::default()) }
+//! let store: Store = open_store(); // e.g. Store::new(fencepost_fs::FsStore::open(".fencepost")?)
+//! let migrations = Resource::lock("db:migrations");
+//! let lease = store.acquire(&migrations, &AcquireOptions::new(30_000).owner("ci"))?;
+//! if store.check(&migrations, lease.token())? {
+//!     // the only party whose write is authorized
+//! }
+//! store.release(&lease)?;
+//! # Ok::<(), fencepost::Error>(())
+//! ```
+//!
+//! The rules this crate implements are in the project's `SPEC.md` (§3 protocol,
+//! §4 backend contract, §6 identity) and `docs/`.
+
+#![warn(missing_docs)]
+
+mod backend;
+mod clock;
+mod error;
+mod keepalive;
+mod protocol;
+pub mod record;
+mod resource;
+
+pub use backend::{BackendError, CreateOutcome, Durability, LeaseStore};
+pub use clock::{Clock, ManualClock, SteppedClock, SystemClock};
+pub use error::{Error, Holder, Result};
+pub use keepalive::Keepalive;
+pub use protocol::{AcquireOptions, ClaimState, Lease, StatusEntry, Store, TryAcquire};
+pub use resource::{Identity, Key, Resource};
+
+#[doc(hidden)]
+pub mod doc_support {
+    //! A minimal in-memory backend so this crate's doctests run without a backend
+    //! crate (the real ones depend on this crate, never the reverse).
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use crate::{BackendError, CreateOutcome, Durability, Key, LeaseStore};
+
+    /// A map of (key, generation) to bytes.
+    #[derive(Debug, Default)]
+    pub struct TinyStore(Mutex<BTreeMap<(Key, u64), Vec<u8>>>);
+
+    impl LeaseStore for TinyStore {
+        fn create(
+            &self,
+            key: &Key,
+            generation: u64,
+            bytes: &[u8],
+            _: Durability,
+        ) -> Result<CreateOutcome, BackendError> {
+            let mut map = self.0.lock().unwrap();
+            if map.contains_key(&(key.clone(), generation)) {
+                return Ok(CreateOutcome::AlreadyExists);
+            }
+            map.insert((key.clone(), generation), bytes.to_vec());
+            Ok(CreateOutcome::Created)
+        }
+        fn generations(&self, key: &Key) -> Result<Vec<u64>, BackendError> {
+            Ok(self
+                .0
+                .lock()
+                .unwrap()
+                .keys()
+                .filter(|(k, _)| k == key)
+                .map(|(_, g)| *g)
+                .collect())
+        }
+        fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError> {
+            Ok(self
+                .0
+                .lock()
+                .unwrap()
+                .get(&(key.clone(), generation))
+                .cloned())
+        }
+        fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
+            self.0.lock().unwrap().remove(&(key.clone(), generation));
+            Ok(())
+        }
+        fn keys(&self) -> Result<Vec<Key>, BackendError> {
+            let mut keys: Vec<Key> = self
+                .0
+                .lock()
+                .unwrap()
+                .keys()
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.dedup();
+            Ok(keys)
+        }
+        fn locator(&self) -> String {
+            "memory".into()
+        }
+    }
+}

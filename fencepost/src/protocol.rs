@@ -1,0 +1,830 @@
+//! The lease protocol, once, generic over the backend (SPEC §3).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::backend::{CreateOutcome, Durability, LeaseStore};
+use crate::clock::{Clock, SystemClock};
+use crate::record::{self, Decoded, Envelope, FORMAT_VERSION, Record};
+use crate::{Error, Holder, Key, Resource, Result};
+
+/// First backoff step while waiting for a held resource, in milliseconds.
+const BACKOFF_START_MS: u64 = 4;
+/// Largest backoff step; keeps a handoff to a waiter within about this much of the
+/// release.
+const BACKOFF_CAP_MS: u64 = 64;
+/// How often `read_newest` re-lists when the newest listed record vanishes before
+/// it is read (a concurrent sweep); after that the vanished record counts as torn.
+const VANISHED_RELIST_ATTEMPTS: usize = 8;
+/// How often release retries when a concurrent create takes its generation.
+const RELEASE_ATTEMPTS: usize = 8;
+
+/// How to acquire: lease duration, who is asking, and how long to wait if held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// Lease duration in milliseconds; must be at least 1.
+    pub ttl_ms: u64,
+    /// Human-readable holder name, stored for diagnostics.
+    pub owner: String,
+    /// How long to wait for a held resource, in milliseconds; 0 fails at once.
+    pub wait_ms: u64,
+}
+
+impl AcquireOptions {
+    /// A ttl of `ttl_ms`, owner `fencepost`, no waiting.
+    pub fn new(ttl_ms: u64) -> Self {
+        AcquireOptions {
+            ttl_ms,
+            owner: "fencepost".into(),
+            wait_ms: 0,
+        }
+    }
+
+    /// Sets the owner name.
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = owner.into();
+        self
+    }
+
+    /// Sets how long to wait for a held resource, in milliseconds.
+    pub fn wait_ms(mut self, wait_ms: u64) -> Self {
+        self.wait_ms = wait_ms;
+        self
+    }
+}
+
+/// One tenure: proof that the holder created the newest record of a key.
+///
+/// The [`token`](Lease::token) is constant for the whole tenure (SPEC I5); renewals
+/// move [`generation`](Lease::generation) and [`expires_at_ms`](Lease::expires_at_ms).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub(crate) resource: Resource,
+    pub(crate) key: Key,
+    pub(crate) label: String,
+    pub(crate) token: u64,
+    pub(crate) generation: u64,
+    pub(crate) holder_id: String,
+    pub(crate) owner: String,
+    pub(crate) ttl_ms: u64,
+    pub(crate) granted_at_ms: u64,
+    pub(crate) expires_at_ms: u64,
+}
+
+impl Lease {
+    /// The resource held.
+    pub fn resource(&self) -> &Resource {
+        &self.resource
+    }
+    /// The key of its claim series.
+    pub fn key(&self) -> &Key {
+        &self.key
+    }
+    /// The label stored in its records.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+    /// The fencing token: present it to [`Store::check`] before every guarded write.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+    /// The generation of the newest record this tenure wrote.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+    /// The unique id of this tenure.
+    pub fn holder_id(&self) -> &str {
+        &self.holder_id
+    }
+    /// The owner name.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+    /// The lease duration in milliseconds.
+    pub fn ttl_ms(&self) -> u64 {
+        self.ttl_ms
+    }
+    /// When the newest record was written, milliseconds since the Unix epoch.
+    pub fn granted_at_ms(&self) -> u64 {
+        self.granted_at_ms
+    }
+    /// When the lease ends unless renewed, milliseconds since the Unix epoch.
+    pub fn expires_at_ms(&self) -> u64 {
+        self.expires_at_ms
+    }
+}
+
+/// The outcome of [`Store::try_acquire`]: the lease, or who holds the resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TryAcquire {
+    /// Acquired.
+    Acquired(Lease),
+    /// Held by someone else (after waiting, if a wait was given).
+    Held(Holder),
+}
+
+/// What the newest record of a key says, for `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimState {
+    /// A live lease.
+    Held,
+    /// A lease whose ttl ran out.
+    Expired,
+    /// Released (the newest record is a tombstone).
+    Released,
+    /// The newest record is torn or corrupt; the next acquire supersedes it.
+    Unreadable,
+    /// A record of a newer format version (see [`Decoded::Newer`]).
+    NewerFormat,
+}
+
+/// One key's line in [`Store::status`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StatusEntry {
+    /// The key.
+    pub key: Key,
+    /// The label of the newest record (empty when unreadable).
+    pub label: String,
+    /// What the newest record says.
+    pub state: ClaimState,
+    /// True when the resource is held right now (by the liveness rule).
+    pub live: bool,
+    /// The newest record's token (0 when unreadable).
+    pub token: u64,
+    /// The newest generation.
+    pub generation: u64,
+    /// The owner of the newest record (empty when unknown).
+    pub owner: String,
+    /// The pid recorded (0 when unknown).
+    pub pid: u32,
+    /// When the newest record expires, milliseconds since the Unix epoch (0 when
+    /// unknown).
+    pub expires_at_ms: u64,
+}
+
+/// A backend plus the protocol on top: acquire, check, renew, release, status,
+/// sweep and keepalive.
+///
+/// Cheap to clone (two `Arc`s); clones share the backend and clock.
+#[derive(Debug, Clone)]
+pub struct Store {
+    backend: Arc<dyn LeaseStore>,
+    clock: Arc<dyn Clock>,
+}
+
+/// The newest record of a series as read: its generation (0 for an empty series)
+/// and what it decoded to.
+#[derive(Debug)]
+struct Newest {
+    generation: u64,
+    decoded: Option<Decoded>,
+}
+
+impl Newest {
+    fn envelope(&self) -> Option<Envelope> {
+        match &self.decoded {
+            Some(Decoded::Record(record)) if !record.released => Some(record.envelope()),
+            Some(Decoded::Newer { envelope, .. }) => Some(*envelope),
+            _ => None,
+        }
+    }
+
+    fn holder(&self) -> Option<Holder> {
+        match &self.decoded {
+            Some(Decoded::Record(record)) => Some(holder_of(record)),
+            Some(Decoded::Newer { v, envelope }) => Some(Holder {
+                owner: format!("a writer of format v{v}"),
+                holder_id: String::new(),
+                pid: 0,
+                token: envelope.token,
+                generation: envelope.generation,
+                expires_at_ms: envelope.expires_at_ms,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The newest record, if it is an unreleased v1 claim.
+    fn claim(&self) -> Option<&Record> {
+        match &self.decoded {
+            Some(Decoded::Record(record)) if !record.released => Some(record),
+            _ => None,
+        }
+    }
+
+    fn token(&self) -> u64 {
+        match &self.decoded {
+            Some(Decoded::Record(record)) => record.token,
+            Some(Decoded::Newer { envelope, .. }) => envelope.token,
+            _ => 0,
+        }
+    }
+}
+
+fn holder_of(record: &Record) -> Holder {
+    Holder {
+        owner: record.owner.clone(),
+        holder_id: record.holder.clone(),
+        pid: record.pid,
+        token: record.token,
+        generation: record.generation,
+        expires_at_ms: record.expires_at_ms,
+    }
+}
+
+impl Store {
+    /// The protocol over `backend`, with the system clock.
+    pub fn new(backend: impl LeaseStore + 'static) -> Self {
+        Self::with_clock(backend, SystemClock::new())
+    }
+
+    /// The protocol over `backend`, with an injected clock (tests step it).
+    pub fn with_clock(backend: impl LeaseStore + 'static, clock: impl Clock + 'static) -> Self {
+        Store {
+            backend: Arc::new(backend),
+            clock: Arc::new(clock),
+        }
+    }
+
+    /// The protocol over an already shared backend and clock.
+    pub fn from_parts(backend: Arc<dyn LeaseStore>, clock: Arc<dyn Clock>) -> Self {
+        Store { backend, clock }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn LeaseStore> {
+        &self.backend
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Acquires `resource`, waiting up to `options.wait_ms` while it is held.
+    ///
+    /// Creates generation newest+1 with token = that generation, flushed; confirms
+    /// the record is the newest and still live before returning (a caller paused
+    /// between create and return never gets an expired lease); then sweeps older
+    /// records. While waiting, backs off with jitter, and treats a newest record that
+    /// stayed newest for a full ttl of this process's monotonic clock as expired (the
+    /// stagnation bound of SPEC §3).
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::Held`] when a live lease of someone else outlasted the wait.
+    /// - [`Error::InvalidArgument`] for a ttl of 0; [`Error::InvalidResource`] for a
+    ///   resource without a key.
+    /// - [`Error::Backend`] when the store fails. If the failure came after a create
+    ///   that may have landed, the series is re-read and a landed claim of ours is
+    ///   given up with a tombstone (SPEC I4): an unconfirmed claim is never handed out.
+    pub fn acquire(&self, resource: &Resource, options: &AcquireOptions) -> Result<Lease> {
+        match self.try_acquire(resource, options)? {
+            TryAcquire::Acquired(lease) => Ok(lease),
+            TryAcquire::Held(holder) => Err(Error::Held {
+                label: resource.target(),
+                holder,
+            }),
+        }
+    }
+
+    /// Like [`Store::acquire`], but a resource still held when the wait ends is
+    /// reported as [`TryAcquire::Held`] with its holder instead of as an error.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::acquire`], except [`Error::Held`].
+    pub fn try_acquire(&self, resource: &Resource, options: &AcquireOptions) -> Result<TryAcquire> {
+        if options.ttl_ms == 0 {
+            return Err(Error::InvalidArgument(
+                "ttl must be at least 1 millisecond".into(),
+            ));
+        }
+        let identity = resource.identity()?;
+        let key = identity.key;
+        let holder_id = new_holder_id(&options.owner);
+        let deadline = self.clock.monotonic_ms().saturating_add(options.wait_ms);
+        let mut backoff_ms = BACKOFF_START_MS;
+        // (generation, monotonic ms when first seen newest) for the stagnation bound.
+        let mut watched: Option<(u64, u64)> = None;
+        loop {
+            let newest = self.read_newest(&key)?;
+            let now = self.clock.wall_ms();
+            if let Some(envelope) = newest.envelope().filter(|e| record::is_live(e, now)) {
+                let mono = self.clock.monotonic_ms();
+                let first_seen = match watched {
+                    Some((generation, since)) if generation == newest.generation => since,
+                    _ => {
+                        watched = Some((newest.generation, mono));
+                        mono
+                    }
+                };
+                let record_ttl = newest.claim().map(|r| r.ttl_ms).unwrap_or(
+                    envelope
+                        .expires_at_ms
+                        .saturating_sub(envelope.granted_at_ms),
+                );
+                let stagnant = mono.saturating_sub(first_seen) >= record_ttl;
+                if !stagnant {
+                    if mono >= deadline {
+                        let holder = newest.holder().expect("a live record has a holder");
+                        return Ok(TryAcquire::Held(holder));
+                    }
+                    let step = jittered(backoff_ms).min(deadline - mono).max(1);
+                    self.clock.sleep(Duration::from_millis(step));
+                    backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
+                    continue;
+                }
+            }
+
+            let generation = newest.generation + 1;
+            let granted_at_ms = self.clock.wall_ms();
+            let claim = Record {
+                v: FORMAT_VERSION,
+                key: key.to_string(),
+                label: identity.label.clone(),
+                token: generation,
+                generation,
+                holder: holder_id.clone(),
+                owner: options.owner.clone(),
+                pid: std::process::id(),
+                granted_at_ms,
+                expires_at_ms: granted_at_ms.saturating_add(options.ttl_ms),
+                ttl_ms: options.ttl_ms,
+                released: false,
+            };
+            match self
+                .backend
+                .create(&key, generation, &claim.encode(), Durability::Flushed)
+            {
+                Ok(CreateOutcome::Created) => {}
+                Ok(CreateOutcome::AlreadyExists) => continue,
+                Err(error) => {
+                    self.give_up_if_landed(&key, generation, &holder_id);
+                    return Err(error.into());
+                }
+            }
+
+            let confirmed = self.read_newest(&key)?;
+            let ours = confirmed.generation == generation
+                && confirmed.claim().is_some_and(|r| r.holder == holder_id);
+            if !ours {
+                // Superseded before we confirmed (a reader saw our create in progress
+                // as torn, or a later claimant won): nothing of ours to clean up.
+                continue;
+            }
+            if !record::is_live(&claim.envelope(), self.clock.wall_ms()) {
+                // We were paused past our own ttl: the claim is worthless; try again
+                // (the next round supersedes it with a new token).
+                continue;
+            }
+            self.sweep_below(&key, generation);
+            return Ok(TryAcquire::Acquired(Lease {
+                resource: resource.clone(),
+                key,
+                label: identity.label,
+                token: generation,
+                generation,
+                holder_id,
+                owner: options.owner.clone(),
+                ttl_ms: options.ttl_ms,
+                granted_at_ms,
+                expires_at_ms: claim.expires_at_ms,
+            }));
+        }
+    }
+
+    /// True only if `token` is the token of the newest record of `resource`'s series
+    /// and that record is live (SPEC I3). A superseded, released or expired token
+    /// returns false, as does any token when the newest record is unreadable.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidResource`] for a resource without a key; [`Error::Backend`]
+    /// when the store cannot be read (never reported as `false`).
+    pub fn check(&self, resource: &Resource, token: u64) -> Result<bool> {
+        let key = resource.identity()?.key;
+        let newest = self.read_newest(&key)?;
+        let now = self.clock.wall_ms();
+        Ok(newest
+            .envelope()
+            .is_some_and(|e| e.token == token && token > 0 && record::is_live(&e, now)))
+    }
+
+    /// Renews `lease`: writes generation newest+1 with the **same token** and a new
+    /// expiry of now + ttl, flushed, and updates `lease` (SPEC I5).
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::Expired`] when the lease's ttl ran out (an expired lease is never
+    ///   revived; acquire again).
+    /// - [`Error::Superseded`] when a newer tenure owns the resource, or a rival
+    ///   created the next generation first.
+    /// - [`Error::NotHolder`] when this tenure already released it.
+    /// - [`Error::Backend`] when the store fails; `lease` is unchanged and a later
+    ///   renew may still succeed (it matches the newest record by holder id and
+    ///   token, not by generation).
+    pub fn renew(&self, lease: &mut Lease) -> Result<()> {
+        let renewed = self.renew_tenure(
+            &lease.key,
+            &lease.label,
+            lease.token,
+            Some(&lease.holder_id),
+            lease.ttl_ms,
+        )?;
+        lease.generation = renewed.generation;
+        lease.granted_at_ms = renewed.granted_at_ms;
+        lease.expires_at_ms = renewed.expires_at_ms;
+        Ok(())
+    }
+
+    /// Renews the tenure holding `resource` with `token`, whoever started it (the CLI
+    /// and the MCP server renew by token). The ttl is `ttl_ms`, or the tenure's own
+    /// when `None`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::renew`]; a token that is not the newest record's is
+    /// [`Error::NotHolder`].
+    pub fn renew_token(
+        &self,
+        resource: &Resource,
+        token: u64,
+        ttl_ms: Option<u64>,
+    ) -> Result<Lease> {
+        if ttl_ms == Some(0) {
+            return Err(Error::InvalidArgument(
+                "ttl must be at least 1 millisecond".into(),
+            ));
+        }
+        let identity = resource.identity()?;
+        let newest = self.read_newest(&identity.key)?;
+        let Some(record) = newest.claim().filter(|r| r.token == token) else {
+            return Err(Error::NotHolder {
+                label: resource.target(),
+                token,
+                newest: newest.holder().filter(|_| newest.envelope().is_some()),
+            });
+        };
+        let holder_id = record.holder.clone();
+        let owner = record.owner.clone();
+        let ttl_ms = ttl_ms.unwrap_or(record.ttl_ms);
+        let renewed = self.renew_tenure(
+            &identity.key,
+            &resource.target(),
+            token,
+            Some(&holder_id),
+            ttl_ms,
+        )?;
+        Ok(Lease {
+            resource: resource.clone(),
+            key: identity.key,
+            label: renewed.label,
+            token,
+            generation: renewed.generation,
+            holder_id,
+            owner,
+            ttl_ms,
+            granted_at_ms: renewed.granted_at_ms,
+            expires_at_ms: renewed.expires_at_ms,
+        })
+    }
+
+    fn renew_tenure(
+        &self,
+        key: &Key,
+        label: &str,
+        token: u64,
+        holder_id: Option<&str>,
+        ttl_ms: u64,
+    ) -> Result<Record> {
+        let newest = self.read_newest(key)?;
+        let superseded = |newest: &Newest| Error::Superseded {
+            label: label.to_string(),
+            token,
+            by_token: newest.token(),
+        };
+        let current = match &newest.decoded {
+            Some(Decoded::Record(r))
+                if r.token == token && Some(r.holder.as_str()) == holder_id =>
+            {
+                r
+            }
+            _ => return Err(superseded(&newest)),
+        };
+        if current.released {
+            return Err(Error::NotHolder {
+                label: label.to_string(),
+                token,
+                newest: None,
+            });
+        }
+        let now = self.clock.wall_ms();
+        if !record::is_live(&current.envelope(), now) {
+            return Err(Error::Expired {
+                label: label.to_string(),
+                token,
+                expired_at_ms: current.expires_at_ms,
+            });
+        }
+        let generation = newest.generation + 1;
+        let renewal = Record {
+            generation,
+            granted_at_ms: now,
+            expires_at_ms: now.saturating_add(ttl_ms),
+            ttl_ms,
+            pid: std::process::id(),
+            ..current.clone()
+        };
+        match self
+            .backend
+            .create(key, generation, &renewal.encode(), Durability::Flushed)?
+        {
+            CreateOutcome::Created => {}
+            CreateOutcome::AlreadyExists => return Err(superseded(&self.read_newest(key)?)),
+        }
+        let confirmed = self.read_newest(key)?;
+        if confirmed.generation != generation {
+            return Err(superseded(&confirmed));
+        }
+        Ok(renewal)
+    }
+
+    /// Releases `lease`: if its tenure still owns the newest record, writes a
+    /// tombstone as newest+1 (already expired, not flushed: losing it only delays the
+    /// next contender). Never deletes a record and never sweeps (SPEC §3).
+    ///
+    /// A lease whose ttl ran out but that nobody superseded is released normally.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NotHolder`] when the newest record is not this tenure's (it was
+    ///   superseded, or already released); nothing is written.
+    /// - [`Error::Backend`] when the store fails and a re-read cannot show that the
+    ///   tombstone landed.
+    pub fn release(&self, lease: &Lease) -> Result<()> {
+        self.release_tenure(
+            &lease.key,
+            &lease.label,
+            lease.token,
+            Some(&lease.holder_id),
+        )
+    }
+
+    /// Releases the tenure holding `resource` with `token`, whoever started it (the
+    /// CLI and the MCP server release by token).
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::release`].
+    pub fn release_token(&self, resource: &Resource, token: u64) -> Result<()> {
+        let identity = resource.identity()?;
+        self.release_tenure(&identity.key, &resource.target(), token, None)
+    }
+
+    fn release_tenure(
+        &self,
+        key: &Key,
+        label: &str,
+        token: u64,
+        holder_id: Option<&str>,
+    ) -> Result<()> {
+        for _ in 0..RELEASE_ATTEMPTS {
+            let newest = self.read_newest(key)?;
+            let Some(current) = newest
+                .claim()
+                .filter(|r| r.token == token && holder_id.is_none_or(|h| r.holder == h))
+            else {
+                let now = self.clock.wall_ms();
+                return Err(Error::NotHolder {
+                    label: label.to_string(),
+                    token,
+                    newest: newest
+                        .holder()
+                        .filter(|_| newest.envelope().is_some_and(|e| record::is_live(&e, now))),
+                });
+            };
+            let generation = newest.generation + 1;
+            let now = self.clock.wall_ms();
+            let tombstone = Record {
+                generation,
+                granted_at_ms: now,
+                expires_at_ms: now,
+                ttl_ms: 0,
+                released: true,
+                pid: std::process::id(),
+                ..current.clone()
+            };
+            match self
+                .backend
+                .create(key, generation, &tombstone.encode(), Durability::Unflushed)
+            {
+                Ok(CreateOutcome::Created) => return Ok(()),
+                // Someone created the next generation first; re-read decides whether
+                // we are still the holder.
+                Ok(CreateOutcome::AlreadyExists) => continue,
+                Err(error) => {
+                    let landed = self.read_newest(key).ok().is_some_and(|n| {
+                        n.generation == generation
+                            && matches!(&n.decoded, Some(Decoded::Record(r)) if r.released && r.holder == current.holder)
+                    });
+                    return if landed { Ok(()) } else { Err(error.into()) };
+                }
+            }
+        }
+        Err(Error::NotHolder {
+            label: label.to_string(),
+            token,
+            newest: None,
+        })
+    }
+
+    /// Every key in the store with what its newest record says, sorted by label then
+    /// key.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] when the store cannot be listed or read.
+    pub fn status(&self) -> Result<Vec<StatusEntry>> {
+        let now = self.clock.wall_ms();
+        let mut entries = Vec::new();
+        for key in self.backend.keys()? {
+            let newest = self.read_newest(&key)?;
+            if newest.generation == 0 {
+                continue;
+            }
+            let entry = match &newest.decoded {
+                Some(Decoded::Record(r)) => {
+                    let live = !r.released && record::is_live(&r.envelope(), now);
+                    StatusEntry {
+                        key: key.clone(),
+                        label: r.label.clone(),
+                        state: if r.released {
+                            ClaimState::Released
+                        } else if live {
+                            ClaimState::Held
+                        } else {
+                            ClaimState::Expired
+                        },
+                        live,
+                        token: r.token,
+                        generation: newest.generation,
+                        owner: r.owner.clone(),
+                        pid: r.pid,
+                        expires_at_ms: r.expires_at_ms,
+                    }
+                }
+                Some(Decoded::Newer { envelope, .. }) => StatusEntry {
+                    key: key.clone(),
+                    label: String::new(),
+                    state: ClaimState::NewerFormat,
+                    live: record::is_live(envelope, now),
+                    token: envelope.token,
+                    generation: newest.generation,
+                    owner: String::new(),
+                    pid: 0,
+                    expires_at_ms: envelope.expires_at_ms,
+                },
+                _ => StatusEntry {
+                    key: key.clone(),
+                    label: String::new(),
+                    state: ClaimState::Unreadable,
+                    live: false,
+                    token: 0,
+                    generation: newest.generation,
+                    owner: String::new(),
+                    pid: 0,
+                    expires_at_ms: 0,
+                },
+            };
+            entries.push(entry);
+        }
+        entries.sort_by(|a, b| (&a.label, &a.key).cmp(&(&b.label, &b.key)));
+        Ok(entries)
+    }
+
+    /// Removes the superseded records of `resource`'s series that lie below its newest
+    /// *claim* (a flushed record); returns how many were removed. The newest record,
+    /// and any tombstone above the newest claim, are kept: a lost unflushed tombstone
+    /// plus a surviving removal must never empty the series (SPEC §3).
+    ///
+    /// Acquire already sweeps after each confirmed claim; this is for tidying by hand.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidResource`] or [`Error::Backend`] when the series cannot be
+    /// listed or read. Individual removals are best effort.
+    pub fn sweep(&self, resource: &Resource) -> Result<usize> {
+        let key = resource.identity()?.key;
+        let mut generations = self.backend.generations(&key)?;
+        generations.sort_unstable_by(|a, b| b.cmp(a));
+        for generation in generations {
+            if let Some(bytes) = self.backend.read(&key, generation)? {
+                if let Decoded::Record(r) = record::decode(&bytes, key.as_str(), generation) {
+                    if !r.released {
+                        return Ok(self.sweep_below(&key, generation));
+                    }
+                }
+            }
+        }
+        Ok(0)
+    }
+
+    /// Removes every record of `key` below `generation`, best effort; returns how
+    /// many removals succeeded.
+    fn sweep_below(&self, key: &Key, generation: u64) -> usize {
+        let Ok(generations) = self.backend.generations(key) else {
+            return 0;
+        };
+        generations
+            .into_iter()
+            .filter(|g| *g < generation)
+            .filter(|g| self.backend.remove(key, *g).is_ok())
+            .count()
+    }
+
+    /// Reads the newest record of `key`: the highest listed generation (by number),
+    /// decoded. A record removed between listing and reading (a concurrent sweep)
+    /// causes a re-list; one that keeps vanishing counts as torn, so numbering still
+    /// continues above it.
+    fn read_newest(&self, key: &Key) -> Result<Newest> {
+        let mut generation = 0;
+        for _ in 0..VANISHED_RELIST_ATTEMPTS {
+            generation = match self.backend.generations(key)?.into_iter().max() {
+                Some(generation) => generation,
+                None => {
+                    return Ok(Newest {
+                        generation: 0,
+                        decoded: None,
+                    });
+                }
+            };
+            if let Some(bytes) = self.backend.read(key, generation)? {
+                return Ok(Newest {
+                    generation,
+                    decoded: Some(record::decode(&bytes, key.as_str(), generation)),
+                });
+            }
+        }
+        Ok(Newest {
+            generation,
+            decoded: Some(Decoded::Torn("the newest record keeps vanishing".into())),
+        })
+    }
+
+    /// After a create failed with an unknown outcome: if our claim landed anyway, it
+    /// may not be durable, so give it up with a tombstone rather than hand it out.
+    fn give_up_if_landed(&self, key: &Key, generation: u64, holder_id: &str) {
+        let Ok(newest) = self.read_newest(key) else {
+            return;
+        };
+        if newest.generation == generation {
+            if let Some(record) = newest.claim().filter(|r| r.holder == holder_id) {
+                let now = self.clock.wall_ms();
+                let tombstone = Record {
+                    generation: generation + 1,
+                    granted_at_ms: now,
+                    expires_at_ms: now,
+                    ttl_ms: 0,
+                    released: true,
+                    ..record.clone()
+                };
+                let _ = self.backend.create(
+                    key,
+                    generation + 1,
+                    &tombstone.encode(),
+                    Durability::Unflushed,
+                );
+            }
+        }
+    }
+}
+
+/// A holder id unique to one tenure: owner, pid and a random nonce.
+fn new_holder_id(owner: &str) -> String {
+    format!("{owner}-{}-{:016x}", std::process::id(), random_u64())
+}
+
+/// Uniform in `[step/2, step]`: waiters that started together spread out.
+fn jittered(step_ms: u64) -> u64 {
+    let half = step_ms / 2;
+    half + random_u64() % (step_ms - half + 1)
+}
+
+/// A random number from the standard library's per-process random hash keys mixed
+/// with a counter and the time; enough for nonces and jitter, not for secrets.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    hasher.finish()
+}

@@ -1,0 +1,253 @@
+//! The record format (v1) and its decode rules (SPEC §3, §5).
+//!
+//! One JSON object per record. A reader classifies the newest record as a v1
+//! [`Record`], a record of a *newer* format honoured through its envelope
+//! ([`Decoded::Newer`]), or [`Decoded::Torn`] (empty, truncated, garbage, wrong
+//! types, or claiming another key or generation). Torn is never "absent": it is not
+//! live and is superseded by the next generation, so numbering never restarts.
+
+use serde::{Deserialize, Serialize};
+
+/// The format version this crate writes.
+pub const FORMAT_VERSION: u64 = 1;
+
+/// One immutable entry of a key's claim series (format v1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// Format version: 1.
+    pub v: u64,
+    /// The key this record belongs to.
+    pub key: String,
+    /// What the holder typed, for `status`.
+    pub label: String,
+    /// The fencing token: the generation at which the tenure began (SPEC I5).
+    pub token: u64,
+    /// This record's position in the series.
+    pub generation: u64,
+    /// Unique id of the tenure.
+    pub holder: String,
+    /// Human-readable holder name.
+    pub owner: String,
+    /// Process id of the writer.
+    pub pid: u32,
+    /// When this record was written, milliseconds since the Unix epoch.
+    pub granted_at_ms: u64,
+    /// When the lease ends, milliseconds since the Unix epoch.
+    pub expires_at_ms: u64,
+    /// The lease duration in milliseconds.
+    pub ttl_ms: u64,
+    /// True for a tombstone written by release: never live, whatever the clocks say.
+    #[serde(default)]
+    pub released: bool,
+}
+
+/// The fields every format version must keep, by which a reader of an older version
+/// honours a newer record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct Envelope {
+    /// The fencing token.
+    pub token: u64,
+    /// The record's generation.
+    pub generation: u64,
+    /// When the record was written, milliseconds since the Unix epoch.
+    pub granted_at_ms: u64,
+    /// When the lease ends, milliseconds since the Unix epoch.
+    pub expires_at_ms: u64,
+}
+
+/// A record as read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decoded {
+    /// A well-formed v1 record.
+    Record(Record),
+    /// A well-formed record of a newer format version `v`: held while its envelope
+    /// says so, never treated as free, never ours.
+    Newer {
+        /// Its format version.
+        v: u64,
+        /// Its envelope fields.
+        envelope: Envelope,
+    },
+    /// Not a usable record; the reason is for diagnostics.
+    Torn(String),
+}
+
+impl Record {
+    /// Serializes the record as one JSON object.
+    pub fn encode(&self) -> Vec<u8> {
+        // A struct of strings and integers cannot fail to serialize.
+        serde_json::to_vec(self).expect("records always serialize")
+    }
+
+    /// The envelope of this record.
+    pub fn envelope(&self) -> Envelope {
+        Envelope {
+            token: self.token,
+            generation: self.generation,
+            granted_at_ms: self.granted_at_ms,
+            expires_at_ms: self.expires_at_ms,
+        }
+    }
+}
+
+/// Decodes `bytes` read as generation `generation` of `key`.
+///
+/// A record whose `key` or `generation` disagrees with where it was found is torn:
+/// a copied or misplaced file must not pass as this series' claim.
+pub fn decode(bytes: &[u8], key: &str, generation: u64) -> Decoded {
+    if bytes.is_empty() {
+        return Decoded::Torn("empty record".into());
+    }
+    let value: serde_json::Value = match serde_json::from_slice(bytes) {
+        Ok(value) => value,
+        Err(e) => return Decoded::Torn(format!("not JSON: {e}")),
+    };
+    let Some(v) = value.get("v").and_then(serde_json::Value::as_u64) else {
+        return Decoded::Torn("no numeric format version `v`".into());
+    };
+    match v {
+        0 => Decoded::Torn("format version 0 does not exist".into()),
+        FORMAT_VERSION => match Record::deserialize(&value) {
+            Ok(record) if record.key != key => Decoded::Torn(format!(
+                "record names key {}, found under {key}",
+                record.key
+            )),
+            Ok(record) if record.generation != generation => Decoded::Torn(format!(
+                "record names generation {}, found as {generation}",
+                record.generation
+            )),
+            Ok(record) => Decoded::Record(record),
+            Err(e) => Decoded::Torn(format!("malformed v1 record: {e}")),
+        },
+        newer => match Envelope::deserialize(&value) {
+            Ok(envelope) if envelope.generation != generation => Decoded::Torn(format!(
+                "record names generation {}, found as {generation}",
+                envelope.generation
+            )),
+            Ok(envelope) => Decoded::Newer { v: newer, envelope },
+            Err(e) => Decoded::Torn(format!("v{newer} record without a readable envelope: {e}")),
+        },
+    }
+}
+
+/// The liveness rule (SPEC §3): live while `now < expires_at`, or while `now` is
+/// earlier than the record's `granted_at` (the clock stepped backwards, so expiry is
+/// unknowable and the record is held: wrongly blocking is recoverable, wrongly
+/// freeing is not).
+pub fn is_live(envelope: &Envelope, now_ms: u64) -> bool {
+    now_ms < envelope.expires_at_ms || now_ms < envelope.granted_at_ms
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Record {
+        Record {
+            v: 1,
+            key: "lock-0123456789abcdef0123456789abcdef".into(),
+            label: "db:migrations".into(),
+            token: 3,
+            generation: 4,
+            holder: "cli-1-abc".into(),
+            owner: "cli".into(),
+            pid: 1,
+            granted_at_ms: 1_000,
+            expires_at_ms: 31_000,
+            ttl_ms: 30_000,
+            released: false,
+        }
+    }
+
+    fn decode_sample(bytes: &[u8]) -> Decoded {
+        decode(bytes, &sample().key, 4)
+    }
+
+    #[test]
+    fn round_trip() {
+        assert_eq!(decode_sample(&sample().encode()), Decoded::Record(sample()));
+    }
+
+    #[test]
+    fn empty_truncated_garbage_and_wrong_types_are_torn() {
+        let full = sample().encode();
+        let mut wrong_type = serde_json::to_value(sample()).unwrap();
+        wrong_type["token"] = serde_json::json!("three");
+        let mut negative = serde_json::to_value(sample()).unwrap();
+        negative["expires_at_ms"] = serde_json::json!(-5);
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("empty", vec![]),
+            ("truncated", full[..full.len() / 2].to_vec()),
+            ("garbage", b"\x00\xffnot json".to_vec()),
+            ("array", b"[1,2]".to_vec()),
+            ("no v", b"{\"token\":1}".to_vec()),
+            ("v 0", b"{\"v\":0}".to_vec()),
+            ("wrong type", serde_json::to_vec(&wrong_type).unwrap()),
+            ("negative", serde_json::to_vec(&negative).unwrap()),
+        ];
+        for (name, bytes) in cases {
+            assert!(
+                matches!(decode_sample(&bytes), Decoded::Torn(_)),
+                "{name} should be torn"
+            );
+        }
+    }
+
+    #[test]
+    fn misplaced_records_are_torn() {
+        let record = sample().encode();
+        assert!(matches!(
+            decode(&record, &sample().key, 5),
+            Decoded::Torn(_)
+        ));
+        assert!(matches!(
+            decode(&record, "lock-ffffffffffffffffffffffffffffffff", 4),
+            Decoded::Torn(_)
+        ));
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored() {
+        let mut value = serde_json::to_value(sample()).unwrap();
+        value["hostname"] = serde_json::json!("build-7");
+        assert_eq!(
+            decode_sample(&serde_json::to_vec(&value).unwrap()),
+            Decoded::Record(sample())
+        );
+    }
+
+    #[test]
+    fn newer_versions_are_honoured_through_their_envelope() {
+        let bytes = br#"{"v":2,"token":3,"generation":4,"granted_at_ms":1000,"expires_at_ms":31000,"shape":"new"}"#;
+        match decode_sample(bytes) {
+            Decoded::Newer { v, envelope } => {
+                assert_eq!(v, 2);
+                assert_eq!(envelope, sample().envelope());
+                assert!(is_live(&envelope, 2_000), "a live newer record is held");
+            }
+            other => panic!("expected Newer, got {other:?}"),
+        }
+        // Newer but without an envelope: not well-formed, so torn.
+        assert!(matches!(
+            decode_sample(br#"{"v":2,"token":3}"#),
+            Decoded::Torn(_)
+        ));
+    }
+
+    #[test]
+    fn liveness_rule_including_a_backwards_clock() {
+        let envelope = sample().envelope(); // granted 1_000, expires 31_000
+        assert!(is_live(&envelope, 1_000));
+        assert!(is_live(&envelope, 30_999));
+        assert!(!is_live(&envelope, 31_000), "expiry is exclusive");
+        assert!(!is_live(&envelope, 40_000));
+        // The clock stepped back to before the grant: held, not freed.
+        assert!(is_live(&envelope, 500));
+        let zero_ttl = Envelope {
+            expires_at_ms: 1_000,
+            ..envelope
+        };
+        assert!(is_live(&zero_ttl, 999));
+        assert!(!is_live(&zero_ttl, 1_000));
+    }
+}

@@ -1,0 +1,326 @@
+//! Resources, and the key that names each one's claim series (SPEC §6).
+//!
+//! Two spellings of one resource must produce one key: a split identity gives two
+//! writers an uncontested lease each, and no fence repairs that. Where a step is
+//! ambiguous the rule merges (a false contention clears itself).
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use unicode_normalization::UnicodeNormalization;
+
+use crate::{Error, Result};
+
+/// Hex digits of SHA-256 kept in a key: 128 bits, far beyond any collision risk for
+/// the keys one store holds, and short enough for every filesystem's name limit.
+const KEY_HASH_HEX_DIGITS: usize = 32;
+
+/// What is claimed: a named lock, or a file in the working tree.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Resource {
+    /// A named lock such as `db:migrations`. Names are trimmed, NFC-normalized and
+    /// lowercased, so `DB:Migrations ` and `db:migrations` are one lock.
+    Lock(String),
+    /// A file, existing or not yet created. Relative paths are resolved against the
+    /// working directory at the time of each call.
+    File(PathBuf),
+}
+
+impl Resource {
+    /// A named lock. Validation happens when the key is derived
+    /// ([`Resource::identity`]).
+    pub fn lock(name: impl Into<String>) -> Self {
+        Resource::Lock(name.into())
+    }
+
+    /// A file path, absolute or relative to the working directory.
+    pub fn file(path: impl Into<PathBuf>) -> Self {
+        Resource::File(path.into())
+    }
+
+    /// `lock` or `file`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Resource::Lock(_) => "lock",
+            Resource::File(_) => "file",
+        }
+    }
+
+    /// The text the caller gave (the lock name, or the path), for messages.
+    pub fn target(&self) -> String {
+        match self {
+            Resource::Lock(name) => name.clone(),
+            Resource::File(path) => path.display().to_string(),
+        }
+    }
+
+    /// Resolves the resource to the key of its claim series, plus the label stored in
+    /// records for `status`.
+    ///
+    /// Locks: trimmed, NFC-normalized, lowercased; empty names and names with control
+    /// characters are rejected. Files: made absolute against the working directory,
+    /// the deepest existing ancestor resolved through the OS (symlinks and `..` the
+    /// way the kernel resolves them), the remaining components appended with `.`
+    /// dropped and `..` applied, so a file has one key before and after it exists.
+    /// Lock keys start `lock-`, file keys `file-`: the namespaces never collide.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidResource`] for a rejected lock name, an empty path, or a path
+    /// that cannot be made absolute (no working directory).
+    pub fn identity(&self) -> Result<Identity> {
+        match self {
+            Resource::Lock(name) => {
+                let canonical = canonical_lock_name(name)?;
+                Ok(Identity {
+                    key: Key::derive("lock", canonical.as_bytes()),
+                    label: name.trim().to_string(),
+                })
+            }
+            Resource::File(path) => {
+                if path.as_os_str().is_empty() {
+                    return Err(Error::InvalidResource("the file path is empty".into()));
+                }
+                let absolute = std::path::absolute(path).map_err(|e| {
+                    Error::InvalidResource(format!("cannot make {} absolute: {e}", path.display()))
+                })?;
+                let resolved = resolve_through_deepest_existing_ancestor(&absolute);
+                Ok(Identity {
+                    key: Key::derive("file", &path_identity_bytes(&resolved)),
+                    label: absolute.display().to_string(),
+                })
+            }
+        }
+    }
+}
+
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.kind(), self.target())
+    }
+}
+
+/// A resolved resource: the key of its series and the label to store.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Identity {
+    /// The key naming the claim series.
+    pub key: Key,
+    /// What the caller typed, made absolute for files; shown by `status`, never used
+    /// for identity.
+    pub label: String,
+}
+
+/// The canonical identity of a resource: a short, stable string naming its claim
+/// series, safe as a file name on every platform (`lock-` or `file-` followed by 32
+/// lowercase hex digits of SHA-256).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
+pub struct Key(String);
+
+impl Key {
+    fn derive(namespace: &str, canonical: &[u8]) -> Key {
+        let mut hasher = Sha256::new();
+        hasher.update(namespace.as_bytes());
+        hasher.update([0u8]);
+        hasher.update(canonical);
+        let digest = hasher.finalize();
+        let mut hex = String::with_capacity(namespace.len() + 1 + KEY_HASH_HEX_DIGITS);
+        hex.push_str(namespace);
+        hex.push('-');
+        for byte in digest.iter().take(KEY_HASH_HEX_DIGITS / 2) {
+            hex.push_str(&format!("{byte:02x}"));
+        }
+        Key(hex)
+    }
+
+    /// Parses a key as stored by a backend (a directory name, a key prefix); `None`
+    /// for anything that is not exactly `lock-` or `file-` plus 32 lowercase hex
+    /// digits, so foreign names in a store are skipped.
+    pub fn parse(text: &str) -> Option<Key> {
+        let (namespace, hash) = text.split_once('-')?;
+        let valid = matches!(namespace, "lock" | "file")
+            && hash.len() == KEY_HASH_HEX_DIGITS
+            && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        valid.then(|| Key(text.to_string()))
+    }
+
+    /// The key as a string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Trims, rejects, normalizes (NFC) and lowercases a lock name (SPEC §6).
+fn canonical_lock_name(name: &str) -> Result<String> {
+    let trimmed = name.trim();
+    if trimmed.is_empty() {
+        return Err(Error::InvalidResource(
+            "the lock name is empty; give a name such as db:migrations".into(),
+        ));
+    }
+    if let Some(bad) = trimmed.chars().find(|c| c.is_control()) {
+        return Err(Error::InvalidResource(format!(
+            "the lock name contains the control character U+{:04X}; use printable characters",
+            bad as u32
+        )));
+    }
+    let lowered: String = trimmed.nfc().collect::<String>().to_lowercase();
+    Ok(lowered.nfc().collect())
+}
+
+/// Resolves the deepest existing ancestor of `absolute` through the OS, then appends
+/// the rest with `.` dropped and `..` applied lexically (the rest does not exist, so
+/// there is no symlink in it for the kernel to follow).
+fn resolve_through_deepest_existing_ancestor(absolute: &Path) -> PathBuf {
+    let mut pending: Vec<std::ffi::OsString> = Vec::new();
+    let mut candidate = absolute.to_path_buf();
+    let base = loop {
+        if let Ok(resolved) = std::fs::canonicalize(&candidate) {
+            break resolved;
+        }
+        match (candidate.file_name(), candidate.parent()) {
+            (Some(name), Some(parent)) => {
+                pending.push(name.to_os_string());
+                candidate = parent.to_path_buf();
+            }
+            _ => {
+                // `..` as the last component, or the root itself failed to resolve:
+                // step up lexically without recording a name.
+                match candidate.parent() {
+                    Some(parent) => {
+                        if matches!(
+                            candidate.components().next_back(),
+                            Some(Component::ParentDir)
+                        ) {
+                            pending.push("..".into());
+                        }
+                        candidate = parent.to_path_buf();
+                    }
+                    None => break candidate,
+                }
+            }
+        }
+    };
+    let mut resolved = base;
+    for name in pending.into_iter().rev() {
+        match name.to_str() {
+            Some(".") => {}
+            Some("..") => {
+                resolved.pop();
+            }
+            _ => resolved.push(name),
+        }
+    }
+    resolved
+}
+
+#[cfg(unix)]
+fn path_identity_bytes(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes().to_vec()
+}
+
+#[cfg(not(unix))]
+fn path_identity_bytes(path: &Path) -> Vec<u8> {
+    path.to_string_lossy().into_owned().into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(resource: Resource) -> Key {
+        resource.identity().expect("valid resource").key
+    }
+
+    #[test]
+    fn lock_names_are_trimmed_normalized_and_case_folded() {
+        // SPEC §6: `DB:Migrations ` and `db:migrations` are one lock.
+        assert_eq!(
+            key(Resource::lock("DB:Migrations ")),
+            key(Resource::lock("db:migrations"))
+        );
+        // NFC: precomposed é and e + combining acute are one name.
+        assert_eq!(
+            key(Resource::lock("caf\u{e9}")),
+            key(Resource::lock("cafe\u{301}"))
+        );
+        assert_ne!(key(Resource::lock("a")), key(Resource::lock("b")));
+    }
+
+    #[test]
+    fn bad_lock_names_are_rejected() {
+        for bad in ["", "   ", "a\0b", "x\ny"] {
+            assert!(
+                matches!(
+                    Resource::lock(bad).identity(),
+                    Err(Error::InvalidResource(_))
+                ),
+                "{bad:?} should be rejected"
+            );
+        }
+    }
+
+    #[test]
+    fn lock_and_file_namespaces_never_collide() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let as_lock = key(Resource::lock(path.to_str().unwrap()));
+        let as_file = key(Resource::file(&path));
+        assert_ne!(as_lock, as_file);
+        assert!(as_lock.as_str().starts_with("lock-"));
+        assert!(as_file.as_str().starts_with("file-"));
+    }
+
+    #[test]
+    fn file_spellings_collapse_and_survive_creation() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        let before = key(Resource::file(root.join("a.txt")));
+        assert_eq!(before, key(Resource::file(root.join("sub/../a.txt"))));
+        assert_eq!(before, key(Resource::file(root.join("./a.txt"))));
+        assert_eq!(before, key(Resource::file(root.join("new/../a.txt"))));
+        std::fs::write(root.join("a.txt"), b"x").unwrap();
+        assert_eq!(
+            before,
+            key(Resource::file(root.join("a.txt"))),
+            "key changed on creation"
+        );
+        assert_ne!(before, key(Resource::file(root.join("b.txt"))));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinked_parent_resolves_to_the_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+        assert_eq!(
+            key(Resource::file(root.join("real/x"))),
+            key(Resource::file(root.join("link/x")))
+        );
+    }
+
+    #[test]
+    fn keys_parse_back_and_foreign_names_do_not() {
+        let k = key(Resource::lock("x"));
+        assert_eq!(Key::parse(k.as_str()), Some(k.clone()));
+        for foreign in [
+            "lock-",
+            "lock-XYZ",
+            "tmp-0123456789abcdef0123456789abcdef",
+            ".DS_Store",
+        ] {
+            assert_eq!(Key::parse(foreign), None, "{foreign}");
+        }
+    }
+}
