@@ -1,0 +1,7 @@
+//! The shared behaviour suite, run against the memory backend (SPEC §3–§4).
+use fencepost_conformance::{Backend, run};
+use fencepost_memory::MemoryStore;
+
+fn main() {
+    run(Backend::in_process("memory", MemoryStore::new).with_power_cut(MemoryStore::power_cut));
+}

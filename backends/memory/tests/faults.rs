@@ -1,0 +1,128 @@
+//! Memory-backend fault injection against the protocol: the outcome-unknown create
+//! (SPEC I4), torn records, and why claims must be flushed (SPEC §3 durability).
+
+use fencepost::{AcquireOptions, Error, Resource, Store, TryAcquire};
+use fencepost_memory::{Fault, MemoryStore};
+
+fn options(owner: &str) -> AcquireOptions {
+    AcquireOptions::new(30_000).owner(owner)
+}
+
+#[test]
+fn unflushed_claim_lost_in_a_power_cut_hands_its_number_to_a_rival() {
+    // Pins why claims are flushed: without it, two holders get the same token.
+    let backend = MemoryStore::new();
+    backend.ignore_flush(true);
+    let store = Store::new(backend.clone());
+    let lock = Resource::lock("db:migrations");
+    let first = store.acquire(&lock, &options("first")).unwrap();
+    assert_eq!(
+        backend.power_cut(),
+        1,
+        "the unflushed claim should be dropped"
+    );
+    let rival = store.acquire(&lock, &options("rival")).unwrap();
+    assert_eq!(
+        rival.token(),
+        first.token(),
+        "the lost claim's number was handed out again"
+    );
+    assert!(
+        store.check(&lock, first.token()).unwrap(),
+        "the first holder's token passes for the rival's claim: two authorized holders"
+    );
+}
+
+#[test]
+fn flushed_claims_keep_their_number_across_a_power_cut() {
+    let backend = MemoryStore::new();
+    let store = Store::new(backend.clone());
+    let lock = Resource::lock("db:migrations");
+    let first = store.acquire(&lock, &options("first")).unwrap();
+    backend.power_cut();
+    assert!(matches!(
+        store.try_acquire(&lock, &options("rival")).unwrap(),
+        TryAcquire::Held(_)
+    ));
+}
+
+#[test]
+fn a_create_that_failed_after_landing_is_reread_and_given_up() {
+    // SPEC I4: the outcome was unknown; acquire must re-read, must not hand out the
+    // unconfirmed claim, and must not leave the resource blocked.
+    let backend = MemoryStore::new();
+    let store = Store::new(backend.clone());
+    let lock = Resource::lock("x");
+    backend.inject(Fault::FailAfterLanding);
+    match store.acquire(&lock, &options("a")) {
+        Err(Error::Backend(_)) => {}
+        other => panic!("expected a backend error, got {other:?}"),
+    }
+    assert!(
+        !store.check(&lock, 1).unwrap(),
+        "the unconfirmed claim passes check"
+    );
+    let lease = store.acquire(&lock, &options("b")).unwrap();
+    assert!(
+        lease.token() > 1,
+        "numbering went back to a landed generation: {}",
+        lease.token()
+    );
+}
+
+#[test]
+fn a_create_that_failed_before_landing_is_an_error_not_held() {
+    let backend = MemoryStore::new();
+    let store = Store::new(backend.clone());
+    let lock = Resource::lock("x");
+    backend.inject(Fault::FailBeforeLanding);
+    assert!(matches!(
+        store.acquire(&lock, &options("a")),
+        Err(Error::Backend(_))
+    ));
+    assert_eq!(store.acquire(&lock, &options("a")).unwrap().token(), 1);
+}
+
+#[test]
+fn a_torn_record_is_superseded_at_once() {
+    // SPEC §3: a crash between create and write never blocks for longer than a ttl;
+    // torn is not live, and it is superseded, not reused.
+    let backend = MemoryStore::new();
+    let store = Store::new(backend.clone());
+    let lock = Resource::lock("x");
+    backend.inject(Fault::Torn);
+    assert!(store.acquire(&lock, &options("crashed")).is_err());
+    let lease = store.acquire(&lock, &options("next")).unwrap();
+    assert_eq!(
+        lease.token(),
+        2,
+        "the torn generation 1 must be superseded by 2"
+    );
+}
+
+#[test]
+fn a_failed_renew_leaves_the_lease_renewable() {
+    let backend = MemoryStore::new();
+    let store = Store::new(backend.clone());
+    let lock = Resource::lock("x");
+    let mut lease = store.acquire(&lock, &options("a")).unwrap();
+    backend.inject(Fault::FailAfterLanding);
+    assert!(store.renew(&mut lease).is_err());
+    store
+        .renew(&mut lease)
+        .expect("a renew after an unknown outcome matches by holder and token");
+    assert!(store.check(&lock, lease.token()).unwrap());
+}
+
+#[test]
+fn a_failed_release_that_landed_reports_success() {
+    let backend = MemoryStore::new();
+    let store = Store::new(backend.clone());
+    let lock = Resource::lock("x");
+    let lease = store.acquire(&lock, &options("a")).unwrap();
+    backend.inject(Fault::FailAfterLanding);
+    store
+        .release(&lease)
+        .expect("the re-read shows the tombstone landed");
+    assert!(!store.check(&lock, lease.token()).unwrap());
+}

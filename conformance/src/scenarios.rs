@@ -1,0 +1,1011 @@
+//! The scenarios. Each pins a rule of SPEC §3–§4 and fails when it breaks.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use fencepost::record::{self, Record};
+use fencepost::{
+    AcquireOptions, ClaimState, Durability, Error, Key, LeaseStore, ManualClock, Resource,
+    SteppedClock, Store, TryAcquire,
+};
+
+use crate::{Failed, Fixture, Job, Requirement};
+
+/// A scenario body for backend type `S`.
+pub type ScenarioFn<S> = fn(&Fixture<S>) -> Result<(), Failed>;
+
+/// One named scenario.
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    /// The test name (after the backend name).
+    pub name: &'static str,
+    /// What the backend must offer to run it.
+    pub requirement: Requirement,
+    /// The rule it pins.
+    pub pins: &'static str,
+    id: usize,
+}
+
+macro_rules! scenarios {
+    ($($id:literal $name:ident $req:ident $pins:literal;)*) => {
+        /// Every scenario, in the order they are listed.
+        pub static SCENARIOS: &[Scenario] = &[
+            $(Scenario { name: stringify!($name), requirement: Requirement::$req, pins: $pins, id: $id },)*
+        ];
+        impl Scenario {
+            /// The body of this scenario for backend type `S`.
+            pub fn run<S: LeaseStore + Clone + 'static>(&self) -> ScenarioFn<S> {
+                match self.id {
+                    $($id => $name::<S>,)*
+                    _ => unreachable!("scenario ids are the list's"),
+                }
+            }
+        }
+    };
+}
+
+scenarios! {
+    0 acquire_check_release None "SPEC §3 acquire/check/release; I3";
+    1 held_reports_holder None "SPEC §3 acquire: held → report who holds it";
+    2 released_is_claimable_with_higher_token None "SPEC §3 release; I2";
+    3 renew_keeps_token_and_moves_expiry None "SPEC I5";
+    4 keepalive_keeps_token_across_renewals None "SPEC I5, keepalive at ttl/3";
+    5 zombie_is_fenced None "SPEC I3: superseded holder refused by check, renew, release";
+    6 expired_lease_is_not_revived None "SPEC §3: an expired lease is lost";
+    7 clock_backwards_holds None "SPEC §3 liveness rule: backwards step holds";
+    8 clock_forward_fences_old_holder None "SPEC §3/§10: forward step ends early, fence holds";
+    9 clock_behind_newest_grant None "SPEC §3 liveness: now < granted_at is held";
+    10 future_stamped_newest_is_bounded_by_stagnation None "SPEC §3 stagnation bound";
+    11 corrupt_newest_is_superseded_not_restarted None "SPEC §3 undecodable newest; I2";
+    12 newer_format_is_held None "SPEC §3: newer v honoured, never free";
+    13 missing_middle_generation None "SPEC §5: readers parse numbers; I1";
+    14 deleted_newest_never_restarts None "SPEC I2";
+    15 lost_tombstone_is_held_until_ttl None "SPEC §3 durability: tombstone loss delays only";
+    16 sweep_never_removes_newest None "SPEC I2, sweep";
+    17 release_never_sweeps None "SPEC §3 release";
+    18 status_lists_every_key None "SPEC §3 status";
+    19 second_handle_contends None "SPEC §4 visibility across handles";
+    20 contention_threads None "SPEC I1/I2: 16 threads × 50 rounds, log oracle";
+    21 contention_processes SharedAcrossProcesses "SPEC I1/I2: 8 processes × 10 rounds, log oracle";
+    22 hard_kill SharedAcrossProcesses "SPEC §10: a killed holder blocks until ttl; I3";
+    23 kill_during_claim SharedAcrossProcesses "SPEC §3: crash mid-claim blocks ≤ one ttl; I2";
+    24 power_cut_keeps_claims PowerCut "SPEC §3 durability: claims are flushed";
+    25 power_cut_lost_tombstone_is_held_until_ttl PowerCut "SPEC §3 durability: tombstones unflushed";
+}
+
+const TTL_MS: u64 = 30_000;
+const START_MS: u64 = 1_800_000_000_000;
+
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => {
+        if !$cond {
+            return Err(Failed::from(format!($($msg)+)));
+        }
+    };
+}
+
+fn fail(context: &str, error: impl std::fmt::Display) -> Failed {
+    Failed::from(format!("{context}: {error}"))
+}
+
+fn opts(owner: &str) -> AcquireOptions {
+    AcquireOptions::new(TTL_MS).owner(owner)
+}
+
+fn key_of(resource: &Resource) -> Result<Key, Failed> {
+    resource
+        .identity()
+        .map(|i| i.key)
+        .map_err(|e| fail("identity", e))
+}
+
+fn newest_generation<S: LeaseStore>(raw: &S, key: &Key) -> Result<u64, Failed> {
+    Ok(raw
+        .generations(key)
+        .map_err(|e| fail("list", e))?
+        .into_iter()
+        .max()
+        .unwrap_or(0))
+}
+
+fn acquire(
+    store: &Store,
+    resource: &Resource,
+    options: &AcquireOptions,
+) -> Result<fencepost::Lease, Failed> {
+    store
+        .acquire(resource, options)
+        .map_err(|e| fail("acquire", e))
+}
+
+fn check(store: &Store, resource: &Resource, token: u64) -> Result<bool, Failed> {
+    store.check(resource, token).map_err(|e| fail("check", e))
+}
+
+fn acquire_check_release<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    let store = f.store();
+    let lock = Resource::lock("db:migrations");
+    let lease = acquire(&store, &lock, &opts("a"))?;
+    ensure!(lease.token() >= 1, "token {} below 1", lease.token());
+    ensure!(
+        check(&store, &lock, lease.token())?,
+        "the holder's token fails check"
+    );
+    ensure!(
+        !check(&store, &lock, lease.token() + 1)?,
+        "a token never issued passes check"
+    );
+    ensure!(
+        !check(&store, &lock, lease.token() - 1)?,
+        "an older token passes check"
+    );
+    store.release(&lease).map_err(|e| fail("release", e))?;
+    ensure!(
+        !check(&store, &lock, lease.token())?,
+        "a released token passes check"
+    );
+    Ok(())
+}
+
+fn held_reports_holder<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    let store = f.store();
+    let lock = Resource::lock("port:8080");
+    let lease = acquire(&store, &lock, &opts("first-agent"))?;
+    match store.try_acquire(&lock, &opts("second-agent")) {
+        Ok(TryAcquire::Held(holder)) => {
+            ensure!(
+                holder.owner == "first-agent",
+                "holder reported as {:?}",
+                holder.owner
+            );
+            ensure!(
+                holder.token == lease.token(),
+                "holder token {} != {}",
+                holder.token,
+                lease.token()
+            );
+        }
+        other => return Err(format!("second acquire while held returned {other:?}").into()),
+    }
+    match store.acquire(&lock, &opts("second-agent")) {
+        Err(Error::Held { holder, .. }) => ensure!(holder.owner == "first-agent", "wrong holder"),
+        other => return Err(format!("acquire while held returned {other:?}").into()),
+    }
+    Ok(())
+}
+
+fn released_is_claimable_with_higher_token<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let lock = Resource::lock("release-tag");
+    let mut last = 0;
+    for round in 0..5 {
+        let lease = acquire(&store, &lock, &opts("a"))?;
+        ensure!(
+            lease.token() > last,
+            "round {round}: token {} not above {last}",
+            lease.token()
+        );
+        last = lease.token();
+        store.release(&lease).map_err(|e| fail("release", e))?;
+    }
+    Ok(())
+}
+
+fn renew_keeps_token_and_moves_expiry<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let clock = ManualClock::new(START_MS);
+    let store = f.store_with_clock(clock.clone());
+    let lock = Resource::lock("fixture");
+    let mut lease = acquire(&store, &lock, &opts("a"))?;
+    let (token, generation, expires) = (lease.token(), lease.generation(), lease.expires_at_ms());
+    clock.advance_ms(10_000);
+    store.renew(&mut lease).map_err(|e| fail("renew", e))?;
+    ensure!(
+        lease.token() == token,
+        "renew changed the token {token} → {}",
+        lease.token()
+    );
+    ensure!(
+        lease.generation() > generation,
+        "renew did not write a new generation"
+    );
+    ensure!(
+        lease.expires_at_ms() == expires + 10_000,
+        "expiry did not move by the elapsed time"
+    );
+    clock.advance_ms(25_000); // past the first expiry, within the renewed one
+    ensure!(
+        check(&store, &lock, token)?,
+        "renewed lease does not pass check past its first expiry"
+    );
+    let renewed = store
+        .renew_token(&lock, token, None)
+        .map_err(|e| fail("renew_token", e))?;
+    ensure!(renewed.token() == token, "renew by token changed the token");
+    Ok(())
+}
+
+fn keepalive_keeps_token_across_renewals<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let lock = Resource::lock("keepalive");
+    let ttl_ms = 300;
+    let lease = acquire(&store, &lock, &AcquireOptions::new(ttl_ms).owner("a"))?;
+    let (token, generation) = (lease.token(), lease.generation());
+    let keepalive = store.keepalive(lease);
+    // Wait (real time: the keepalive thread renews on real time) until at least three
+    // renewals landed, bounded generously.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while keepalive.lease().generation() < generation + 3 {
+        ensure!(
+            Instant::now() < deadline,
+            "keepalive did not renew three times"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    ensure!(!keepalive.is_lost(), "keepalive reported a loss");
+    ensure!(
+        keepalive.lease().token() == token,
+        "keepalive changed the token"
+    );
+    ensure!(
+        check(&store, &lock, token)?,
+        "token fails check after several ttls of keepalive"
+    );
+    ensure!(
+        matches!(
+            store.try_acquire(&lock, &opts("b")),
+            Ok(TryAcquire::Held(_))
+        ),
+        "a rival acquired while keepalive held"
+    );
+    keepalive
+        .release()
+        .map_err(|e| fail("keepalive release", e))?;
+    ensure!(!check(&store, &lock, token)?, "token passes after release");
+    Ok(())
+}
+
+fn zombie_is_fenced<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    let clock = ManualClock::new(START_MS);
+    let store = f.store_with_clock(clock.clone());
+    let lock = Resource::lock("shared-fixture");
+    let mut zombie = acquire(&store, &lock, &opts("zombie"))?;
+    clock.advance_ms(TTL_MS + 1); // the zombie stalls past its ttl
+    let successor = acquire(&store, &lock, &opts("successor"))?;
+    ensure!(
+        successor.token() > zombie.token(),
+        "successor token not above the zombie's"
+    );
+    ensure!(
+        !check(&store, &lock, zombie.token())?,
+        "the zombie's token passes check"
+    );
+    match store.renew(&mut zombie) {
+        Err(Error::Superseded { .. }) => {}
+        other => return Err(format!("zombie renew returned {other:?}").into()),
+    }
+    match store.release(&zombie) {
+        Err(Error::NotHolder { .. }) => {}
+        other => return Err(format!("zombie release returned {other:?}").into()),
+    }
+    ensure!(
+        store.release_token(&lock, zombie.token()).is_err(),
+        "release by the zombie's token succeeded"
+    );
+    ensure!(
+        check(&store, &lock, successor.token())?,
+        "the zombie's release evicted the successor"
+    );
+    Ok(())
+}
+
+fn expired_lease_is_not_revived<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let clock = ManualClock::new(START_MS);
+    let store = f.store_with_clock(clock.clone());
+    let lock = Resource::lock("lapsed");
+    let mut lease = acquire(&store, &lock, &opts("a"))?;
+    clock.advance_ms(TTL_MS);
+    match store.renew(&mut lease) {
+        Err(Error::Expired { .. }) => {}
+        other => return Err(format!("renew after expiry returned {other:?}").into()),
+    }
+    ensure!(
+        !check(&store, &lock, lease.token())?,
+        "expired token passes check"
+    );
+    let next = acquire(&store, &lock, &opts("a"))?;
+    ensure!(
+        next.token() > lease.token(),
+        "re-acquire did not get a new token"
+    );
+    Ok(())
+}
+
+fn clock_backwards_holds<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    let clock = ManualClock::new(START_MS);
+    let store = f.store_with_clock(clock.clone());
+    let lock = Resource::lock("clock-back");
+    let lease = acquire(&store, &lock, &opts("a"))?;
+    clock.set_wall_ms(START_MS - 3_600_000);
+    ensure!(
+        check(&store, &lock, lease.token())?,
+        "a backwards step freed the holder's check"
+    );
+    ensure!(
+        matches!(
+            store.try_acquire(&lock, &opts("b")),
+            Ok(TryAcquire::Held(_))
+        ),
+        "a backwards step freed the resource"
+    );
+    Ok(())
+}
+
+fn clock_forward_fences_old_holder<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let holder_clock = SteppedClock::new();
+    let holder_store = f.store_with_clock(holder_clock.clone());
+    let rival_clock = SteppedClock::new();
+    let rival_store = f.store_with_clock(rival_clock.clone());
+    let lock = Resource::lock("clock-forward");
+    let mut lease = acquire(&holder_store, &lock, &opts("a"))?;
+    rival_clock.step_ms(3_600_000); // the rival's clock jumps an hour ahead
+    let rival = acquire(&rival_store, &lock, &opts("b"))?;
+    ensure!(
+        rival.token() > lease.token(),
+        "rival token not above the old holder's"
+    );
+    ensure!(
+        !check(&holder_store, &lock, lease.token())?,
+        "the old holder still passes check"
+    );
+    ensure!(
+        holder_store.renew(&mut lease).is_err(),
+        "the old holder renewed over the rival"
+    );
+    ensure!(
+        check(&rival_store, &lock, rival.token())?,
+        "the rival lost its lease"
+    );
+    Ok(())
+}
+
+fn clock_behind_newest_grant<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let clock = ManualClock::new(START_MS);
+    let store = f.store_with_clock(clock.clone());
+    let lock = Resource::lock("behind");
+    let lease = acquire(&store, &lock, &AcquireOptions::new(1_000).owner("a"))?;
+    // A waiter whose clock is behind the grant by more than the ttl: by its clock the
+    // lease has not even started, so expiry is unknowable and the record is held.
+    let behind = ManualClock::new(START_MS - 10_000);
+    let waiter = f.store_with_clock(behind);
+    ensure!(
+        matches!(
+            waiter.try_acquire(&lock, &opts("b")),
+            Ok(TryAcquire::Held(_))
+        ),
+        "a waiter whose clock is behind the grant took the resource"
+    );
+    ensure!(
+        check(&waiter, &lock, lease.token())?,
+        "check by a clock behind the grant failed"
+    );
+    Ok(())
+}
+
+fn future_stamped_newest_is_bounded_by_stagnation<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    // The holder's clock was an hour ahead when it claimed with a short ttl, then
+    // died. The waiter's wall clock says the record is live for an hour; its own
+    // monotonic clock must free it after about one ttl.
+    let ttl_ms = 2_000;
+    let ahead = ManualClock::new(START_MS + 3_600_000);
+    let holder = f.store_with_clock(ahead);
+    let lock = Resource::lock("future");
+    let dead = acquire(&holder, &lock, &AcquireOptions::new(ttl_ms).owner("ahead"))?;
+    let clock = ManualClock::new(START_MS);
+    let waiter = f.store_with_clock(clock.clone());
+    ensure!(
+        matches!(
+            waiter.try_acquire(
+                &lock,
+                &AcquireOptions::new(ttl_ms).owner("w").wait_ms(ttl_ms / 2)
+            ),
+            Ok(TryAcquire::Held(_))
+        ),
+        "the future-stamped record was free before one ttl of waiting"
+    );
+    let started = clock_mono(&clock);
+    let lease = waiter
+        .acquire(
+            &lock,
+            &AcquireOptions::new(ttl_ms).owner("w").wait_ms(3 * ttl_ms),
+        )
+        .map_err(|e| fail("acquire after one ttl of stagnation", e))?;
+    let waited = clock_mono(&clock) - started;
+    ensure!(
+        waited <= 2 * ttl_ms,
+        "waited {waited} ms of monotonic time, more than about one ttl"
+    );
+    ensure!(
+        lease.token() > dead.token(),
+        "takeover token not above the stale one"
+    );
+    ensure!(
+        !check(&holder, &lock, dead.token())?,
+        "the stale token passes after takeover"
+    );
+    Ok(())
+}
+
+fn clock_mono(clock: &ManualClock) -> u64 {
+    use fencepost::Clock;
+    clock.monotonic_ms()
+}
+
+fn plant<S: LeaseStore>(raw: &S, key: &Key, generation: u64, bytes: &[u8]) -> Result<(), Failed> {
+    raw.create(key, generation, bytes, Durability::Flushed)
+        .map_err(|e| fail("planting a record", e))
+        .map(|_| ())
+}
+
+fn corrupt_newest_is_superseded_not_restarted<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let cases: &[(&str, &[u8])] = &[
+        ("empty", b""),
+        ("truncated", b"{\"v\":1,\"key\":\"lock-"),
+        ("garbage", b"\x00\xff\xfegarbage"),
+        ("wrong-type", b"{\"v\":1,\"token\":\"seven\"}"),
+    ];
+    for (name, bytes) in cases {
+        let lock = Resource::lock(format!("corrupt-{name}"));
+        let key = key_of(&lock)?;
+        let first = acquire(&store, &lock, &opts("a"))?;
+        store.release(&first).map_err(|e| fail("release", e))?;
+        let newest = newest_generation(f.raw(), &key)?;
+        plant(f.raw(), &key, newest + 1, bytes)?;
+        ensure!(
+            !check(&store, &lock, first.token())?,
+            "{name}: a token passes against a corrupt newest"
+        );
+        let next = store
+            .acquire(&lock, &opts("b"))
+            .map_err(|e| fail(&format!("{name}: acquire"), e))?;
+        ensure!(
+            next.token() == newest + 2,
+            "{name}: token {} after corrupt generation {}, expected {} (restarted or skipped)",
+            next.token(),
+            newest + 1,
+            newest + 2
+        );
+    }
+    Ok(())
+}
+
+fn newer_format_is_held<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    let clock = ManualClock::new(START_MS);
+    let store = f.store_with_clock(clock.clone());
+    let lock = Resource::lock("from-the-future");
+    let key = key_of(&lock)?;
+    let record = format!(
+        r#"{{"v":9,"token":5,"generation":5,"granted_at_ms":{},"expires_at_ms":{},"new_field":[1,2]}}"#,
+        START_MS,
+        START_MS + TTL_MS
+    );
+    plant(f.raw(), &key, 5, record.as_bytes())?;
+    ensure!(
+        matches!(store.try_acquire(&lock, &opts("a")), Ok(TryAcquire::Held(h)) if h.token == 5),
+        "a live newer-format record was not held"
+    );
+    ensure!(
+        check(&store, &lock, 5)?,
+        "the newer-format record's token fails check"
+    );
+    clock.advance_ms(TTL_MS);
+    let lease = acquire(&store, &lock, &opts("a"))?;
+    ensure!(
+        lease.token() == 6,
+        "after the newer record expired, token {} (expected 6)",
+        lease.token()
+    );
+    Ok(())
+}
+
+fn sample_record(key: &Key, token: u64, generation: u64, granted_at_ms: u64) -> Vec<u8> {
+    Record {
+        v: record::FORMAT_VERSION,
+        key: key.to_string(),
+        label: "planted".into(),
+        token,
+        generation,
+        holder: format!("planted-{token}"),
+        owner: "planted".into(),
+        pid: 1,
+        granted_at_ms,
+        expires_at_ms: granted_at_ms + TTL_MS,
+        ttl_ms: TTL_MS,
+        released: false,
+    }
+    .encode()
+}
+
+fn missing_middle_generation<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let clock = ManualClock::new(START_MS);
+    let store = f.store_with_clock(clock.clone());
+    let lock = Resource::lock("gappy");
+    let key = key_of(&lock)?;
+    plant(
+        f.raw(),
+        &key,
+        3,
+        &sample_record(&key, 3, 3, START_MS - 2 * TTL_MS),
+    )?;
+    plant(f.raw(), &key, 11, &sample_record(&key, 11, 11, START_MS))?;
+    ensure!(
+        check(&store, &lock, 11)?,
+        "the newest of a gappy series (11) is not the holder"
+    );
+    ensure!(
+        !check(&store, &lock, 3)?,
+        "an older generation passes check"
+    );
+    clock.advance_ms(TTL_MS);
+    let lease = acquire(&store, &lock, &opts("a"))?;
+    ensure!(
+        lease.token() == 12,
+        "token {} after generation 11 (expected 12)",
+        lease.token()
+    );
+    Ok(())
+}
+
+fn deleted_newest_never_restarts<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let lock = Resource::lock("hand-deleted");
+    let key = key_of(&lock)?;
+    let mut last = 0;
+    for _ in 0..3 {
+        let lease = acquire(&store, &lock, &opts("a"))?;
+        last = lease.token();
+        store.release(&lease).map_err(|e| fail("release", e))?;
+    }
+    let newest = newest_generation(f.raw(), &key)?;
+    f.raw()
+        .remove(&key, newest)
+        .map_err(|e| fail("remove", e))?;
+    let remaining = newest_generation(f.raw(), &key)?;
+    ensure!(
+        remaining > 0,
+        "the series was emptied by deleting only its newest record"
+    );
+    // The tombstone is gone, so the claim under it is honoured until its ttl (held),
+    // and numbering continues above what is left — never from 1.
+    match store.try_acquire(&lock, &opts("b")) {
+        Ok(TryAcquire::Held(holder)) => ensure!(
+            holder.token == last,
+            "held by token {} not {last}",
+            holder.token
+        ),
+        Ok(TryAcquire::Acquired(lease)) => {
+            ensure!(
+                lease.token() > remaining,
+                "numbering restarted at {}",
+                lease.token()
+            )
+        }
+        Err(e) => return Err(fail("acquire", e)),
+    }
+    Ok(())
+}
+
+fn lost_tombstone_is_held_until_ttl<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let clock = ManualClock::new(START_MS);
+    let store = f.store_with_clock(clock.clone());
+    let lock = Resource::lock("lost-tombstone");
+    let key = key_of(&lock)?;
+    let lease = acquire(&store, &lock, &opts("a"))?;
+    store.release(&lease).map_err(|e| fail("release", e))?;
+    let tombstone = newest_generation(f.raw(), &key)?;
+    f.raw()
+        .remove(&key, tombstone)
+        .map_err(|e| fail("remove", e))?;
+    ensure!(
+        matches!(
+            store.try_acquire(&lock, &opts("b")),
+            Ok(TryAcquire::Held(_))
+        ),
+        "with the tombstone lost the claim was not held until its ttl"
+    );
+    clock.advance_ms(TTL_MS);
+    let next = acquire(&store, &lock, &opts("b"))?;
+    ensure!(
+        next.token() > lease.token(),
+        "token {} reused after a lost tombstone",
+        next.token()
+    );
+    Ok(())
+}
+
+fn sweep_never_removes_newest<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let lock = Resource::lock("sweep");
+    let key = key_of(&lock)?;
+    for _ in 0..4 {
+        let mut lease = acquire(&store, &lock, &opts("a"))?;
+        store.renew(&mut lease).map_err(|e| fail("renew", e))?;
+        let generations = f.raw().generations(&key).map_err(|e| fail("list", e))?;
+        ensure!(
+            generations.contains(&lease.generation()),
+            "the newest record was swept"
+        );
+        store.release(&lease).map_err(|e| fail("release", e))?;
+        let newest = newest_generation(f.raw(), &key)?;
+        store.sweep(&lock).map_err(|e| fail("sweep", e))?;
+        ensure!(
+            newest_generation(f.raw(), &key)? == newest,
+            "an explicit sweep removed the newest record"
+        );
+        ensure!(
+            f.raw()
+                .generations(&key)
+                .map_err(|e| fail("list", e))?
+                .contains(&lease.generation()),
+            "an explicit sweep removed the claim under an unflushed tombstone"
+        );
+    }
+    let lease = acquire(&store, &lock, &opts("a"))?;
+    let generations = f.raw().generations(&key).map_err(|e| fail("list", e))?;
+    ensure!(
+        generations == vec![lease.generation()],
+        "acquire left superseded records: {generations:?}"
+    );
+    Ok(())
+}
+
+fn release_never_sweeps<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    let store = f.store();
+    let lock = Resource::lock("release-keeps");
+    let key = key_of(&lock)?;
+    let lease = acquire(&store, &lock, &opts("a"))?;
+    store.release(&lease).map_err(|e| fail("release", e))?;
+    let generations = f.raw().generations(&key).map_err(|e| fail("list", e))?;
+    ensure!(
+        generations.contains(&lease.generation())
+            && generations.contains(&(lease.generation() + 1)),
+        "release removed records: {generations:?}"
+    );
+    Ok(())
+}
+
+fn status_lists_every_key<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    let store = f.store();
+    let held = acquire(&store, &Resource::lock("status-held"), &opts("holder"))?;
+    let released = acquire(&store, &Resource::lock("status-released"), &opts("x"))?;
+    store.release(&released).map_err(|e| fail("release", e))?;
+    let entries = store.status().map_err(|e| fail("status", e))?;
+    ensure!(
+        entries.len() == 2,
+        "status listed {} keys, expected 2",
+        entries.len()
+    );
+    let by_label = |label: &str| entries.iter().find(|e| e.label == label);
+    let h = by_label("status-held").ok_or("held key missing from status")?;
+    ensure!(
+        h.live && h.state == ClaimState::Held && h.token == held.token() && h.owner == "holder",
+        "held entry wrong: {h:?}"
+    );
+    let r = by_label("status-released").ok_or("released key missing from status")?;
+    ensure!(
+        !r.live && r.state == ClaimState::Released,
+        "released entry wrong: {r:?}"
+    );
+    Ok(())
+}
+
+fn second_handle_contends<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    let first = f.store();
+    let second = Store::new(f.reopen()?);
+    let lock = Resource::lock("two-handles");
+    let lease = acquire(&first, &lock, &opts("a"))?;
+    ensure!(
+        matches!(
+            second.try_acquire(&lock, &opts("b")),
+            Ok(TryAcquire::Held(_))
+        ),
+        "a second handle did not see the first handle's lease"
+    );
+    ensure!(
+        check(&second, &lock, lease.token())?,
+        "a second handle does not accept the token"
+    );
+    first.release(&lease).map_err(|e| fail("release", e))?;
+    let next = acquire(&second, &lock, &opts("b"))?;
+    ensure!(
+        next.token() > lease.token(),
+        "second handle's token not higher"
+    );
+    Ok(())
+}
+
+/// Checks a contention log: `expected` lines, strictly increasing tokens, no overlap.
+fn check_log(lines: &[String], expected: usize) -> Result<(), Failed> {
+    ensure!(
+        !lines.iter().any(|l| l.starts_with("OVERLAP")),
+        "two holders were inside the critical section at once"
+    );
+    ensure!(
+        lines.len() == expected,
+        "{} critical sections logged, expected {expected}",
+        lines.len()
+    );
+    let mut previous = 0u64;
+    let mut seen = HashSet::new();
+    for line in lines {
+        let token: u64 = line
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad log line {line:?}"))?;
+        ensure!(seen.insert(token), "token {token} issued twice");
+        ensure!(
+            token > previous,
+            "token {token} after {previous}: not strictly increasing"
+        );
+        previous = token;
+    }
+    Ok(())
+}
+
+fn contention_threads<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    const THREADS: usize = 16;
+    const ROUNDS: usize = 50;
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let lock = Resource::lock("contended");
+    let mut threads = Vec::new();
+    for t in 0..THREADS {
+        let store = Store::new(f.reopen()?);
+        let (log, inside, barrier, lock) =
+            (log.clone(), inside.clone(), barrier.clone(), lock.clone());
+        threads.push(std::thread::spawn(move || -> Result<(), String> {
+            barrier.wait();
+            let options = AcquireOptions::new(60_000)
+                .owner(format!("thread-{t}"))
+                .wait_ms(120_000);
+            for _ in 0..ROUNDS {
+                let lease = store.acquire(&lock, &options).map_err(|e| e.to_string())?;
+                let concurrent = inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let entry = if concurrent == 0 {
+                    lease.token().to_string()
+                } else {
+                    format!("OVERLAP {}", lease.token())
+                };
+                log.lock().unwrap().push(entry);
+                inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                store.release(&lease).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        }));
+    }
+    for thread in threads {
+        thread.join().map_err(|_| "a contender panicked")??;
+    }
+    let lines = log.lock().unwrap().clone();
+    check_log(&lines, THREADS * ROUNDS)
+}
+
+fn contention_processes<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    const PROCESSES: usize = 8;
+    const ROUNDS: u32 = 10;
+    let log = f.scratch_file("log");
+    let job = Job::Contend {
+        lock: "contended".into(),
+        rounds: ROUNDS,
+        ttl_ms: 60_000,
+        log: log.clone(),
+        busy: f.scratch_file("busy"),
+    };
+    let workers: Vec<_> = (0..PROCESSES)
+        .map(|_| f.spawn_worker(&job))
+        .collect::<Result<_, _>>()?;
+    for mut worker in workers {
+        let status = worker.wait().map_err(|e| fail("waiting for a worker", e))?;
+        ensure!(status.success(), "a worker failed: {status}");
+    }
+    let text = std::fs::read_to_string(&log).map_err(|e| fail("reading the log", e))?;
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    check_log(&lines, PROCESSES * ROUNDS as usize)
+}
+
+fn wait_for_line(path: &std::path::Path, limit: Duration) -> Result<String, Failed> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Some(line) = text.lines().next().filter(|_| text.ends_with('\n')) {
+                return Ok(line.to_string());
+            }
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the worker never reported holding the lease"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn hard_kill<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    let ttl_ms = 1_000;
+    let token_file = f.scratch_file("token");
+    let lock = Resource::lock("killed-holder");
+    let mut worker = f.spawn_worker(&Job::Hold {
+        lock: "killed-holder".into(),
+        ttl_ms,
+        token_file: token_file.clone(),
+    })?;
+    let dead_token: u64 = wait_for_line(&token_file, Duration::from_secs(30))?
+        .parse()
+        .map_err(|_| "bad token from the holder")?;
+    worker.kill().map_err(|e| fail("SIGKILL", e))?;
+    let _ = worker.wait();
+    let store = f.store();
+    // The newest record is the dead holder's last renewal; nothing may take over
+    // before it expires.
+    let entry = store
+        .status()
+        .map_err(|e| fail("status", e))?
+        .into_iter()
+        .find(|e| e.label == "killed-holder")
+        .ok_or("no status entry for the killed holder")?;
+    let lease = acquire(
+        &store,
+        &lock,
+        &AcquireOptions::new(ttl_ms)
+            .owner("successor")
+            .wait_ms(10 * ttl_ms),
+    )?;
+    ensure!(
+        lease.granted_at_ms() >= entry.expires_at_ms || entry.token != dead_token,
+        "successor granted at {} before the dead lease expired at {}",
+        lease.granted_at_ms(),
+        entry.expires_at_ms
+    );
+    ensure!(
+        lease.token() > dead_token,
+        "successor token {} not above {dead_token}",
+        lease.token()
+    );
+    ensure!(
+        !check(&store, &lock, dead_token)?,
+        "the dead holder's token passes check"
+    );
+    store.release(&lease).map_err(|e| fail("release", e))?;
+    ensure!(
+        !check(&store, &lock, dead_token)?,
+        "the dead token passes after the successor released"
+    );
+    Ok(())
+}
+
+fn kill_iterations() -> usize {
+    match std::env::var("FENCEPOST_CONFORMANCE_STRESS") {
+        Ok(v) if !v.is_empty() && v != "0" => 300,
+        _ => 24,
+    }
+}
+
+fn kill_during_claim<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    let ttl_ms = 400;
+    let lock = Resource::lock("churn");
+    let key = key_of(&lock)?;
+    let store = f.store();
+    let mut high_water = 0;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(std::process::id());
+    for iteration in 0..kill_iterations() {
+        let mut worker = f.spawn_worker(&Job::Churn {
+            lock: "churn".into(),
+            ttl_ms,
+        })?;
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(Duration::from_millis(5 + seed % 60));
+        worker.kill().map_err(|e| fail("SIGKILL", e))?;
+        let _ = worker.wait();
+        // The series is readable and numbering never went back.
+        let newest = newest_generation(f.raw(), &key)?;
+        ensure!(
+            newest >= high_water,
+            "iteration {iteration}: newest generation went back {high_water} → {newest}"
+        );
+        store.status().map_err(|e| fail("status after a kill", e))?;
+        let lease = store
+            .acquire(
+                &lock,
+                &AcquireOptions::new(ttl_ms)
+                    .owner("after-kill")
+                    .wait_ms(ttl_ms * 3),
+            )
+            .map_err(|e| fail(&format!("iteration {iteration}: acquire after a kill"), e))?;
+        ensure!(
+            lease.token() > newest,
+            "iteration {iteration}: token {} not above {newest}",
+            lease.token()
+        );
+        store.release(&lease).map_err(|e| fail("release", e))?;
+        high_water = lease.generation() + 1;
+    }
+    Ok(())
+}
+
+fn power_cut_keeps_claims<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    let store = f.store();
+    let lock = Resource::lock("durable");
+    let mut lease = acquire(&store, &lock, &opts("a"))?;
+    store.renew(&mut lease).map_err(|e| fail("renew", e))?;
+    f.power_cut();
+    ensure!(
+        check(&store, &lock, lease.token())?,
+        "a flushed claim did not survive the power cut"
+    );
+    ensure!(
+        matches!(
+            store.try_acquire(&lock, &opts("b")),
+            Ok(TryAcquire::Held(_))
+        ),
+        "after a power cut a rival got the resource"
+    );
+    Ok(())
+}
+
+fn power_cut_lost_tombstone_is_held_until_ttl<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let clock = ManualClock::new(START_MS);
+    let store = f.store_with_clock(clock.clone());
+    let lock = Resource::lock("cut-tombstone");
+    let key = key_of(&lock)?;
+    let lease = acquire(&store, &lock, &opts("a"))?;
+    store.release(&lease).map_err(|e| fail("release", e))?;
+    let dropped = f.power_cut().unwrap_or(0);
+    ensure!(dropped >= 1, "the power cut dropped no unflushed tombstone");
+    ensure!(
+        newest_generation(f.raw(), &key)? == lease.generation(),
+        "the claim itself was lost"
+    );
+    ensure!(
+        matches!(
+            store.try_acquire(&lock, &opts("b")),
+            Ok(TryAcquire::Held(_))
+        ),
+        "after losing the tombstone the claim was not held until its ttl"
+    );
+    clock.advance_ms(TTL_MS);
+    let next = acquire(&store, &lock, &opts("b"))?;
+    ensure!(
+        next.token() > lease.token(),
+        "a number was reused after a lost tombstone"
+    );
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! Worker processes for the cross-process scenarios: the test binary re-executed
+//! with [`crate::WORKER_ENV`] set to a job, opening the same store by locator.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fencepost::{AcquireOptions, BackendError, Resource, Store};
+use serde::{Deserialize, Serialize};
+
+use crate::{Failed, WORKER_ENV};
+
+/// What a worker process does.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "job", rename_all = "snake_case")]
+pub enum Job {
+    /// `rounds` times: acquire `lock` (waiting), mark `busy` exclusively (a second
+    /// marker means two holders overlapped), append the token to `log`, unmark,
+    /// release.
+    Contend {
+        /// The lock name.
+        lock: String,
+        /// How many critical sections.
+        rounds: u32,
+        /// Lease ttl in milliseconds.
+        ttl_ms: u64,
+        /// The shared log, one token per line (`OVERLAP` on a violation).
+        log: PathBuf,
+        /// The busy marker.
+        busy: PathBuf,
+    },
+    /// Acquire `lock`, keep it alive, write the token to `token_file`, then wait to
+    /// be killed.
+    Hold {
+        /// The lock name.
+        lock: String,
+        /// Lease ttl in milliseconds.
+        ttl_ms: u64,
+        /// Where the token is written once held.
+        token_file: PathBuf,
+    },
+    /// Forever: acquire, renew, release `lock` — to be killed at a random point.
+    Churn {
+        /// The lock name.
+        lock: String,
+        /// Lease ttl in milliseconds.
+        ttl_ms: u64,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct Envelope {
+    locator: String,
+    job: Job,
+}
+
+pub(crate) fn spawn(locator: &str, job: &Job) -> Result<Child, Failed> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding the test binary: {e}"))?;
+    let envelope = serde_json::to_string(&Envelope {
+        locator: locator.to_string(),
+        job: job.clone(),
+    })
+    .map_err(|e| format!("encoding a job: {e}"))?;
+    Command::new(exe)
+        .env(WORKER_ENV, envelope)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("spawning a worker: {e}").into())
+}
+
+pub(crate) fn run_job(encoded: &str, open: impl Fn(&str) -> Result<Store, BackendError>) -> ! {
+    let outcome = (|| -> Result<(), String> {
+        let envelope: Envelope =
+            serde_json::from_str(encoded).map_err(|e| format!("bad job: {e}"))?;
+        let store = open(&envelope.locator).map_err(|e| e.to_string())?;
+        match envelope.job {
+            Job::Contend {
+                lock,
+                rounds,
+                ttl_ms,
+                log,
+                busy,
+            } => {
+                let resource = Resource::lock(lock);
+                let options = AcquireOptions::new(ttl_ms).owner("worker").wait_ms(120_000);
+                for _ in 0..rounds {
+                    let lease = store
+                        .acquire(&resource, &options)
+                        .map_err(|e| e.to_string())?;
+                    let mut line = format!("{}\n", lease.token());
+                    let marked = OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&busy)
+                        .is_ok();
+                    if !marked {
+                        line = format!("OVERLAP {}\n", lease.token());
+                    }
+                    append(&log, &line)?;
+                    if marked {
+                        std::fs::remove_file(&busy).map_err(|e| e.to_string())?;
+                    }
+                    store.release(&lease).map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            }
+            Job::Hold {
+                lock,
+                ttl_ms,
+                token_file,
+            } => {
+                let resource = Resource::lock(lock);
+                let options = AcquireOptions::new(ttl_ms).owner("worker").wait_ms(120_000);
+                let lease = store
+                    .acquire(&resource, &options)
+                    .map_err(|e| e.to_string())?;
+                let keepalive = store.keepalive(lease);
+                append(&token_file, &format!("{}\n", keepalive.token()))?;
+                loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
+            }
+            Job::Churn { lock, ttl_ms } => {
+                let resource = Resource::lock(lock);
+                let options = AcquireOptions::new(ttl_ms).owner("churn").wait_ms(120_000);
+                loop {
+                    let mut lease = store
+                        .acquire(&resource, &options)
+                        .map_err(|e| e.to_string())?;
+                    let _ = store.renew(&mut lease);
+                    let _ = store.release(&lease);
+                }
+            }
+        }
+    })();
+    match outcome {
+        Ok(()) => std::process::exit(0),
+        Err(message) => {
+            eprintln!("conformance worker: {message}");
+            std::process::exit(1)
+        }
+    }
+}
+
+fn append(path: &PathBuf, line: &str) -> Result<(), String> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    file.write_all(line.as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
