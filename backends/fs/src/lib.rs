@@ -1,0 +1,759 @@
+//! The filesystem backend of fencepost, and its default: a
+//! [`LeaseStore`] kept in a directory of the working tree, shared by every process
+//! that opens the same directory.
+//!
+//! Use it when processes on one machine (coding agents, scripts, CI jobs, humans)
+//! share a working tree and need leases on things in it. Each claim generation is
+//! one small JSON file created exclusively; there is no daemon, no lock held open
+//! and nothing to clean up after a crash beyond what the protocol already handles.
+//!
+//! # Capabilities
+//!
+//! | | |
+//! | --- | --- |
+//! | shared across threads | yes (`FsStore` is `Clone + Send + Sync`; clones share state) |
+//! | shared across processes | yes, through the directory alone |
+//! | durable | yes for claims: file, directory and parents flushed before acknowledging (POSIX); tombstones are not flushed, by design |
+//! | atomic exclusive create | yes: a fully written staging file hard-linked into place, which fails when the name exists |
+//! | readers see partial records | no (yes, briefly, on filesystems without hard links; they read as torn) |
+//! | Windows-safe operations only | yes: create-if-absent, hard link, mkdir, read, list, best-effort delete. Nothing replaces, overwrites or edits a file; no lock files (enforced by `clippy.toml`) |
+//! | follows symbolic links inside the store | no |
+//! | network filesystems | untested |
+//!
+//! # Layout (format v1)
+//!
+//! ```text
+//! <root>/claims/<key>/g00000001.json    one record per generation, never edited
+//! <root>/claims/<key>/.stage-<pid>-<hex>.tmp    a create in progress; ignored by readers
+//! ```
+//!
+//! The project's `docs/format-v1.md` describes the format precisely enough to write
+//! a compatible implementation in another language.
+//!
+//! # Symbolic links and foreign entries
+//!
+//! The store root may itself be a symbolic link (it is the user's choice of where
+//! the store lives). Inside it nothing is followed: a record name that is a symbolic
+//! link, a directory or any other non-regular file is a **read error** naming the
+//! path (never its target's bytes, and never "absent", which would let numbering
+//! restart); a key directory that is a symbolic link or not a directory is an
+//! **error** for every operation on that key and is **skipped** by
+//! [`keys`](LeaseStore::keys). Names that are not records or keys are ignored. On
+//! POSIX the record open itself refuses links (`O_NOFOLLOW`); key directories are
+//! checked with `lstat` just before each use, and `claims/` when the store is opened
+//! and listed. That leaves a window only against someone who deliberately swaps a
+//! directory for a link while the store is in use: the protection is against
+//! accidents and confused tools, not against a hostile user of the same tree.
+//!
+//! # Example
+//!
+//! ```
+//! use fencepost::{AcquireOptions, Resource, Store};
+//! use fencepost_fs::{FsStore, locate_store};
+//!
+//! # let tmp = tempfile::tempdir()?;
+//! # let cwd = tmp.path();
+//! // --store / FENCEPOST_STORE would be passed as the first argument.
+//! let root = locate_store(None, cwd);
+//! let store = Store::new(FsStore::open(&root)?);
+//! let lease = store.acquire(&Resource::lock("db:migrations"), &AcquireOptions::new(30_000))?;
+//! assert!(store.check(&Resource::lock("db:migrations"), lease.token())?);
+//! store.release(&lease)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod layout;
+mod locate;
+mod sys;
+
+use std::collections::HashSet;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use fencepost::{BackendError, CreateOutcome, Durability, Key, LeaseStore};
+
+pub use locate::{STORE_DIR_NAME, locate_store};
+
+use layout::{CLAIMS_DIR, STALE_STAGING_AGE};
+
+/// How many fresh staging names a create tries before giving up (a collision needs
+/// two writers of one pid and one random 64-bit number, so more than one retry means
+/// something else is wrong).
+const STAGING_NAME_ATTEMPTS: usize = 4;
+
+/// A fencepost store in a directory: the default [`LeaseStore`].
+///
+/// Cheap to clone; clones share the root and what this process learned about it
+/// (which directories it already flushed, whether the filesystem has hard links).
+/// Any number of `FsStore`s, in any number of processes, may open one root at once.
+#[derive(Debug, Clone)]
+pub struct FsStore {
+    root: PathBuf,
+    claims: PathBuf,
+    flush: bool,
+    shared: Arc<Shared>,
+}
+
+/// What clones of one `FsStore` learn at run time.
+#[derive(Debug, Default)]
+struct Shared {
+    /// Set once a hard link failed as unsupported: creates then go straight to the
+    /// exclusive-create fallback.
+    links_unsupported: AtomicBool,
+    /// Set once this handle flushed the root's parent and the root, so the entries
+    /// naming the root and `claims/` are durable.
+    root_flushed: AtomicBool,
+    /// Keys whose directory entry in `claims/` this handle has flushed.
+    keys_flushed: Mutex<HashSet<Key>>,
+}
+
+impl FsStore {
+    /// Opens the store directory `root`, creating it (and missing parents) if it
+    /// does not exist. A relative `root` is made absolute against the working
+    /// directory now, so [`locator`](LeaseStore::locator) opens the same store from
+    /// anywhere.
+    ///
+    /// Nothing else is written: `claims/` and key directories are created by the
+    /// first [`create`](LeaseStore::create). Directories created here are flushed to
+    /// their parents (POSIX).
+    ///
+    /// # Errors
+    ///
+    /// A [`BackendError`] with operation `open store` and the path as location when
+    /// the path is empty, exists and is not a directory, lies under a regular file
+    /// (the message names that file), cannot be created (permission denied,
+    /// read-only filesystem), or holds a `claims` entry that is not a real directory.
+    /// The error keeps the [`io::ErrorKind`].
+    pub fn open(root: impl AsRef<Path>) -> Result<FsStore, BackendError> {
+        let given = root.as_ref();
+        let fail = |e: io::Error| BackendError::new("open store", given.display(), e);
+        if given.as_os_str().is_empty() {
+            return Err(fail(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the store path is empty",
+            )));
+        }
+        let root = std::path::absolute(given).map_err(fail)?;
+        let fail = |e: io::Error| BackendError::new("open store", root.display(), e);
+        match fs::metadata(&root) {
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => {
+                return Err(fail(io::Error::new(
+                    io::ErrorKind::NotADirectory,
+                    "exists and is not a directory",
+                )));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                create_store_dir(&root).map_err(fail)?
+            }
+            Err(e) => return Err(fail(explain_non_directory_ancestor(&root, e))),
+        }
+        let claims = root.join(CLAIMS_DIR);
+        match fs::symlink_metadata(&claims) {
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => {
+                return Err(BackendError::new(
+                    "open store",
+                    claims.display(),
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "is not a directory (a symbolic link or a file); fencepost never \
+                         follows links inside the store",
+                    ),
+                ));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(BackendError::new("open store", claims.display(), e)),
+        }
+        Ok(FsStore {
+            root,
+            claims,
+            flush: true,
+            shared: Arc::default(),
+        })
+    }
+
+    /// The store directory (absolute).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Switches flushing of [`Durability::Flushed`] creates on (the default) or off.
+    ///
+    /// Off, a claim is acknowledged once visible rather than once durable: a power
+    /// cut may then lose it and hand its generation to a rival. Meant for benchmarks
+    /// that measure what flushing costs, and for throwaway stores (tests, tmpfs).
+    pub fn with_flush(mut self, flush: bool) -> FsStore {
+        self.flush = flush;
+        self
+    }
+
+    fn key_dir(&self, key: &Key) -> PathBuf {
+        self.claims.join(key.as_str())
+    }
+
+    fn record_path(&self, key: &Key, generation: u64) -> PathBuf {
+        self.key_dir(key).join(layout::record_file_name(generation))
+    }
+
+    /// Creates the key directory (and `claims/`) if missing; refuses one that is a
+    /// symbolic link or not a directory.
+    fn ensure_key_dir(&self, dir: &Path) -> Result<(), BackendError> {
+        let fail = |path: &Path, e: io::Error| BackendError::new("create", path.display(), e);
+        match fs::create_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                match fs::create_dir(&self.claims) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        check_real_dir(&self.claims).map_err(|e| fail(&self.claims, e))?;
+                    }
+                    Err(e) => return Err(fail(&self.claims, e)),
+                }
+                match fs::create_dir(dir) {
+                    Ok(()) => return Ok(()),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(fail(dir, e)),
+                }
+            }
+            Err(e) => return Err(fail(dir, e)),
+        }
+        check_real_dir(dir).map_err(|e| fail(dir, e))
+    }
+
+    /// Writes `bytes` to a fresh staging file in `dir` (flushed if `flush`), closes it
+    /// and returns its path. A staging file that cannot be completed is removed.
+    fn stage(&self, dir: &Path, bytes: &[u8], flush: bool) -> Result<PathBuf, BackendError> {
+        let mut attempts = 0;
+        let (path, mut file) = loop {
+            let path = dir.join(layout::staging_file_name());
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(file) => break (path, file),
+                Err(e)
+                    if e.kind() == io::ErrorKind::AlreadyExists
+                        && attempts + 1 < STAGING_NAME_ATTEMPTS =>
+                {
+                    attempts += 1;
+                }
+                Err(e) => return Err(BackendError::new("create", path.display(), e)),
+            }
+        };
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| if flush { file.sync_all() } else { Ok(()) });
+        drop(file);
+        match written {
+            Ok(()) => Ok(path),
+            Err(e) => {
+                let _ = fs::remove_file(&path);
+                Err(BackendError::new("create", path.display(), e))
+            }
+        }
+    }
+
+    /// The fallback for filesystems without hard links: exclusive create of the
+    /// final name, then write. A reader may see the record empty or partial until the
+    /// write completes (it decodes as torn); a failed write leaves it torn for good,
+    /// and the protocol supersedes it.
+    fn create_in_place(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        flush: bool,
+    ) -> Result<CreateOutcome, BackendError> {
+        let fail = |e: io::Error| BackendError::new("create", path.display(), e);
+        let mut file = match OpenOptions::new().write(true).create_new(true).open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Ok(CreateOutcome::AlreadyExists);
+            }
+            Err(e) => return Err(fail(e)),
+        };
+        file.write_all(bytes).map_err(fail)?;
+        if flush {
+            file.sync_all().map_err(fail)?;
+        }
+        Ok(CreateOutcome::Created)
+    }
+
+    /// Makes a created record's name durable: its key directory, then (once per
+    /// handle and key) `claims/`, and (once per handle) the root and its parent.
+    ///
+    /// Every handle does the `claims/` and root flushes itself before its first
+    /// acknowledged claim, instead of trusting whoever created those directories: a
+    /// rival may have created them a moment ago and not have flushed them yet.
+    fn flush_names(&self, key: &Key, key_dir: &Path) -> Result<(), BackendError> {
+        let fail = |path: &Path, e: io::Error| BackendError::new("create", path.display(), e);
+        sys::sync_dir(key_dir).map_err(|e| fail(key_dir, e))?;
+        let mut flushed = self
+            .shared
+            .keys_flushed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if flushed.contains(key) {
+            return Ok(());
+        }
+        sys::sync_dir(&self.claims).map_err(|e| fail(&self.claims, e))?;
+        if !self.shared.root_flushed.load(Ordering::Acquire) {
+            sys::sync_dir(&self.root).map_err(|e| fail(&self.root, e))?;
+            if let Some(parent) = self.root.parent() {
+                // Best effort: the parent may be readable only by others; the root's
+                // own entry was flushed when open created it.
+                let _ = sys::sync_dir(parent);
+            }
+            self.shared.root_flushed.store(true, Ordering::Release);
+        }
+        flushed.insert(key.clone());
+        Ok(())
+    }
+
+    /// Removes staging files in `dir` older than [`STALE_STAGING_AGE`] (left behind
+    /// by crashed writers), best effort.
+    fn remove_stale_staging(dir: &Path, name: &str) {
+        let path = dir.join(name);
+        let Ok(metadata) = fs::symlink_metadata(&path) else {
+            return;
+        };
+        let age = metadata
+            .modified()
+            .ok()
+            .and_then(|modified| SystemTime::now().duration_since(modified).ok());
+        if age.is_some_and(|age| age > STALE_STAGING_AGE) {
+            let _ = fs::remove_file(&path);
+        }
+    }
+}
+
+impl LeaseStore for FsStore {
+    /// Creates `claims/<key>/g<generation>.json` with `bytes`, only if that name is
+    /// free.
+    ///
+    /// The bytes go to a staging file (`.stage-<pid>-<hex>.tmp`, created
+    /// exclusively in the key directory), which is flushed when `durability` is
+    /// [`Durability::Flushed`], closed, and then hard-linked to the record name; the
+    /// link fails when the name exists. The staging name is then removed.
+    ///
+    /// # Atomicity
+    ///
+    /// Of concurrent creates of one generation, from any process, exactly one link
+    /// succeeds. Readers never see a partial record: the name appears only once the
+    /// bytes are complete. On a filesystem without hard links (detected from the
+    /// link error, then remembered) the record is created in place with
+    /// `create_new` and written: still exclusive, but readers may briefly see it
+    /// empty or partial (torn).
+    ///
+    /// # Crash safety
+    ///
+    /// With [`Durability::Flushed`] the staging file is flushed before the link, and
+    /// the key directory after it, before returning; before its first flushed create
+    /// of a key, a store handle (with its clones) also flushes `claims/`, the root and
+    /// the root's parent. A crash leaves no record or a complete one, plus possibly a
+    /// staging file, which is removed once it is older than ten minutes.
+    /// [`Durability::Unflushed`] skips every flush.
+    ///
+    /// # Errors
+    ///
+    /// `Ok(`[`CreateOutcome::AlreadyExists`]`)` only when the record name exists.
+    /// Everything else, including a full disk, permission denied, a read-only store
+    /// and a key directory that is a symbolic link, is a [`BackendError`] naming the
+    /// path: the outcome is then unknown and the protocol re-reads (SPEC I4).
+    fn create(
+        &self,
+        key: &Key,
+        generation: u64,
+        bytes: &[u8],
+        durability: Durability,
+    ) -> Result<CreateOutcome, BackendError> {
+        let flush = self.flush && durability == Durability::Flushed;
+        let key_dir = self.key_dir(key);
+        let path = key_dir.join(layout::record_file_name(generation));
+        if generation == 0 {
+            return Err(BackendError::new(
+                "create",
+                path.display(),
+                io::Error::new(io::ErrorKind::InvalidInput, "generations start at 1"),
+            ));
+        }
+        self.ensure_key_dir(&key_dir)?;
+
+        let outcome = if self.shared.links_unsupported.load(Ordering::Relaxed) {
+            self.create_in_place(&path, bytes, flush)?
+        } else {
+            let staged = self.stage(&key_dir, bytes, flush)?;
+            let published = publish(&staged, &path);
+            // Always, whatever the link did: the record (if any) has its own name now.
+            let _ = fs::remove_file(&staged);
+            match published {
+                Ok(outcome) => outcome,
+                Err(e) if sys::links_unsupported(&e) => {
+                    self.shared.links_unsupported.store(true, Ordering::Relaxed);
+                    self.create_in_place(&path, bytes, flush)?
+                }
+                Err(e) => return Err(BackendError::new("create", path.display(), e)),
+            }
+        };
+        if outcome == CreateOutcome::Created && flush {
+            self.flush_names(key, &key_dir)?;
+        }
+        Ok(outcome)
+    }
+
+    /// Lists the generations in `claims/<key>/`: every name that is exactly a record
+    /// name (`g` + at least 8 digits, no extra leading zeros, + `.json`), whatever
+    /// kind of entry it is, since it occupies that generation. Other names are
+    /// skipped; staging files older than ten minutes are removed on the way.
+    ///
+    /// # Errors
+    ///
+    /// A missing key directory is an empty list. A [`BackendError`] (operation
+    /// `list`) when the key directory is a symbolic link or not a directory, or
+    /// cannot be read.
+    fn generations(&self, key: &Key) -> Result<Vec<u64>, BackendError> {
+        let dir = self.key_dir(key);
+        let fail = |e: io::Error| BackendError::new("list", dir.display(), e);
+        match check_real_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(fail(e)),
+        }
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(fail(e)),
+        };
+        let mut generations = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(fail)?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(generation) = layout::parse_record_file_name(name) {
+                generations.push(generation);
+            } else if layout::is_staging_file_name(name) {
+                Self::remove_stale_staging(&dir, name);
+            }
+        }
+        Ok(generations)
+    }
+
+    /// Reads `claims/<key>/g<generation>.json` whole.
+    ///
+    /// # Atomicity
+    ///
+    /// A record is published complete (see [`create`](LeaseStore::create)), so the
+    /// bytes are the whole record, except on filesystems without hard links, where a
+    /// create in progress may read as empty or partial (torn).
+    ///
+    /// # Errors
+    ///
+    /// `Ok(None)` when the record (or its key directory) does not exist. A
+    /// [`BackendError`] (operation `read`) naming the path for anything else,
+    /// including a record name that is a symbolic link, a directory or another
+    /// non-regular file, and a key directory that is a symbolic link: links inside
+    /// the store are never followed.
+    fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError> {
+        if generation == 0 {
+            return Ok(None);
+        }
+        let dir = self.key_dir(key);
+        match check_real_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(BackendError::new("read", dir.display(), e)),
+        }
+        let path = dir.join(layout::record_file_name(generation));
+        let fail = |e: io::Error| BackendError::new("read", path.display(), e);
+        let mut file = match sys::open_record(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(fail(e)),
+        };
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(fail)?;
+        Ok(Some(bytes))
+    }
+
+    /// Deletes `claims/<key>/g<generation>.json` (a symbolic link by that name is
+    /// removed itself, never its target).
+    ///
+    /// # Crash safety
+    ///
+    /// Not flushed: a removal lost in a power cut leaves a superseded record behind,
+    /// which is harmless. The protocol removes only records below a flushed claim of
+    /// its own, so the series never empties (SPEC §3).
+    ///
+    /// # Errors
+    ///
+    /// A missing record or key directory is success. A [`BackendError`] (operation
+    /// `remove`) when the key directory is a symbolic link or the removal fails
+    /// (permission, a directory by that name).
+    fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
+        if generation == 0 {
+            return Ok(());
+        }
+        let dir = self.key_dir(key);
+        match check_real_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(BackendError::new("remove", dir.display(), e)),
+        }
+        let path = self.record_path(key, generation);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(BackendError::new("remove", path.display(), e)),
+        }
+    }
+
+    /// Lists the directories in `claims/` whose names are keys
+    /// ([`Key::parse`]). Other names, and key-named entries that are symbolic links
+    /// or files, are skipped.
+    ///
+    /// # Errors
+    ///
+    /// A missing `claims/` is an empty list. A [`BackendError`] (operation `list`)
+    /// when `claims/` is a symbolic link or cannot be read.
+    fn keys(&self) -> Result<Vec<Key>, BackendError> {
+        let fail = |e: io::Error| BackendError::new("list", self.claims.display(), e);
+        match check_real_dir(&self.claims) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(fail(e)),
+        }
+        let mut keys = Vec::new();
+        for entry in fs::read_dir(&self.claims).map_err(fail)? {
+            let entry = entry.map_err(fail)?;
+            let Some(key) = entry.file_name().to_str().and_then(Key::parse) else {
+                continue;
+            };
+            // `DirEntry::file_type` does not follow links.
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                keys.push(key);
+            }
+        }
+        Ok(keys)
+    }
+
+    /// The store root as an absolute path (lossy if it is not valid Unicode).
+    fn locator(&self) -> String {
+        self.root.to_string_lossy().into_owned()
+    }
+}
+
+/// Hard-links the complete staging file `staged` to the record name `path`.
+///
+/// `AlreadyExists` from the link normally means another writer holds the name. But
+/// a link over NFS can land and still report `EEXIST` (the reply was lost and the
+/// retried request found the name taken — by this very link), so the staging
+/// file's link count decides: 2 means the name is ours. Nothing else ever links a
+/// staging file, so a count of 2 cannot mean anything else.
+fn publish(staged: &Path, path: &Path) -> io::Result<CreateOutcome> {
+    match fs::hard_link(staged, path) {
+        Ok(()) => Ok(CreateOutcome::Created),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            if sys::link_count(staged) == Some(2) {
+                Ok(CreateOutcome::Created)
+            } else {
+                Ok(CreateOutcome::AlreadyExists)
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `Ok` when `path` is a directory and not a symbolic link; `NotFound` when it does
+/// not exist; an explanatory error otherwise.
+fn check_real_dir(path: &Path) -> io::Result<()> {
+    let metadata = fs::symlink_metadata(path)?;
+    if metadata.is_dir() {
+        Ok(())
+    } else if metadata.file_type().is_symlink() {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "is a symbolic link; fencepost never follows links inside the store",
+        ))
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            "is not a directory",
+        ))
+    }
+}
+
+/// Creates the store directory and its missing parents, then flushes each directory
+/// that gained an entry (POSIX), so a claim acknowledged in the new store cannot
+/// lose its whole store to a power cut.
+fn create_store_dir(root: &Path) -> io::Result<()> {
+    let existing = root
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.is_dir())
+        .map(Path::to_path_buf);
+    if let Err(e) = fs::create_dir_all(root) {
+        return Err(explain_non_directory_ancestor(root, e));
+    }
+    if let Some(existing) = existing {
+        // Every directory from the deepest pre-existing ancestor down to the root's
+        // parent gained an entry. Best effort for the pre-existing one (it may not be
+        // ours to open).
+        for dir in root.ancestors().skip(1) {
+            if dir == existing {
+                let _ = sys::sync_dir(dir);
+                break;
+            }
+            sys::sync_dir(dir)?;
+        }
+    }
+    Ok(())
+}
+
+/// Rewrites "not a directory" into "`<ancestor>` is a file, not a directory" when a
+/// component of `path` is a regular file, so the user sees which one.
+fn explain_non_directory_ancestor(path: &Path, error: io::Error) -> io::Error {
+    let culprit = path
+        .ancestors()
+        .skip(1)
+        .find(|dir| fs::metadata(dir).is_ok_and(|m| !m.is_dir()));
+    match culprit {
+        Some(file) => io::Error::new(
+            io::ErrorKind::NotADirectory,
+            format!("{} is a file, not a directory", file.display()),
+        ),
+        None => error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> Key {
+        fencepost::Resource::lock(name).identity().unwrap().key
+    }
+
+    fn record_dir_names(store: &FsStore, key: &Key) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(store.key_dir(key))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The fallback for filesystems without hard links (forced here: this machine's
+    /// filesystem has them) keeps create exclusive and leaves no staging files.
+    #[test]
+    fn fallback_without_hard_links_is_still_exclusive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        store
+            .shared
+            .links_unsupported
+            .store(true, Ordering::Relaxed);
+        let k = key("fallback");
+        assert_eq!(
+            store.create(&k, 1, b"first", Durability::Flushed).unwrap(),
+            CreateOutcome::Created
+        );
+        assert_eq!(
+            store.create(&k, 1, b"second", Durability::Flushed).unwrap(),
+            CreateOutcome::AlreadyExists
+        );
+        assert_eq!(store.read(&k, 1).unwrap().unwrap(), b"first");
+        assert_eq!(record_dir_names(&store, &k), ["g00000001.json"]);
+
+        let winners: usize = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let store = store.clone();
+                    let k = k.clone();
+                    scope.spawn(move || {
+                        store.create(
+                            &k,
+                            2,
+                            format!("writer {i}").as_bytes(),
+                            Durability::Unflushed,
+                        )
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap().unwrap())
+                .filter(|outcome| *outcome == CreateOutcome::Created)
+                .count()
+        });
+        assert_eq!(winners, 1);
+        assert_eq!(
+            record_dir_names(&store, &k),
+            ["g00000001.json", "g00000002.json"]
+        );
+    }
+
+    /// A link that landed but reported `EEXIST` (a retried NFS request) is ours: the
+    /// staging file's link count says so. A name taken by someone else is not.
+    #[cfg(unix)]
+    #[test]
+    fn publish_trusts_the_link_count_over_eexist() {
+        let tmp = tempfile::tempdir().unwrap();
+        let write = |name: &str| {
+            let path = tmp.path().join(name);
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .unwrap()
+                .write_all(name.as_bytes())
+                .unwrap();
+            path
+        };
+        let ours = write(".stage-1-1.tmp");
+        let record = tmp.path().join("g00000001.json");
+        fs::hard_link(&ours, &record).unwrap(); // the first, "lost" reply
+        assert_eq!(publish(&ours, &record).unwrap(), CreateOutcome::Created);
+        let theirs = write(".stage-1-2.tmp");
+        assert_eq!(
+            publish(&theirs, &record).unwrap(),
+            CreateOutcome::AlreadyExists
+        );
+        let fresh = write(".stage-1-3.tmp");
+        let free = tmp.path().join("g00000002.json");
+        assert_eq!(publish(&fresh, &free).unwrap(), CreateOutcome::Created);
+        assert_eq!(fs::read(&free).unwrap(), b".stage-1-3.tmp");
+    }
+
+    /// SPEC §3 durability: a flushed create flushes `claims/` and the root once per
+    /// process; unflushed creates and `with_flush(false)` flush nothing.
+    #[test]
+    fn staging_file_is_removed_and_names_are_flushed_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let k = key("flushed-once");
+        store.create(&k, 1, b"a", Durability::Flushed).unwrap();
+        assert!(store.shared.root_flushed.load(Ordering::Acquire));
+        assert!(store.shared.keys_flushed.lock().unwrap().contains(&k));
+        let unflushed = key("never-flushed");
+        store
+            .create(&unflushed, 1, b"a", Durability::Unflushed)
+            .unwrap();
+        assert!(
+            !store
+                .shared
+                .keys_flushed
+                .lock()
+                .unwrap()
+                .contains(&unflushed)
+        );
+        let off = FsStore::open(tmp.path()).unwrap().with_flush(false);
+        let k3 = key("flush-off");
+        off.create(&k3, 1, b"a", Durability::Flushed).unwrap();
+        assert!(!off.shared.keys_flushed.lock().unwrap().contains(&k3));
+        assert_eq!(record_dir_names(&store, &k), ["g00000001.json"]);
+    }
+}

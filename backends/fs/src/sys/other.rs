@@ -1,0 +1,30 @@
+//! Other targets: no directory flush, a checked open, kind-based classification.
+
+use std::fs::File;
+use std::io;
+use std::path::Path;
+
+/// A no-op: no portable way to flush a directory here.
+pub(crate) fn sync_dir(_path: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+/// Opens record `path` for reading after checking it is not a symbolic link (a
+/// check-then-open window remains on these targets), then requires a regular file.
+pub(crate) fn open_record(path: &Path) -> io::Result<File> {
+    if std::fs::symlink_metadata(path)?.file_type().is_symlink() {
+        return Err(super::not_a_regular_file(path));
+    }
+    super::require_regular_file(path, File::open(path)?)
+}
+
+/// True when `hard_link` failed as unsupported.
+pub(crate) fn links_unsupported(error: &io::Error) -> bool {
+    error.kind() == io::ErrorKind::Unsupported
+}
+
+/// Unknown here (the standard library exposes no stable link count on this
+/// platform): an `AlreadyExists` from a hard link is then taken at its word.
+pub(crate) fn link_count(_path: &Path) -> Option<u64> {
+    None
+}

@@ -1,0 +1,47 @@
+//! Windows: no directory flush (opening a directory as a file fails, and NTFS
+//! journals names), reparse-point-aware opens, Win32 error classification.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::windows::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// `FILE_FLAG_OPEN_REPARSE_POINT`: open a symbolic link itself, never its target.
+const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+/// `ERROR_INVALID_FUNCTION`: what FAT volumes answer to `CreateHardLinkW`.
+const ERROR_INVALID_FUNCTION: i32 = 1;
+/// `ERROR_NOT_SUPPORTED`.
+const ERROR_NOT_SUPPORTED: i32 = 50;
+/// `ERROR_CALL_NOT_IMPLEMENTED`.
+const ERROR_CALL_NOT_IMPLEMENTED: i32 = 120;
+
+/// A no-op: directory entries cannot be flushed through a file handle on Windows.
+pub(crate) fn sync_dir(_path: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+/// Opens record `path` for reading without following a reparse point (the link
+/// itself is opened, then refused because it is not a regular file).
+pub(crate) fn open_record(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(path)?;
+    super::require_regular_file(path, file)
+}
+
+/// True when `hard_link` failed because the volume has no hard links (FAT, some
+/// network shares).
+pub(crate) fn links_unsupported(error: &io::Error) -> bool {
+    error.kind() == io::ErrorKind::Unsupported
+        || matches!(
+            error.raw_os_error(),
+            Some(ERROR_INVALID_FUNCTION | ERROR_NOT_SUPPORTED | ERROR_CALL_NOT_IMPLEMENTED)
+        )
+}
+
+/// Unknown here (the standard library exposes no stable link count on this
+/// platform): an `AlreadyExists` from a hard link is then taken at its word.
+pub(crate) fn link_count(_path: &Path) -> Option<u64> {
+    None
+}
