@@ -1,0 +1,257 @@
+//! The command line, as clap derive types (SPEC §7).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use fencepost::Resource;
+
+/// Default lease duration for `claim` and `run`, in milliseconds.
+pub const DEFAULT_TTL_MS: u64 = 30_000;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (for `run`: the child's own exit code)
+  1  error: bad usage or input, or the store could not be used (I/O);
+     one line on stderr says what went wrong
+  3  refused: the resource is held by someone else, the token is stale or
+     not the holder, or `run` lost its lease while the child ran
+
+Store: --store, else $FENCEPOST_STORE, else the nearest .fencepost directory
+walking up from the current directory, else .fencepost at the root of the
+enclosing git work tree, else ./.fencepost.";
+
+/// Leases with fencing tokens for agents, scripts and humans sharing one working tree.
+///
+/// `claim` a resource to get a fencing token, present the token with `check` before
+/// each guarded write, and `release` it when done; or let `run` hold the lease (and
+/// renew it) for as long as a command runs.
+#[derive(Debug, Parser)]
+#[command(name = "fencepost", version, after_help = EXIT_CODES, propagate_version = true)]
+pub struct Cli {
+    /// Options every command takes.
+    #[command(flatten, next_help_heading = "Global options")]
+    pub global: Global,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// The store directory [default: discovered, see "Store" below]
+    #[arg(long, global = true, env = "FENCEPOST_STORE", value_name = "DIR")]
+    pub store: Option<PathBuf>,
+
+    /// Who is claiming, recorded for `status` and other claimants' error messages
+    #[arg(
+        long,
+        global = true,
+        env = "FENCEPOST_OWNER",
+        default_value = "cli",
+        value_name = "NAME",
+        value_parser = parse_owner
+    )]
+    pub owner: String,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Claim a lease and print its fencing token (exit 3 if someone else holds it)
+    ///
+    /// The lease lives until its ttl runs out unless renewed: this process exits and
+    /// nothing renews it. Use `run` to hold a lease for as long as a command runs.
+    #[command(after_help = EXIT_CODES)]
+    Claim(ClaimArgs),
+    /// Exit 0 if TOKEN is the current, live token of the resource, 3 otherwise
+    #[command(after_help = EXIT_CODES)]
+    Check(CheckArgs),
+    /// Extend the lease held with TOKEN; the token stays the same
+    #[command(after_help = EXIT_CODES)]
+    Renew(RenewArgs),
+    /// Release the lease held with TOKEN (exit 3 if TOKEN is not the holder)
+    #[command(after_help = EXIT_CODES)]
+    Release(ReleaseArgs),
+    /// Hold a lease while COMMAND runs, renewing it; exit with COMMAND's exit code
+    ///
+    /// The child gets FENCEPOST_TOKEN, FENCEPOST_STORE, FENCEPOST_RESOURCE and
+    /// FENCEPOST_LOCK or FENCEPOST_FILE. SIGINT, SIGTERM and SIGHUP are forwarded to
+    /// it. The lease is released when it ends. If the lease is lost meanwhile, that is
+    /// reported on stderr at once and the exit code is 3 whatever the child returned.
+    #[command(after_help = EXIT_CODES)]
+    Run(RunArgs),
+    /// List every resource in the store with its state, token, owner and expiry
+    #[command(after_help = EXIT_CODES)]
+    Status(StatusArgs),
+}
+
+/// `--lock NAME` or `--file PATH`, exactly one.
+#[derive(Debug, Args)]
+#[group(id = "resource", required = true, multiple = false)]
+pub struct Target {
+    /// A named lock such as db:migrations (trimmed and case-insensitive)
+    #[arg(long, value_name = "NAME")]
+    pub lock: Option<String>,
+    /// A file, existing or not, relative to the current directory
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+}
+
+impl Target {
+    /// The resource named on the command line.
+    pub fn resource(&self) -> Resource {
+        match (&self.lock, &self.file) {
+            (Some(name), _) => Resource::lock(name.clone()),
+            (None, Some(path)) => Resource::file(path.clone()),
+            (None, None) => unreachable!("clap requires --lock or --file"),
+        }
+    }
+}
+
+/// Arguments of `claim`.
+#[derive(Debug, Args)]
+pub struct ClaimArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Lease duration in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_TTL_MS, value_parser = parse_ttl, allow_negative_numbers = true)]
+    pub ttl: u64,
+    /// How long to wait for a held resource, in milliseconds (0: fail at once)
+    #[arg(long, value_name = "MS", default_value_t = 0, value_parser = parse_wait, allow_negative_numbers = true)]
+    pub wait: u64,
+    /// Print one JSON object instead of the bare token
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The fencing token `claim` printed
+    #[arg(value_name = "TOKEN", value_parser = parse_token, allow_negative_numbers = true)]
+    pub token: u64,
+    /// Print one JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `renew`.
+#[derive(Debug, Args)]
+pub struct RenewArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The fencing token `claim` printed
+    #[arg(value_name = "TOKEN", value_parser = parse_token, allow_negative_numbers = true)]
+    pub token: u64,
+    /// New lease duration in milliseconds [default: the lease's own ttl]
+    #[arg(long, value_name = "MS", value_parser = parse_ttl, allow_negative_numbers = true)]
+    pub ttl: Option<u64>,
+    /// Print one JSON object instead of the bare token
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `release`.
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The fencing token `claim` printed
+    #[arg(value_name = "TOKEN", value_parser = parse_token, allow_negative_numbers = true)]
+    pub token: u64,
+    /// Print one JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Lease duration in milliseconds; the lease is renewed every ttl/3
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_TTL_MS, value_parser = parse_ttl, allow_negative_numbers = true)]
+    pub ttl: u64,
+    /// How long to wait for a held resource, in milliseconds (0: fail at once)
+    #[arg(long, value_name = "MS", default_value_t = 0, value_parser = parse_wait, allow_negative_numbers = true)]
+    pub wait: u64,
+    /// The command to run while holding the lease, and its arguments (after `--`)
+    #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
+    pub command: Vec<OsString>,
+}
+
+/// Arguments of `status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print a JSON array of entries instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_token(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("tokens start at 1; pass the number `claim` printed".into()),
+        Ok(token) => Ok(token),
+        Err(_) => Err("a token is a positive whole number; pass the number `claim` printed".into()),
+    }
+}
+
+fn parse_ttl(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("the ttl must be at least 1 millisecond".into()),
+        Ok(ttl) => Ok(ttl),
+        Err(_) => Err("the ttl is a positive whole number of milliseconds, such as 30000".into()),
+    }
+}
+
+fn parse_wait(text: &str) -> Result<u64, String> {
+    text.parse::<u64>().map_err(|_| {
+        "the wait is a whole number of milliseconds, 0 or more, such as 60000".to_string()
+    })
+}
+
+fn parse_owner(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        Err("the owner name is empty; give a name such as ci or claude-code".into())
+    } else {
+        Ok(text.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_takes_the_command_verbatim_after_its_first_word() {
+        // `run` passes everything from COMMAND on to the child, flags included.
+        let cli = Cli::try_parse_from([
+            "fencepost",
+            "run",
+            "--lock",
+            "x",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+            "--ttl",
+            "5",
+        ])
+        .unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("parsed as another command")
+        };
+        assert_eq!(run.ttl, DEFAULT_TTL_MS);
+        assert_eq!(run.command, ["sh", "-c", "exit 3", "--ttl", "5"]);
+    }
+}

@@ -1,0 +1,201 @@
+//! `claim`, `check`, `renew`, `release` and `status`: one store operation each.
+
+use std::process::ExitCode;
+
+use fencepost::{AcquireOptions, ClaimState, Error, Resource, Store, TryAcquire};
+
+use crate::Failure;
+use crate::args::{CheckArgs, ClaimArgs, ReleaseArgs, RenewArgs, StatusArgs};
+use crate::output::{
+    LeaseJson, VerdictJson, describe_error, emit, emit_json, held_message, human_precise, now_ms,
+    refusal_holder, refusal_reason, resource_name, status_table, until_ms,
+};
+
+/// An opened store and the string that opens it again (its directory).
+pub struct Context {
+    pub store: Store,
+    pub locator: String,
+    pub owner: String,
+}
+
+/// `lock:NAME` or `file:/abs/path` for `resource`, validating it first so a bad name
+/// is an error (exit 1) before anything touches the store.
+fn resource_label(resource: &Resource) -> Result<String, Failure> {
+    let identity = resource.identity()?;
+    Ok(resource_name(resource.kind(), &identity.label))
+}
+
+pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
+    let resource = args.target.resource();
+    let name = resource_label(&resource)?;
+    let options = AcquireOptions::new(args.ttl)
+        .owner(ctx.owner.clone())
+        .wait_ms(args.wait);
+    match ctx.store.try_acquire(&resource, &options)? {
+        TryAcquire::Acquired(lease) => {
+            if args.json {
+                emit_json(&LeaseJson::new(&lease, &ctx.locator))?;
+            } else {
+                emit(&lease.token().to_string())?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        TryAcquire::Held(holder) => {
+            let mut message = held_message(&resource.target(), &holder);
+            if args.wait == 0 {
+                message.push_str("; pass --wait MS to wait for it");
+            }
+            if args.json {
+                emit_json(&VerdictJson {
+                    ok: false,
+                    resource: name,
+                    token: None,
+                    reason: Some("held"),
+                    holder: Some(&holder),
+                    message: Some(&message),
+                    store: &ctx.locator,
+                })?;
+            }
+            Err(Failure::Refused(message))
+        }
+    }
+}
+
+pub fn check(ctx: &Context, args: &CheckArgs) -> Result<ExitCode, Failure> {
+    let resource = args.target.resource();
+    let name = resource_label(&resource)?;
+    let passes = ctx.store.check(&resource, args.token)?;
+    let message = (!passes).then(|| {
+        format!(
+            "token {} is not current for {}: {}",
+            args.token,
+            resource.target(),
+            why_not_current(&ctx.store, &resource, args.token)
+        )
+    });
+    if args.json {
+        emit_json(&VerdictJson {
+            ok: passes,
+            resource: name,
+            token: Some(args.token),
+            reason: (!passes).then_some("stale"),
+            holder: None,
+            message: message.as_deref(),
+            store: &ctx.locator,
+        })?;
+    }
+    match message {
+        None => Ok(ExitCode::SUCCESS),
+        Some(message) => Err(Failure::Refused(message)),
+    }
+}
+
+/// Best-effort explanation of a failed check, from the resource's status entry.
+fn why_not_current(store: &Store, resource: &Resource, token: u64) -> String {
+    let Ok(key) = resource.identity().map(|i| i.key) else {
+        return "the resource is invalid".into();
+    };
+    let entry = store
+        .status()
+        .ok()
+        .and_then(|entries| entries.into_iter().find(|e| e.key == key));
+    let Some(entry) = entry else {
+        return "it has never been claimed in this store".into();
+    };
+    let now = now_ms();
+    let ago = |at| human_precise(-until_ms(at, now));
+    match entry.state {
+        ClaimState::Held if entry.token != token => format!(
+            "it is held by {} (pid {}, token {}, expires in {})",
+            entry.owner,
+            entry.pid,
+            entry.token,
+            human_precise(until_ms(entry.expires_at_ms, now))
+        ),
+        ClaimState::Held => "it was renewed or claimed again meanwhile".into(),
+        ClaimState::Expired if entry.token == token => {
+            format!("its lease expired {} ago", ago(entry.expires_at_ms))
+        }
+        ClaimState::Released if entry.token == token => "its lease was released".into(),
+        ClaimState::Unreadable => "the newest record is unreadable".into(),
+        _ if token > entry.token => format!(
+            "no lease with that token was granted (the newest token is {})",
+            entry.token
+        ),
+        _ => format!("it was superseded by token {}", entry.token),
+    }
+}
+
+pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
+    let resource = args.target.resource();
+    let name = resource_label(&resource)?;
+    match ctx.store.renew_token(&resource, args.token, args.ttl) {
+        Ok(lease) => {
+            if args.json {
+                emit_json(&LeaseJson::new(&lease, &ctx.locator))?;
+            } else {
+                emit(&lease.token().to_string())?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => Err(refuse(ctx, args.json, name, args.token, error)),
+    }
+}
+
+pub fn release(ctx: &Context, args: &ReleaseArgs) -> Result<ExitCode, Failure> {
+    let resource = args.target.resource();
+    let name = resource_label(&resource)?;
+    match ctx.store.release_token(&resource, args.token) {
+        Ok(()) => {
+            if args.json {
+                emit_json(&VerdictJson {
+                    ok: true,
+                    resource: name,
+                    token: Some(args.token),
+                    reason: None,
+                    holder: None,
+                    message: None,
+                    store: &ctx.locator,
+                })?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => Err(refuse(ctx, args.json, name, args.token, error)),
+    }
+}
+
+/// Turns a failed renew or release into its exit: a refusal (3, with a JSON verdict
+/// when asked) or an error (1, nothing on stdout).
+fn refuse(ctx: &Context, json: bool, name: String, token: u64, error: Error) -> Failure {
+    let Some(reason) = refusal_reason(&error) else {
+        return Failure::from(error);
+    };
+    let message = describe_error(&error);
+    if json {
+        let verdict = VerdictJson {
+            ok: false,
+            resource: name,
+            token: Some(token),
+            reason: Some(reason),
+            holder: refusal_holder(&error),
+            message: Some(&message),
+            store: &ctx.locator,
+        };
+        if let Err(failure) = emit_json(&verdict) {
+            return failure;
+        }
+    }
+    Failure::Refused(message)
+}
+
+pub fn status(ctx: &Context, args: &StatusArgs) -> Result<ExitCode, Failure> {
+    let entries = ctx.store.status()?;
+    if args.json {
+        emit_json(&entries)?;
+    } else if entries.is_empty() {
+        emit(&format!("no claims in {}", ctx.locator))?;
+    } else {
+        emit(&status_table(&entries, now_ms()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

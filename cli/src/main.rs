@@ -1,0 +1,164 @@
+//! `fencepost`: leases with fencing tokens from the command line (SPEC §7).
+//!
+//! `main` maps the outcome of [`run`] to the documented exit codes: 0 success, 1 an
+//! error (usage, bad input, I/O; one line on stderr), 3 a refusal (held, stale
+//! token, not the holder, lease lost). A closed stdout is not an error.
+
+mod args;
+mod commands;
+mod output;
+mod run;
+mod sys;
+
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
+use fencepost::Error;
+
+use crate::args::{Cli, Command};
+use crate::commands::Context;
+use crate::output::{describe_error, report};
+
+/// Exit code for errors: usage, bad input, I/O.
+const EXIT_ERROR: u8 = 1;
+/// Exit code for refusals: held, stale token, not the holder, lease lost.
+const EXIT_REFUSED: u8 = 3;
+
+/// Why a command did not succeed, and so which exit code it ends with.
+#[derive(Debug)]
+pub enum Failure {
+    /// Exit 1 with this one-line message: bad usage or input, or the store failed.
+    Error(String),
+    /// Exit 3 with this one-line message: the resource is held, the token is stale
+    /// or not the holder.
+    Refused(String),
+    /// Stdout was closed by the reader (`fencepost status | head -1`): end quietly.
+    BrokenPipe,
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        let message = describe_error(&error);
+        match error {
+            Error::Held { .. }
+            | Error::NotHolder { .. }
+            | Error::Superseded { .. }
+            | Error::Expired { .. } => Failure::Refused(message),
+            // Bad input, and every I/O failure: never a refusal (SPEC §5).
+            _ => Failure::Error(message),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
+        Err(Failure::Error(message)) => {
+            report(&message);
+            ExitCode::from(EXIT_ERROR)
+        }
+        Err(Failure::Refused(message)) => {
+            report(&message);
+            ExitCode::from(EXIT_REFUSED)
+        }
+    }
+}
+
+fn run() -> Result<ExitCode, Failure> {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if !error.use_stderr() => {
+            // --help and --version: clap's text on stdout, exit 0.
+            let _ = error.print();
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(error)
+            if matches!(
+                error.kind(),
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand
+            ) =>
+        {
+            return Err(Failure::Error(format!(
+                "no command given; use one of {}; see 'fencepost --help'",
+                subcommand_names().join(", ")
+            )));
+        }
+        Err(error) => return Err(Failure::Error(usage_error_line(&error))),
+    };
+    let ctx = open_store(&cli)?;
+    match &cli.command {
+        Command::Claim(args) => commands::claim(&ctx, args),
+        Command::Check(args) => commands::check(&ctx, args),
+        Command::Renew(args) => commands::renew(&ctx, args),
+        Command::Release(args) => commands::release(&ctx, args),
+        Command::Status(args) => commands::status(&ctx, args),
+        Command::Run(args) => run::run(&ctx, args),
+    }
+}
+
+/// Opens the store named by --store / FENCEPOST_STORE, or found by discovery from
+/// the working directory (SPEC §5).
+fn open_store(cli: &Cli) -> Result<Context, Failure> {
+    let cwd = std::env::current_dir().map_err(|e| {
+        Failure::Error(format!(
+            "cannot read the current directory: {e}; run from an existing directory or pass --store"
+        ))
+    })?;
+    let root = fencepost_fs::locate_store(cli.global.store.as_deref(), &cwd);
+    let backend = fencepost_fs::FsStore::open(&root).map_err(|e| {
+        // `e` reads "open store <path>: <reason>".
+        Failure::Error(format!(
+            "cannot {e}; pass a writable directory with --store or FENCEPOST_STORE"
+        ))
+    })?;
+    let locator = fencepost::LeaseStore::locator(&backend);
+    Ok(Context {
+        store: fencepost::Store::new(backend),
+        locator,
+        owner: cli.global.owner.clone(),
+    })
+}
+
+/// Clap's usage error on one line: its message (and tip, if any) without the usage
+/// block, plus where to read the usage. Clap renders several lines; scripts and
+/// agents read one.
+fn usage_error_line(error: &clap::Error) -> String {
+    let rendered = error.render().to_string();
+    let mut parts = Vec::new();
+    // Errors about a value carry no usage block; name the subcommand from argv.
+    let names = subcommand_names();
+    let mut command_path = std::env::args_os()
+        .skip(1)
+        .find_map(|arg| names.iter().find(|name| arg == name.as_str()).cloned())
+        .map_or_else(|| "fencepost".to_string(), |sub| format!("fencepost {sub}"));
+    for line in rendered.lines().map(str::trim) {
+        if let Some(usage) = line.strip_prefix("Usage:") {
+            // `Usage: fencepost claim <--lock ...>`: the words before the first
+            // placeholder or flag name the (sub)command. The message came before.
+            let words: Vec<&str> = usage
+                .split_whitespace()
+                .take_while(|w| !w.starts_with(['-', '<', '[']))
+                .collect();
+            if !words.is_empty() {
+                command_path = words.join(" ");
+            }
+            break;
+        }
+        if !line.is_empty() && !line.starts_with("For more information") {
+            parts.push(line.strip_prefix("error: ").unwrap_or(line));
+        }
+    }
+    let message = parts.join(" ");
+    format!("{message}; see '{command_path} --help'")
+}
+
+/// The names of the subcommands, for messages.
+fn subcommand_names() -> Vec<String> {
+    Cli::command()
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_string())
+        .filter(|name| name != "help")
+        .collect()
+}

@@ -1,0 +1,314 @@
+//! What the commands print: JSON objects, the status table, human durations, and
+//! the one-line messages of refusals and errors.
+
+use std::io::{self, Write};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use fencepost::{ClaimState, Error, Holder, Key, Lease, StatusEntry};
+use serde::Serialize;
+
+use crate::Failure;
+
+/// Wall-clock milliseconds since the Unix epoch (the clock records are stamped with).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// `at_ms - now` as a signed number of milliseconds.
+pub fn until_ms(at_ms: u64, now: u64) -> i64 {
+    (at_ms as i128 - now as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64
+}
+
+/// A duration for the status table: `29s`, `-3s`, `4m05s`, `2h03m`.
+pub fn human(ms: i64) -> String {
+    // Whole seconds rounded down: 29.9s is `29s`, and 0.2s ago is `-1s` (expired,
+    // never shown as a misleading `0s`).
+    let whole = ms.div_euclid(1000);
+    let sign = if whole < 0 { "-" } else { "" };
+    let secs = whole.unsigned_abs();
+    match secs {
+        0..60 => format!("{sign}{secs}s"),
+        60..3600 => format!("{sign}{}m{:02}s", secs / 60, secs % 60),
+        _ => format!("{sign}{}h{:02}m", secs / 3600, secs % 3600 / 60),
+    }
+}
+
+/// A duration for messages, one decimal under a minute: `29.1s`, `-0.4s`.
+pub fn human_precise(ms: i64) -> String {
+    if ms.unsigned_abs() < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        human(ms)
+    }
+}
+
+/// Writes `text` and a newline to stdout. A closed pipe is reported as
+/// [`Failure::BrokenPipe`], which ends the program quietly.
+pub fn emit(text: &str) -> Result<(), Failure> {
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "{text}")
+        .and_then(|()| stdout.flush())
+        .map_err(|e| {
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                Failure::BrokenPipe
+            } else {
+                Failure::Error(format!("cannot write to stdout: {e}"))
+            }
+        })
+}
+
+/// Writes `value` as one line of JSON to stdout.
+pub fn emit_json(value: &impl Serialize) -> Result<(), Failure> {
+    let text = serde_json::to_string(value)
+        .map_err(|e| Failure::Error(format!("cannot encode the JSON output: {e}")))?;
+    emit(&text)
+}
+
+/// Writes one line to stderr, prefixed `fencepost: `, on one line whatever the
+/// message contains. Never panics (a closed stderr is ignored).
+pub fn report(message: &str) {
+    let line = message.replace(['\n', '\r'], " ");
+    let _ = writeln!(io::stderr().lock(), "fencepost: {line}");
+}
+
+/// A lease, as `claim --json` and `renew --json` print it.
+#[derive(Debug, Serialize)]
+pub struct LeaseJson<'a> {
+    pub ok: bool,
+    /// `lock:NAME` or `file:/absolute/path`.
+    pub resource: String,
+    pub token: u64,
+    pub generation: u64,
+    pub key: &'a Key,
+    pub label: &'a str,
+    pub owner: &'a str,
+    /// The tenure's unique holder id.
+    pub holder: &'a str,
+    pub granted_at_ms: u64,
+    pub expires_at_ms: u64,
+    pub ttl_ms: u64,
+    /// The store's locator (its directory).
+    pub store: &'a str,
+}
+
+impl<'a> LeaseJson<'a> {
+    pub fn new(lease: &'a Lease, store: &'a str) -> Self {
+        LeaseJson {
+            ok: true,
+            resource: resource_name(lease.resource().kind(), lease.label()),
+            token: lease.token(),
+            generation: lease.generation(),
+            key: lease.key(),
+            label: lease.label(),
+            owner: lease.owner(),
+            holder: lease.holder_id(),
+            granted_at_ms: lease.granted_at_ms(),
+            expires_at_ms: lease.expires_at_ms(),
+            ttl_ms: lease.ttl_ms(),
+            store,
+        }
+    }
+}
+
+/// The answer of `check --json` and `release --json`, and of every command that
+/// was refused (exit 3) with `--json`.
+#[derive(Debug, Serialize)]
+pub struct VerdictJson<'a> {
+    pub ok: bool,
+    pub resource: String,
+    /// The token presented (absent for `claim`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
+    /// Why it was refused: `held`, `stale`, `not_holder`, `superseded`, `expired`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    /// Who holds the resource, when someone does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<&'a Holder>,
+    /// The same one-line message as on stderr.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<&'a str>,
+    pub store: &'a str,
+}
+
+/// `lock:NAME` or `file:PATH`.
+pub fn resource_name(kind: &str, label: &str) -> String {
+    format!("{kind}:{label}")
+}
+
+/// `db:migrations is held by cli (pid 123, token 4, expires in 29.1s)`.
+pub fn held_message(label: &str, holder: &Holder) -> String {
+    format!("{label} is held by {}", describe_holder(holder))
+}
+
+/// `cli (pid 123, token 4, expires in 29.1s)`.
+pub fn describe_holder(holder: &Holder) -> String {
+    format!(
+        "{} (pid {}, token {}, expires in {})",
+        holder.owner,
+        holder.pid,
+        holder.token,
+        human_precise(until_ms(holder.expires_at_ms, now_ms()))
+    )
+}
+
+/// The machine-readable reason for a refusal.
+pub fn refusal_reason(error: &Error) -> Option<&'static str> {
+    match error {
+        Error::Held { .. } => Some("held"),
+        Error::NotHolder { .. } => Some("not_holder"),
+        Error::Superseded { .. } => Some("superseded"),
+        Error::Expired { .. } => Some("expired"),
+        _ => None,
+    }
+}
+
+/// The holder named in a refusal, if any.
+pub fn refusal_holder(error: &Error) -> Option<&Holder> {
+    match error {
+        Error::Held { holder, .. } => Some(holder),
+        Error::NotHolder { newest, .. } => newest.as_ref(),
+        _ => None,
+    }
+}
+
+/// The one-line message for a core error, with what to do about it where there is
+/// something to do.
+pub fn describe_error(error: &Error) -> String {
+    match error {
+        Error::Held { label, holder } => held_message(label, holder),
+        Error::NotHolder {
+            label,
+            token,
+            newest,
+        } => match newest {
+            Some(holder) => format!(
+                "token {token} does not hold {label}: it is held by {}",
+                describe_holder(holder)
+            ),
+            None => format!(
+                "token {token} does not hold {label}: it was released, expired or superseded; claim it again for a new token"
+            ),
+        },
+        Error::Superseded { .. } => format!("{error}; claim it again for a new token"),
+        Error::Expired {
+            label,
+            token,
+            expired_at_ms,
+        } => format!(
+            "lease on {label} with token {token} expired {} ago; claim it again for a new token",
+            human_precise(-until_ms(*expired_at_ms, now_ms()))
+        ),
+        Error::Backend(e) => format!(
+            "store error: {e}; check that the store (--store or FENCEPOST_STORE) is a writable directory"
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// Why a kept-alive lease was lost, for `lease on X lost: <reason>`.
+pub fn loss_reason(error: &Error) -> String {
+    match error {
+        Error::Superseded { by_token: 0, .. } => {
+            "superseded (the newest record is unreadable)".into()
+        }
+        Error::Superseded { by_token, .. } => format!("superseded by token {by_token}"),
+        Error::Expired { expired_at_ms, .. } => format!(
+            "it expired {} ago before it could be renewed",
+            human_precise(-until_ms(*expired_at_ms, now_ms()))
+        ),
+        Error::NotHolder { .. } => "it was released outside this run".into(),
+        Error::Backend(e) => format!("the store stayed unusable until the lease expired: {e}"),
+        other => other.to_string(),
+    }
+}
+
+/// The status table: resource, state, token, owner, pid, expires in.
+pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
+    let header = ["RESOURCE", "STATE", "TOKEN", "OWNER", "PID", "EXPIRES"].map(String::from);
+    let mut rows = vec![header];
+    for entry in entries {
+        let kind = entry.key.as_str().split('-').next().unwrap_or("");
+        let resource = if entry.label.is_empty() {
+            entry.key.to_string()
+        } else {
+            resource_name(kind, &entry.label)
+        };
+        let state = match (entry.state, entry.live) {
+            (ClaimState::Held, _) => "held",
+            (ClaimState::Expired, _) => "expired",
+            (ClaimState::Released, _) => "released",
+            (ClaimState::Unreadable, _) => "unreadable",
+            (ClaimState::NewerFormat, true) => "held (newer format)",
+            (ClaimState::NewerFormat, false) => "expired (newer format)",
+        };
+        let expires = match entry.state {
+            ClaimState::Held | ClaimState::Expired | ClaimState::NewerFormat => {
+                human(until_ms(entry.expires_at_ms, now))
+            }
+            ClaimState::Released | ClaimState::Unreadable => "-".into(),
+        };
+        let or_dash = |text: String| if text.is_empty() { "-".into() } else { text };
+        rows.push([
+            resource,
+            state.into(),
+            or_dash(if entry.token == 0 {
+                String::new()
+            } else {
+                entry.token.to_string()
+            }),
+            or_dash(entry.owner.clone()),
+            or_dash(if entry.pid == 0 {
+                String::new()
+            } else {
+                entry.pid.to_string()
+            }),
+            expires,
+        ]);
+    }
+    let mut widths = [0usize; 6];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            // Numbers right-aligned, text left-aligned.
+            if i == 2 || i == 4 || i == 5 {
+                line.push_str(&format!("{cell:>width$}"));
+            } else {
+                line.push_str(&format!("{cell:<width$}"));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.pop();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_a_person_would_say_them() {
+        assert_eq!(human(29_400), "29s");
+        assert_eq!(human(-3_000), "-3s");
+        assert_eq!(human(-200), "-1s");
+        assert_eq!(human(999), "0s");
+        assert_eq!(human(245_000), "4m05s");
+        assert_eq!(human(7_380_000), "2h03m");
+        assert_eq!(human_precise(29_140), "29.1s");
+        assert_eq!(human_precise(-400), "-0.4s");
+    }
+}

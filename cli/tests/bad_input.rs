@@ -1,0 +1,180 @@
+//! Bad input is exit 1 with one line on stderr naming the problem (SPEC §7); never
+//! exit 3, never clap's default 2. `--help` and `--version` are exit 0.
+
+use predicates::prelude::*;
+
+use crate::util::{Scratch, one_line_stderr};
+
+/// Runs `args` and asserts exit 1, nothing on stdout, and one stderr line that
+/// contains `says`.
+fn rejects(s: &Scratch, args: &[&str], says: &str) {
+    let output = s.cmd().args(args).output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{args:?} should exit 1: {output:?}"
+    );
+    assert!(output.stdout.is_empty(), "{args:?} printed on stdout");
+    let stderr = one_line_stderr(&output);
+    assert!(stderr.contains(says), "{args:?}: {stderr:?} lacks {says:?}");
+}
+
+#[test]
+fn a_resource_is_required() {
+    let s = Scratch::new();
+    rejects(&s, &["claim"], "--lock");
+    rejects(&s, &["check", "1"], "--lock");
+    rejects(&s, &["renew", "1"], "--lock");
+    rejects(&s, &["release", "1"], "--lock");
+    rejects(&s, &["run", "--", "true"], "--lock");
+}
+
+#[test]
+fn lock_and_file_exclude_each_other() {
+    let s = Scratch::new();
+    rejects(
+        &s,
+        &["claim", "--lock", "a", "--file", "b"],
+        "cannot be used with",
+    );
+    rejects(
+        &s,
+        &["check", "--file", "b", "--lock", "a", "1"],
+        "cannot be used with",
+    );
+}
+
+#[test]
+fn tokens_are_positive_whole_numbers() {
+    let s = Scratch::new();
+    for bad in ["abc", "-1", "0", "1.5", ""] {
+        for command in ["check", "renew", "release"] {
+            rejects(&s, &[command, "--lock", "x", bad], "token");
+        }
+    }
+    rejects(&s, &["check", "--lock", "x"], "TOKEN");
+}
+
+#[test]
+fn ttls_are_positive_whole_milliseconds() {
+    let s = Scratch::new();
+    for bad in ["0", "-5", "abc", "1e3"] {
+        rejects(&s, &["claim", "--lock", "x", "--ttl", bad], "ttl");
+        rejects(&s, &["renew", "--lock", "x", "1", "--ttl", bad], "ttl");
+        rejects(
+            &s,
+            &["run", "--lock", "x", "--ttl", bad, "--", "true"],
+            "ttl",
+        );
+    }
+    rejects(&s, &["claim", "--lock", "x", "--wait", "-1"], "wait");
+    // Nothing was claimed by any of these.
+    assert!(s.status().is_empty());
+}
+
+#[test]
+fn an_empty_lock_name_is_rejected() {
+    let s = Scratch::new();
+    rejects(&s, &["claim", "--lock", ""], "lock name is empty");
+    rejects(&s, &["claim", "--lock", "   "], "lock name is empty");
+    rejects(&s, &["check", "--lock", "", "1"], "lock name is empty");
+    rejects(
+        &s,
+        &["run", "--lock", "", "--", "true"],
+        "lock name is empty",
+    );
+    rejects(&s, &["claim", "--file", ""], "--file");
+}
+
+#[test]
+fn an_empty_owner_is_rejected() {
+    let s = Scratch::new();
+    rejects(&s, &["claim", "--lock", "x", "--owner", ""], "owner");
+}
+
+#[test]
+fn run_needs_a_command() {
+    let s = Scratch::new();
+    rejects(&s, &["run", "--lock", "x"], "COMMAND");
+    rejects(&s, &["run", "--lock", "x", "--"], "COMMAND");
+}
+
+#[test]
+fn unknown_commands_and_flags_are_usage_errors() {
+    let s = Scratch::new();
+    rejects(&s, &["frobnicate"], "frobnicate");
+    rejects(&s, &["claim", "--lock", "x", "--bogus"], "--bogus");
+    rejects(&s, &[], "no command given");
+    let output = s.bare_cmd(s.path()).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(one_line_stderr(&output).contains("no command given"));
+}
+
+/// SPEC §5: an unusable store is an I/O error, exit 1, never "held".
+#[test]
+fn a_store_under_a_regular_file_is_an_error() {
+    let s = Scratch::new();
+    let file = s.path().join("plain-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let store = file.join("store");
+    for args in [
+        &["claim", "--lock", "x"][..],
+        &["check", "--lock", "x", "1"],
+        &["release", "--lock", "x", "1"],
+        &["status"],
+        &["run", "--lock", "x", "--", "true"],
+    ] {
+        let output = s
+            .bare_cmd(s.path())
+            .arg("--store")
+            .arg(&store)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        let stderr = one_line_stderr(&output);
+        assert!(stderr.contains("plain-file"), "{stderr}");
+        assert!(stderr.contains("--store"), "says what to do: {stderr}");
+    }
+    // The same through the environment variable.
+    s.bare_cmd(s.path())
+        .env("FENCEPOST_STORE", &file)
+        .args(["claim", "--lock", "x"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not a directory"));
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    let s = Scratch::new();
+    s.cmd()
+        .arg("--help")
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("Exit codes:"))
+        .stdout(predicate::str::contains("3  refused"))
+        .stderr("");
+    for command in ["claim", "check", "renew", "release", "run", "status"] {
+        s.cmd()
+            .args([command, "--help"])
+            .assert()
+            .code(0)
+            .stdout(predicate::str::contains("Exit codes:"));
+    }
+    s.cmd()
+        .args(["help", "run"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("FENCEPOST_TOKEN"));
+    s.cmd()
+        .arg("--version")
+        .assert()
+        .code(0)
+        .stdout(format!("fencepost {}\n", env!("CARGO_PKG_VERSION")));
+    s.cmd()
+        .args(["claim", "--version"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(env!("CARGO_PKG_VERSION")));
+}

@@ -1,0 +1,423 @@
+//! claim, check, renew, release and status: outputs and exit codes (SPEC §7).
+
+use std::time::Duration;
+
+use predicates::prelude::*;
+
+use crate::util::{Scratch, json_of, one_line_stderr, token_of};
+
+#[test]
+fn claim_prints_the_token_alone_and_exits_0() {
+    let s = Scratch::new();
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "db:migrations"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(output.stdout, b"1\n");
+    assert!(output.stderr.is_empty(), "{output:?}");
+}
+
+#[test]
+fn claim_json_describes_the_lease() {
+    let s = Scratch::new();
+    let output = s
+        .cmd()
+        .args([
+            "claim",
+            "--lock",
+            "DB:Migrations",
+            "--ttl",
+            "5000",
+            "--json",
+        ])
+        .args(["--owner", "alice"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let lease = json_of(&output);
+    assert_eq!(lease["ok"], true);
+    assert_eq!(lease["token"], 1);
+    assert_eq!(lease["generation"], 1);
+    assert_eq!(lease["label"], "DB:Migrations");
+    assert_eq!(lease["resource"], "lock:DB:Migrations");
+    assert_eq!(lease["owner"], "alice");
+    assert_eq!(lease["ttl_ms"], 5000);
+    assert_eq!(lease["store"], s.store().to_str().unwrap());
+    assert!(lease["key"].as_str().unwrap().starts_with("lock-"));
+    assert!(lease["holder"].as_str().unwrap().starts_with("alice-"));
+    let granted = lease["granted_at_ms"].as_u64().unwrap();
+    assert_eq!(lease["expires_at_ms"].as_u64().unwrap(), granted + 5000);
+}
+
+#[test]
+fn second_claim_exits_3_and_names_the_holder() {
+    let s = Scratch::new();
+    s.claim("db:migrations", &["--owner", "alice"]);
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "db:migrations", "--owner", "bob"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    assert!(output.stdout.is_empty(), "{output:?}");
+    let stderr = one_line_stderr(&output);
+    let expected = predicate::str::is_match(
+        r"^fencepost: db:migrations is held by alice \(pid \d+, token 1, expires in \d+\.\ds\)",
+    )
+    .unwrap();
+    assert!(expected.eval(&stderr), "{stderr}");
+}
+
+#[test]
+fn held_claim_with_json_describes_the_holder_on_stdout() {
+    let s = Scratch::new();
+    s.claim("x", &["--owner", "alice"]);
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "x", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let verdict = json_of(&output);
+    assert_eq!(verdict["ok"], false);
+    assert_eq!(verdict["reason"], "held");
+    assert_eq!(verdict["holder"]["owner"], "alice");
+    assert_eq!(verdict["holder"]["token"], 1);
+    assert!(verdict["holder"]["expires_at_ms"].as_u64().unwrap() > 0);
+    one_line_stderr(&output);
+}
+
+#[test]
+fn owner_comes_from_fencepost_owner_unless_given() {
+    let s = Scratch::new();
+    s.cmd()
+        .env("FENCEPOST_OWNER", "carol")
+        .args(["claim", "--lock", "a"])
+        .assert()
+        .code(0);
+    s.cmd()
+        .env("FENCEPOST_OWNER", "carol")
+        .args(["claim", "--lock", "b", "--owner", "dave"])
+        .assert()
+        .code(0);
+    s.cmd().args(["claim", "--lock", "c"]).assert().code(0);
+    assert_eq!(s.entry("a").unwrap()["owner"], "carol");
+    assert_eq!(s.entry("b").unwrap()["owner"], "dave");
+    assert_eq!(s.entry("c").unwrap()["owner"], "cli", "the default owner");
+}
+
+#[test]
+fn check_passes_only_the_current_live_token() {
+    let s = Scratch::new();
+    let first = s.claim("x", &[]);
+    s.cmd()
+        .args(["release", "--lock", "x", &first.to_string()])
+        .assert()
+        .code(0);
+    let token = s.claim("x", &[]);
+    assert!(token > first + 1, "the tombstone took a generation");
+    s.cmd()
+        .args(["check", "--lock", "x", &token.to_string()])
+        .assert()
+        .code(0)
+        .stdout("")
+        .stderr("");
+    for stale in [token - 1, first] {
+        let output = s
+            .cmd()
+            .args(["check", "--lock", "x", &stale.to_string()])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(3), "token {stale} passed");
+        assert!(one_line_stderr(&output).contains("is not current for x"));
+    }
+    // A token never granted does not pass either.
+    s.cmd()
+        .args(["check", "--lock", "x", &(token + 1).to_string()])
+        .assert()
+        .code(3);
+    // Nor does any token of a lock never claimed.
+    s.cmd().args(["check", "--lock", "y", "1"]).assert().code(3);
+}
+
+#[test]
+fn check_json_says_whether_the_token_passes() {
+    let s = Scratch::new();
+    let token = s.claim("x", &[]);
+    let pass = s
+        .cmd()
+        .args(["check", "--lock", "x", &token.to_string(), "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(pass.status.code(), Some(0));
+    assert_eq!(json_of(&pass)["ok"], true);
+    let fail = s
+        .cmd()
+        .args(["check", "--lock", "x", &(token + 1).to_string(), "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(fail.status.code(), Some(3));
+    assert_eq!(json_of(&fail)["ok"], false);
+}
+
+#[test]
+fn check_of_a_released_token_exits_3() {
+    let s = Scratch::new();
+    let token = s.claim("x", &[]).to_string();
+    s.cmd()
+        .args(["check", "--lock", "x", &token])
+        .assert()
+        .code(0);
+    s.cmd()
+        .args(["release", "--lock", "x", &token])
+        .assert()
+        .code(0);
+    s.cmd()
+        .args(["check", "--lock", "x", &token])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("released"));
+}
+
+#[test]
+fn check_of_an_expired_token_exits_3() {
+    let s = Scratch::new();
+    let token = s.claim("x", &["--ttl", "150"]).to_string();
+    std::thread::sleep(Duration::from_millis(250));
+    s.cmd()
+        .args(["check", "--lock", "x", &token])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("expired"));
+}
+
+#[test]
+fn renew_keeps_the_token_and_moves_the_expiry() {
+    let s = Scratch::new();
+    let claimed = s
+        .cmd()
+        .args(["claim", "--lock", "x", "--ttl", "5000", "--json"])
+        .output()
+        .unwrap();
+    let claimed = json_of(&claimed);
+    let token = claimed["token"].as_u64().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let renewed = s
+        .cmd()
+        .args(["renew", "--lock", "x", &token.to_string(), "--ttl", "60000"])
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(renewed.status.code(), Some(0), "{renewed:?}");
+    let renewed = json_of(&renewed);
+    assert_eq!(renewed["token"], token, "SPEC I5: renewal keeps the token");
+    assert!(renewed["generation"].as_u64() > claimed["generation"].as_u64());
+    assert_eq!(renewed["ttl_ms"], 60000);
+    assert!(
+        renewed["expires_at_ms"].as_u64().unwrap()
+            >= claimed["expires_at_ms"].as_u64().unwrap() + 55_000
+    );
+    // Without --json: the token alone; and the token still passes.
+    let plain = s
+        .cmd()
+        .args(["renew", "--lock", "x", &token.to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(plain.status.code(), Some(0));
+    assert_eq!(token_of(&plain), token);
+    s.cmd()
+        .args(["check", "--lock", "x", &token.to_string()])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn renew_of_a_stale_released_or_expired_token_exits_3() {
+    let s = Scratch::new();
+    // Expired: never revived (SPEC §3).
+    let expired = s.claim("x", &["--ttl", "100"]).to_string();
+    std::thread::sleep(Duration::from_millis(200));
+    let output = s
+        .cmd()
+        .args(["renew", "--lock", "x", &expired])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    assert!(one_line_stderr(&output).contains("expired"));
+    // Superseded by a new tenure.
+    let current = s.claim("x", &["--owner", "alice"]).to_string();
+    let output = s
+        .cmd()
+        .args(["renew", "--lock", "x", &expired, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let verdict = json_of(&output);
+    assert_eq!(verdict["ok"], false);
+    assert_eq!(verdict["reason"], "not_holder");
+    assert!(one_line_stderr(&output).contains("alice"));
+    // Released.
+    s.cmd()
+        .args(["release", "--lock", "x", &current])
+        .assert()
+        .code(0);
+    s.cmd()
+        .args(["renew", "--lock", "x", &current])
+        .assert()
+        .code(3)
+        .stdout("");
+}
+
+#[test]
+fn release_twice_exits_3_the_second_time() {
+    let s = Scratch::new();
+    let token = s.claim("x", &[]).to_string();
+    s.cmd()
+        .args(["release", "--lock", "x", &token])
+        .assert()
+        .code(0)
+        .stdout("")
+        .stderr("");
+    let output = s
+        .cmd()
+        .args(["release", "--lock", "x", &token, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    assert_eq!(json_of(&output)["reason"], "not_holder");
+    assert!(one_line_stderr(&output).contains("does not hold x"));
+}
+
+#[test]
+fn release_by_a_token_that_does_not_hold_exits_3_and_keeps_the_holder() {
+    let s = Scratch::new();
+    let token = s.claim("x", &["--owner", "alice"]);
+    let output = s
+        .cmd()
+        .args(["release", "--lock", "x", &(token + 1).to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    assert!(one_line_stderr(&output).contains("held by alice"));
+    s.cmd()
+        .args(["check", "--lock", "x", &token.to_string()])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn a_claim_after_release_gets_a_larger_token() {
+    let s = Scratch::new();
+    let mut previous = 0;
+    for _ in 0..3 {
+        let token = s.claim("x", &[]);
+        assert!(token > previous, "token {token} after {previous}");
+        s.cmd()
+            .args(["release", "--lock", "x", &token.to_string()])
+            .assert()
+            .code(0);
+        previous = token;
+    }
+}
+
+#[test]
+fn claim_with_wait_takes_over_when_the_holder_expires() {
+    let s = Scratch::new();
+    let first = s.claim("x", &["--ttl", "300"]);
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "x", "--wait", "10000"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(token_of(&output) > first);
+}
+
+#[test]
+fn files_are_resources_apart_from_locks() {
+    let s = Scratch::new();
+    std::fs::create_dir(s.path().join("sub")).unwrap();
+    s.cmd().args(["claim", "--file", "a.txt"]).assert().code(0);
+    // Another spelling of the same file contends (SPEC §6)...
+    s.cmd()
+        .args(["claim", "--file", "sub/../a.txt"])
+        .assert()
+        .code(3);
+    // ...a lock of the same name does not.
+    s.cmd().args(["claim", "--lock", "a.txt"]).assert().code(0);
+    let file = s.path().join("a.txt");
+    let entry = s.entry(file.to_str().unwrap()).expect("file entry by path");
+    assert!(entry["key"].as_str().unwrap().starts_with("file-"));
+}
+
+#[test]
+fn status_lists_every_resource() {
+    let s = Scratch::new();
+    s.cmd()
+        .args(["status"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::starts_with("no claims in "));
+    assert!(s.status().is_empty());
+
+    s.claim("held-one", &["--owner", "alice"]);
+    let gone = s.claim("gone", &[]).to_string();
+    s.cmd()
+        .args(["release", "--lock", "gone", &gone])
+        .assert()
+        .code(0);
+    s.claim("brief", &["--ttl", "1"]);
+    std::thread::sleep(Duration::from_millis(20));
+
+    let table = s.cmd().arg("status").output().unwrap();
+    assert_eq!(table.status.code(), Some(0));
+    let table = String::from_utf8(table.stdout).unwrap();
+    let line = |label: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(&format!("lock:{label} ")))
+            .unwrap_or_else(|| panic!("no line for {label} in\n{table}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert!(table.starts_with("RESOURCE"), "{table}");
+    let held = line("held-one");
+    assert_eq!(held[1], "held");
+    assert_eq!(held[3], "alice");
+    assert!(
+        held[5].ends_with('s') && !held[5].starts_with('-'),
+        "{table}"
+    );
+    assert_eq!(line("gone")[1], "released");
+    let brief = line("brief");
+    assert_eq!(brief[1], "expired");
+    assert!(brief[5].starts_with('-'), "{table}");
+
+    let entries = s.status();
+    assert_eq!(entries.len(), 3);
+    let held = s.entry("held-one").unwrap();
+    assert_eq!(held["state"], "held");
+    assert_eq!(held["live"], true);
+    assert_eq!(held["owner"], "alice");
+    assert_eq!(s.entry("gone").unwrap()["state"], "released");
+    assert_eq!(s.entry("brief").unwrap()["state"], "expired");
+}
+
+/// `fencepost status | head -0`: a reader that went away is not an error
+/// (ripgrep's rule: a broken pipe ends the program quietly).
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    let s = Scratch::new();
+    s.claim("x", &[]);
+    let script = r#"(sleep 0.3; "$FP" --store "$STORE" status --json; echo "rc=$?" >&2) | true"#;
+    let output = std::process::Command::new("sh")
+        .args(["-c", script])
+        .env("FP", crate::util::bin())
+        .env("STORE", s.store())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "rc=0\n");
+}

@@ -1,0 +1,75 @@
+//! Real processes contending for one lock through `fencepost run` (SPEC §3, §7):
+//! N workers × M rounds, then the exact count (the arrow-rs object_store oracle).
+
+use std::process::Stdio;
+
+use crate::util::{Background, Scratch};
+
+const WORKERS: usize = 8;
+const ROUNDS: usize = 6;
+
+/// The critical section each `run` child executes. The `busy` marker is created
+/// with O_EXCL (`set -C`), so two children inside at once make one fail; the
+/// child also checks its token from inside, then appends it to the shared log.
+const CRITICAL_SECTION: &str = r#"
+set -C
+if ! : > busy; then echo "overlap: busy marker exists" >&2; exit 9; fi
+"$FP" check --lock x "$FENCEPOST_TOKEN" || exit 8
+echo "$FENCEPOST_TOKEN" >> log
+sleep 0.01
+rm busy
+"#;
+
+/// Each worker: ROUNDS sequential runs; exits with the number that failed.
+const WORKER: &str = r#"
+fails=0
+i=0
+while [ $i -lt "$ROUNDS" ]; do
+  "$FP" run --lock x --wait 60000 --ttl 5000 -- sh -c "$CRITICAL" || fails=$((fails+1))
+  i=$((i+1))
+done
+exit $fails
+"#;
+
+#[test]
+fn processes_take_turns_with_strictly_increasing_tokens() {
+    let s = Scratch::new();
+    let workers: Vec<Background> = (0..WORKERS)
+        .map(|_| {
+            let child = std::process::Command::new("sh")
+                .args(["-c", WORKER])
+                .current_dir(s.path())
+                .env("FP", crate::util::bin())
+                .env("FENCEPOST_STORE", s.store())
+                .env_remove("FENCEPOST_OWNER")
+                .env("ROUNDS", ROUNDS.to_string())
+                .env("CRITICAL", CRITICAL_SECTION)
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            Background(child)
+        })
+        .collect();
+    for worker in workers {
+        let output = {
+            let mut worker = worker;
+            let stderr = worker.0.stderr.take();
+            let status = worker.0.wait().unwrap();
+            let mut text = String::new();
+            if let Some(mut stderr) = stderr {
+                std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+            }
+            (status, text)
+        };
+        assert_eq!(output.0.code(), Some(0), "a worker failed: {}", output.1);
+    }
+
+    let log = std::fs::read_to_string(s.path().join("log")).unwrap();
+    let tokens: Vec<u64> = log.lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(tokens.len(), WORKERS * ROUNDS, "log:\n{log}");
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "tokens not strictly increasing: {tokens:?}"
+    );
+    assert!(!s.path().join("busy").exists());
+}

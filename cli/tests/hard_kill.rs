@@ -1,0 +1,63 @@
+//! A hard-killed holder blocks until its ttl, no longer (SPEC §10), and its token
+//! never passes again (SPEC I3).
+
+use std::time::Duration;
+
+use crate::util::{Background, PidFileGuard, Scratch, json_of, wait_until};
+
+#[test]
+fn a_killed_run_blocks_until_its_ttl_and_its_token_is_dead() {
+    let s = Scratch::new();
+    let pidfile = s.path().join("pidfile");
+    let _orphan = PidFileGuard(pidfile.clone());
+    let mut run = s.spawn_cmd();
+    run.args(["run", "--lock", "x", "--ttl", "1500", "--", "sh", "-c"])
+        .arg(r#"echo $$ > pidfile.tmp && mv pidfile.tmp pidfile; exec sleep 30"#);
+    let mut holder = Background(run.spawn().unwrap());
+
+    wait_until("the run holds x", Duration::from_secs(10), || {
+        pidfile.exists() && s.entry("x").is_some_and(|e| e["state"] == "held")
+    });
+    let token = s.entry("x").unwrap()["token"].as_u64().unwrap();
+
+    // SIGKILL: no release, no more renewals. Its child is orphaned; kill it too.
+    holder.0.kill().unwrap();
+    holder.0.wait().unwrap();
+    let orphan = std::fs::read_to_string(&pidfile).unwrap();
+    std::process::Command::new("kill")
+        .args(["-KILL", orphan.trim()])
+        .status()
+        .unwrap();
+
+    // The dead lease, as its last record left it.
+    let dead = s.entry("x").unwrap();
+    assert_eq!(dead["token"], token);
+    let dead_expires = dead["expires_at_ms"].as_u64().unwrap();
+
+    // Still held: nobody may take it before the ttl.
+    s.cmd()
+        .args(["claim", "--lock", "x", "--wait", "0"])
+        .assert()
+        .code(3);
+
+    // Waiting gets it, with a larger token, and not before the dead lease expired.
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "x", "--wait", "5000", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let successor = json_of(&output);
+    assert!(successor["token"].as_u64().unwrap() > token);
+    let granted = successor["granted_at_ms"].as_u64().unwrap();
+    assert!(
+        granted >= dead_expires,
+        "taken over at {granted} ms, before the dead lease expired at {dead_expires} ms"
+    );
+
+    // The dead holder's token never passes again.
+    s.cmd()
+        .args(["check", "--lock", "x", &token.to_string()])
+        .assert()
+        .code(3);
+}

@@ -1,0 +1,21 @@
+//! Integration tests of the `fencepost` binary (SPEC §7), run as real processes.
+//!
+//! One test target pulls in the topic files (the ripgrep layout). Every test has its
+//! own scratch directory and store, and cleans FENCEPOST_* from the environment.
+
+// Helpers are shared by topics compiled on different platforms; not every helper is
+// used on every one.
+#![allow(dead_code)]
+
+mod util;
+
+mod bad_input;
+mod basics;
+mod discovery;
+
+#[cfg(unix)]
+mod contention;
+#[cfg(unix)]
+mod hard_kill;
+#[cfg(unix)]
+mod run;
