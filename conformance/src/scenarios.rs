@@ -72,6 +72,8 @@ scenarios! {
     23 kill_during_claim SharedAcrossProcesses "SPEC §3: crash mid-claim blocks ≤ one ttl; I2";
     24 power_cut_keeps_claims PowerCut "SPEC §3 durability: claims are flushed";
     25 power_cut_lost_tombstone_is_held_until_ttl PowerCut "SPEC §3 durability: tombstones unflushed";
+    26 create_is_exclusive None "SPEC §4: atomic exclusive create";
+    27 records_round_trip None "SPEC §4: listing, reads and removal";
 }
 
 const TTL_MS: u64 = 30_000;
@@ -1006,6 +1008,121 @@ fn power_cut_lost_tombstone_is_held_until_ttl<S: LeaseStore + Clone + 'static>(
     ensure!(
         next.token() > lease.token(),
         "a number was reused after a lost tombstone"
+    );
+    Ok(())
+}
+
+fn create_is_exclusive<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    use fencepost::CreateOutcome;
+    let key = key_of(&Resource::lock("exclusive"))?;
+    let first = f
+        .raw()
+        .create(&key, 1, b"first", Durability::Flushed)
+        .map_err(|e| fail("create", e))?;
+    ensure!(
+        first == CreateOutcome::Created,
+        "the first create of generation 1 returned {first:?}"
+    );
+    let second = f
+        .raw()
+        .create(&key, 1, b"second", Durability::Flushed)
+        .map_err(|e| fail("create", e))?;
+    ensure!(
+        second == CreateOutcome::AlreadyExists,
+        "a second create of generation 1 returned {second:?}"
+    );
+    let bytes = f.raw().read(&key, 1).map_err(|e| fail("read", e))?;
+    ensure!(
+        bytes.as_deref() == Some(&b"first"[..]),
+        "a losing create changed the record: {bytes:?}"
+    );
+    // Racing creates from another handle: exactly one wins each generation.
+    let other = f.reopen()?;
+    for generation in 2..40 {
+        let barrier = Arc::new(Barrier::new(2));
+        let (k, b, o) = (key.clone(), barrier.clone(), other.clone());
+        let racer = std::thread::spawn(move || {
+            b.wait();
+            o.create(&k, generation, b"racer", Durability::Unflushed)
+        });
+        barrier.wait();
+        let mine = f
+            .raw()
+            .create(&key, generation, b"mine", Durability::Unflushed)
+            .map_err(|e| fail("create", e))?;
+        let theirs = racer
+            .join()
+            .map_err(|_| "racer panicked")?
+            .map_err(|e| fail("create", e))?;
+        let winners = [mine, theirs]
+            .iter()
+            .filter(|o| **o == CreateOutcome::Created)
+            .count();
+        ensure!(
+            winners == 1,
+            "generation {generation}: {winners} creates succeeded"
+        );
+    }
+    Ok(())
+}
+
+fn records_round_trip<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Failed> {
+    let key = key_of(&Resource::lock("round-trip"))?;
+    let other_key = key_of(&Resource::file("/round/trip"))?;
+    let generations = [1u64, 2, 10, 123_456_789];
+    for g in generations {
+        let bytes = format!("record {g}");
+        f.raw()
+            .create(&key, g, bytes.as_bytes(), Durability::Unflushed)
+            .map_err(|e| fail("create", e))?;
+    }
+    f.raw()
+        .create(&other_key, 7, b"other", Durability::Flushed)
+        .map_err(|e| fail("create", e))?;
+    let mut listed = f.raw().generations(&key).map_err(|e| fail("list", e))?;
+    listed.sort_unstable();
+    ensure!(
+        listed == generations,
+        "listed {listed:?}, created {generations:?}"
+    );
+    for g in generations {
+        let bytes = f.raw().read(&key, g).map_err(|e| fail("read", e))?;
+        ensure!(
+            bytes == Some(format!("record {g}").into_bytes()),
+            "generation {g} read back wrong"
+        );
+    }
+    ensure!(
+        f.raw()
+            .read(&key, 3)
+            .map_err(|e| fail("read", e))?
+            .is_none(),
+        "a never-created generation read as present"
+    );
+    f.raw().remove(&key, 2).map_err(|e| fail("remove", e))?;
+    f.raw()
+        .remove(&key, 2)
+        .map_err(|e| fail("removing a missing record", e))?;
+    let listed = f.raw().generations(&key).map_err(|e| fail("list", e))?;
+    ensure!(
+        !listed.contains(&2) && listed.len() == 3,
+        "after removing 2, listed {listed:?}"
+    );
+    let mut keys = f.raw().keys().map_err(|e| fail("keys", e))?;
+    keys.sort();
+    let mut expected = vec![key.clone(), other_key.clone()];
+    expected.sort();
+    ensure!(
+        keys == expected,
+        "keys listed {keys:?}, expected {expected:?}"
+    );
+    let empty = key_of(&Resource::lock("never-used"))?;
+    ensure!(
+        f.raw()
+            .generations(&empty)
+            .map_err(|e| fail("list", e))?
+            .is_empty(),
+        "an unused key lists generations"
     );
     Ok(())
 }

@@ -26,11 +26,7 @@ pub struct Holder {
 
 impl std::fmt::Display for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} (pid {}, token {}, expires at {} ms)",
-            self.owner, self.pid, self.token, self.expires_at_ms
-        )
+        write!(f, "{} (pid {}, token {})", self.owner, self.pid, self.token)
     }
 }
 

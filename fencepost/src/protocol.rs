@@ -18,6 +18,10 @@ const BACKOFF_CAP_MS: u64 = 64;
 const VANISHED_RELIST_ATTEMPTS: usize = 8;
 /// How often release retries when a concurrent create takes its generation.
 const RELEASE_ATTEMPTS: usize = 8;
+/// How many times acquire may lose the create of one generation while the listing
+/// still shows the generation below it before the backend is declared broken (it
+/// says a record exists that it never lists): a bound instead of a spin.
+const INVISIBLE_RECORD_LIMIT: usize = 64;
 
 /// How to acquire: lease duration, who is asking, and how long to wait if held.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -308,6 +312,9 @@ impl Store {
         let mut backoff_ms = BACKOFF_START_MS;
         // (generation, monotonic ms when first seen newest) for the stagnation bound.
         let mut watched: Option<(u64, u64)> = None;
+        // (generation, times in a row we lost or failed to confirm it while the
+        // listing never got past the generation below it).
+        let mut invisible: (u64, usize) = (0, 0);
         loop {
             let newest = self.read_newest(&key)?;
             let now = self.clock.wall_ms();
@@ -339,6 +346,19 @@ impl Store {
             }
 
             let generation = newest.generation + 1;
+            invisible = match invisible {
+                (g, n) if g == generation => (g, n + 1),
+                _ => (generation, 0),
+            };
+            if invisible.1 >= INVISIBLE_RECORD_LIMIT {
+                return Err(Error::Backend(crate::BackendError::new(
+                    "create",
+                    format!("{key} generation {generation}"),
+                    std::io::Error::other(
+                        "the backend keeps refusing a generation it never lists; it breaks the LeaseStore contract",
+                    ),
+                )));
+            }
             let granted_at_ms = self.clock.wall_ms();
             let claim = Record {
                 v: FORMAT_VERSION,
@@ -369,6 +389,17 @@ impl Store {
             let confirmed = self.read_newest(&key)?;
             let ours = confirmed.generation == generation
                 && confirmed.claim().is_some_and(|r| r.holder == holder_id);
+            if confirmed.generation == generation && !ours {
+                // Our exclusive create succeeded, yet the record read back is not
+                // ours: the backend broke the visibility promise of the contract.
+                return Err(Error::Backend(crate::BackendError::new(
+                    "read",
+                    format!("{key} generation {generation}"),
+                    std::io::Error::other(
+                        "a record this process created reads back as something else; the backend breaks the LeaseStore contract",
+                    ),
+                )));
+            }
             if !ours {
                 // Superseded before we confirmed (a reader saw our create in progress
                 // as torn, or a later claimant won): nothing of ours to clean up.
