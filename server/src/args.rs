@@ -1,0 +1,325 @@
+//! What the tools take and return.
+//!
+//! Field doc comments become the schema descriptions an agent reads in `tools/list`,
+//! so they say what to pass, in which unit, and within which bounds. Inputs deny
+//! unknown fields: a misspelt `ttl` must not silently fall back to the default.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::common::FromContextPart;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::JsonObject;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// Shortest lease a tool accepts, in milliseconds.
+pub(crate) const TTL_MIN_MS: i64 = 1_000;
+/// Longest lease a tool accepts, in milliseconds (one hour).
+pub(crate) const TTL_MAX_MS: i64 = 3_600_000;
+/// Lease duration when `ttl_ms` is not given.
+pub(crate) const TTL_DEFAULT_MS: i64 = 60_000;
+/// Longest wait for a held resource, in milliseconds (two minutes).
+pub(crate) const WAIT_MAX_MS: i64 = 120_000;
+
+/// A tool's arguments, deserialized without ever failing the JSON-RPC request.
+///
+/// rmcp's own `Parameters<T>` also turns a deserialization failure into a tool
+/// error, but its message does not say which field was wrong. This extractor keeps
+/// the path (`resource.kind: unknown variant ...`), and the tool body turns an
+/// error into the one-line tool error the agent reads. The input schema is given
+/// to `#[tool(input_schema = ...)]` explicitly, from `T`.
+pub(crate) struct Args<T>(pub(crate) Result<T, String>);
+
+impl<S, T: DeserializeOwned> FromContextPart<ToolCallContext<'_, S>> for Args<T> {
+    fn from_context_part(context: &mut ToolCallContext<S>) -> Result<Self, rmcp::ErrorData> {
+        let arguments = context.arguments.take().unwrap_or_default();
+        Ok(Args(parse(arguments)))
+    }
+}
+
+/// Deserializes tool arguments, naming the offending field in the error.
+fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, String> {
+    serde_path_to_error::deserialize(serde_json::Value::Object(arguments)).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        if path.is_empty() || path == "." {
+            format!("invalid arguments: {inner}")
+        } else {
+            format!("invalid arguments: {path}: {inner}")
+        }
+    })
+}
+
+/// The input schema of a tool taking `T`, as rmcp derives it (JSON Schema 2020-12,
+/// root type object).
+pub(crate) fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    rmcp::handler::server::common::schema_for_input::<T>()
+        .unwrap_or_else(|e| panic!("tool input schema: {e}"))
+}
+
+/// Drops the `int64`/`uint64` formats schemars adds to integers: they are not JSON
+/// Schema formats, and validators (the TypeScript SDK's ajv) warn about each one.
+/// The `minimum`/`maximum` bounds say what matters.
+fn plain_schema(schema: &mut schemars::Schema) {
+    use schemars::transform::Transform;
+    schemars::transform::RestrictFormats::default().transform(schema);
+}
+
+/// Checks that an integer argument lies in `min..=max`.
+pub(crate) fn in_range(name: &str, value: i64, min: i64, max: i64) -> Result<u64, String> {
+    if (min..=max).contains(&value) {
+        Ok(value.unsigned_abs())
+    } else {
+        Err(format!(
+            "invalid arguments: {name} must be between {min} and {max}, got {value}"
+        ))
+    }
+}
+
+/// Checks a fencing token argument: tokens start at 1.
+pub(crate) fn token(value: i64) -> Result<u64, String> {
+    if value >= 1 {
+        Ok(value.unsigned_abs())
+    } else {
+        Err(format!(
+            "invalid arguments: token must be a positive integer (tokens start at 1), got {value}"
+        ))
+    }
+}
+
+/// The kind of resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(inline)]
+pub(crate) enum Kind {
+    // A path in the working tree, relative to the server's root.
+    File,
+    // A named lock such as `db:migrations`.
+    Lock,
+}
+
+/// The resource a lease is on.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(inline)]
+pub(crate) struct ResourceArg {
+    /// `file` for a path in the working tree, `lock` for a named lock (a migration
+    /// sequence, a port, a release tag...).
+    pub(crate) kind: Kind,
+    /// For `file`: a path relative to the server's root (absolute paths and paths
+    /// that leave the root are refused). For `lock`: the lock name; names are
+    /// trimmed and case-folded, so `DB:Migrations` and `db:migrations` are one lock.
+    pub(crate) target: String,
+}
+
+fn default_ttl() -> i64 {
+    TTL_DEFAULT_MS
+}
+
+/// Arguments of `claim`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClaimArgs {
+    /// What to claim.
+    pub(crate) resource: ResourceArg,
+    /// Lease duration in milliseconds. The server renews the lease every ttl/3
+    /// until you release it or the server exits, so this is how long the resource
+    /// stays blocked if this server dies, not how long you may hold it.
+    #[serde(default = "default_ttl")]
+    #[schemars(range(min = 1_000, max = 3_600_000))]
+    pub(crate) ttl_ms: i64,
+    /// How long to wait if someone else holds the resource, in milliseconds; 0
+    /// (the default) answers at once.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 120_000))]
+    pub(crate) wait_ms: i64,
+}
+
+/// Arguments of `assert`, `renew` and `release`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TokenArgs {
+    /// The resource the token was issued for.
+    pub(crate) resource: ResourceArg,
+    /// The fencing token `claim` returned.
+    #[schemars(range(min = 1))]
+    pub(crate) token: i64,
+}
+
+/// Arguments of `write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WriteArgs {
+    /// The resource whose lease authorizes the write: a lock guarding the file, or
+    /// the file itself (then `path` must be that file).
+    pub(crate) resource: ResourceArg,
+    /// The fencing token `claim` returned for `resource`.
+    #[schemars(range(min = 1))]
+    pub(crate) token: i64,
+    /// The file to write, relative to the server's root. Missing parent directories
+    /// are created. Refused: absolute paths, paths that leave the root (`..`, or a
+    /// symbolic link leading outside), paths into the lease store, directories.
+    pub(crate) path: String,
+    /// The complete new content of the file (UTF-8 text). The file is replaced
+    /// atomically: readers see the old content or the new, never a mix.
+    pub(crate) content: String,
+}
+
+/// Arguments of `status` (none).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StatusArgs {}
+
+/// Result of `claim`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+pub(crate) struct ClaimResult {
+    /// The fencing token. Pass it to `write`, `assert`, `renew` and `release`. It
+    /// stays valid across the server's automatic renewals, until release, expiry or
+    /// takeover.
+    pub(crate) token: u64,
+    /// When the lease ends unless renewed, in milliseconds since the Unix epoch (the
+    /// server renews it every ttl/3).
+    pub(crate) expires_at_ms: u64,
+    /// Unique id of this tenure (owner, process id and a random nonce).
+    pub(crate) holder: String,
+    /// The owner name recorded with the claim.
+    pub(crate) owner: String,
+    /// The resource as recorded: the lock name, or the file's absolute path.
+    pub(crate) label: String,
+}
+
+/// Result of `assert`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+pub(crate) struct AssertResult {
+    /// True only if the token is the current, live token of the resource: the holder
+    /// of this token is the only party whose writes are authorized right now.
+    pub(crate) authorized: bool,
+}
+
+/// Result of `renew`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+pub(crate) struct RenewResult {
+    /// The fencing token, unchanged by renewal.
+    pub(crate) token: u64,
+    /// The new expiry, in milliseconds since the Unix epoch.
+    pub(crate) expires_at_ms: u64,
+}
+
+/// Result of `release`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+pub(crate) struct ReleaseResult {
+    /// True: the lease ended and the token no longer passes.
+    pub(crate) released: bool,
+}
+
+/// Result of `write`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+pub(crate) struct WriteResult {
+    /// True: the file now holds exactly the given content.
+    pub(crate) written: bool,
+    /// Number of bytes written.
+    pub(crate) bytes: u64,
+    /// The file written, relative to the root, after resolving `.`, `..` and
+    /// symbolic links.
+    pub(crate) path: String,
+}
+
+/// One claim in `status`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+pub(crate) struct StatusClaim {
+    /// The resource as recorded: the lock name, or the file's absolute path (empty
+    /// when the newest record is unreadable).
+    pub(crate) label: String,
+    /// `file` or `lock`.
+    pub(crate) kind: String,
+    /// The token of the newest record (0 when unreadable).
+    pub(crate) token: u64,
+    /// Who holds or last held it.
+    pub(crate) owner: String,
+    /// True when the resource is held right now.
+    pub(crate) live: bool,
+    /// `held`, `expired`, `released`, `unreadable` or `newer_format`.
+    pub(crate) state: String,
+    /// When the newest record expires, in milliseconds since the Unix epoch (0 when
+    /// unknown).
+    pub(crate) expires_at_ms: u64,
+    /// True when this server holds the lease and keeps it alive.
+    pub(crate) held_by_this_server: bool,
+}
+
+/// Result of `status`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+pub(crate) struct StatusResult {
+    /// The root this server confines file paths to.
+    pub(crate) root: String,
+    /// The lease store this server uses.
+    pub(crate) store: String,
+    /// Every resource the store knows, sorted by label.
+    pub(crate) claims: Vec<StatusClaim>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, String> {
+        match value {
+            serde_json::Value::Object(object) => parse(object),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = parse_value::<TokenArgs>(serde_json::json!({
+            "resource": {"kind": "dir", "target": "x"}, "token": 1
+        }))
+        .unwrap_err();
+        assert!(
+            e.starts_with("invalid arguments: resource.kind: unknown variant `dir`"),
+            "{e}"
+        );
+        let e = parse_value::<TokenArgs>(serde_json::json!({
+            "resource": {"kind": "lock", "target": "x"}, "token": "7"
+        }))
+        .unwrap_err();
+        assert!(
+            e.starts_with("invalid arguments: token: invalid type: string"),
+            "{e}"
+        );
+        let e = parse_value::<TokenArgs>(serde_json::json!({"token": 1})).unwrap_err();
+        assert_eq!(e, "invalid arguments: missing field `resource`");
+        let e = parse_value::<ClaimArgs>(serde_json::json!({
+            "resource": {"kind": "lock", "target": "x"}, "ttl": 5
+        }))
+        .unwrap_err();
+        assert!(e.contains("unknown field `ttl`"), "{e}");
+    }
+
+    #[test]
+    fn schemas_carry_bounds_and_defaults() {
+        let schema = serde_json::Value::Object((*input_schema::<ClaimArgs>()).clone());
+        let ttl = &schema["properties"]["ttl_ms"];
+        assert_eq!(ttl["minimum"], 1_000);
+        assert_eq!(ttl["maximum"], 3_600_000);
+        assert_eq!(ttl["default"], 60_000);
+        assert_eq!(schema["required"], serde_json::json!(["resource"]));
+        let text = schema.to_string();
+        assert!(
+            text.contains("\"file\"") && text.contains("\"lock\""),
+            "{text}"
+        );
+    }
+}

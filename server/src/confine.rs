@@ -1,0 +1,286 @@
+//! Path confinement: where a `write`, or a `file` claim, may point.
+//!
+//! Every check is made on the **resolved** location, never on the string: the path
+//! is walked one component at a time from the (canonical) root, each existing
+//! component is resolved through the operating system (so a symbolic link, to a
+//! file or to a directory, is followed exactly as the kernel would follow it), and
+//! components that do not exist yet are appended as written (`.` dropped, `..`
+//! applied to what was resolved so far). Only then is the result compared with the
+//! root and the store.
+
+use std::fmt;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// Why a path was refused. Each variant displays as one line naming the path.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The path is empty (or only whitespace).
+    Empty,
+    /// The path is absolute (or, on Windows, has a drive or UNC prefix).
+    Absolute(String),
+    /// The resolved location lies outside the root.
+    Escapes {
+        /// The path as given.
+        path: String,
+        /// Where it resolved to.
+        resolved: PathBuf,
+    },
+    /// The resolved location is the root directory itself.
+    Root(String),
+    /// The resolved location lies inside the lease store.
+    IntoStore {
+        /// The path as given.
+        path: String,
+        /// The store directory.
+        store: PathBuf,
+    },
+    /// A component is a symbolic link whose target does not exist, so where it
+    /// leads cannot be judged.
+    DanglingLink {
+        /// The path as given.
+        path: String,
+        /// The link.
+        link: PathBuf,
+    },
+    /// A component could not be resolved (a regular file used as a directory, a
+    /// symbolic link loop, permission denied, a NUL byte).
+    Unresolvable {
+        /// The path as given.
+        path: String,
+        /// The operating system's reason.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Empty => write!(f, "refused path: the path is empty"),
+            Refusal::Absolute(path) => write!(
+                f,
+                "refused path {path:?}: absolute paths are refused; give a path relative to the server's root"
+            ),
+            Refusal::Escapes { path, resolved } => write!(
+                f,
+                "refused path {path:?}: it resolves to {} which is outside the server's root",
+                resolved.display()
+            ),
+            Refusal::Root(path) => write!(
+                f,
+                "refused path {path:?}: it resolves to the root directory itself, not a file"
+            ),
+            Refusal::IntoStore { path, store } => write!(
+                f,
+                "refused path {path:?}: it lies in the lease store {}, which only fencepost writes",
+                store.display()
+            ),
+            Refusal::DanglingLink { path, link } => write!(
+                f,
+                "refused path {path:?}: {} is a symbolic link to a missing target",
+                link.display()
+            ),
+            Refusal::Unresolvable { path, source } => {
+                write!(f, "refused path {path:?}: cannot resolve it: {source}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// The root that file paths are confined to, and the store they must stay out of.
+#[derive(Debug, Clone)]
+pub struct Confinement {
+    root: PathBuf,
+    store: PathBuf,
+}
+
+impl Confinement {
+    /// Confines paths to `root` and out of `store`. Both are canonicalized when they
+    /// exist, so comparisons are made between resolved locations.
+    ///
+    /// # Errors
+    ///
+    /// When `root` cannot be canonicalized (it does not exist, or permission
+    /// denied) or is not a directory.
+    pub fn new(root: &Path, store: &Path) -> io::Result<Confinement> {
+        let root = std::fs::canonicalize(root)?;
+        if !root.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", root.display()),
+            ));
+        }
+        let store = std::fs::canonicalize(store)
+            .or_else(|_| std::path::absolute(store))
+            .unwrap_or_else(|_| store.to_path_buf());
+        Ok(Confinement { root, store })
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The store directory (canonical when it exists).
+    pub fn store(&self) -> &Path {
+        &self.store
+    }
+
+    /// Resolves `relative` against the root and checks where it lands.
+    ///
+    /// Returns the resolved absolute path: inside the root, not the root itself, not
+    /// in the store, with every existing component resolved through symbolic links.
+    /// Nothing is created.
+    ///
+    /// # Errors
+    ///
+    /// A [`Refusal`] naming the path and the reason.
+    pub fn resolve(&self, relative: &str) -> Result<PathBuf, Refusal> {
+        if relative.trim().is_empty() {
+            return Err(Refusal::Empty);
+        }
+        let path = Path::new(relative);
+        if path.is_absolute() || path.has_root() {
+            return Err(Refusal::Absolute(relative.to_string()));
+        }
+        let mut resolved = self.root.clone();
+        for component in path.components() {
+            match component {
+                Component::Prefix(_) | Component::RootDir => {
+                    return Err(Refusal::Absolute(relative.to_string()));
+                }
+                Component::CurDir => {}
+                // `resolved` is canonical up to here (or ends in components that do
+                // not exist, hence are no links), so stepping up lexically is what
+                // the kernel would do.
+                Component::ParentDir => {
+                    resolved.pop();
+                }
+                Component::Normal(name) => {
+                    resolved.push(name);
+                    match std::fs::canonicalize(&resolved) {
+                        Ok(real) => resolved = real,
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                            if std::fs::symlink_metadata(&resolved).is_ok() {
+                                return Err(Refusal::DanglingLink {
+                                    path: relative.to_string(),
+                                    link: resolved,
+                                });
+                            }
+                            // Does not exist yet: kept as written.
+                        }
+                        Err(source) => {
+                            return Err(Refusal::Unresolvable {
+                                path: relative.to_string(),
+                                source,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        self.judge(relative, resolved)
+    }
+
+    /// Checks a resolved location against the root and the store.
+    fn judge(&self, relative: &str, resolved: PathBuf) -> Result<PathBuf, Refusal> {
+        if !resolved.starts_with(&self.root) {
+            return Err(Refusal::Escapes {
+                path: relative.to_string(),
+                resolved,
+            });
+        }
+        if resolved == self.root {
+            return Err(Refusal::Root(relative.to_string()));
+        }
+        if resolved.starts_with(&self.store) {
+            return Err(Refusal::IntoStore {
+                path: relative.to_string(),
+                store: self.store.clone(),
+            });
+        }
+        Ok(resolved)
+    }
+
+    /// `path` (inside the root) relative to the root, for messages and results.
+    pub fn relative<'a>(&self, path: &'a Path) -> &'a Path {
+        path.strip_prefix(&self.root).unwrap_or(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, Confinement) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(root.join(".fencepost/claims")).unwrap();
+        let confinement = Confinement::new(&root, &root.join(".fencepost")).unwrap();
+        (dir, confinement)
+    }
+
+    #[test]
+    fn inside_paths_resolve() {
+        let (_dir, c) = setup();
+        let root = c.root().to_path_buf();
+        assert_eq!(c.resolve("a.txt").unwrap(), root.join("a.txt"));
+        assert_eq!(c.resolve("./sub/../b").unwrap(), root.join("b"));
+        assert_eq!(c.resolve("new/dir/f").unwrap(), root.join("new/dir/f"));
+        assert_eq!(c.resolve("new/../f").unwrap(), root.join("f"));
+        assert_eq!(c.resolve("sub/").unwrap(), root.join("sub"));
+    }
+
+    #[test]
+    fn escapes_are_refused() {
+        let (_dir, c) = setup();
+        for bad in [
+            "",
+            "  ",
+            "../x",
+            "sub/../../x",
+            "new/../../x",
+            "/etc/x",
+            ".",
+            "sub/..",
+        ] {
+            assert!(c.resolve(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert!(matches!(
+            c.resolve(".fencepost/claims/x"),
+            Err(Refusal::IntoStore { .. })
+        ));
+        assert!(matches!(
+            c.resolve(".fencepost"),
+            Err(Refusal::IntoStore { .. })
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_are_judged_by_where_they_lead() {
+        let (dir, c) = setup();
+        let root = c.root().to_path_buf();
+        let outside = dir.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("secret"), "s").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), root.join("link")).unwrap();
+        std::os::unix::fs::symlink(root.join("sub"), root.join("in")).unwrap();
+        std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling")).unwrap();
+        assert!(matches!(c.resolve("out/x"), Err(Refusal::Escapes { .. })));
+        assert!(matches!(c.resolve("link"), Err(Refusal::Escapes { .. })));
+        assert!(matches!(
+            c.resolve("dangling"),
+            Err(Refusal::DanglingLink { .. })
+        ));
+        // A link inside the root resolves to its target, and `..` after it steps up
+        // from the target, as the kernel does.
+        assert_eq!(c.resolve("in/f").unwrap(), root.join("sub/f"));
+        assert_eq!(c.resolve("out/../root/f").unwrap(), root.join("f"));
+    }
+}

@@ -1,0 +1,585 @@
+//! The MCP tools over one store: claim, assert, renew, release, write, status.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use fencepost::{AcquireOptions, Error, Keepalive, Key, Resource, Store};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::service::RequestContext;
+use rmcp::{Json, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+
+use crate::args::{
+    self, Args, AssertResult, ClaimArgs, ClaimResult, Kind, ReleaseResult, RenewResult,
+    ResourceArg, StatusArgs, StatusClaim, StatusResult, TokenArgs, WriteArgs, WriteResult,
+    input_schema,
+};
+use crate::confine::Confinement;
+use crate::write::{self, WriteFailure};
+
+/// How the server was started: the tree it mediates, the store, and who it is.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The working tree: `file` targets and `write` paths are relative to it and
+    /// confined to it.
+    pub root: PathBuf,
+    /// The store directory (`.fencepost`), opened with the fs backend.
+    pub store: PathBuf,
+    /// The owner name recorded with every claim (diagnostics only).
+    pub owner: String,
+}
+
+/// Why the server could not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The root does not exist, cannot be resolved, or is not a directory.
+    Root(PathBuf, std::io::Error),
+    /// The store could not be opened (or created).
+    Store(fencepost::BackendError),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Root(path, e) => write!(f, "root {}: {e}", path.display()),
+            StartError::Store(e) => write!(f, "store: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// The state shared by every request: the store, the confinement, and the leases
+/// this server claimed and keeps alive (one per key).
+struct Inner {
+    store: Store,
+    confinement: Confinement,
+    owner: String,
+    leases: Mutex<Held>,
+}
+
+/// The leases this server keeps alive, and whether it is shutting down (then no
+/// new lease is kept: one claimed while the server closed is released at once).
+#[derive(Default)]
+struct Held {
+    closing: bool,
+    map: HashMap<Key, Keepalive>,
+}
+
+impl std::ops::Deref for Held {
+    type Target = HashMap<Key, Keepalive>;
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
+impl std::ops::DerefMut for Held {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.map
+    }
+}
+
+/// The fencepost MCP server: one per agent, over stdio.
+///
+/// Cheap to clone (clones share the store and the leases). Leases claimed through
+/// it are renewed every ttl/3 on a background thread until `release`, until
+/// [`FencepostServer::release_all`], or until the process exits; a killed server's
+/// leases simply expire at their ttl.
+#[derive(Clone)]
+pub struct FencepostServer {
+    inner: Arc<Inner>,
+    tool_router: ToolRouter<Self>,
+}
+
+impl std::fmt::Debug for FencepostServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FencepostServer")
+            .field("root", &self.inner.confinement.root())
+            .field("store", &self.inner.confinement.store())
+            .field("owner", &self.inner.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FencepostServer {
+    /// Opens the store and resolves the root.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::Store`] when the store cannot be opened or created;
+    /// [`StartError::Root`] when the root is not an existing directory.
+    pub fn new(config: Config) -> Result<Self, StartError> {
+        let backend = fencepost_fs::FsStore::open(&config.store).map_err(StartError::Store)?;
+        let confinement = Confinement::new(&config.root, backend.root())
+            .map_err(|e| StartError::Root(config.root.clone(), e))?;
+        Ok(FencepostServer {
+            inner: Arc::new(Inner {
+                store: Store::new(backend),
+                confinement,
+                owner: config.owner,
+                leases: Mutex::default(),
+            }),
+            tool_router: Self::tool_router(),
+        })
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &std::path::Path {
+        self.inner.confinement.root()
+    }
+
+    /// The store directory.
+    pub fn store_dir(&self) -> &std::path::Path {
+        self.inner.confinement.store()
+    }
+
+    /// Stops renewing every lease this server holds and releases them (best
+    /// effort); returns how many were released. Blocking: call it from a blocking
+    /// context.
+    pub fn release_all(&self) -> usize {
+        let held: Vec<Keepalive> = {
+            let mut leases = self.inner.leases();
+            leases.closing = true;
+            leases.drain().map(|(_, k)| k).collect()
+        };
+        held.into_iter()
+            .map(release_quietly)
+            .filter(|released| *released)
+            .count()
+    }
+
+    /// Runs `f` on the blocking pool (every store call does file I/O and may wait);
+    /// a panic there becomes a tool error, never a crash.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Inner) -> Result<T, String> + Send + 'static,
+    ) -> Result<Json<T>, String> {
+        let inner = Arc::clone(&self.inner);
+        match tokio::task::spawn_blocking(move || f(&inner)).await {
+            Ok(result) => result.map(Json).map_err(one_line),
+            Err(e) => Err(format!("internal error: {e}")),
+        }
+    }
+}
+
+/// Releases a kept-alive lease at shutdown; true if it was released.
+fn release_quietly(keepalive: Keepalive) -> bool {
+    let token = keepalive.token();
+    match keepalive.release() {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(token, "releasing at shutdown: {e}");
+            false
+        }
+    }
+}
+
+/// Tool errors are read by a model: one line, no trailing whitespace.
+fn one_line(message: String) -> String {
+    message
+        .split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A core error as a tool error.
+fn describe(error: Error) -> String {
+    match error {
+        Error::Held { label, holder } => format!(
+            "held: {label} is held by {holder}; retry later, or claim with wait_ms to wait for it"
+        ),
+        Error::Backend(e) => format!("store error: {e}"),
+        other => other.to_string(),
+    }
+}
+
+#[tool_router(router = tool_router)]
+impl FencepostServer {
+    #[tool(
+        description = "Claim an exclusive lease on a resource (a file in the working tree, or a \
+            named lock) and get its fencing token. The server keeps the lease alive \
+            (renewing every ttl/3) until you call release or the server exits; the token \
+            stays the same for the whole lease. Pass the token to write (or to your own \
+            checks through assert) so that a write is refused once the lease is lost. If \
+            someone else holds the resource, the call fails at once (or after wait_ms) \
+            and says who holds it.",
+        input_schema = input_schema::<ClaimArgs>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn claim(
+        &self,
+        Args(args): Args<ClaimArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<ClaimResult>, String> {
+        let args = args?;
+        let cancelled = context.ct.clone();
+        self.blocking(move |inner| inner.claim(args, &|| cancelled.is_cancelled()))
+            .await
+    }
+
+    #[tool(
+        description = "Check a fencing token: authorized is true only if the token is the \
+            current token of the resource and its lease is live. Anyone may assert any \
+            token; a released, expired or superseded token answers false.",
+        input_schema = input_schema::<TokenArgs>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn assert(&self, Args(args): Args<TokenArgs>) -> Result<Json<AssertResult>, String> {
+        let args = args?;
+        self.blocking(move |inner| inner.assert(args)).await
+    }
+
+    #[tool(
+        description = "Renew a lease now (the server already renews the leases it claimed \
+            every ttl/3; this is for leases claimed elsewhere, e.g. by the fencepost CLI, \
+            or to extend one at once). The token does not change. Fails if the token is \
+            not the resource's current one or its lease already expired.",
+        input_schema = input_schema::<TokenArgs>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn renew(&self, Args(args): Args<TokenArgs>) -> Result<Json<RenewResult>, String> {
+        let args = args?;
+        self.blocking(move |inner| inner.renew(args)).await
+    }
+
+    #[tool(
+        description = "Release a lease this server claimed: renewal stops, the token stops \
+            passing, and the next claim gets a higher token. A token this server did not \
+            claim is refused and nothing changes.",
+        input_schema = input_schema::<TokenArgs>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn release(&self, Args(args): Args<TokenArgs>) -> Result<Json<ReleaseResult>, String> {
+        let args = args?;
+        self.blocking(move |inner| inner.release(args)).await
+    }
+
+    #[tool(
+        description = "Write a file through the fence: the token is checked, the path is \
+            resolved (through symbolic links) and confined to the server's root, the \
+            token is checked again immediately before the file is replaced, and the \
+            replacement is atomic (old or new content, never a torn file). Refused: a \
+            token that is not current, absolute paths, paths leaving the root, paths \
+            into the lease store, directories. With a file resource, path must be that \
+            file; with a lock, any file the lock guards.",
+        input_schema = input_schema::<WriteArgs>(),
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn write(&self, Args(args): Args<WriteArgs>) -> Result<Json<WriteResult>, String> {
+        let args = args?;
+        self.blocking(move |inner| inner.write(args)).await
+    }
+
+    #[tool(
+        description = "List every resource in the lease store with its label, token, owner, \
+            whether it is live, its state and its expiry, and whether this server holds it.",
+        input_schema = input_schema::<StatusArgs>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn status(&self, Args(args): Args<StatusArgs>) -> Result<Json<StatusResult>, String> {
+        args?;
+        self.blocking(|inner| inner.status()).await
+    }
+}
+
+const INSTRUCTIONS: &str = "fencepost gives exclusive leases with fencing tokens on files and \
+named locks in a working tree shared with other agents. Before changing something others may \
+change too, call claim; keep the returned token; write files with the write tool and that token \
+(it refuses the write once your lease is lost, so a stale agent cannot clobber a newer one); call \
+release when done. The server renews your leases while it runs. File paths are relative to the \
+server's root.";
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for FencepostServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "fencepost-server",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+}
+
+impl Inner {
+    fn leases(&self) -> MutexGuard<'_, Held> {
+        self.leases.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a kept-alive lease; false (after releasing it) when the server is
+    /// shutting down.
+    fn keep(&self, key: Key, keepalive: Keepalive) -> bool {
+        let mut leases = self.leases();
+        if leases.closing {
+            drop(leases);
+            let _ = keepalive.release();
+            return false;
+        }
+        // Only a lost keepalive can be replaced (a live one is refused before
+        // claiming); dropping it releases nothing.
+        let replaced = leases.insert(key, keepalive);
+        drop(leases);
+        drop(replaced);
+        true
+    }
+
+    /// The resource named by a tool argument; file targets are confined.
+    fn resource(&self, arg: &ResourceArg) -> Result<(Resource, Key), String> {
+        let resource = match arg.kind {
+            Kind::Lock => Resource::lock(arg.target.clone()),
+            Kind::File => Resource::file(
+                self.confinement
+                    .resolve(&arg.target)
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
+        let key = resource.identity().map_err(describe)?.key;
+        Ok((resource, key))
+    }
+
+    /// Renews `lease` every ttl/3 until released; a loss is logged.
+    fn keep_alive(&self, lease: fencepost::Lease) -> Keepalive {
+        let label = lease.label().to_string();
+        let token = lease.token();
+        self.store.keepalive_with(lease, move |loss| {
+            tracing::warn!(label, token, "lease lost: {loss}");
+        })
+    }
+
+    /// The token this server holds on `key`, if its lease was not lost.
+    fn held_token(&self, key: &Key) -> Option<u64> {
+        self.leases()
+            .get(key)
+            .filter(|k| !k.is_lost())
+            .map(Keepalive::token)
+    }
+
+    fn claim(&self, args: ClaimArgs, cancelled: &dyn Fn() -> bool) -> Result<ClaimResult, String> {
+        let ttl_ms = args::in_range("ttl_ms", args.ttl_ms, args::TTL_MIN_MS, args::TTL_MAX_MS)?;
+        let wait_ms = args::in_range("wait_ms", args.wait_ms, 0, args::WAIT_MAX_MS)?;
+        let (resource, key) = self.resource(&args.resource)?;
+        if let Some(token) = self.held_token(&key) {
+            return Err(format!(
+                "held: this server already holds {} with token {token}; use that token, or release it first",
+                resource.target()
+            ));
+        }
+        let options = AcquireOptions::new(ttl_ms)
+            .owner(self.owner.clone())
+            .wait_ms(wait_ms);
+        let lease = self.store.acquire(&resource, &options).map_err(describe)?;
+        if cancelled() {
+            // The client gave up while we waited: nobody will learn this token, so
+            // do not keep it alive.
+            let _ = self.store.release(&lease);
+            return Err("cancelled: the claim was cancelled by the client; nothing is held".into());
+        }
+        let result = ClaimResult {
+            token: lease.token(),
+            expires_at_ms: lease.expires_at_ms(),
+            holder: lease.holder_id().to_string(),
+            owner: lease.owner().to_string(),
+            label: lease.label().to_string(),
+        };
+        if !self.keep(key, self.keep_alive(lease)) {
+            return Err("cancelled: the server is shutting down; nothing is held".into());
+        }
+        tracing::info!(
+            label = result.label,
+            token = result.token,
+            ttl_ms,
+            "claimed"
+        );
+        Ok(result)
+    }
+
+    fn assert(&self, args: TokenArgs) -> Result<AssertResult, String> {
+        let token = args::token(args.token)?;
+        let (resource, _) = self.resource(&args.resource)?;
+        let authorized = self.store.check(&resource, token).map_err(describe)?;
+        Ok(AssertResult { authorized })
+    }
+
+    fn renew(&self, args: TokenArgs) -> Result<RenewResult, String> {
+        let token = args::token(args.token)?;
+        let (resource, key) = self.resource(&args.resource)?;
+        let mut leases = self.leases();
+        let ours = match leases.get(&key) {
+            Some(k) if k.token() == token => leases.remove(&key),
+            _ => None,
+        };
+        let Some(keepalive) = ours else {
+            drop(leases);
+            let lease = self
+                .store
+                .renew_token(&resource, token, None)
+                .map_err(describe)?;
+            return Ok(RenewResult {
+                token: lease.token(),
+                expires_at_ms: lease.expires_at_ms(),
+            });
+        };
+        // Our own keepalive renews this tenure too: stop it first (waiting for a
+        // renewal in flight), so two renewals never race for one generation, renew,
+        // and keep it alive again. The map stays locked throughout, so no other
+        // call sees the lease missing (one renewal: milliseconds).
+        let mut lease = keepalive.stop();
+        let outcome = self.store.renew(&mut lease);
+        let result = RenewResult {
+            token: lease.token(),
+            expires_at_ms: lease.expires_at_ms(),
+        };
+        // A store failure leaves the lease as it was (maybe still live): keep
+        // renewing it. Any other failure means the lease is lost.
+        if matches!(outcome, Ok(()) | Err(Error::Backend(_))) {
+            leases.insert(key, self.keep_alive(lease));
+        }
+        drop(leases);
+        outcome.map_err(describe)?;
+        Ok(result)
+    }
+
+    fn release(&self, args: TokenArgs) -> Result<ReleaseResult, String> {
+        let token = args::token(args.token)?;
+        let (resource, key) = self.resource(&args.resource)?;
+        let keepalive = {
+            let mut leases = self.leases();
+            match leases.get(&key).map(Keepalive::token) {
+                Some(held) if held == token => leases.remove(&key),
+                Some(held) => {
+                    return Err(format!(
+                        "not the holder: this server holds {} with token {held}, not token {token}; nothing was released",
+                        resource.target()
+                    ));
+                }
+                None => None,
+            }
+        };
+        let Some(keepalive) = keepalive else {
+            return Err(format!(
+                "not the holder: token {token} on {} was not claimed through this server, so it \
+                 will not release it; nothing was changed (a lease ends when its own holder \
+                 releases it, or at its ttl)",
+                resource.target()
+            ));
+        };
+        keepalive.release().map_err(describe)?;
+        tracing::info!(label = resource.target(), token, "released");
+        Ok(ReleaseResult { released: true })
+    }
+
+    fn write(&self, args: WriteArgs) -> Result<WriteResult, String> {
+        let token = args::token(args.token)?;
+        let (resource, key) = self.resource(&args.resource)?;
+        let not_current = || {
+            format!(
+                "not authorized: token {token} is not the current token of {} (the lease was \
+                 released, expired or taken over); nothing was written; claim it again",
+                resource.target()
+            )
+        };
+        if !self.store.check(&resource, token).map_err(describe)? {
+            return Err(not_current());
+        }
+        let target = self
+            .confinement
+            .resolve(&args.path)
+            .map_err(|e| e.to_string())?;
+        if args.resource.kind == Kind::File {
+            let target_key = Resource::file(&target).identity().map_err(describe)?.key;
+            if target_key != key {
+                return Err(format!(
+                    "refused path {:?}: a file lease authorizes writes to that file only, and \
+                     this is not {}; claim this file, or a lock that guards both",
+                    args.path,
+                    resource.target()
+                ));
+            }
+        }
+        let relative = self.confinement.relative(&target).display().to_string();
+        let mut check_error = None;
+        let recheck = || match self.store.check(&resource, token) {
+            Ok(current) => current,
+            Err(e) => {
+                check_error = Some(e);
+                false
+            }
+        };
+        match write::replace(&target, args.content.as_bytes(), recheck) {
+            Ok(()) => {}
+            Err(WriteFailure::Fenced) => {
+                return Err(match check_error {
+                    Some(e) => describe(e),
+                    None => not_current(),
+                });
+            }
+            Err(WriteFailure::Moved(dir)) => {
+                return Err(format!(
+                    "refused path {:?}: {} changed while writing (replaced by a link?); nothing was written",
+                    args.path,
+                    dir.display()
+                ));
+            }
+            Err(WriteFailure::NotAFile(path)) => {
+                return Err(format!(
+                    "refused path {:?}: {} is a directory or another non-regular file",
+                    args.path,
+                    path.display()
+                ));
+            }
+            Err(WriteFailure::Io(what, path, e)) => {
+                return Err(format!(
+                    "write failed: {what} {}: {e}; the file is unchanged",
+                    path.display()
+                ));
+            }
+        }
+        tracing::info!(path = relative, token, bytes = args.content.len(), "wrote");
+        Ok(WriteResult {
+            written: true,
+            bytes: args.content.len() as u64,
+            path: relative,
+        })
+    }
+
+    fn status(&self) -> Result<StatusResult, String> {
+        let entries = self.store.status().map_err(describe)?;
+        let held: HashMap<Key, u64> = self
+            .leases()
+            .iter()
+            .filter(|(_, k)| !k.is_lost())
+            .map(|(key, k)| (key.clone(), k.token()))
+            .collect();
+        let claims = entries
+            .into_iter()
+            .map(|entry| StatusClaim {
+                held_by_this_server: entry.live && held.get(&entry.key) == Some(&entry.token),
+                kind: entry
+                    .key
+                    .as_str()
+                    .split('-')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+                state: serde_json::to_value(entry.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                label: entry.label,
+                token: entry.token,
+                owner: entry.owner,
+                live: entry.live,
+                expires_at_ms: entry.expires_at_ms,
+            })
+            .collect();
+        Ok(StatusResult {
+            root: self.confinement.root().display().to_string(),
+            store: self.confinement.store().display().to_string(),
+            claims,
+        })
+    }
+}

@@ -1,0 +1,235 @@
+//! Two and three server processes over one store: exclusion, token stability,
+//! zombies, and what a clean exit leaves behind.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::{Server, Tree, file, lock};
+
+/// SPEC §8: two server processes over one store contend through the backend alone.
+/// First claim wins; the second is refused and told who holds it; the second sees
+/// the first's token through `assert` and cannot release it; after release the
+/// second claim gets a strictly higher token.
+#[tokio::test]
+async fn two_servers_over_one_store_exclude_each_other() {
+    let tree = Tree::new();
+    let a = Server::start(&tree, "agent-a").await;
+    let b = Server::start(&tree, "agent-b").await;
+
+    let first = a.claim_lock("db:migrations", 60_000).await;
+    let refused = b
+        .call(
+            "claim",
+            json!({"resource": lock("DB:Migrations "), "ttl_ms": 60_000}),
+        )
+        .await
+        .expect_err("the second claim must be refused");
+    assert!(refused.starts_with("held:"), "{refused}");
+    assert!(
+        refused.contains("agent-a"),
+        "the holder is not named: {refused}"
+    );
+    assert!(refused.contains(&format!("token {first}")), "{refused}");
+    assert!(refused.contains(&format!("pid {}", a.pid())), "{refused}");
+
+    assert!(b.authorized(lock("db:migrations"), first).await);
+    let not_yours = b
+        .call(
+            "release",
+            json!({"resource": lock("db:migrations"), "token": first}),
+        )
+        .await
+        .expect_err("B must not release A's lease");
+    assert!(
+        not_yours.contains("was not claimed through this server"),
+        "{not_yours}"
+    );
+    assert!(
+        a.authorized(lock("db:migrations"), first).await,
+        "B's refused release changed something"
+    );
+
+    let released = a
+        .call(
+            "release",
+            json!({"resource": lock("db:migrations"), "token": first}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(released["released"], true);
+    assert!(!b.authorized(lock("db:migrations"), first).await);
+
+    let second = b.claim_lock("db:migrations", 60_000).await;
+    assert!(second > first, "token {second} after {first}");
+
+    // The same holds for a file resource spelt two ways.
+    let token = a
+        .call("claim", json!({"resource": file("sub/a.rs")}))
+        .await
+        .unwrap()["token"]
+        .as_u64()
+        .unwrap();
+    let refused = b
+        .call("claim", json!({"resource": file("./sub/../sub/a.rs")}))
+        .await
+        .expect_err("one file, two spellings, one lease");
+    assert!(refused.contains("agent-a"), "{refused}");
+    assert!(b.authorized(file("sub/./a.rs"), token).await);
+
+    // status shows both claims, and who holds them.
+    let status = b.call("status", json!({})).await.unwrap();
+    let claims = status["claims"].as_array().unwrap();
+    assert_eq!(claims.len(), 2, "{status}");
+    let db = claims.iter().find(|c| c["kind"] == "lock").unwrap();
+    assert_eq!(db["owner"], "agent-b");
+    assert_eq!(db["token"], second);
+    assert_eq!(db["live"], true);
+    assert_eq!(db["held_by_this_server"], true);
+    let a_rs = claims.iter().find(|c| c["kind"] == "file").unwrap();
+    assert_eq!(a_rs["owner"], "agent-a");
+    assert_eq!(a_rs["held_by_this_server"], false);
+    assert!(a_rs["label"].as_str().unwrap().ends_with("a.rs"), "{a_rs}");
+}
+
+/// SPEC I5 through the server: the token from `claim` passes `assert` and `write`
+/// after several automatic renewals (ttl 1500 ms, renewed every 500 ms, 4 s).
+#[tokio::test]
+async fn token_stays_valid_across_automatic_renewals() {
+    let tree = Tree::new();
+    let server = Server::start(&tree, "steady").await;
+    let token = server
+        .call(
+            "claim",
+            json!({"resource": file("notes.md"), "ttl_ms": 1500}),
+        )
+        .await
+        .unwrap()["token"]
+        .as_u64()
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+
+    assert!(server.authorized(file("notes.md"), token).await);
+    let written = server
+        .call(
+            "write",
+            json!({"resource": file("notes.md"), "token": token, "path": "notes.md", "content": "still mine\n"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        written,
+        json!({"written": true, "bytes": 11, "path": "notes.md"})
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("notes.md")).unwrap(),
+        "still mine\n"
+    );
+
+    let renewed = server
+        .call(
+            "renew",
+            json!({"resource": file("notes.md"), "token": token}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(renewed["token"], token);
+    // An explicit renew does not disturb the server's own keepalive.
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    assert!(server.authorized(file("notes.md"), token).await);
+}
+
+/// SPEC §1, the reason fencepost exists: a holder that was judged dead and written
+/// around cannot land a write. Server A is SIGKILLed while holding; B claims once
+/// the ttl ran out; a write through a fresh server with A's token is refused and
+/// the file keeps B's content.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_killed_holders_token_cannot_write_after_takeover() {
+    let tree = Tree::new();
+    let a = Server::start(&tree, "zombie").await;
+    let old = a
+        .call(
+            "claim",
+            json!({"resource": file("data.txt"), "ttl_ms": 1000}),
+        )
+        .await
+        .unwrap()["token"]
+        .as_u64()
+        .unwrap();
+    a.call(
+        "write",
+        json!({"resource": file("data.txt"), "token": old, "path": "data.txt", "content": "A"}),
+    )
+    .await
+    .unwrap();
+    a.kill9();
+
+    let b = Server::start(&tree, "successor").await;
+    let started = std::time::Instant::now();
+    let new = b
+        .call(
+            "claim",
+            json!({"resource": file("data.txt"), "ttl_ms": 60_000, "wait_ms": 10_000}),
+        )
+        .await
+        .expect("B takes over once A's ttl ran out")["token"]
+        .as_u64()
+        .unwrap();
+    assert!(new > old);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "B waited {:?}",
+        started.elapsed()
+    );
+    b.call(
+        "write",
+        json!({"resource": file("data.txt"), "token": new, "path": "data.txt", "content": "B"}),
+    )
+    .await
+    .unwrap();
+
+    let fresh = Server::start(&tree, "zombie-woke-up").await;
+    let refused = fresh
+        .call(
+            "write",
+            json!({"resource": file("data.txt"), "token": old, "path": "data.txt", "content": "stale A"}),
+        )
+        .await
+        .expect_err("the zombie's token must not write");
+    assert!(refused.starts_with("not authorized"), "{refused}");
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("data.txt")).unwrap(),
+        "B"
+    );
+    assert!(!fresh.authorized(file("data.txt"), old).await);
+    assert!(fresh.authorized(file("data.txt"), new).await);
+}
+
+/// A server whose client disconnects releases what it held (no waiting for the
+/// ttl), and nothing it printed on the way out broke the protocol.
+#[tokio::test]
+async fn a_disconnected_server_releases_its_leases() {
+    let tree = Tree::new();
+    let a = Server::start(&tree, "leaving").await;
+    let first = a.claim_lock("port:8080", 600_000).await;
+    a.disconnect().await;
+
+    let b = Server::start(&tree, "next").await;
+    let mut second = None;
+    // The server exits right after stdin closes; allow it a moment.
+    for _ in 0..50 {
+        match b
+            .call("claim", json!({"resource": lock("port:8080")}))
+            .await
+        {
+            Ok(result) => {
+                second = result["token"].as_u64();
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    let second = second.expect("the lease of a disconnected server was not released");
+    assert!(second > first);
+}

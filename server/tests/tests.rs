@@ -1,0 +1,8 @@
+//! `fencepost-server` as agents meet it: real child processes over stdio, real
+//! JSON-RPC, one store shared through the filesystem (SPEC §8, issue 4).
+
+mod support;
+
+mod confinement;
+mod contention;
+mod protocol;
