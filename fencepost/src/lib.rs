@@ -59,6 +59,26 @@ pub use keepalive::Keepalive;
 pub use protocol::{AcquireOptions, ClaimState, Lease, StatusEntry, Store, TryAcquire};
 pub use resource::{Identity, Key, Resource};
 
+#[cfg(feature = "planted-bugs")]
+#[doc(hidden)]
+pub mod planted {
+    //! Test-only switches that plant known protocol bugs (feature `planted-bugs`).
+    //! All off by default; process-wide, so a test that turns one on must run in
+    //! its own test binary.
+    use std::sync::atomic::AtomicBool;
+
+    /// Release removes the whole series after writing its tombstone (sweeping the
+    /// newest), so numbering restarts.
+    pub static RELEASE_SWEEPS_NEWEST: AtomicBool = AtomicBool::new(false);
+    /// The liveness rule treats a record granted in the reader's future as expired
+    /// instead of held (ignores backwards clocks).
+    pub static LIVENESS_IGNORES_BACKWARDS_CLOCK: AtomicBool = AtomicBool::new(false);
+
+    pub(crate) fn on(switch: &AtomicBool) -> bool {
+        switch.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 #[doc(hidden)]
 pub mod doc_support {
     //! A minimal in-memory backend so this crate's doctests run without a backend

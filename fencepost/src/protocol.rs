@@ -651,7 +651,15 @@ impl Store {
                 .backend
                 .create(key, generation, &tombstone.encode(), Durability::Unflushed)
             {
-                Ok(CreateOutcome::Created) => return Ok(()),
+                Ok(CreateOutcome::Created) => {
+                    #[cfg(feature = "planted-bugs")]
+                    if crate::planted::on(&crate::planted::RELEASE_SWEEPS_NEWEST) {
+                        for g in self.backend.generations(key)? {
+                            let _ = self.backend.remove(key, g);
+                        }
+                    }
+                    return Ok(());
+                }
                 // Someone created the next generation first; re-read decides whether
                 // we are still the holder.
                 Ok(CreateOutcome::AlreadyExists) => continue,

@@ -135,6 +135,10 @@ pub fn decode(bytes: &[u8], key: &str, generation: u64) -> Decoded {
 /// unknowable and the record is held: wrongly blocking is recoverable, wrongly
 /// freeing is not).
 pub fn is_live(envelope: &Envelope, now_ms: u64) -> bool {
+    #[cfg(feature = "planted-bugs")]
+    if crate::planted::on(&crate::planted::LIVENESS_IGNORES_BACKWARDS_CLOCK) {
+        return now_ms >= envelope.granted_at_ms && now_ms < envelope.expires_at_ms;
+    }
     now_ms < envelope.expires_at_ms || now_ms < envelope.granted_at_ms
 }
 
