@@ -568,18 +568,27 @@ impl Store {
             pid: std::process::id(),
             ..current.clone()
         };
-        match self
-            .backend
-            .create(key, generation, &renewal.encode(), Durability::Flushed)?
-        {
-            CreateOutcome::Created => {}
-            CreateOutcome::AlreadyExists => return Err(superseded(&self.read_newest(key)?)),
-        }
+        let created =
+            self.backend
+                .create(key, generation, &renewal.encode(), Durability::Flushed)?;
         let confirmed = self.read_newest(key)?;
-        if confirmed.generation != generation {
-            return Err(superseded(&confirmed));
+        if created == CreateOutcome::Created && confirmed.generation == generation {
+            return Ok(renewal);
         }
-        Ok(renewal)
+        // Lost the create, or something landed above ours: if the newest record is
+        // still this same tenure, live (a concurrent renewal of it by the CLI, the
+        // server or another keepalive), the lease is renewed, not superseded.
+        let now = self.clock.wall_ms();
+        match confirmed.claim() {
+            Some(r)
+                if r.token == token
+                    && Some(r.holder.as_str()) == holder_id
+                    && record::is_live(&r.envelope(), now) =>
+            {
+                Ok(r.clone())
+            }
+            _ => Err(superseded(&confirmed)),
+        }
     }
 
     /// Releases `lease`: if its tenure still owns the newest record, writes a

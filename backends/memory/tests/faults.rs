@@ -126,3 +126,64 @@ fn a_failed_release_that_landed_reports_success() {
         .expect("the re-read shows the tombstone landed");
     assert!(!store.check(&lock, lease.token()).unwrap());
 }
+
+/// A backend where another renewer of the same tenure (the CLI's `renew`, a second
+/// keepalive) wins the race for the next generation once.
+#[derive(Debug, Clone)]
+struct RacingRenewer {
+    inner: MemoryStore,
+    armed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl fencepost::LeaseStore for RacingRenewer {
+    fn create(
+        &self,
+        key: &fencepost::Key,
+        generation: u64,
+        bytes: &[u8],
+        durability: fencepost::Durability,
+    ) -> Result<fencepost::CreateOutcome, fencepost::BackendError> {
+        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            self.inner.create(key, generation, bytes, durability)?;
+        }
+        self.inner.create(key, generation, bytes, durability)
+    }
+    fn generations(&self, key: &fencepost::Key) -> Result<Vec<u64>, fencepost::BackendError> {
+        self.inner.generations(key)
+    }
+    fn read(
+        &self,
+        key: &fencepost::Key,
+        generation: u64,
+    ) -> Result<Option<Vec<u8>>, fencepost::BackendError> {
+        self.inner.read(key, generation)
+    }
+    fn remove(&self, key: &fencepost::Key, generation: u64) -> Result<(), fencepost::BackendError> {
+        self.inner.remove(key, generation)
+    }
+    fn keys(&self) -> Result<Vec<fencepost::Key>, fencepost::BackendError> {
+        self.inner.keys()
+    }
+    fn locator(&self) -> String {
+        "racing".into()
+    }
+}
+
+#[test]
+fn losing_a_renewal_race_to_the_same_tenure_is_not_a_loss() {
+    // Reported by the MCP server work: a concurrent renew of the same tenure made a
+    // keepalive give up a lease nobody had superseded.
+    let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let backend = RacingRenewer {
+        inner: MemoryStore::new(),
+        armed: armed.clone(),
+    };
+    let store = Store::new(backend);
+    let lock = Resource::lock("x");
+    let mut lease = store.acquire(&lock, &options("a")).unwrap();
+    armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    store
+        .renew(&mut lease)
+        .expect("the same tenure renewed concurrently is still ours");
+    assert!(store.check(&lock, lease.token()).unwrap());
+}
