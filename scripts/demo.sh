@@ -20,6 +20,7 @@ worker() { # $1 = name, $2 = directory to run from
       sh -c 'set -C; : > "$0/busy" || { echo OVERLAP >> "$0/log"; exit 1; }
              echo "$1 holds demo:migrations with token $FENCEPOST_TOKEN (store $FENCEPOST_STORE)"
              echo "$FENCEPOST_TOKEN" >> "$0/log"; sleep 0.2; rm -f "$0/busy"' "$scratch" "$1")
+    sleep 0.1   # outside the lease: gives the other agent its turn
   done
 }
 worker agent-a "$scratch/tree" & a=$!
