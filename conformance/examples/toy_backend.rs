@@ -8,14 +8,15 @@ use std::sync::{Arc, Mutex};
 
 use fencepost::{BackendError, CreateOutcome, Durability, Key, LeaseStore};
 
+/// Record bytes by key and generation.
+type Records = BTreeMap<(Key, u64), Vec<u8>>;
+
 /// Records in a map behind one mutex: create-if-absent is atomic under the lock.
 #[derive(Debug, Clone, Default)]
-struct ToyStore(Arc<Mutex<BTreeMap<(Key, u64), Vec<u8>>>>);
+struct ToyStore(Arc<Mutex<Records>>);
 
 impl ToyStore {
-    fn records(
-        &self,
-    ) -> Result<std::sync::MutexGuard<'_, BTreeMap<(Key, u64), Vec<u8>>>, BackendError> {
+    fn records(&self) -> Result<std::sync::MutexGuard<'_, Records>, BackendError> {
         self.0
             .lock()
             .map_err(|_| BackendError::new("lock", "toy", io::Error::other("poisoned")))

@@ -44,6 +44,10 @@ fn flushed_claims_keep_their_number_across_a_power_cut() {
         store.try_acquire(&lock, &options("rival")).unwrap(),
         TryAcquire::Held(_)
     ));
+    assert!(
+        store.check(&lock, first.token()).unwrap(),
+        "the flushed claim's token no longer passes"
+    );
 }
 
 #[test]
