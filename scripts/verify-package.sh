@@ -79,7 +79,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 RS
 (cd "$work/consumer" && cargo run --quiet --offline --target-dir "$work/target" "${patches[@]}" -- "$work/consumer-store") \
   || fail "the consumer of the packaged crates failed"
-grep -q 'path = "/work\|path = "'"$repo" "$work/consumer/Cargo.lock" 2>/dev/null && fail "the consumer resolved into the workspace"
+if (cd "$work/consumer" && cargo metadata --offline --format-version 1 "${patches[@]}") | grep -q "\"manifest_path\":\"$repo/"; then
+  fail "the consumer resolved a crate from the workspace instead of the package"
+fi
 
 echo "== 4. cargo install the packaged CLI and server, then use them"
 for crate in fencepost-cli fencepost-server; do
