@@ -83,6 +83,38 @@ if (cd "$work/consumer" && cargo metadata --offline --format-version 1 "${patche
   fail "the consumer resolved a crate from the workspace instead of the package"
 fi
 
+echo "== 3b. a backend author outside the workspace runs the packaged conformance suite in a few lines"
+mkdir -p "$work/author/src" "$work/author/tests"
+cat > "$work/author/Cargo.toml" <<TOML
+[package]
+name = "fencepost-backend-author"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+fencepost-fs = "0.1.0"
+
+[dev-dependencies]
+fencepost-conformance = "0.1.0"
+
+[[test]]
+name = "conformance"
+harness = false
+
+[workspace]
+TOML
+echo '//! the author re-exports a backend' > "$work/author/src/lib.rs"
+cat > "$work/author/tests/conformance.rs" <<'RS'
+fn main() {
+    fencepost_conformance::run(fencepost_conformance::Backend::shared("mine", |l: &str| fencepost_fs::FsStore::open(l)));
+}
+RS
+(cd "$work/author" && cargo test --quiet --offline --target-dir "$work/target" "${patches[@]}" --test conformance) \
+  > "$work/author.log" 2>&1 || { cat "$work/author.log" >&2; fail "the outside author's conformance run failed"; }
+grep -q "mine::contention_processes" "$work/author.log" || { cat "$work/author.log" >&2; fail "the author's run did not list the scenarios"; }
+grep "test result" "$work/author.log"
+
 echo "== 4. cargo install the packaged CLI and server, then use them"
 for crate in fencepost-cli fencepost-server; do
   cargo install --quiet --offline --locked --path "$work/crates/$crate-0.1.0" --root "$work/install" \
