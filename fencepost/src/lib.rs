@@ -50,14 +50,14 @@ mod error;
 mod keepalive;
 mod protocol;
 pub mod record;
-mod resource;
+mod identity;
 
 pub use backend::{BackendError, CreateOutcome, Durability, LeaseStore};
 pub use clock::{Clock, ManualClock, SteppedClock, SystemClock};
 pub use error::{Error, Holder, Result};
 pub use keepalive::Keepalive;
 pub use protocol::{AcquireOptions, ClaimState, Lease, StatusEntry, Store, TryAcquire};
-pub use resource::{Identity, Key, Resource};
+pub use identity::{Identity, Key, Resource};
 
 #[cfg(feature = "planted-bugs")]
 #[doc(hidden)]

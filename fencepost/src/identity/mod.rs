@@ -1,8 +1,22 @@
-//! Resources, and the key that names each one's claim series (SPEC §6).
+//! Resources, and the keys that name their claim series (SPEC §6).
 //!
 //! Two spellings of one resource must produce one key: a split identity gives two
 //! writers an uncontested lease each, and no fence repairs that. Where a step is
-//! ambiguous the rule merges (a false contention clears itself).
+//! ambiguous the rule merges (a false contention clears itself). The rules, and the
+//! test that proves each, are in `docs/design-02-resource-identity.md`.
+//!
+//! - `sys/` — per platform: the bytes a resolved path's key is derived from, and the
+//!   file id (device and inode) of an existing file.
+//! - `windows_rules` — the Windows spelling rules as pure functions, tested on every
+//!   platform.
+//!
+//! No identity is cached: every call resolves through the filesystem again. A cache
+//! keyed by spelling would go on answering a file's old identity after a symlink was
+//! retargeted or a missing parent created, splitting one file into two keys for a
+//! long-lived process (the MCP server); resolving costs a few `stat`s per operation.
+
+mod sys;
+mod windows_rules;
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
@@ -55,15 +69,19 @@ impl Resource {
         }
     }
 
-    /// Resolves the resource to the key of its claim series, plus the label stored in
+    /// Resolves the resource to the keys of its claim series, plus the label stored in
     /// records for `status`.
     ///
     /// Locks: trimmed, NFC-normalized, lowercased; empty names and names with control
     /// characters are rejected. Files: made absolute against the working directory,
     /// the deepest existing ancestor resolved through the OS (symlinks and `..` the
-    /// way the kernel resolves them), the remaining components appended with `.`
-    /// dropped and `..` applied, so a file has one key before and after it exists.
-    /// Lock keys start `lock-`, file keys `file-`: the namespaces never collide.
+    /// way the kernel resolves them; a dangling symlink is followed to the file it
+    /// would create), the remaining components appended with `.` dropped and `..`
+    /// applied, so a file has one key before and after it exists; then NFC-normalized
+    /// and case-folded (on Windows, through the Windows spelling rules). A file that
+    /// exists also gets a [`file_id`](Identity::file_id) key from its device and
+    /// inode, so two hard links to it contend. Lock keys start `lock-`, file keys
+    /// `file-`, file-id keys `inode-`: the namespaces never collide.
     ///
     /// # Errors
     ///
@@ -76,6 +94,7 @@ impl Resource {
                 Ok(Identity {
                     key: Key::derive("lock", canonical.as_bytes()),
                     label: name.trim().to_string(),
+                    file_id: None,
                 })
             }
             Resource::File(path) => {
@@ -85,10 +104,11 @@ impl Resource {
                 let absolute = std::path::absolute(path).map_err(|e| {
                     Error::InvalidResource(format!("cannot make {} absolute: {e}", path.display()))
                 })?;
-                let resolved = resolve_through_deepest_existing_ancestor(&absolute);
+                let resolved = resolve(&absolute, SYMLINK_LIMIT);
                 Ok(Identity {
-                    key: Key::derive("file", &path_identity_bytes(&resolved)),
+                    key: Key::derive("file", &sys::path_material(&resolved)),
                     label: absolute.display().to_string(),
+                    file_id: sys::file_id(&resolved).map(|id| Key::derive("inode", id.as_bytes())),
                 })
             }
         }
@@ -101,19 +121,37 @@ impl fmt::Display for Resource {
     }
 }
 
-/// A resolved resource: the key of its series and the label to store.
+/// A resolved resource: the key of its series, the file-id key of an existing file,
+/// and the label to store.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Identity {
-    /// The key naming the claim series.
+    /// The primary key: the lock name's, or the resolved path's. A lease's fencing
+    /// token is a generation of this key's series.
     pub key: Key,
     /// What the caller typed, made absolute for files; shown by `status`, never used
     /// for identity.
     pub label: String,
+    /// For a file that exists (on platforms with a stable file id: Unix), the key of
+    /// its (device, inode) pair, shared by every hard link to it. A lease takes it
+    /// together with [`key`](Identity::key), so two links to one file contend.
+    pub file_id: Option<Key>,
+}
+
+impl Identity {
+    /// Every key of the resource in the order a lease takes them (sorted, so two
+    /// claimants of overlapping key sets never wait on each other in a cycle).
+    pub fn keys(&self) -> Vec<Key> {
+        let mut keys: Vec<Key> = std::iter::once(self.key.clone())
+            .chain(self.file_id.clone())
+            .collect();
+        keys.sort();
+        keys
+    }
 }
 
 /// The canonical identity of a resource: a short, stable string naming its claim
-/// series, safe as a file name on every platform (`lock-` or `file-` followed by 32
-/// lowercase hex digits of SHA-256).
+/// series, safe as a file name on every platform (`lock-`, `file-` or `inode-`
+/// followed by 32 lowercase hex digits of SHA-256).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(transparent)]
 pub struct Key(String);
@@ -135,11 +173,11 @@ impl Key {
     }
 
     /// Parses a key as stored by a backend (a directory name, a key prefix); `None`
-    /// for anything that is not exactly `lock-` or `file-` plus 32 lowercase hex
+    /// for anything that is not exactly `lock-`, `file-` or `inode-` plus 32 lowercase hex
     /// digits, so foreign names in a store are skipped.
     pub fn parse(text: &str) -> Option<Key> {
         let (namespace, hash) = text.split_once('-')?;
-        let valid = matches!(namespace, "lock" | "file")
+        let valid = matches!(namespace, "lock" | "file" | "inode")
             && hash.len() == KEY_HASH_HEX_DIGITS
             && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         valid.then(|| Key(text.to_string()))
@@ -171,19 +209,44 @@ fn canonical_lock_name(name: &str) -> Result<String> {
             bad as u32
         )));
     }
-    let lowered: String = trimmed.nfc().collect::<String>().to_lowercase();
-    Ok(lowered.nfc().collect())
+    Ok(fold(trimmed))
 }
+
+/// NFC, lowercase, NFC again (lowercasing can denormalize): the case folding shared by
+/// lock names and paths.
+fn fold(text: &str) -> String {
+    let lowered: String = text.nfc().collect::<String>().to_lowercase();
+    lowered.nfc().collect()
+}
+
+/// How many dangling symlinks [`resolve`] follows by hand before it stops (the
+/// kernel's own limit is of this order: 40 on Linux, 32 on macOS).
+const SYMLINK_LIMIT: u32 = 40;
 
 /// Resolves the deepest existing ancestor of `absolute` through the OS, then appends
 /// the rest with `.` dropped and `..` applied lexically (the rest does not exist, so
 /// there is no symlink in it for the kernel to follow).
-fn resolve_through_deepest_existing_ancestor(absolute: &Path) -> PathBuf {
+///
+/// A dangling symlink met on the way up is followed by hand — its target joined to
+/// its directory, the pending rest appended — because opening it with create would
+/// create that target: `link -> new.txt` and `new.txt` must have one key before the
+/// file exists, as they do after. At most `links_left` are followed (a cycle stops
+/// there and keys the spelling as it is).
+fn resolve(absolute: &Path, links_left: u32) -> PathBuf {
     let mut pending: Vec<std::ffi::OsString> = Vec::new();
     let mut candidate = absolute.to_path_buf();
     let base = loop {
         if let Ok(resolved) = std::fs::canonicalize(&candidate) {
             break resolved;
+        }
+        if links_left > 0 {
+            if let Some(target) = dangling_symlink_target(&candidate) {
+                let mut next = candidate.parent().unwrap_or(&candidate).join(target);
+                for name in pending.iter().rev() {
+                    next.push(name);
+                }
+                return resolve(&next, links_left - 1);
+            }
         }
         match (candidate.file_name(), candidate.parent()) {
             (Some(name), Some(parent)) => {
@@ -221,15 +284,17 @@ fn resolve_through_deepest_existing_ancestor(absolute: &Path) -> PathBuf {
     resolved
 }
 
-#[cfg(unix)]
-fn path_identity_bytes(path: &Path) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
-    path.as_os_str().as_bytes().to_vec()
-}
-
-#[cfg(not(unix))]
-fn path_identity_bytes(path: &Path) -> Vec<u8> {
-    path.to_string_lossy().into_owned().into_bytes()
+/// The target of `path` if `path` itself is a symlink (whose target does not
+/// resolve), else `None`.
+fn dangling_symlink_target(path: &Path) -> Option<PathBuf> {
+    if !matches!(path.components().next_back(), Some(Component::Normal(_))) {
+        return None;
+    }
+    let metadata = std::fs::symlink_metadata(path).ok()?;
+    if !metadata.file_type().is_symlink() {
+        return None;
+    }
+    std::fs::read_link(path).ok()
 }
 
 #[cfg(test)]
