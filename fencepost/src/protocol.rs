@@ -57,14 +57,19 @@ impl AcquireOptions {
     }
 }
 
-/// One tenure: proof that the holder created the newest record of a key.
+/// One tenure: proof that the holder created the newest record of a key (of every
+/// key of the resource, for an existing file: its path key and its file-id key).
 ///
 /// The [`token`](Lease::token) is constant for the whole tenure (SPEC I5); renewals
 /// move [`generation`](Lease::generation) and [`expires_at_ms`](Lease::expires_at_ms).
+/// Token and generation are those of the primary key ([`Lease::key`]); the tenure's
+/// records in its other keys' series carry that series' own numbers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
     pub(crate) resource: Resource,
     pub(crate) key: Key,
+    /// The other keys this tenure holds (an existing file's file-id key).
+    pub(crate) others: Vec<HeldKey>,
     pub(crate) label: String,
     pub(crate) token: u64,
     pub(crate) generation: u64,
@@ -80,9 +85,14 @@ impl Lease {
     pub fn resource(&self) -> &Resource {
         &self.resource
     }
-    /// The key of its claim series.
+    /// The primary key: the series whose generation is the fencing token.
     pub fn key(&self) -> &Key {
         &self.key
+    }
+    /// Every key this tenure holds, primary first (a lock or a file that did not
+    /// exist when claimed: one; an existing file: its path key and its file-id key).
+    pub fn keys(&self) -> impl Iterator<Item = &Key> {
+        std::iter::once(&self.key).chain(self.others.iter().map(|held| &held.key))
     }
     /// The label stored in its records.
     pub fn label(&self) -> &str {
@@ -116,6 +126,34 @@ impl Lease {
     pub fn expires_at_ms(&self) -> u64 {
         self.expires_at_ms
     }
+}
+
+/// A key other than the primary that a tenure holds, with that series' numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HeldKey {
+    pub(crate) key: Key,
+    /// The generation at which this tenure began in this key's series.
+    pub(crate) token: u64,
+    /// The newest generation this tenure wrote in this key's series.
+    pub(crate) generation: u64,
+}
+
+/// Per key, what an acquisition has watched across its attempts.
+#[derive(Debug, Default)]
+struct Watch {
+    /// (generation, monotonic ms when first seen newest) for the stagnation bound.
+    watched: Option<(u64, u64)>,
+    /// (generation, times in a row we lost or failed to confirm it while the listing
+    /// never got past the generation below it).
+    invisible: (u64, usize),
+}
+
+/// One key's outcome within an acquisition.
+enum Claim {
+    /// Our claim, confirmed newest and live.
+    Taken(Record),
+    /// A live holder that has not stagnated.
+    Held(Holder),
 }
 
 /// The outcome of [`Store::try_acquire`]: the lease, or who holds the resource.
@@ -306,51 +344,164 @@ impl Store {
             ));
         }
         let identity = resource.identity()?;
-        let key = identity.key;
+        let keys = identity.keys();
         let holder_id = new_holder_id(&options.owner);
         let deadline = self.clock.monotonic_ms().saturating_add(options.wait_ms);
         let mut backoff_ms = BACKOFF_START_MS;
-        // (generation, monotonic ms when first seen newest) for the stagnation bound.
-        let mut watched: Option<(u64, u64)> = None;
-        // (generation, times in a row we lost or failed to confirm it while the
-        // listing never got past the generation below it).
-        let mut invisible: (u64, usize) = (0, 0);
+        let mut watches: Vec<Watch> = keys.iter().map(|_| Watch::default()).collect();
         loop {
-            let newest = self.read_newest(&key)?;
-            let now = self.clock.wall_ms();
-            if let Some(envelope) = newest.envelope().filter(|e| record::is_live(e, now)) {
-                let mono = self.clock.monotonic_ms();
-                let first_seen = match watched {
-                    Some((generation, since)) if generation == newest.generation => since,
-                    _ => {
-                        watched = Some((newest.generation, mono));
-                        mono
+            // Several keys (an existing file: path and file id): look before taking
+            // anything, so a waiter does not write and tombstone claims every round.
+            let mut held = None;
+            if keys.len() > 1 {
+                for (key, watch) in keys.iter().zip(&mut watches) {
+                    let newest = self.read_newest(key)?;
+                    held = self.live_holder(&newest, watch);
+                    if held.is_some() {
+                        break;
                     }
-                };
-                let record_ttl = newest.claim().map(|r| r.ttl_ms).unwrap_or(
-                    envelope
-                        .expires_at_ms
-                        .saturating_sub(envelope.granted_at_ms),
-                );
-                let stagnant = mono.saturating_sub(first_seen) >= record_ttl;
-                if !stagnant {
-                    if mono >= deadline {
-                        let holder = newest.holder().expect("a live record has a holder");
-                        return Ok(TryAcquire::Held(holder));
-                    }
-                    let step = jittered(backoff_ms).min(deadline - mono).max(1);
-                    self.clock.sleep(Duration::from_millis(step));
-                    backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
-                    continue;
                 }
+            }
+            // Take every key in sorted order; a key found held part-way gives back
+            // the ones already taken, so a failure leaves nothing held.
+            let mut taken: Vec<(&Key, Record)> = Vec::new();
+            if held.is_none() {
+                for (key, watch) in keys.iter().zip(&mut watches) {
+                    match self.claim_key(key, &identity.label, &holder_id, options, watch) {
+                        Ok(Claim::Taken(claim)) => taken.push((key, claim)),
+                        Ok(Claim::Held(holder)) => {
+                            held = Some(holder);
+                            break;
+                        }
+                        Err(error) => {
+                            self.give_back(&taken);
+                            return Err(error);
+                        }
+                    }
+                }
+            }
+            let now = self.clock.wall_ms();
+            let all_live = keys.len() == 1
+                || taken
+                    .iter()
+                    .all(|(_, claim)| record::is_live(&claim.envelope(), now));
+            if held.is_none() && all_live {
+                return Ok(TryAcquire::Acquired(
+                    self.confirmed_lease(resource, identity, taken, holder_id, options),
+                ));
+            }
+            self.give_back(&taken);
+            let Some(holder) = held else {
+                // A claim taken first expired while the later keys were being taken
+                // (a pause): try again at once.
+                continue;
+            };
+            let mono = self.clock.monotonic_ms();
+            if mono >= deadline {
+                return Ok(TryAcquire::Held(holder));
+            }
+            let step = jittered(backoff_ms).min(deadline - mono).max(1);
+            self.clock.sleep(Duration::from_millis(step));
+            backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
+        }
+    }
+
+    /// The lease for claims confirmed on every key of `identity`; sweeps each key's
+    /// series below our claim.
+    fn confirmed_lease(
+        &self,
+        resource: &Resource,
+        identity: crate::Identity,
+        taken: Vec<(&Key, Record)>,
+        holder_id: String,
+        options: &AcquireOptions,
+    ) -> Lease {
+        let mut primary = None;
+        let mut others = Vec::new();
+        for (key, claim) in taken {
+            self.sweep_below(key, claim.generation);
+            if *key == identity.key {
+                primary = Some(claim);
+            } else {
+                others.push(HeldKey {
+                    key: key.clone(),
+                    token: claim.token,
+                    generation: claim.generation,
+                });
+            }
+        }
+        let claim = primary.expect("the primary key is among the keys taken");
+        Lease {
+            resource: resource.clone(),
+            key: identity.key,
+            others,
+            label: identity.label,
+            token: claim.token,
+            generation: claim.generation,
+            holder_id,
+            owner: options.owner.clone(),
+            ttl_ms: options.ttl_ms,
+            granted_at_ms: claim.granted_at_ms,
+            expires_at_ms: claim.expires_at_ms,
+        }
+    }
+
+    /// Releases claims taken by an acquisition that cannot complete, best effort: a
+    /// tombstone that fails to land leaves a claim that expires with its ttl, as a
+    /// crashed holder's would.
+    fn give_back(&self, taken: &[(&Key, Record)]) {
+        for (key, claim) in taken {
+            let _ = self.release_tenure(key, &claim.label, claim.token, Some(&claim.holder));
+        }
+    }
+
+    /// The holder of `newest` if it is live and has not stagnated: the same newest
+    /// record seen for a full ttl of this process's monotonic clock counts as
+    /// expired (the stagnation bound of SPEC §3).
+    fn live_holder(&self, newest: &Newest, watch: &mut Watch) -> Option<Holder> {
+        let envelope = newest
+            .envelope()
+            .filter(|e| record::is_live(e, self.clock.wall_ms()))?;
+        let mono = self.clock.monotonic_ms();
+        let first_seen = match watch.watched {
+            Some((generation, since)) if generation == newest.generation => since,
+            _ => {
+                watch.watched = Some((newest.generation, mono));
+                mono
+            }
+        };
+        let record_ttl = newest.claim().map(|r| r.ttl_ms).unwrap_or(
+            envelope
+                .expires_at_ms
+                .saturating_sub(envelope.granted_at_ms),
+        );
+        let stagnant = mono.saturating_sub(first_seen) >= record_ttl;
+        (!stagnant).then(|| newest.holder().expect("a live record has a holder"))
+    }
+
+    /// Claims one key without waiting: creates generation newest+1 (token = that
+    /// generation), flushed, and confirms it is the newest and live; or reports the
+    /// live holder.
+    fn claim_key(
+        &self,
+        key: &Key,
+        label: &str,
+        holder_id: &str,
+        options: &AcquireOptions,
+        watch: &mut Watch,
+    ) -> Result<Claim> {
+        loop {
+            let newest = self.read_newest(key)?;
+            if let Some(holder) = self.live_holder(&newest, watch) {
+                return Ok(Claim::Held(holder));
             }
 
             let generation = newest.generation + 1;
-            invisible = match invisible {
+            watch.invisible = match watch.invisible {
                 (g, n) if g == generation => (g, n + 1),
                 _ => (generation, 0),
             };
-            if invisible.1 >= INVISIBLE_RECORD_LIMIT {
+            if watch.invisible.1 >= INVISIBLE_RECORD_LIMIT {
                 return Err(Error::Backend(crate::BackendError::new(
                     "create",
                     format!("{key} generation {generation}"),
@@ -363,10 +514,10 @@ impl Store {
             let claim = Record {
                 v: FORMAT_VERSION,
                 key: key.to_string(),
-                label: identity.label.clone(),
+                label: label.to_string(),
                 token: generation,
                 generation,
-                holder: holder_id.clone(),
+                holder: holder_id.to_string(),
                 owner: options.owner.clone(),
                 pid: std::process::id(),
                 granted_at_ms,
@@ -376,17 +527,17 @@ impl Store {
             };
             match self
                 .backend
-                .create(&key, generation, &claim.encode(), Durability::Flushed)
+                .create(key, generation, &claim.encode(), Durability::Flushed)
             {
                 Ok(CreateOutcome::Created) => {}
                 Ok(CreateOutcome::AlreadyExists) => continue,
                 Err(error) => {
-                    self.give_up_if_landed(&key, generation, &holder_id);
+                    self.give_up_if_landed(key, generation, holder_id);
                     return Err(error.into());
                 }
             }
 
-            let confirmed = self.read_newest(&key)?;
+            let confirmed = self.read_newest(key)?;
             let ours = confirmed.generation == generation
                 && confirmed.claim().is_some_and(|r| r.holder == holder_id);
             if confirmed.generation == generation && !ours {
@@ -410,37 +561,48 @@ impl Store {
                 // (the next round supersedes it with a new token).
                 continue;
             }
-            self.sweep_below(&key, generation);
-            return Ok(TryAcquire::Acquired(Lease {
-                resource: resource.clone(),
-                key,
-                label: identity.label,
-                token: generation,
-                generation,
-                holder_id,
-                owner: options.owner.clone(),
-                ttl_ms: options.ttl_ms,
-                granted_at_ms,
-                expires_at_ms: claim.expires_at_ms,
-            }));
+            return Ok(Claim::Taken(claim));
         }
     }
 
-    /// True only if `token` is the token of the newest record of `resource`'s series
-    /// and that record is live (SPEC I3). A superseded, released or expired token
-    /// returns false, as does any token when the newest record is unreadable.
+    /// True only if `token` is the token of the newest record of `resource`'s
+    /// (primary) series and that record is live (SPEC I3). A superseded, released or
+    /// expired token returns false, as does any token when the newest record is
+    /// unreadable.
+    ///
+    /// For an existing file it also reads the series of its file-id key: a live
+    /// record there of another tenure (a rival that claimed the file through another
+    /// hard link) makes the check false. A file-id series that is free — the file was
+    /// created after the claim, or its inode changed — does not.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidResource`] for a resource without a key; [`Error::Backend`]
     /// when the store cannot be read (never reported as `false`).
     pub fn check(&self, resource: &Resource, token: u64) -> Result<bool> {
-        let key = resource.identity()?.key;
-        let newest = self.read_newest(&key)?;
+        let identity = resource.identity()?;
+        let newest = self.read_newest(&identity.key)?;
         let now = self.clock.wall_ms();
-        Ok(newest
+        let current = newest
             .envelope()
-            .is_some_and(|e| e.token == token && token > 0 && record::is_live(&e, now)))
+            .is_some_and(|e| e.token == token && token > 0 && record::is_live(&e, now));
+        let Some(file_id) = identity.file_id.filter(|_| current) else {
+            return Ok(current);
+        };
+        let holder = newest.claim().map(|r| r.holder.as_str());
+        Ok(self.rival(&file_id, holder)?.is_none())
+    }
+
+    /// The live holder of `key`'s newest record if it is not the tenure `holder_id`
+    /// (a newer-format record counts as a rival: its holder cannot be compared).
+    fn rival(&self, key: &Key, holder_id: Option<&str>) -> Result<Option<Holder>> {
+        let newest = self.read_newest(key)?;
+        let now = self.clock.wall_ms();
+        let live = newest.envelope().is_some_and(|e| record::is_live(&e, now));
+        let ours = newest
+            .claim()
+            .is_some_and(|r| Some(r.holder.as_str()) == holder_id);
+        Ok(if live && !ours { newest.holder() } else { None })
     }
 
     /// Renews `lease`: writes generation newest+1 with the **same token** and a new
@@ -457,6 +619,18 @@ impl Store {
     ///   renew may still succeed (it matches the newest record by holder id and
     ///   token, not by generation).
     pub fn renew(&self, lease: &mut Lease) -> Result<()> {
+        // The other keys first: if one of them is lost, the primary is left to expire
+        // rather than renewed for a lease that no longer holds the whole file.
+        for held in &mut lease.others {
+            let renewed = self.renew_tenure(
+                &held.key,
+                &lease.label,
+                held.token,
+                Some(&lease.holder_id),
+                lease.ttl_ms,
+            )?;
+            held.generation = renewed.generation;
+        }
         let renewed = self.renew_tenure(
             &lease.key,
             &lease.label,
@@ -501,6 +675,32 @@ impl Store {
         let holder_id = record.holder.clone();
         let owner = record.owner.clone();
         let ttl_ms = ttl_ms.unwrap_or(record.ttl_ms);
+        let mut others = Vec::new();
+        if let Some(file_id) = &identity.file_id {
+            // The tenure's record in the file-id series, if it has one (not when the
+            // file was created after the claim); a live rival there is a takeover.
+            let newest = self.read_newest(file_id)?;
+            if let Some(held) = newest.claim().filter(|r| r.holder == holder_id) {
+                let renewed = self.renew_tenure(
+                    file_id,
+                    &resource.target(),
+                    held.token,
+                    Some(&holder_id),
+                    ttl_ms,
+                )?;
+                others.push(HeldKey {
+                    key: file_id.clone(),
+                    token: held.token,
+                    generation: renewed.generation,
+                });
+            } else if let Some(rival) = self.rival(file_id, Some(&holder_id))? {
+                return Err(Error::Superseded {
+                    label: resource.target(),
+                    token,
+                    by_token: rival.token,
+                });
+            }
+        }
         let renewed = self.renew_tenure(
             &identity.key,
             &resource.target(),
@@ -511,6 +711,7 @@ impl Store {
         Ok(Lease {
             resource: resource.clone(),
             key: identity.key,
+            others,
             label: renewed.label,
             token,
             generation: renewed.generation,
@@ -596,6 +797,8 @@ impl Store {
     /// next contender). Never deletes a record and never sweeps (SPEC §3).
     ///
     /// A lease whose ttl ran out but that nobody superseded is released normally.
+    /// The lease's other keys (an existing file's file-id key) are released first,
+    /// best effort; the outcome is the primary key's.
     ///
     /// # Errors
     ///
@@ -604,6 +807,12 @@ impl Store {
     /// - [`Error::Backend`] when the store fails and a re-read cannot show that the
     ///   tombstone landed.
     pub fn release(&self, lease: &Lease) -> Result<()> {
+        // The other keys best effort: the outcome is the primary key's, and a
+        // tombstone that does not land leaves a claim that expires with its ttl.
+        for held in &lease.others {
+            let _ =
+                self.release_tenure(&held.key, &lease.label, held.token, Some(&lease.holder_id));
+        }
         self.release_tenure(
             &lease.key,
             &lease.label,
@@ -620,6 +829,21 @@ impl Store {
     /// As [`Store::release`].
     pub fn release_token(&self, resource: &Resource, token: u64) -> Result<()> {
         let identity = resource.identity()?;
+        if let Some(file_id) = &identity.file_id {
+            // The tenure's record in the file-id series, if it has one, best effort.
+            let primary = self.read_newest(&identity.key)?;
+            if let Some(holder) = primary.claim().filter(|r| r.token == token) {
+                let newest = self.read_newest(file_id)?;
+                if let Some(held) = newest.claim().filter(|r| r.holder == holder.holder) {
+                    let _ = self.release_tenure(
+                        file_id,
+                        &resource.target(),
+                        held.token,
+                        Some(&holder.holder),
+                    );
+                }
+            }
+        }
         self.release_tenure(&identity.key, &resource.target(), token, None)
     }
 
@@ -764,7 +988,15 @@ impl Store {
     /// [`Error::InvalidResource`] or [`Error::Backend`] when the series cannot be
     /// listed or read. Individual removals are best effort.
     pub fn sweep(&self, resource: &Resource) -> Result<usize> {
-        let key = resource.identity()?.key;
+        let mut removed = 0;
+        for key in resource.identity()?.keys() {
+            removed += self.sweep_key(&key)?;
+        }
+        Ok(removed)
+    }
+
+    fn sweep_key(&self, key: &Key) -> Result<usize> {
+        let key = key.clone();
         let mut generations = self.backend.generations(&key)?;
         generations.sort_unstable_by(|a, b| b.cmp(a));
         for generation in generations {

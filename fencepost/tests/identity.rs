@@ -1,0 +1,490 @@
+//! Resource identity through the public API (SPEC §6, issue 5): every row claims one
+//! spelling, then another, and asserts they contend (held) or are independent.
+
+use std::path::{Path, PathBuf};
+
+use fencepost::doc_support::TinyStore;
+use fencepost::{AcquireOptions, Resource, Store, TryAcquire};
+
+const TTL_MS: u64 = 60_000;
+
+fn store() -> Store {
+    Store::new(TinyStore::default())
+}
+
+fn options() -> AcquireOptions {
+    AcquireOptions::new(TTL_MS).owner("test")
+}
+
+fn acquired(store: &Store, resource: &Resource) -> bool {
+    match store
+        .try_acquire(resource, &options())
+        .expect("no store error")
+    {
+        TryAcquire::Acquired(_) => true,
+        TryAcquire::Held(_) => false,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Expect {
+    Contend,
+    Independent,
+}
+use Expect::{Contend, Independent};
+
+/// A row: a name, how to prepare the scratch directory, the first spelling, what to
+/// do between the claims, the second spelling, and the expectation.
+struct Row {
+    name: &'static str,
+    setup: fn(&Path),
+    first: fn(&Path) -> Resource,
+    between: fn(&Path),
+    second: fn(&Path) -> Resource,
+    expect: Expect,
+}
+
+fn nothing(_: &Path) {}
+fn a_txt(root: &Path) {
+    std::fs::write(root.join("a.txt"), b"a").unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+}
+fn file(relative: &'static str) -> impl Fn(&Path) -> PathBuf {
+    move |root| root.join(relative)
+}
+
+const LONG: &str = "a-component-of-fifty-characters-abcdefghijklmnopq";
+
+fn rows() -> Vec<Row> {
+    vec![
+        Row {
+            name: "a.txt vs ./a.txt",
+            setup: a_txt,
+            first: |r| Resource::file(file("a.txt")(r)),
+            between: nothing,
+            second: |r| Resource::file(file("./a.txt")(r)),
+            expect: Contend,
+        },
+        Row {
+            name: "a.txt vs sub/../a.txt",
+            setup: a_txt,
+            first: |r| Resource::file(r.join("a.txt")),
+            between: nothing,
+            second: |r| Resource::file(r.join("sub/../a.txt")),
+            expect: Contend,
+        },
+        Row {
+            name: "a.txt vs a.txt/ (trailing slash)",
+            setup: a_txt,
+            first: |r| Resource::file(r.join("a.txt")),
+            between: nothing,
+            second: |r| Resource::file(format!("{}/", r.join("a.txt").display())),
+            expect: Contend,
+        },
+        Row {
+            name: "a.txt vs b.txt",
+            setup: a_txt,
+            first: |r| Resource::file(r.join("a.txt")),
+            between: nothing,
+            second: |r| Resource::file(r.join("b.txt")),
+            expect: Independent,
+        },
+        Row {
+            name: "new.txt claimed before it exists, then created, then claimed",
+            setup: nothing,
+            first: |r| Resource::file(r.join("new.txt")),
+            between: |r| std::fs::write(r.join("new.txt"), b"n").unwrap(),
+            second: |r| Resource::file(r.join("./new.txt")),
+            expect: Contend,
+        },
+        Row {
+            name: "new.txt vs missing/../new.txt (neither exists)",
+            setup: nothing,
+            first: |r| Resource::file(r.join("new.txt")),
+            between: nothing,
+            second: |r| Resource::file(r.join("missing/../new.txt")),
+            expect: Contend,
+        },
+        Row {
+            name: "A.TXT vs a.txt (merge: the volume may be case-insensitive)",
+            setup: nothing,
+            first: |r| Resource::file(r.join("A.TXT")),
+            between: nothing,
+            second: |r| Resource::file(r.join("a.txt")),
+            expect: Contend,
+        },
+        Row {
+            name: "NFC vs NFD file name",
+            setup: nothing,
+            first: |r| Resource::file(r.join("caf\u{e9}.txt")),
+            between: nothing,
+            second: |r| Resource::file(r.join("cafe\u{301}.txt")),
+            expect: Contend,
+        },
+        Row {
+            name: "lock DB:Migrations_ vs db:migrations",
+            setup: nothing,
+            first: |_| Resource::lock("DB:Migrations "),
+            between: nothing,
+            second: |_| Resource::lock("db:migrations"),
+            expect: Contend,
+        },
+        Row {
+            name: "lock NFC vs NFD",
+            setup: nothing,
+            first: |_| Resource::lock("caf\u{e9}"),
+            between: nothing,
+            second: |_| Resource::lock("CAFE\u{301}"),
+            expect: Contend,
+        },
+        Row {
+            name: "a lock named like a path vs the file at that path",
+            setup: a_txt,
+            first: |r| Resource::lock(r.join("a.txt").to_str().unwrap()),
+            between: nothing,
+            second: |r| Resource::file(r.join("a.txt")),
+            expect: Independent,
+        },
+        Row {
+            name: "a very long path vs its ./ spelling",
+            setup: nothing,
+            first: |r| Resource::file(r.join([LONG; 100].join("/"))),
+            between: nothing,
+            second: |r| Resource::file(r.join(format!("./{}", [LONG; 100].join("/./")))),
+            expect: Contend,
+        },
+        #[cfg(unix)]
+        Row {
+            name: "a symlinked parent directory",
+            setup: |r| {
+                std::fs::create_dir(r.join("real")).unwrap();
+                std::os::unix::fs::symlink(r.join("real"), r.join("alias")).unwrap();
+            },
+            first: |r| Resource::file(r.join("real/x.txt")),
+            between: nothing,
+            second: |r| Resource::file(r.join("alias/x.txt")),
+            expect: Contend,
+        },
+        #[cfg(unix)]
+        Row {
+            name: "`..` after a symlinked directory is resolved by the kernel, not lexically",
+            setup: |r| {
+                std::fs::create_dir_all(r.join("deep/real")).unwrap();
+                std::os::unix::fs::symlink(r.join("deep/real"), r.join("alias")).unwrap();
+            },
+            first: |r| Resource::file(r.join("deep/x.txt")),
+            between: nothing,
+            second: |r| Resource::file(r.join("alias/../x.txt")),
+            expect: Contend,
+        },
+        #[cfg(unix)]
+        Row {
+            name: "a symlink to the file",
+            setup: |r| {
+                a_txt(r);
+                std::os::unix::fs::symlink(r.join("a.txt"), r.join("link.txt")).unwrap();
+            },
+            first: |r| Resource::file(r.join("a.txt")),
+            between: nothing,
+            second: |r| Resource::file(r.join("link.txt")),
+            expect: Contend,
+        },
+        #[cfg(unix)]
+        Row {
+            name: "a dangling symlink vs the file it will create",
+            setup: |r| std::os::unix::fs::symlink("new.txt", r.join("link.txt")).unwrap(),
+            first: |r| Resource::file(r.join("link.txt")),
+            between: nothing,
+            second: |r| Resource::file(r.join("new.txt")),
+            expect: Contend,
+        },
+        #[cfg(unix)]
+        Row {
+            name: "two hard links to one file",
+            setup: |r| {
+                a_txt(r);
+                std::fs::hard_link(r.join("a.txt"), r.join("hard.txt")).unwrap();
+            },
+            first: |r| Resource::file(r.join("a.txt")),
+            between: nothing,
+            second: |r| Resource::file(r.join("hard.txt")),
+            expect: Contend,
+        },
+    ]
+}
+
+#[test]
+fn spellings_contend_or_stay_independent() {
+    let mut failures = Vec::new();
+    for row in rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        (row.setup)(root);
+        let store = store();
+        assert!(
+            acquired(&store, &(row.first)(root)),
+            "{}: first claim",
+            row.name
+        );
+        (row.between)(root);
+        let got = if acquired(&store, &(row.second)(root)) {
+            Independent
+        } else {
+            Contend
+        };
+        if got != row.expect {
+            failures.push(format!(
+                "{}: expected {:?}, got {got:?}",
+                row.name, row.expect
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn relative_and_absolute_spellings_contend() {
+    // The only test in this binary that changes the working directory; every other
+    // test uses absolute paths.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), b"a").unwrap();
+    std::env::set_current_dir(dir.path()).unwrap();
+    let store = store();
+    assert!(acquired(&store, &Resource::file("a.txt")));
+    assert!(!acquired(&store, &Resource::file(dir.path().join("a.txt"))));
+    assert!(!acquired(&store, &Resource::file("./a.txt")));
+}
+
+#[test]
+fn keys_stay_short_valid_file_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join([LONG; 200].join("/"));
+    for resource in [
+        Resource::file(&long),
+        Resource::lock(LONG.repeat(100)),
+        Resource::lock("a/b\\c:d*e?f\"g<h>i|j"),
+    ] {
+        let identity = resource.identity().unwrap();
+        for key in identity.keys() {
+            let text = key.as_str();
+            assert!(text.len() <= 38, "{text}");
+            assert!(
+                text.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+                "{text}"
+            );
+        }
+    }
+}
+
+#[cfg(unix)]
+mod hard_links {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    use fencepost::{BackendError, CreateOutcome, Durability, Key, LeaseStore, SystemClock};
+
+    fn linked() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.txt");
+        let b = dir.path().join("b.txt");
+        std::fs::write(&a, b"a").unwrap();
+        std::fs::hard_link(&a, &b).unwrap();
+        (dir, a, b)
+    }
+
+    fn live_keys(store: &Store) -> Vec<String> {
+        store
+            .status()
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.live)
+            .map(|e| e.key.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn an_existing_file_has_a_path_key_and_a_file_id_key() {
+        let (_dir, a, b) = linked();
+        let (ia, ib) = (
+            Resource::file(&a).identity().unwrap(),
+            Resource::file(&b).identity().unwrap(),
+        );
+        assert_ne!(ia.key, ib.key, "two links have two path keys");
+        assert_eq!(ia.file_id, ib.file_id, "and one file-id key");
+        assert!(ia.file_id.as_ref().unwrap().as_str().starts_with("inode-"));
+        assert_eq!(
+            Resource::file(a.with_extension("new"))
+                .identity()
+                .unwrap()
+                .file_id,
+            None
+        );
+        assert_eq!(Resource::lock("x").identity().unwrap().file_id, None);
+    }
+
+    #[test]
+    fn a_claim_held_part_way_leaves_nothing_held() {
+        // The path key sorts before the file-id key (`file-` < `inode-`), so the
+        // second claimant takes its own path key first, then finds the file id held
+        // and must give its path key back.
+        let (_dir, a, b) = linked();
+        let store = store();
+        let lease = store.acquire(&Resource::file(&a), &options()).unwrap();
+        assert_eq!(lease.keys().count(), 2);
+        let before = live_keys(&store);
+        assert_eq!(before.len(), 2);
+        assert!(!acquired(&store, &Resource::file(&b)));
+        assert_eq!(live_keys(&store), before, "the loser left a claim behind");
+        // Waiting gives the same answer and still leaves nothing behind.
+        let waiting = options().wait_ms(30);
+        assert!(matches!(
+            store.try_acquire(&Resource::file(&b), &waiting).unwrap(),
+            TryAcquire::Held(_)
+        ));
+        assert_eq!(live_keys(&store), before);
+    }
+
+    /// A backend that lets a rival claim a resource at the moment a create of
+    /// `trigger` is attempted: the rival arrives between our look and our take.
+    #[derive(Debug)]
+    struct RivalArrives {
+        inner: Arc<TinyStore>,
+        trigger: Key,
+        rival: Mutex<Option<Resource>>,
+    }
+
+    impl LeaseStore for RivalArrives {
+        fn create(
+            &self,
+            key: &Key,
+            generation: u64,
+            bytes: &[u8],
+            durability: Durability,
+        ) -> Result<CreateOutcome, BackendError> {
+            if *key == self.trigger {
+                if let Some(rival) = self.rival.lock().unwrap().take() {
+                    let inner: Arc<dyn LeaseStore> = self.inner.clone();
+                    let store = Store::from_parts(inner, Arc::new(SystemClock::new()));
+                    store.acquire(&rival, &options()).unwrap();
+                }
+            }
+            self.inner.create(key, generation, bytes, durability)
+        }
+        fn generations(&self, key: &Key) -> Result<Vec<u64>, BackendError> {
+            self.inner.generations(key)
+        }
+        fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError> {
+            self.inner.read(key, generation)
+        }
+        fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
+            self.inner.remove(key, generation)
+        }
+        fn keys(&self) -> Result<Vec<Key>, BackendError> {
+            self.inner.keys()
+        }
+        fn locator(&self) -> String {
+            "rival-arrives".into()
+        }
+    }
+
+    #[test]
+    fn a_key_taken_by_a_rival_part_way_gives_back_the_keys_already_taken() {
+        // Keys are taken in sorted order, and `file-` < `inode-`: the path key of
+        // b.txt is taken first; the rival takes a.txt (its own path key and the shared
+        // file id) just then, so b.txt's claim finds the file id held and must give
+        // its path key back.
+        let (_dir, a, b) = linked();
+        let b_path_key = Resource::file(&b).identity().unwrap().key;
+        let store = Store::new(RivalArrives {
+            inner: Arc::new(TinyStore::default()),
+            trigger: b_path_key.clone(),
+            rival: Mutex::new(Some(Resource::file(&a))),
+        });
+        assert!(!acquired(&store, &Resource::file(&b)));
+        let live = live_keys(&store);
+        assert_eq!(live.len(), 2, "the rival's two keys: {live:?}");
+        assert!(
+            !live.contains(&b_path_key.to_string()),
+            "b.txt's path key was left held"
+        );
+    }
+
+    #[test]
+    fn check_renew_and_release_cover_every_key() {
+        let (_dir, a, b) = linked();
+        let store = store();
+        let mut lease = store.acquire(&Resource::file(&a), &options()).unwrap();
+        let token = lease.token();
+        assert!(store.check(&Resource::file(&a), token).unwrap());
+        store.renew(&mut lease).unwrap();
+        assert_eq!(lease.token(), token, "renewal keeps the token (SPEC I5)");
+        let by_token = store.renew_token(&Resource::file(&a), token, None).unwrap();
+        assert_eq!(
+            by_token.keys().count(),
+            2,
+            "renew by token renews the file id too"
+        );
+        assert!(!acquired(&store, &Resource::file(&b)));
+        store.release(&lease).unwrap();
+        assert!(live_keys(&store).is_empty(), "release released every key");
+        assert!(acquired(&store, &Resource::file(&b)));
+    }
+
+    #[test]
+    fn release_by_token_releases_the_file_id_too() {
+        let (_dir, a, b) = linked();
+        let store = store();
+        let lease = store.acquire(&Resource::file(&a), &options()).unwrap();
+        store
+            .release_token(&Resource::file(&a), lease.token())
+            .unwrap();
+        assert!(acquired(&store, &Resource::file(&b)));
+    }
+
+    #[test]
+    fn a_link_made_after_a_claim_on_a_missing_file_is_fenced() {
+        // The case the design cannot prevent (docs/design-02): `new.txt` is claimed
+        // before it exists, so its tenure holds no file-id key; once the file and a
+        // second link exist, a claim through the link finds everything free. The
+        // fence decides: the first tenure's token stops passing check.
+        let dir = tempfile::tempdir().unwrap();
+        let new = dir.path().join("new.txt");
+        let link = dir.path().join("link.txt");
+        let store = store();
+        let first = store.acquire(&Resource::file(&new), &options()).unwrap();
+        std::fs::write(&new, b"n").unwrap();
+        assert!(store.check(&Resource::file(&new), first.token()).unwrap());
+        // Another spelling of the same path still contends through the path key.
+        assert!(!acquired(
+            &store,
+            &Resource::file(dir.path().join("./new.txt"))
+        ));
+        std::fs::hard_link(&new, &link).unwrap();
+        let second = store.acquire(&Resource::file(&link), &options()).unwrap();
+        assert!(store.check(&Resource::file(&link), second.token()).unwrap());
+        assert!(
+            !store.check(&Resource::file(&new), first.token()).unwrap(),
+            "the first tenure must be fenced once a rival holds the file id"
+        );
+        assert!(matches!(
+            store.renew_token(&Resource::file(&new), first.token(), None),
+            Err(fencepost::Error::Superseded { .. })
+        ));
+    }
+
+    #[test]
+    fn a_file_deleted_and_recreated_keeps_its_path_key() {
+        // A new inode means a new file-id key; the path key still contends, and the
+        // first tenure's check still passes (nobody holds the new file id).
+        let (_dir, a, _b) = linked();
+        let store = store();
+        let lease = store.acquire(&Resource::file(&a), &options()).unwrap();
+        std::fs::remove_file(&a).unwrap();
+        std::fs::write(&a, b"again").unwrap();
+        assert!(store.check(&Resource::file(&a), lease.token()).unwrap());
+        assert!(!acquired(&store, &Resource::file(&a)));
+        store.release(&lease).unwrap();
+        assert!(acquired(&store, &Resource::file(&a)));
+    }
+}
