@@ -12,6 +12,7 @@ mod util;
 mod bad_input;
 mod basics;
 mod discovery;
+mod identity;
 
 #[cfg(unix)]
 mod contention;

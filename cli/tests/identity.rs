@@ -1,0 +1,268 @@
+//! Resource identity through the binary (SPEC §6, issue 5): one file, one key. Each
+//! row claims one spelling, then another, and asserts exit 3 (contention) or exit 0
+//! (independence). Every row gets a fresh scratch directory and store.
+
+use std::path::Path;
+
+use crate::util::Scratch;
+
+/// `fencepost claim --file|--lock TARGET` in the scratch directory; the exit code.
+fn claim(s: &Scratch, kind: &str, target: &str) -> i32 {
+    let output = s
+        .cmd()
+        .args(["claim", kind, target, "--ttl", "60000"])
+        .output()
+        .unwrap();
+    output.status.code().expect("exited")
+}
+
+struct Row {
+    name: &'static str,
+    setup: fn(&Path),
+    first: (&'static str, &'static str),
+    between: fn(&Path),
+    /// `{PWD}` in the target is replaced by the scratch directory.
+    second: (&'static str, &'static str),
+    /// 3 = contends (held), 0 = independent.
+    exit: i32,
+}
+
+fn nothing(_: &Path) {}
+
+fn a_txt(root: &Path) {
+    std::fs::write(root.join("a.txt"), b"a").unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+}
+
+#[cfg(unix)]
+fn links_to_a(root: &Path) {
+    a_txt(root);
+    std::os::unix::fs::symlink("a.txt", root.join("link-to-a.txt")).unwrap();
+    std::fs::hard_link(root.join("a.txt"), root.join("hardlink-to-a.txt")).unwrap();
+    std::fs::create_dir(root.join("real")).unwrap();
+    std::os::unix::fs::symlink("real", root.join("alias")).unwrap();
+}
+
+const FILE: &str = "--file";
+const LOCK: &str = "--lock";
+
+fn rows() -> Vec<Row> {
+    vec![
+        // Issue 5 acceptance: every spelling of a.txt exits 3.
+        Row {
+            name: "a.txt then ./sub/../a.txt",
+            setup: a_txt,
+            first: (FILE, "a.txt"),
+            between: nothing,
+            second: (FILE, "./sub/../a.txt"),
+            exit: 3,
+        },
+        Row {
+            name: "a.txt then $PWD/a.txt",
+            setup: a_txt,
+            first: (FILE, "a.txt"),
+            between: nothing,
+            second: (FILE, "{PWD}/a.txt"),
+            exit: 3,
+        },
+        Row {
+            name: "a.txt then ./a.txt",
+            setup: a_txt,
+            first: (FILE, "a.txt"),
+            between: nothing,
+            second: (FILE, "./a.txt"),
+            exit: 3,
+        },
+        Row {
+            name: "a.txt then a.txt/ (trailing slash)",
+            setup: a_txt,
+            first: (FILE, "a.txt"),
+            between: nothing,
+            second: (FILE, "a.txt/"),
+            exit: 3,
+        },
+        Row {
+            name: "a.txt then b.txt",
+            setup: a_txt,
+            first: (FILE, "a.txt"),
+            between: nothing,
+            second: (FILE, "b.txt"),
+            exit: 0,
+        },
+        // Issue 5 acceptance: claimed before it exists, created, claimed again.
+        Row {
+            name: "new.txt before it exists, created, then ./sub/../new.txt",
+            setup: a_txt,
+            first: (FILE, "new.txt"),
+            between: |root| std::fs::write(root.join("new.txt"), b"n").unwrap(),
+            second: (FILE, "./sub/../new.txt"),
+            exit: 3,
+        },
+        Row {
+            name: "new.txt before it exists, created, then $PWD/new.txt",
+            setup: nothing,
+            first: (FILE, "new.txt"),
+            between: |root| std::fs::write(root.join("new.txt"), b"n").unwrap(),
+            second: (FILE, "{PWD}/new.txt"),
+            exit: 3,
+        },
+        Row {
+            name: "NEW.TXT then new.txt (merged: the volume may be case-insensitive)",
+            setup: nothing,
+            first: (FILE, "NEW.TXT"),
+            between: nothing,
+            second: (FILE, "new.txt"),
+            exit: 3,
+        },
+        Row {
+            name: "NFC then NFD file name",
+            setup: nothing,
+            first: (FILE, "caf\u{e9}.txt"),
+            between: nothing,
+            second: (FILE, "cafe\u{301}.txt"),
+            exit: 3,
+        },
+        Row {
+            name: "lock `DB:Migrations ` then db:migrations",
+            setup: nothing,
+            first: (LOCK, "DB:Migrations "),
+            between: nothing,
+            second: (LOCK, "db:migrations"),
+            exit: 3,
+        },
+        Row {
+            name: "lock NFC then NFD",
+            setup: nothing,
+            first: (LOCK, "\u{c5}ngstr\u{f6}m"),
+            between: nothing,
+            second: (LOCK, "A\u{30a}ngstro\u{308}m"),
+            exit: 3,
+        },
+        Row {
+            name: "a lock named like a path, then the file at that path",
+            setup: a_txt,
+            first: (LOCK, "{PWD}/a.txt"),
+            between: nothing,
+            second: (FILE, "{PWD}/a.txt"),
+            exit: 0,
+        },
+        Row {
+            name: "a lock named a.txt, then the file a.txt",
+            setup: a_txt,
+            first: (LOCK, "a.txt"),
+            between: nothing,
+            second: (FILE, "a.txt"),
+            exit: 0,
+        },
+        #[cfg(unix)]
+        Row {
+            name: "a.txt then link-to-a.txt (symlink)",
+            setup: links_to_a,
+            first: (FILE, "a.txt"),
+            between: nothing,
+            second: (FILE, "link-to-a.txt"),
+            exit: 3,
+        },
+        #[cfg(unix)]
+        Row {
+            name: "a.txt then hardlink-to-a.txt",
+            setup: links_to_a,
+            first: (FILE, "a.txt"),
+            between: nothing,
+            second: (FILE, "hardlink-to-a.txt"),
+            exit: 3,
+        },
+        #[cfg(unix)]
+        Row {
+            name: "hardlink-to-a.txt then link-to-a.txt",
+            setup: links_to_a,
+            first: (FILE, "hardlink-to-a.txt"),
+            between: nothing,
+            second: (FILE, "link-to-a.txt"),
+            exit: 3,
+        },
+        #[cfg(unix)]
+        Row {
+            name: "real/x.txt then alias/x.txt (symlinked parent directory)",
+            setup: links_to_a,
+            first: (FILE, "real/x.txt"),
+            between: nothing,
+            second: (FILE, "alias/x.txt"),
+            exit: 3,
+        },
+        #[cfg(unix)]
+        Row {
+            name: "a dangling symlink, then the file it points to",
+            setup: |root| std::os::unix::fs::symlink("new.txt", root.join("soon")).unwrap(),
+            first: (FILE, "soon"),
+            between: nothing,
+            second: (FILE, "new.txt"),
+            exit: 3,
+        },
+    ]
+}
+
+#[test]
+fn spellings_of_one_resource_contend_and_others_do_not() {
+    let mut failures = Vec::new();
+    for row in rows() {
+        let s = Scratch::new();
+        (row.setup)(s.path());
+        let pwd = s.path().to_str().unwrap();
+        let first = row.first.1.replace("{PWD}", pwd);
+        assert_eq!(
+            claim(&s, row.first.0, &first),
+            0,
+            "{}: first claim",
+            row.name
+        );
+        (row.between)(s.path());
+        let second = row.second.1.replace("{PWD}", pwd);
+        let got = claim(&s, row.second.0, &second);
+        if got != row.exit {
+            failures.push(format!("{}: exit {got}, expected {}", row.name, row.exit));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn a_very_long_path_gets_a_short_key_and_contends() {
+    let s = Scratch::new();
+    let component = "c".repeat(200);
+    let deep = vec![component.as_str(); 40].join("/");
+    let output = s
+        .cmd()
+        .args(["claim", "--file", &deep, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let json = crate::util::json_of(&output);
+    let key = json["key"].as_str().unwrap();
+    assert!(key.starts_with("file-") && key.len() == 37, "{key}");
+    let respelled = format!("./{}", vec![component.as_str(); 40].join("/./"));
+    assert_eq!(claim(&s, FILE, &respelled), 3);
+}
+
+#[cfg(unix)]
+#[test]
+fn release_through_one_hard_link_frees_the_other() {
+    let s = Scratch::new();
+    links_to_a(s.path());
+    let output = s.cmd().args(["claim", "--file", "a.txt"]).output().unwrap();
+    let token = crate::util::token_of(&output);
+    assert_eq!(claim(&s, FILE, "hardlink-to-a.txt"), 3);
+    let check = s
+        .cmd()
+        .args(["check", "--file", "./a.txt", &token.to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(0), "{check:?}");
+    let release = s
+        .cmd()
+        .args(["release", "--file", "a.txt", &token.to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(release.status.code(), Some(0), "{release:?}");
+    assert_eq!(claim(&s, FILE, "hardlink-to-a.txt"), 0);
+}
