@@ -47,17 +47,17 @@
 mod backend;
 mod clock;
 mod error;
+mod identity;
 mod keepalive;
 mod protocol;
 pub mod record;
-mod identity;
 
 pub use backend::{BackendError, CreateOutcome, Durability, LeaseStore};
 pub use clock::{Clock, ManualClock, SteppedClock, SystemClock};
 pub use error::{Error, Holder, Result};
+pub use identity::{Identity, Key, Resource};
 pub use keepalive::Keepalive;
 pub use protocol::{AcquireOptions, ClaimState, Lease, StatusEntry, Store, TryAcquire};
-pub use identity::{Identity, Key, Resource};
 
 #[cfg(feature = "planted-bugs")]
 #[doc(hidden)]
