@@ -1,0 +1,220 @@
+//! Contention: N worker processes on ONE resource, each doing acquire → append to a
+//! shared log → release, no hold time; the log oracle must hold.
+
+use std::collections::HashSet;
+use std::fs::{self, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fencepost::{AcquireOptions, Resource, Store};
+use fencepost_fs::FsStore;
+
+use crate::R;
+use crate::stats::{Summary, summarize};
+
+/// The hot resource every worker claims.
+const HOT: &str = "contention-hot";
+
+/// One contention size's outcome.
+#[derive(Debug)]
+pub struct ContentionRow {
+    pub workers: usize,
+    pub handoffs: usize,
+    pub elapsed: Duration,
+    pub wait: Summary,
+    /// flushed create + unflushed create, timed just before this size ran.
+    pub floor_pair: Summary,
+}
+
+/// Nanoseconds of the system-wide monotonic clock (comparable across processes).
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// One tenure as the oracle sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tenure {
+    pub token: u64,
+    /// When acquire returned (monotonic ns).
+    pub start: u64,
+    /// Just before release was called (monotonic ns).
+    pub end: u64,
+}
+
+/// The contention oracle: `log_tokens` (in the shared log's order) strictly
+/// increase, there are exactly `expected` of them, each tenure reported by a worker
+/// appears in the log, and no two tenures overlap in time.
+pub fn check_oracle(log_tokens: &[u64], tenures: &[Tenure], expected: usize) -> Result<(), String> {
+    if log_tokens.len() != expected {
+        return Err(format!(
+            "the log has {} entries, expected {expected}",
+            log_tokens.len()
+        ));
+    }
+    if let Some(w) = log_tokens.windows(2).find(|w| w[1] <= w[0]) {
+        return Err(format!(
+            "log tokens do not strictly increase: {} then {}",
+            w[0], w[1]
+        ));
+    }
+    let logged: HashSet<u64> = log_tokens.iter().copied().collect();
+    if tenures.len() != expected || tenures.iter().any(|t| !logged.contains(&t.token)) {
+        return Err("the workers' tenures do not match the log".into());
+    }
+    let mut sorted = tenures.to_vec();
+    sorted.sort_by_key(|t| t.token);
+    if let Some(w) = sorted.windows(2).find(|w| w[1].start < w[0].end) {
+        return Err(format!(
+            "tenures overlap: token {} held until {} ns, token {} acquired at {} ns",
+            w[0].token, w[0].end, w[1].token, w[1].start
+        ));
+    }
+    Ok(())
+}
+
+/// Worker mode: waits for `go` on stdin, then `iters` rounds of acquire → append
+/// `token pid round` to `log` → release. Prints `T token start end wait_ns` per
+/// round and `D done_ns` at the end.
+pub fn worker(store_dir: &Path, log: &Path, iters: usize) -> R<()> {
+    let store = Store::new(FsStore::open(store_dir)?);
+    let resource = Resource::lock(HOT);
+    let options = AcquireOptions::new(30_000)
+        .owner("bench-worker")
+        .wait_ms(300_000);
+    let mut log = OpenOptions::new().append(true).open(log)?;
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    let mut report = String::new();
+    for round in 0..iters {
+        let asked = mono_ns();
+        let lease = store.acquire(&resource, &options)?;
+        let start = mono_ns();
+        log.write_all(format!("{} {} {round}\n", lease.token(), std::process::id()).as_bytes())?;
+        let end = mono_ns();
+        store.release(&lease)?;
+        report.push_str(&format!(
+            "T {} {start} {end} {}\n",
+            lease.token(),
+            start - asked
+        ));
+    }
+    report.push_str(&format!("D {}\n", mono_ns()));
+    std::io::stdout().write_all(report.as_bytes())?;
+    Ok(())
+}
+
+/// Runs `workers` processes of `per_worker` rounds each on a fresh store in `dir`.
+pub fn run(dir: &Path, workers: usize, per_worker: usize, floor_pair: Summary) -> R<ContentionRow> {
+    let store_dir = dir.join(format!("store-{workers}"));
+    let log = dir.join(format!("log-{workers}.txt"));
+    fs::create_dir_all(&store_dir)?;
+    fs::write(&log, "")?;
+    let exe = std::env::current_exe()?;
+    let mut children: Vec<Child> = (0..workers)
+        .map(|_| {
+            Command::new(&exe)
+                .arg("__contention-worker")
+                .arg(&store_dir)
+                .arg(&log)
+                .arg(per_worker.to_string())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+        })
+        .collect::<Result<_, _>>()?;
+    // Let every worker reach its read of stdin before the start.
+    std::thread::sleep(Duration::from_millis(200));
+    let go = mono_ns();
+    for child in &mut children {
+        child.stdin.take().ok_or("no stdin")?.write_all(b"go\n")?;
+    }
+    let mut tenures = Vec::new();
+    let mut waits = Vec::new();
+    let mut done = go;
+    for child in children {
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            return Err(format!("a contention worker exited with {}", out.status).into());
+        }
+        for line in BufReader::new(&out.stdout[..]).lines() {
+            let line = line?;
+            let f: Vec<u64> = line
+                .split(' ')
+                .skip(1)
+                .map(str::parse)
+                .collect::<Result<_, _>>()?;
+            match (line.as_bytes()[0], f.as_slice()) {
+                (b'T', [token, start, end, wait]) => {
+                    tenures.push(Tenure {
+                        token: *token,
+                        start: *start,
+                        end: *end,
+                    });
+                    waits.push(Duration::from_nanos(*wait));
+                }
+                (b'D', [at]) => done = done.max(*at),
+                _ => return Err(format!("bad worker line: {line}").into()),
+            }
+        }
+    }
+    let log_tokens: Vec<u64> = fs::read_to_string(&log)?
+        .lines()
+        .map(|l| l.split(' ').next().unwrap_or("").parse())
+        .collect::<Result<_, _>>()?;
+    check_oracle(&log_tokens, &tenures, workers * per_worker)
+        .map_err(|e| format!("MUTUAL EXCLUSION BROKEN with {workers} workers: {e}"))?;
+    Ok(ContentionRow {
+        workers,
+        handoffs: tenures.len(),
+        elapsed: Duration::from_nanos(done - go),
+        wait: summarize(waits),
+        floor_pair,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(token: u64, start: u64, end: u64) -> Tenure {
+        Tenure { token, start, end }
+    }
+
+    #[test]
+    fn oracle_accepts_a_clean_run() {
+        let tenures = [t(1, 0, 10), t(3, 11, 20), t(5, 20, 30)];
+        assert_eq!(check_oracle(&[1, 3, 5], &tenures, 3), Ok(()));
+    }
+
+    #[test]
+    fn oracle_catches_each_breakage() {
+        let tenures = [t(1, 0, 10), t(3, 11, 20), t(5, 21, 30)];
+        assert!(check_oracle(&[1, 3], &tenures, 3).is_err(), "missing entry");
+        assert!(
+            check_oracle(&[1, 5, 3], &tenures, 3).is_err(),
+            "decreasing tokens"
+        );
+        assert!(
+            check_oracle(&[1, 3, 3], &tenures, 3).is_err(),
+            "repeated token"
+        );
+        let overlapping = [t(1, 0, 10), t(3, 9, 20), t(5, 21, 30)];
+        assert!(
+            check_oracle(&[1, 3, 5], &overlapping, 3).is_err(),
+            "overlap"
+        );
+        let unknown = [t(1, 0, 10), t(4, 11, 20), t(5, 21, 30)];
+        assert!(
+            check_oracle(&[1, 3, 5], &unknown, 3).is_err(),
+            "tenure not in log"
+        );
+    }
+}

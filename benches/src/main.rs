@@ -1,0 +1,306 @@
+//! `fencepost-bench`: what a fenced lease costs, against the machine's floor and the
+//! rivals, written to `benches/RESULTS.md` (issue 8). See `benches/README.md`.
+//!
+//! A small timing loop (`Instant` around each call, sorted samples) rather than a
+//! harness crate: every row needs its floor timed *alternately* with it, whole
+//! processes and multi-process scenarios are measured too, and the report is one
+//! generated Markdown file — none of which criterion's model fits, and its build
+//! would triple this crate's on a 2-core machine.
+
+#[cfg(unix)]
+mod contention;
+#[cfg(unix)]
+mod floor;
+#[cfg(unix)]
+mod machine;
+#[cfg(unix)]
+mod report;
+#[cfg(unix)]
+mod rivals;
+#[cfg(unix)]
+mod rows;
+mod stats;
+#[cfg(unix)]
+mod wedged;
+
+/// Every fallible step of the bench.
+pub type R<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// How many iterations each kind of row runs.
+#[derive(Debug, Clone)]
+pub struct Iters {
+    /// Quick mode (CI): proves the bench works, measures nothing.
+    pub quick: bool,
+    /// Untimed rounds before each row.
+    pub warmup: usize,
+    /// fs protocol rows, floors and rivals.
+    pub fs: usize,
+    /// fs rows that create a new key each time.
+    pub fs_new_key: usize,
+    /// memory backend rows.
+    pub memory: usize,
+    /// `status` calls, and how many keys the store holds.
+    pub status: usize,
+    /// How many keys the `status` row's store holds.
+    pub status_keys: usize,
+    /// whole-process CLI rows.
+    pub process: usize,
+    /// (workers, rounds per worker) per contention size.
+    pub contention: Vec<(usize, usize)>,
+    /// ttl / stale time in the wedged-holder scenario.
+    pub stale_ms: u64,
+}
+
+impl Iters {
+    fn full() -> Iters {
+        Iters {
+            quick: false,
+            warmup: 20,
+            fs: 2000,
+            fs_new_key: 200,
+            memory: 20_000,
+            status: 20,
+            status_keys: 1000,
+            process: 300,
+            contention: [2, 4, 8, 16].iter().map(|&n| (n, 800 / n)).collect(),
+            stale_ms: 300,
+        }
+    }
+
+    fn quick() -> Iters {
+        Iters {
+            quick: true,
+            warmup: 2,
+            fs: 20,
+            fs_new_key: 5,
+            memory: 200,
+            status: 2,
+            status_keys: 1000,
+            process: 5,
+            contention: vec![(2, 10), (4, 5)],
+            stale_ms: 300,
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn main() -> std::process::ExitCode {
+    eprintln!("fencepost-bench: the benchmark uses SIGSTOP and POSIX clocks; it runs on Unix only");
+    std::process::ExitCode::FAILURE
+}
+
+#[cfg(unix)]
+fn main() -> std::process::ExitCode {
+    match app::run(std::env::args_os().skip(1).collect()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fencepost-bench: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(unix)]
+mod app {
+    use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
+
+    use fencepost::Store;
+    use fencepost_fs::FsStore;
+    use fencepost_memory::MemoryStore;
+
+    use crate::floor::FloorKit;
+    use crate::machine::Machine;
+    use crate::report::Report;
+    use crate::rows::{Group, cli_rows, paired, protocol_rows};
+    use crate::{Iters, R, contention, rivals, wedged};
+
+    const USAGE: &str = "\
+usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--keep]
+
+  --out FILE      where to write the report [default: benches/RESULTS.md; with
+                  --quick, fencepost-bench-quick.md in the temp directory]
+  --quick         a few iterations per row and the smallest contention sizes:
+                  proves the bench still works (CI), not a measurement
+  --dir DIR       the bench directory; every fs row, floor and rival runs in it
+                  [default: target/fencepost-bench in the workspace]
+  --fencepost BIN the CLI binary to time [default: `fencepost` beside this binary,
+                  i.e. target/release/fencepost; build it first]
+  --keep          leave the bench directory behind";
+
+    /// The workspace root (this crate lives in `<root>/benches`).
+    fn workspace() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("benches has a parent")
+            .to_path_buf()
+    }
+
+    fn path_arg(args: &mut impl Iterator<Item = OsString>, flag: &str) -> R<PathBuf> {
+        args.next()
+            .map(PathBuf::from)
+            .ok_or_else(|| format!("{flag} needs a value\n{USAGE}").into())
+    }
+
+    pub fn run(args: Vec<OsString>) -> R<()> {
+        // Worker modes: this binary re-executed by the contention and wedged rows.
+        let text: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        match text
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
+            ["__noop"] => return Ok(()),
+            ["__contention-worker", store, log, iters] => {
+                return contention::worker(Path::new(store), Path::new(log), iters.parse()?);
+            }
+            ["__wedge-holder", lib, dir, stale] => {
+                return wedged::holder(lib, Path::new(dir), stale.parse()?);
+            }
+            ["__wedge-successor", lib, dir, stale] => {
+                return wedged::successor(lib, Path::new(dir), stale.parse()?);
+            }
+            _ => {}
+        }
+
+        let (mut quick, mut keep) = (false, false);
+        let (mut out, mut dir, mut bin) = (None, None, None);
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            match arg.to_str() {
+                Some("--quick") => quick = true,
+                Some("--keep") => keep = true,
+                Some("--out") => out = Some(path_arg(&mut args, "--out")?),
+                Some("--dir") => dir = Some(path_arg(&mut args, "--dir")?),
+                Some("--fencepost") => bin = Some(path_arg(&mut args, "--fencepost")?),
+                Some("-h" | "--help") => {
+                    println!("{USAGE}");
+                    return Ok(());
+                }
+                _ => return Err(format!("unexpected argument {arg:?}\n{USAGE}").into()),
+            }
+        }
+        let it = if quick { Iters::quick() } else { Iters::full() };
+        let out = out.unwrap_or_else(|| {
+            if quick {
+                std::env::temp_dir().join("fencepost-bench-quick.md")
+            } else {
+                workspace().join("benches").join("RESULTS.md")
+            }
+        });
+        let bin = match bin {
+            Some(bin) => bin,
+            None => std::env::current_exe()?.with_file_name("fencepost"),
+        };
+        if !bin.is_file() {
+            return Err(format!(
+                "the fencepost CLI binary was not found at {}; build it first with \
+                 `cargo build --release -p fencepost-cli`, or pass --fencepost BIN",
+                bin.display()
+            )
+            .into());
+        }
+        let dir = dir.unwrap_or_else(|| workspace().join("target").join("fencepost-bench"));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| format!("cannot clear the bench directory {}: {e}", dir.display()))?;
+        }
+        std::fs::create_dir_all(&dir)?;
+        let dir = std::fs::canonicalize(&dir)?;
+        let result = measure(&it, &dir, &bin, &out);
+        if !keep {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        result
+    }
+
+    fn step(name: &str) {
+        eprintln!("fencepost-bench: {name}");
+    }
+
+    fn measure(it: &Iters, dir: &Path, bin: &Path, out: &Path) -> R<()> {
+        let started = std::time::Instant::now();
+        let machine = Machine::gather(dir);
+        let mut report = Report::new(machine, it.clone(), bin.to_path_buf());
+        let mut kit = FloorKit::new(&dir.join("floor"), it.status_keys)?;
+
+        step("floor");
+        report.floors(&mut kit, it)?;
+
+        let mut notes = Vec::new();
+        for flush in [true, false] {
+            let name = if flush {
+                "fs, flush on"
+            } else {
+                "fs, flush off"
+            };
+            step(name);
+            let root = dir.join(if flush { "fs-flush" } else { "fs-noflush" });
+            let make = |sub: &str| -> R<Store> {
+                Ok(Store::new(FsStore::open(root.join(sub))?.with_flush(flush)))
+            };
+            let group = Group {
+                name,
+                make_store: &make,
+                floor: Some((&mut kit, flush)),
+                targets: true,
+            };
+            report.rows.extend(protocol_rows(group, it, &mut notes)?);
+        }
+        step("memory");
+        let make = |_: &str| -> R<Store> { Ok(Store::new(MemoryStore::new())) };
+        let group = Group {
+            name: "memory",
+            make_store: &make,
+            floor: None,
+            targets: true,
+        };
+        report.rows.extend(protocol_rows(group, it, &mut notes)?);
+
+        step("CLI processes");
+        report
+            .rows
+            .extend(cli_rows(bin, dir.join("cli-store"), &mut kit, it)?);
+
+        for &(workers, rounds) in &it.contention {
+            step(&format!("contention, {workers} processes"));
+            let mut pair = || Ok(kit.create(true)? + kit.create(false)?);
+            let (floor_pair, _) = paired(it.fs / 5, it.warmup, &mut pair, None)?;
+            report.contention.push(contention::run(
+                &dir.join("contention"),
+                workers,
+                rounds,
+                floor_pair,
+            )?);
+        }
+
+        step("rivals");
+        report.rivals = rivals::rival_rows(&dir.join("rivals"), it)?;
+
+        for library in wedged::LIBRARIES {
+            step(&format!("wedged holder, {library}"));
+            report.wedged.push(wedged::run(
+                library,
+                &dir.join("wedged").join(library),
+                it.stale_ms,
+            )?);
+        }
+        report.notes = notes;
+        report.elapsed = started.elapsed();
+        let verdict = report.fencepost_wedged_verdict();
+        if let Some(parent) = out.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(out, report.render())?;
+        eprintln!(
+            "fencepost-bench: wrote {} in {:.0?}",
+            out.display(),
+            started.elapsed()
+        );
+        verdict
+    }
+}

@@ -1,0 +1,392 @@
+//! Protocol rows (fs flush on/off, memory) and whole-process CLI rows, each timed
+//! alternately with the floor it is compared to.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use fencepost::{AcquireOptions, Resource, Store, TryAcquire};
+
+use crate::floor::FloorKit;
+use crate::stats::{Summary, summarize};
+use crate::{Iters, R};
+
+/// What a row promises, from issue 8's targets.
+#[derive(Debug, Clone, Copy)]
+pub enum Target {
+    /// p50 at most this many times the floor's p50.
+    RatioAtMost(f64),
+    /// p50 at most this long.
+    P50AtMost(Duration),
+}
+
+/// One measured row.
+#[derive(Debug)]
+pub struct Row {
+    /// The group, e.g. `fs, flush on`.
+    pub group: String,
+    /// What was timed.
+    pub name: String,
+    /// The row's samples.
+    pub summary: Summary,
+    /// The floor it is compared with, measured alternately with it.
+    pub floor: Option<(String, Summary)>,
+    /// Issue 8's target for the row, if it has one.
+    pub target: Option<Target>,
+}
+
+type Op<'a> = dyn FnMut() -> R<Duration> + 'a;
+
+/// Runs `op` (and `floor`, alternately, so both see the same disk weather) `iters`
+/// times after `warmup` untimed rounds; each call returns the time it measured.
+pub fn paired(
+    iters: usize,
+    warmup: usize,
+    op: &mut Op<'_>,
+    mut floor: Option<&mut Op<'_>>,
+) -> R<(Summary, Option<Summary>)> {
+    for _ in 0..warmup {
+        op()?;
+        if let Some(f) = floor.as_mut() {
+            f()?;
+        }
+    }
+    let mut samples = Vec::with_capacity(iters);
+    let mut floor_samples = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        samples.push(op()?);
+        if let Some(f) = floor.as_mut() {
+            floor_samples.push(f()?);
+        }
+    }
+    let floor = (!floor_samples.is_empty()).then(|| summarize(floor_samples));
+    Ok((summarize(samples), floor))
+}
+
+/// Times `f`.
+pub fn timed<T>(f: impl FnOnce() -> R<T>) -> R<(T, Duration)> {
+    let start = Instant::now();
+    let value = f()?;
+    Ok((value, start.elapsed()))
+}
+
+/// A long ttl: no row may see its lease expire.
+const TTL_MS: u64 = 600_000;
+
+fn options() -> AcquireOptions {
+    AcquireOptions::new(TTL_MS).owner("bench")
+}
+
+/// How a group of protocol rows is built and what it is compared with.
+pub struct Group<'a> {
+    /// `fs, flush on`, `fs, flush off` or `memory`.
+    pub name: &'a str,
+    /// A fresh store for the row set (`main`) or for the status row (`status`).
+    pub make_store: &'a dyn Fn(&str) -> R<Store>,
+    /// The floor kit (fs groups only) and whether claims are flushed.
+    pub floor: Option<(&'a mut FloorKit, bool)>,
+    /// Whether issue 8's targets apply to this group.
+    pub targets: bool,
+}
+
+/// check, acquire + release (cold and first claim), renew, refused claim, status.
+pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R<Vec<Row>> {
+    let Group {
+        name: group_name,
+        make_store,
+        mut floor,
+        targets,
+    } = group;
+    let store = make_store("main")?;
+    let memory = floor.is_none();
+    let (iters, few) = if memory {
+        (it.memory, it.memory)
+    } else {
+        (it.fs, it.fs_new_key)
+    };
+    let mut rows = Vec::new();
+    let mut push =
+        |name: &str, (summary, fl): (Summary, Option<Summary>), floor_name: &str, target| {
+            rows.push(Row {
+                group: group_name.to_string(),
+                name: name.to_string(),
+                summary,
+                floor: fl.map(|f| (floor_name.to_string(), f)),
+                target: if targets { target } else { None },
+            });
+        };
+    let claim_floor_name = |flush: bool| {
+        if flush {
+            "flushed create + unflushed create + listing/read"
+        } else {
+            "2 unflushed creates + listing/read"
+        }
+    };
+
+    // check
+    let res = Resource::lock("row-check");
+    let lease = store.acquire(&res, &options())?;
+    let token = lease.token();
+    let mut op = || {
+        let (ok, t) = timed(|| Ok(store.check(&res, token)?))?;
+        if !ok {
+            return Err("check of a held lease's token returned false".into());
+        }
+        Ok(t)
+    };
+    let measured = match floor.as_mut() {
+        Some((kit, _)) => paired(iters, it.warmup, &mut op, Some(&mut || kit.list_read()))?,
+        None => paired(iters, it.warmup, &mut op, None)?,
+    };
+    let target = if memory {
+        None
+    } else {
+        Some(Target::RatioAtMost(1.5))
+    };
+    push("check", measured, "listing + read", target);
+
+    // acquire + release, cold resource (free: its newest record is a tombstone)
+    let res = Resource::lock("row-cold");
+    store.release(&store.acquire(&res, &options())?)?;
+    let mut op = || {
+        timed(|| {
+            let lease = store.acquire(&res, &options())?;
+            store.release(&lease)?;
+            Ok(())
+        })
+        .map(|(_, t)| t)
+    };
+    let (measured, flush) = match floor.as_mut() {
+        Some((kit, flush)) => {
+            let flush = *flush;
+            let mut f = || Ok(kit.create(flush)? + kit.create(false)? + kit.list_read()?);
+            (paired(iters, it.warmup, &mut op, Some(&mut f))?, flush)
+        }
+        None => (paired(iters, it.warmup, &mut op, None)?, false),
+    };
+    let target = match (memory, flush) {
+        (true, _) => Some(Target::P50AtMost(Duration::from_micros(5))),
+        (false, true) => Some(Target::RatioAtMost(1.3)),
+        (false, false) => None,
+    };
+    push(
+        "acquire + release, cold resource",
+        measured,
+        claim_floor_name(flush),
+        target,
+    );
+
+    // acquire + release of a key never claimed before (creates its directory)
+    let mut n = 0u64;
+    let mut op = || {
+        n += 1;
+        let res = Resource::lock(format!("row-new-{n}"));
+        timed(|| {
+            let lease = store.acquire(&res, &options())?;
+            store.release(&lease)?;
+            Ok(())
+        })
+        .map(|(_, t)| t)
+    };
+    let measured = match floor.as_mut() {
+        Some((kit, flush)) => {
+            let flush = *flush;
+            let mut f = || Ok(kit.create(flush)? + kit.create(false)? + kit.list_read()?);
+            paired(few, 0, &mut op, Some(&mut f))?
+        }
+        None => paired(few, 0, &mut op, None)?,
+    };
+    push(
+        "acquire + release, first claim of a new key",
+        measured,
+        claim_floor_name(flush),
+        None,
+    );
+
+    // renew
+    let res = Resource::lock("row-renew");
+    let mut lease = store.acquire(&res, &options())?;
+    let mut op = || timed(|| Ok(store.renew(&mut lease)?)).map(|(_, t)| t);
+    let measured = match floor.as_mut() {
+        Some((kit, flush)) => {
+            let flush = *flush;
+            paired(iters, it.warmup, &mut op, Some(&mut || kit.create(flush)))?
+        }
+        None => paired(iters, it.warmup, &mut op, None)?,
+    };
+    let records = store.backend().generations(lease.key())?.len();
+    notes.push(format!(
+        "{group_name}: after {} renewals of one lease its series holds {records} records \
+         (renew never sweeps; only the next acquire does), so every later read of that \
+         key lists them all.",
+        iters + it.warmup
+    ));
+    let target = (!memory && flush).then_some(Target::RatioAtMost(1.2));
+    let floor_name = if flush {
+        "flushed create"
+    } else {
+        "unflushed create"
+    };
+    push("renew", measured, floor_name, target);
+
+    // check of that renewed lease: what the unswept series costs every reader
+    let token = lease.token();
+    let mut op = || {
+        let (ok, t) = timed(|| Ok(store.check(&res, token)?))?;
+        if !ok {
+            return Err("check of a renewed lease's token returned false".into());
+        }
+        Ok(t)
+    };
+    let measured = match floor.as_mut() {
+        Some((kit, _)) => paired(iters, it.warmup, &mut op, Some(&mut || kit.list_read()))?,
+        None => paired(iters, it.warmup, &mut op, None)?,
+    };
+    let name = format!("check of the lease just renewed (its series: {records} records)");
+    push(&name, measured, "listing + read", None);
+
+    // claim refused while held
+    let res = Resource::lock("row-held");
+    let _holder = store.acquire(&res, &options())?;
+    let mut op = || {
+        let (outcome, t) = timed(|| Ok(store.try_acquire(&res, &options())?))?;
+        match outcome {
+            TryAcquire::Held(_) => Ok(t),
+            TryAcquire::Acquired(_) => Err("a held resource was acquired".into()),
+        }
+    };
+    let measured = match floor.as_mut() {
+        Some((kit, _)) => paired(iters, it.warmup, &mut op, Some(&mut || kit.list_read()))?,
+        None => paired(iters, it.warmup, &mut op, None)?,
+    };
+    push("claim refused while held", measured, "listing + read", None);
+
+    // status over 1,000 keys, in a store of its own
+    let status_store = make_store("status")?;
+    for k in 0..it.status_keys {
+        status_store.acquire(&Resource::lock(format!("status-{k:05}")), &options())?;
+    }
+    let mut op = || {
+        let (entries, t) = timed(|| Ok(status_store.status()?))?;
+        if entries.len() != it.status_keys {
+            return Err(format!(
+                "status listed {} keys, not {}",
+                entries.len(),
+                it.status_keys
+            )
+            .into());
+        }
+        Ok(t)
+    };
+    let measured = match floor.as_mut() {
+        Some((kit, _)) => paired(it.status, 1, &mut op, Some(&mut || kit.status()))?,
+        None => paired(it.status, 1, &mut op, None)?,
+    };
+    let name = format!("status over {} keys", it.status_keys);
+    let floor_name = format!("{} × listing + read", it.status_keys);
+    push(&name, measured, &floor_name, None);
+    Ok(rows)
+}
+
+/// Runs one whole `fencepost` process and returns its output, failing on an
+/// unexpected exit code.
+fn run_cli(bin: &Path, store: &Path, args: &[&str]) -> R<Output> {
+    let out = Command::new(bin)
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`fencepost {}` exited with {}: {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+        .into());
+    }
+    Ok(out)
+}
+
+/// Spawns this bench binary doing nothing: the cost of starting any process.
+pub fn spawn_noop() -> R<Duration> {
+    let exe = std::env::current_exe()?;
+    let (status, t) = timed(|| {
+        Ok(Command::new(&exe)
+            .arg("__noop")
+            .stdin(Stdio::null())
+            .status()?)
+    })?;
+    if !status.success() {
+        return Err(format!("the no-op process exited with {status}").into());
+    }
+    Ok(t)
+}
+
+/// `fencepost check` and `fencepost claim` + `release` as whole processes.
+pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) -> R<Vec<Row>> {
+    let group = "CLI process, fs".to_string();
+    let mut rows = Vec::new();
+    let (summary, _) = paired(it.process, 2, &mut spawn_noop, None)?;
+    rows.push(Row {
+        group: group.clone(),
+        name: "spawn + wait of a no-op Rust process (floor)".into(),
+        summary,
+        floor: None,
+        target: None,
+    });
+
+    let store = Store::new(fencepost_fs::FsStore::open(&store_dir)?);
+    let lease = store.acquire(&Resource::lock("cli-check"), &options())?;
+    let token = lease.token().to_string();
+    let mut op = || {
+        timed(|| run_cli(bin, &store_dir, &["check", "--lock", "cli-check", &token]))
+            .map(|(_, t)| t)
+    };
+    let mut floor = || Ok(spawn_noop()? + kit.list_read()?);
+    let (summary, fl) = paired(it.process, 2, &mut op, Some(&mut floor))?;
+    rows.push(Row {
+        group: group.clone(),
+        name: "`fencepost check`".into(),
+        summary,
+        floor: fl.map(|f| ("no-op process + listing/read".into(), f)),
+        target: Some(Target::P50AtMost(Duration::from_millis(3))),
+    });
+
+    let mut op = || {
+        timed(|| {
+            let out = run_cli(
+                bin,
+                &store_dir,
+                &["claim", "--lock", "cli-claim", "--ttl", "600000"],
+            )?;
+            let token = String::from_utf8(out.stdout)?.trim().to_string();
+            run_cli(bin, &store_dir, &["release", "--lock", "cli-claim", &token])?;
+            Ok(())
+        })
+        .map(|(_, t)| t)
+    };
+    let mut floor = || {
+        Ok(spawn_noop()?
+            + spawn_noop()?
+            + kit.create(true)?
+            + kit.create(false)?
+            + kit.list_read()?)
+    };
+    let (summary, fl) = paired(it.process, 2, &mut op, Some(&mut floor))?;
+    rows.push(Row {
+        group,
+        name: "`fencepost claim` + `fencepost release`".into(),
+        summary,
+        floor: fl.map(|f| {
+            (
+                "2 no-op processes + flushed create + unflushed create + listing/read".into(),
+                f,
+            )
+        }),
+        target: None,
+    });
+    Ok(rows)
+}
