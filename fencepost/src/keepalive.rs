@@ -36,7 +36,7 @@ impl Shared {
 /// When the lease is lost (superseded, expired, released by someone else, or the
 /// store stayed unusable until the ttl ran out) the thread stops, calls the loss
 /// callback once (if one was given) and records the loss for
-/// [`Keepalive::loss`]. The renewal interval uses real time, not the store's clock.
+/// [`Keepalive::take_loss`]. The renewal interval uses real time, not the store's clock.
 ///
 /// Dropping a `Keepalive` stops renewing and releases the lease, best effort.
 pub struct Keepalive {
