@@ -228,6 +228,17 @@ fn renew_keeps_token_and_moves_expiry<S: LeaseStore + Clone + 'static>(
         .renew_token(&lock, token, None)
         .map_err(|e| fail("renew_token", e))?;
     ensure!(renewed.token() == token, "renew by token changed the token");
+    for _ in 0..20 {
+        store.renew(&mut lease).map_err(|e| fail("renew", e))?;
+    }
+    let kept = f
+        .raw()
+        .generations(&key_of(&lock)?)
+        .map_err(|e| fail("list", e))?;
+    ensure!(
+        kept == vec![lease.generation()],
+        "renewals left superseded records behind (sweep after a durable renewal): {kept:?}"
+    );
     Ok(())
 }
 

@@ -774,6 +774,11 @@ impl Store {
                 .create(key, generation, &renewal.encode(), Durability::Flushed)?;
         let confirmed = self.read_newest(key)?;
         if created == CreateOutcome::Created && confirmed.generation == generation {
+            // A renewal is a durable claim of ours that became the newest: the same
+            // moment acquire sweeps (SPEC §3). Without it a lease kept alive for hours
+            // piles up thousands of records that every read lists (found by the
+            // benchmark).
+            self.sweep_below(key, generation);
             return Ok(renewal);
         }
         // Lost the create, or something landed above ours: if the newest record is
