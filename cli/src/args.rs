@@ -40,7 +40,8 @@ pub struct Cli {
 /// Options every command takes.
 #[derive(Debug, Args)]
 pub struct Global {
-    /// The store directory [default: discovered, see "Store" below]
+    /// The store directory [default: discovered, see "Store" below], or an etcd
+    /// store URL etcd://host:2379[,host:2379…]/prefix (builds with the `etcd` feature)
     #[arg(long, global = true, env = "FENCEPOST_STORE", value_name = "DIR")]
     pub store: Option<PathBuf>,
 

@@ -8,6 +8,7 @@ mod args;
 mod commands;
 mod output;
 mod run;
+mod store;
 mod sys;
 
 use std::process::ExitCode;
@@ -106,14 +107,8 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
             "cannot read the current directory: {e}; run from an existing directory or pass --store"
         ))
     })?;
-    let root = fencepost_fs::locate_store(cli.global.store.as_deref(), &cwd);
-    let backend = fencepost_fs::FsStore::open(&root).map_err(|e| {
-        // `e` reads "open store <path>: <reason>".
-        Failure::Error(format!(
-            "cannot {e}; pass a writable directory with --store or FENCEPOST_STORE"
-        ))
-    })?;
-    let locator = fencepost::LeaseStore::locator(&backend);
+    let backend = store::open(cli.global.store.as_deref(), &cwd).map_err(Failure::Error)?;
+    let locator = backend.locator();
     Ok(Context {
         store: fencepost::Store::new(backend),
         locator,

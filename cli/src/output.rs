@@ -202,6 +202,9 @@ pub fn describe_error(error: &Error) -> String {
             "lease on {label} with token {token} expired {} ago; claim it again for a new token",
             human_precise(-until_ms(*expired_at_ms, now_ms()))
         ),
+        Error::Backend(e) if e.location.contains("etcd://") => format!(
+            "store error: {e}; check that the etcd endpoints of the store (--store or FENCEPOST_STORE) are reachable"
+        ),
         Error::Backend(e) => format!(
             "store error: {e}; check that the store (--store or FENCEPOST_STORE) is a writable directory"
         ),

@@ -11,6 +11,7 @@
 mod args;
 pub mod confine;
 mod server;
+mod store;
 mod write;
 
 pub use confine::{Confinement, Refusal};

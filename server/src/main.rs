@@ -18,6 +18,8 @@ struct Cli {
     root: PathBuf,
     /// The lease store directory; relative to --root. Default: the store found from
     /// the root (nearest .fencepost, else the git work tree's, else ROOT/.fencepost).
+    /// Or an etcd store, `etcd://host:2379[,host:2379…]/prefix` (built with the
+    /// `etcd` feature).
     #[arg(long, env = "FENCEPOST_STORE", value_name = "DIR")]
     store: Option<PathBuf>,
     /// Owner name recorded with each claim (diagnostics only).
@@ -28,6 +30,12 @@ struct Cli {
         value_name = "NAME"
     )]
     owner: String,
+}
+
+/// `etcd://…`, in any case.
+fn is_etcd_url(text: &str) -> bool {
+    text.get(..7)
+        .is_some_and(|s| s.eq_ignore_ascii_case("etcd://"))
 }
 
 fn main() -> ExitCode {
@@ -45,10 +53,12 @@ fn main() -> ExitCode {
     };
     init_logging();
     let root = std::path::absolute(&cli.root).unwrap_or(cli.root);
-    let store = fencepost_fs::locate_store(
-        cli.store.as_deref().filter(|s| !s.as_os_str().is_empty()),
-        &root,
-    );
+    let named = cli.store.as_deref().filter(|s| !s.as_os_str().is_empty());
+    let store = match named {
+        // An etcd store URL is not a path: passed through as is.
+        Some(url) if url.to_str().is_some_and(is_etcd_url) => url.to_path_buf(),
+        _ => fencepost_fs::locate_store(named, &root),
+    };
     let server = match FencepostServer::new(Config {
         root,
         store,

@@ -24,7 +24,8 @@ pub struct Config {
     /// The working tree: `file` targets and `write` paths are relative to it and
     /// confined to it.
     pub root: PathBuf,
-    /// The store directory (`.fencepost`), opened with the fs backend.
+    /// The store directory (`.fencepost`), opened with the fs backend, or an
+    /// `etcd://host:2379[,…]/prefix` URL (needs the `etcd` feature).
     pub store: PathBuf,
     /// The owner name recorded with every claim (diagnostics only).
     pub owner: String,
@@ -55,6 +56,8 @@ impl std::error::Error for StartError {}
 /// this server claimed and keeps alive (one per key).
 struct Inner {
     store: Store,
+    /// How `status` names a store that is not a directory (an etcd URL).
+    store_label: Option<String>,
     confinement: Confinement,
     owner: String,
     leases: Mutex<Held>,
@@ -111,12 +114,13 @@ impl FencepostServer {
     /// [`StartError::Store`] when the store cannot be opened or created;
     /// [`StartError::Root`] when the root is not an existing directory.
     pub fn new(config: Config) -> Result<Self, StartError> {
-        let backend = fencepost_fs::FsStore::open(&config.store).map_err(StartError::Store)?;
-        let confinement = Confinement::new(&config.root, backend.root())
+        let opened = crate::store::open(&config.store, &config.root).map_err(StartError::Store)?;
+        let confinement = Confinement::new(&config.root, &opened.guarded_dir)
             .map_err(|e| StartError::Root(config.root.clone(), e))?;
         Ok(FencepostServer {
             inner: Arc::new(Inner {
-                store: Store::new(backend),
+                store: Store::new(opened.backend),
+                store_label: opened.label,
                 confinement,
                 owner: config.owner,
                 leases: Mutex::default(),
@@ -578,7 +582,10 @@ impl Inner {
             .collect();
         Ok(StatusResult {
             root: self.confinement.root().display().to_string(),
-            store: self.confinement.store().display().to_string(),
+            store: self
+                .store_label
+                .clone()
+                .unwrap_or_else(|| self.confinement.store().display().to_string()),
             claims,
         })
     }
