@@ -11,7 +11,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "verify-package: $*" >&2; exit 1; }
 
-publishable=(fencepost fencepost-fs fencepost-memory fencepost-conformance fencepost-cli fencepost-server)
+publishable=(fencepost fencepost-fs fencepost-memory fencepost-conformance fencepost-etcd fencepost-cli fencepost-server)
 
 echo "== 1. dependency budget (SPEC §9)"
 # The core may use std plus these crates and their own dependencies; anything else is a
