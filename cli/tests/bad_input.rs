@@ -45,14 +45,30 @@ fn lock_and_file_exclude_each_other() {
 }
 
 #[test]
-fn tokens_are_positive_whole_numbers() {
+fn tokens_are_whole_numbers() {
     let s = Scratch::new();
-    for bad in ["abc", "-1", "0", "1.5", ""] {
+    for bad in ["abc", "-1", "1.5", "", "18446744073709551616"] {
         for command in ["check", "renew", "release"] {
             rejects(&s, &[command, "--lock", "x", bad], "token");
         }
     }
     rejects(&s, &["check", "--lock", "x"], "TOKEN");
+}
+
+#[test]
+fn token_zero_is_never_current_not_bad_input() {
+    // Acceptance of issue 2: `check N-1` after the first claim (N = 1) exits 3.
+    let s = Scratch::new();
+    let token = s.claim("x", &[]);
+    assert_eq!(token, 1);
+    for command in ["check", "renew", "release"] {
+        let out = s
+            .cmd()
+            .args([command, "--lock", "x", "0"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{command} 0: {out:?}");
+    }
 }
 
 #[test]
