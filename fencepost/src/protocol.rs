@@ -380,11 +380,19 @@ impl Store {
                     }
                 }
             }
+            if held.is_none() {
+                // Sweep before the final liveness check, not after: a sweep that
+                // stalls (a slow disk, an etcd member without a leader) must not
+                // hand out a lease that expired meanwhile (SPEC §3; found by the
+                // etcd cluster test).
+                for (key, claim) in &taken {
+                    self.sweep_below(key, claim.generation);
+                }
+            }
             let now = self.clock.wall_ms();
-            let all_live = keys.len() == 1
-                || taken
-                    .iter()
-                    .all(|(_, claim)| record::is_live(&claim.envelope(), now));
+            let all_live = taken
+                .iter()
+                .all(|(_, claim)| record::is_live(&claim.envelope(), now));
             if held.is_none() && all_live {
                 return Ok(TryAcquire::Acquired(
                     self.confirmed_lease(resource, identity, taken, holder_id, options),
@@ -406,8 +414,7 @@ impl Store {
         }
     }
 
-    /// The lease for claims confirmed on every key of `identity`; sweeps each key's
-    /// series below our claim.
+    /// The lease for claims confirmed (and swept below) on every key of `identity`.
     fn confirmed_lease(
         &self,
         resource: &Resource,
@@ -419,7 +426,6 @@ impl Store {
         let mut primary = None;
         let mut others = Vec::new();
         for (key, claim) in taken {
-            self.sweep_below(key, claim.generation);
             if *key == identity.key {
                 primary = Some(claim);
             } else {

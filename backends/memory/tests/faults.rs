@@ -191,3 +191,71 @@ fn losing_a_renewal_race_to_the_same_tenure_is_not_a_loss() {
         .expect("the same tenure renewed concurrently is still ours");
     assert!(store.check(&lock, lease.token()).unwrap());
 }
+
+/// A backend whose first removal (a sweep) stalls past any ttl, as a sweep on a
+/// slow disk or an etcd member without a leader can.
+#[derive(Debug, Clone)]
+struct StallingSweep {
+    inner: MemoryStore,
+    clock: fencepost::ManualClock,
+    stalled: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl fencepost::LeaseStore for StallingSweep {
+    fn create(
+        &self,
+        key: &fencepost::Key,
+        generation: u64,
+        bytes: &[u8],
+        durability: fencepost::Durability,
+    ) -> Result<fencepost::CreateOutcome, fencepost::BackendError> {
+        self.inner.create(key, generation, bytes, durability)
+    }
+    fn generations(&self, key: &fencepost::Key) -> Result<Vec<u64>, fencepost::BackendError> {
+        self.inner.generations(key)
+    }
+    fn read(
+        &self,
+        key: &fencepost::Key,
+        generation: u64,
+    ) -> Result<Option<Vec<u8>>, fencepost::BackendError> {
+        self.inner.read(key, generation)
+    }
+    fn remove(&self, key: &fencepost::Key, generation: u64) -> Result<(), fencepost::BackendError> {
+        if !self.stalled.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            self.clock.advance_ms(60_000);
+        }
+        self.inner.remove(key, generation)
+    }
+    fn keys(&self) -> Result<Vec<fencepost::Key>, fencepost::BackendError> {
+        self.inner.keys()
+    }
+    fn locator(&self) -> String {
+        "stalling".into()
+    }
+}
+
+#[test]
+fn a_sweep_that_stalls_past_the_ttl_never_yields_an_expired_lease() {
+    // SPEC §3: acquire returns only a lease confirmed newest and live. Reported by the
+    // etcd cluster test, where a sweep stalled on a member without a leader.
+    use fencepost::Clock;
+    let clock = fencepost::ManualClock::new(1_800_000_000_000);
+    let backend = StallingSweep {
+        inner: MemoryStore::new(),
+        clock: clock.clone(),
+        stalled: Default::default(),
+    };
+    let store = Store::with_clock(backend, clock.clone());
+    let lock = Resource::lock("x");
+    let first = store.acquire(&lock, &options("a")).unwrap();
+    store.release(&first).unwrap();
+    let lease = store.acquire(&lock, &options("b")).unwrap(); // sweeps, stalls once
+    assert!(
+        lease.expires_at_ms() > clock.wall_ms(),
+        "acquire returned a lease that expired at {} (now {})",
+        lease.expires_at_ms(),
+        clock.wall_ms()
+    );
+    assert!(store.check(&lock, lease.token()).unwrap());
+}
