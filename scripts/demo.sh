@@ -5,6 +5,7 @@
 # sections never overlapped and that the tokens strictly increase.
 set -euo pipefail
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
+echo "building the fencepost binary (release; the first build takes a minute or two)..."
 cargo build --release --quiet --manifest-path "$repo_root/Cargo.toml" -p fencepost-cli
 fencepost="$repo_root/target/release/fencepost"
 
@@ -18,7 +19,7 @@ worker() { # $1 = name, $2 = directory to run from
   for round in 1 2 3; do
     (cd "$2" && "$fencepost" run --lock demo:migrations --ttl 2000 --wait 20000 --owner "$1" -- \
       sh -c 'set -C; : > "$0/busy" || { echo OVERLAP >> "$0/log"; exit 1; }
-             echo "$1 holds demo:migrations with token $FENCEPOST_TOKEN (store $FENCEPOST_STORE)"
+             echo "$1 (in $(basename "$PWD")) holds demo:migrations with token $FENCEPOST_TOKEN (store $FENCEPOST_STORE)"
              echo "$FENCEPOST_TOKEN" >> "$0/log"; sleep 0.2; rm -f "$0/busy"' "$scratch" "$1")
     sleep 0.1   # outside the lease: gives the other agent its turn
   done
