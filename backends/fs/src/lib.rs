@@ -64,6 +64,11 @@
 
 #![warn(missing_docs)]
 
+// The workspace README's library example compiles against this crate (it is a doctest).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct WorkspaceReadmeDoctests;
+
 mod layout;
 mod locate;
 mod sys;
