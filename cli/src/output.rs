@@ -285,11 +285,16 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
             if i > 0 {
                 line.push_str("  ");
             }
-            // Numbers right-aligned, text left-aligned.
+            // Numbers right-aligned, text left-aligned. Padded by hand: `{:width$}`
+            // panics for widths beyond u16, and a label can be that long (breaker
+            // trial: a 65,536-character lock name broke `status` for everyone).
+            let padding = " ".repeat(width - cell.chars().count());
             if i == 2 || i == 4 || i == 5 {
-                line.push_str(&format!("{cell:>width$}"));
+                line.push_str(&padding);
+                line.push_str(cell);
             } else {
-                line.push_str(&format!("{cell:<width$}"));
+                line.push_str(cell);
+                line.push_str(&padding);
             }
         }
         out.push_str(line.trim_end());

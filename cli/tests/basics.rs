@@ -368,8 +368,8 @@ fn status_lists_every_resource() {
         .args(["release", "--lock", "gone", &gone])
         .assert()
         .code(0);
-    s.claim("brief", &["--ttl", "1"]);
-    std::thread::sleep(Duration::from_millis(20));
+    s.claim("brief", &["--ttl", "150"]);
+    std::thread::sleep(Duration::from_millis(300));
 
     let table = s.cmd().arg("status").output().unwrap();
     assert_eq!(table.status.code(), Some(0));
@@ -420,4 +420,20 @@ fn a_closed_stdout_is_not_an_error() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&output.stderr), "rc=0\n");
+}
+
+#[test]
+fn status_survives_a_label_longer_than_any_format_width() {
+    // Breaker trial: a 65,536-character lock name made `status` panic for everyone.
+    let s = Scratch::new();
+    let long = "a".repeat(70_000);
+    s.claim(&long, &[]);
+    let out = s.cmd().arg("status").output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&long));
 }

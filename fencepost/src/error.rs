@@ -82,6 +82,18 @@ pub enum Error {
         /// When it expired, in milliseconds since the Unix epoch.
         expired_at_ms: u64,
     },
+    /// Acquire created its claim, but the claim had expired by the time it was
+    /// confirmed (the process was paused, or the store's creates take longer than the
+    /// ttl), and the wait ran out before a retry could succeed. Nothing is held.
+    #[error(
+        "the claim on {label} expired before it could be confirmed: the store took longer than the ttl of {ttl_ms} ms; use a longer ttl"
+    )]
+    ClaimLapsed {
+        /// The resource's label.
+        label: String,
+        /// The ttl that proved too short, in milliseconds.
+        ttl_ms: u64,
+    },
     /// A resource that cannot name a claim series: an empty lock name, a name with
     /// control characters, a file path that cannot be resolved.
     #[error("invalid resource: {0}")]

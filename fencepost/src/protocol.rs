@@ -18,6 +18,10 @@ const BACKOFF_CAP_MS: u64 = 64;
 const VANISHED_RELIST_ATTEMPTS: usize = 8;
 /// How often release retries when a concurrent create takes its generation.
 const RELEASE_ATTEMPTS: usize = 8;
+/// How many times acquire retries a claim that lapsed before it was confirmed even
+/// when the wait is over: one pause (a GC, a swapped-out process) should not fail an
+/// acquire with no wait, but creates that are always slower than the ttl must end.
+const LAPSE_RETRIES: usize = 2;
 /// How many times acquire may lose the create of one generation while the listing
 /// still shows the generation below it before the backend is declared broken (it
 /// says a record exists that it never lists): a bound instead of a spin.
@@ -348,6 +352,7 @@ impl Store {
         let holder_id = new_holder_id(&options.owner);
         let deadline = self.clock.monotonic_ms().saturating_add(options.wait_ms);
         let mut backoff_ms = BACKOFF_START_MS;
+        let mut lapses = 0;
         let mut watches: Vec<Watch> = keys.iter().map(|_| Watch::default()).collect();
         loop {
             // Several keys (an existing file: path and file id): look before taking
@@ -399,12 +404,25 @@ impl Store {
                 ));
             }
             self.give_back(&taken);
+            let mono = self.clock.monotonic_ms();
             let Some(holder) = held else {
-                // A claim taken first expired while the later keys were being taken
-                // (a pause): try again at once.
+                // Our claims lapsed before they were confirmed (a pause, or creates
+                // slower than the ttl): retry with backoff until the deadline, never
+                // in a tight loop that writes a record per pass.
+                lapses += 1;
+                if mono >= deadline && lapses > LAPSE_RETRIES {
+                    return Err(Error::ClaimLapsed {
+                        label: resource.target(),
+                        ttl_ms: options.ttl_ms,
+                    });
+                }
+                let step = jittered(backoff_ms)
+                    .min(deadline.saturating_sub(mono))
+                    .max(1);
+                self.clock.sleep(Duration::from_millis(step));
+                backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
                 continue;
             };
-            let mono = self.clock.monotonic_ms();
             if mono >= deadline {
                 return Ok(TryAcquire::Held(holder));
             }
@@ -502,7 +520,7 @@ impl Store {
                 return Ok(Claim::Held(holder));
             }
 
-            let generation = newest.generation + 1;
+            let generation = next_generation(key, newest.generation)?;
             watch.invisible = match watch.invisible {
                 (g, n) if g == generation => (g, n + 1),
                 _ => (generation, 0),
@@ -562,11 +580,8 @@ impl Store {
                 // as torn, or a later claimant won): nothing of ours to clean up.
                 continue;
             }
-            if !record::is_live(&claim.envelope(), self.clock.wall_ms()) {
-                // We were paused past our own ttl: the claim is worthless; try again
-                // (the next round supersedes it with a new token).
-                continue;
-            }
+            // Ours, but possibly already expired (a pause, or a create slower than the
+            // ttl): the caller's final liveness check decides, under its deadline.
             return Ok(Claim::Taken(claim));
         }
     }
@@ -766,7 +781,7 @@ impl Store {
                 expired_at_ms: current.expires_at_ms,
             });
         }
-        let generation = newest.generation + 1;
+        let generation = next_generation(key, newest.generation)?;
         let renewal = Record {
             generation,
             granted_at_ms: now,
@@ -880,7 +895,7 @@ impl Store {
                         .filter(|_| newest.envelope().is_some_and(|e| record::is_live(&e, now))),
                 });
             };
-            let generation = newest.generation + 1;
+            let generation = next_generation(key, newest.generation)?;
             let now = self.clock.wall_ms();
             let tombstone = Record {
                 generation,
@@ -933,7 +948,22 @@ impl Store {
         let now = self.clock.wall_ms();
         let mut entries = Vec::new();
         for key in self.backend.keys()? {
-            let newest = self.read_newest(&key)?;
+            // One unreadable series (permissions, a broken key directory) is shown as
+            // unreadable rather than failing the listing of every other key.
+            let Ok(newest) = self.read_newest(&key) else {
+                entries.push(StatusEntry {
+                    key: key.clone(),
+                    label: String::new(),
+                    state: ClaimState::Unreadable,
+                    live: false,
+                    token: 0,
+                    generation: 0,
+                    owner: String::new(),
+                    pid: 0,
+                    expires_at_ms: 0,
+                });
+                continue;
+            };
             if newest.generation == 0 {
                 continue;
             }
@@ -1070,11 +1100,14 @@ impl Store {
         let Ok(newest) = self.read_newest(key) else {
             return;
         };
+        let Some(tombstone_generation) = generation.checked_add(1) else {
+            return;
+        };
         if newest.generation == generation {
             if let Some(record) = newest.claim().filter(|r| r.holder == holder_id) {
                 let now = self.clock.wall_ms();
                 let tombstone = Record {
-                    generation: generation + 1,
+                    generation: tombstone_generation,
                     granted_at_ms: now,
                     expires_at_ms: now,
                     ttl_ms: 0,
@@ -1083,13 +1116,28 @@ impl Store {
                 };
                 let _ = self.backend.create(
                     key,
-                    generation + 1,
+                    tombstone_generation,
                     &tombstone.encode(),
                     Durability::Unflushed,
                 );
             }
         }
     }
+}
+
+/// The generation after `newest`, or a backend error when the series has reached
+/// `u64::MAX` (only a hand-made record can get there; wrapping would restart the
+/// numbering, SPEC I2).
+fn next_generation(key: &Key, newest: u64) -> Result<u64> {
+    newest.checked_add(1).ok_or_else(|| {
+        Error::Backend(crate::BackendError::new(
+            "create",
+            key,
+            std::io::Error::other(
+                "the series holds the largest possible generation, so no later claim can be numbered; a record was planted by hand",
+            ),
+        ))
+    })
 }
 
 /// A holder id unique to one tenure: owner, pid and a random nonce.

@@ -116,6 +116,12 @@ pub fn decode(bytes: &[u8], key: &str, generation: u64) -> Decoded {
                 "record names generation {}, found as {generation}",
                 record.generation
             )),
+            Ok(record) if record.token == 0 || record.token > record.generation => {
+                Decoded::Torn(format!(
+                    "token {} cannot start a tenure at or before generation {}",
+                    record.token, record.generation
+                ))
+            }
             Ok(record) => Decoded::Record(record),
             Err(e) => Decoded::Torn(format!("malformed v1 record: {e}")),
         },
@@ -124,6 +130,15 @@ pub fn decode(bytes: &[u8], key: &str, generation: u64) -> Decoded {
                 "record names generation {}, found as {generation}",
                 envelope.generation
             )),
+            // A token is the generation its tenure began at, so never above the
+            // record's own generation: a larger one would raise the fence past the
+            // series and let numbering fall back below an accepted token (I2).
+            Ok(envelope) if envelope.token == 0 || envelope.token > envelope.generation => {
+                Decoded::Torn(format!(
+                    "token {} above generation {}",
+                    envelope.token, envelope.generation
+                ))
+            }
             Ok(envelope) => Decoded::Newer { v: newer, envelope },
             Err(e) => Decoded::Torn(format!("v{newer} record without a readable envelope: {e}")),
         },
@@ -195,6 +210,26 @@ mod tests {
                 "{name} should be torn"
             );
         }
+    }
+
+    #[test]
+    fn a_token_above_its_generation_is_torn() {
+        // Found by the breaker trial: a hand-made record with token 999 at generation 2
+        // passed check, and the next claim then handed out token 3.
+        let mut value = serde_json::to_value(sample()).unwrap();
+        value["token"] = serde_json::json!(999);
+        assert!(matches!(
+            decode_sample(&serde_json::to_vec(&value).unwrap()),
+            Decoded::Torn(_)
+        ));
+        value["token"] = serde_json::json!(0);
+        assert!(matches!(
+            decode_sample(&serde_json::to_vec(&value).unwrap()),
+            Decoded::Torn(_)
+        ));
+        let newer =
+            br#"{"v":2,"token":9,"generation":4,"granted_at_ms":1000,"expires_at_ms":31000}"#;
+        assert!(matches!(decode_sample(newer), Decoded::Torn(_)));
     }
 
     #[test]

@@ -457,11 +457,13 @@ impl LeaseStore for FsStore {
     ///
     /// # Errors
     ///
-    /// `Ok(None)` when the record (or its key directory) does not exist. A
-    /// [`BackendError`] (operation `read`) naming the path for anything else,
-    /// including a record name that is a symbolic link, a directory or another
-    /// non-regular file, and a key directory that is a symbolic link: links inside
-    /// the store are never followed.
+    /// `Ok(None)` when the record (or its key directory) does not exist. A record
+    /// name that is a symbolic link, a directory or another non-regular file reads as
+    /// empty bytes (a torn record, superseded by the protocol); it is never followed.
+    /// A [`BackendError`] (operation `read`) naming the path for anything else,
+    /// including a key directory that is a symbolic link and a record that cannot be
+    /// opened or read (permissions: never guessed to be torn, as it may be a live
+    /// claim of another user).
     fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError> {
         if generation == 0 {
             return Ok(None);
@@ -474,6 +476,16 @@ impl LeaseStore for FsStore {
         }
         let path = dir.join(layout::record_file_name(generation));
         let fail = |e: io::Error| BackendError::new("read", path.display(), e);
+        match fs::symlink_metadata(&path) {
+            // A symlink, directory, FIFO or socket under a record's name occupies the
+            // generation but holds no record: it reads as empty, which the protocol
+            // treats as torn and supersedes (SPEC §3), instead of blocking the key
+            // and failing every `status` (found by the breaker trial). Never followed.
+            Ok(meta) if !meta.file_type().is_file() => return Ok(Some(Vec::new())),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(fail(e)),
+        }
         let mut file = match sys::open_record(&path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),

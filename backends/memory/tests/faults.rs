@@ -259,3 +259,106 @@ fn a_sweep_that_stalls_past_the_ttl_never_yields_an_expired_lease() {
     );
     assert!(store.check(&lock, lease.token()).unwrap());
 }
+
+/// A backend whose every create takes longer than any ttl in the test.
+#[derive(Debug, Clone)]
+struct SlowCreates {
+    inner: MemoryStore,
+    clock: fencepost::ManualClock,
+}
+
+impl fencepost::LeaseStore for SlowCreates {
+    fn create(
+        &self,
+        key: &fencepost::Key,
+        generation: u64,
+        bytes: &[u8],
+        durability: fencepost::Durability,
+    ) -> Result<fencepost::CreateOutcome, fencepost::BackendError> {
+        let outcome = self.inner.create(key, generation, bytes, durability);
+        self.clock.advance_ms(150);
+        outcome
+    }
+    fn generations(&self, key: &fencepost::Key) -> Result<Vec<u64>, fencepost::BackendError> {
+        self.inner.generations(key)
+    }
+    fn read(
+        &self,
+        key: &fencepost::Key,
+        generation: u64,
+    ) -> Result<Option<Vec<u8>>, fencepost::BackendError> {
+        self.inner.read(key, generation)
+    }
+    fn remove(&self, key: &fencepost::Key, generation: u64) -> Result<(), fencepost::BackendError> {
+        self.inner.remove(key, generation)
+    }
+    fn keys(&self) -> Result<Vec<fencepost::Key>, fencepost::BackendError> {
+        self.inner.keys()
+    }
+    fn locator(&self) -> String {
+        "slow".into()
+    }
+}
+
+#[test]
+fn creates_slower_than_the_ttl_end_at_the_deadline_not_in_a_loop() {
+    // Found by the breaker trial: `claim --ttl 100` on a disk whose fsync took 150 ms
+    // looped forever, ignoring --wait and writing a record per pass.
+    let clock = fencepost::ManualClock::new(1_800_000_000_000);
+    let inner = MemoryStore::new();
+    let store = Store::with_clock(
+        SlowCreates {
+            inner: inner.clone(),
+            clock: clock.clone(),
+        },
+        clock,
+    );
+    let lock = Resource::lock("x");
+    for wait_ms in [0, 2_000] {
+        match store.acquire(&lock, &AcquireOptions::new(100).owner("a").wait_ms(wait_ms)) {
+            Err(Error::ClaimLapsed { ttl_ms: 100, .. }) => {}
+            other => panic!("wait {wait_ms}: expected ClaimLapsed, got {other:?}"),
+        }
+    }
+    assert!(
+        inner.create_count() < 200,
+        "{} creates: a tight loop",
+        inner.create_count()
+    );
+    let lease = store
+        .acquire(&lock, &AcquireOptions::new(10_000).owner("a"))
+        .unwrap();
+    assert!(
+        store.check(&lock, lease.token()).unwrap(),
+        "a long enough ttl still works"
+    );
+}
+
+#[test]
+fn a_series_at_the_largest_generation_is_an_error_not_a_panic() {
+    // Found by the breaker trial: `newest.generation + 1` overflowed on a hand-made
+    // record named g18446744073709551615.json.
+    use fencepost::LeaseStore;
+    let backend = MemoryStore::new();
+    let store = Store::new(backend.clone());
+    let lock = Resource::lock("x");
+    let key = lock.identity().unwrap().key;
+    let expired = format!(
+        r#"{{"v":1,"key":"{key}","label":"x","token":{max},"generation":{max},"holder":"h","owner":"o","pid":1,"granted_at_ms":1,"expires_at_ms":2,"ttl_ms":1}}"#,
+        max = u64::MAX
+    );
+    backend
+        .create(
+            &key,
+            u64::MAX,
+            expired.as_bytes(),
+            fencepost::Durability::Flushed,
+        )
+        .unwrap();
+    assert!(matches!(
+        store.acquire(&lock, &options("a")),
+        Err(Error::Backend(_))
+    ));
+    assert!(!store.check(&lock, u64::MAX).unwrap());
+    assert!(store.release_token(&lock, u64::MAX).is_err());
+}
