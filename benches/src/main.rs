@@ -7,6 +7,10 @@
 //! generated Markdown file — none of which criterion's model fits, and its build
 //! would triple this crate's on a 2-core machine.
 
+// The benchmark drives POSIX processes (SIGSTOP, fork-style workers); elsewhere only
+// its shared helpers compile, unused.
+#![cfg_attr(not(unix), allow(dead_code))]
+
 #[cfg(unix)]
 mod contention;
 #[cfg(unix)]
