@@ -136,19 +136,41 @@ pub struct VerdictJson<'a> {
 
 /// `lock:NAME` or `file:PATH`.
 pub fn resource_name(kind: &str, label: &str) -> String {
-    format!("{kind}:{label}")
+    format!("{kind}:{}", printable(label))
+}
+
+/// `text` with control characters escaped (`\u{1b}`): labels and owners come from
+/// records anyone could have written, and must not drive the reader's terminal
+/// (breaker trial: an owner with ANSI escapes was printed raw).
+pub fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// `db:migrations is held by cli (pid 123, token 4, expires in 29.1s)`.
 pub fn held_message(label: &str, holder: &Holder) -> String {
-    format!("{label} is held by {}", describe_holder(holder))
+    format!(
+        "{} is held by {}",
+        printable(label),
+        describe_holder(holder)
+    )
 }
 
 /// `cli (pid 123, token 4, expires in 29.1s)`.
 pub fn describe_holder(holder: &Holder) -> String {
     format!(
         "{} (pid {}, token {}, expires in {})",
-        holder.owner,
+        printable(&holder.owner),
         holder.pid,
         holder.token,
         human_precise(until_ms(holder.expires_at_ms, now_ms()))
@@ -263,7 +285,7 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
             } else {
                 entry.token.to_string()
             }),
-            or_dash(entry.owner.clone()),
+            or_dash(printable(&entry.owner)),
             or_dash(if entry.pid == 0 {
                 String::new()
             } else {

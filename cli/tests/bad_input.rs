@@ -194,3 +194,14 @@ fn help_and_version_exit_0() {
         .code(0)
         .stdout(predicate::str::contains(env!("CARGO_PKG_VERSION")));
 }
+
+#[test]
+fn owners_with_control_characters_are_rejected() {
+    // Breaker trial: an owner with ANSI escapes reached other agents' terminals raw.
+    let s = Scratch::new();
+    rejects(
+        &s,
+        &["--owner", "evil\u{1b}[31m", "claim", "--lock", "x"],
+        "control characters",
+    );
+}

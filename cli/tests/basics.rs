@@ -437,3 +437,31 @@ fn status_survives_a_label_longer_than_any_format_width() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains(&long));
 }
+
+#[test]
+fn owners_written_by_others_are_printed_with_control_characters_escaped() {
+    // A record written by another tool (the library takes any owner) must not drive
+    // the reader's terminal.
+    let s = Scratch::new();
+    let claims = s.store().join("claims");
+    s.claim("x", &[]);
+    let key_dir = std::fs::read_dir(&claims)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let record = key_dir.join("g00000001.json");
+    let text = std::fs::read_to_string(&record).unwrap();
+    let tampered = text.replace("\"owner\":\"cli\"", "\"owner\":\"evil\\u001b[31m\"");
+    assert_ne!(text, tampered, "the record layout changed: {text}");
+    std::fs::remove_file(&record).unwrap();
+    std::fs::write(&record, tampered).unwrap();
+    let out = s.cmd().args(["claim", "--lock", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains('\u{1b}'), "raw escape printed: {stderr:?}");
+    assert!(stderr.contains("evil\\u{1b}[31m"), "{stderr}");
+    let table = s.cmd().arg("status").output().unwrap();
+    assert!(!String::from_utf8_lossy(&table.stdout).contains('\u{1b}'));
+}
