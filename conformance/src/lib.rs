@@ -279,6 +279,13 @@ pub fn run<S: LeaseStore + Clone + 'static>(backend: Backend<S>) -> ! {
     libtest_mimic::run(&arguments, trials).exit()
 }
 
+/// Runs `trials` (from [`trials`], for one or several backends) with libtest's usual
+/// flags, and exits. A binary that mixes backends must still call [`run`] for its
+/// shared backend first when [`WORKER_ENV`] is set, so worker processes work.
+pub fn run_trials(trials: Vec<libtest_mimic::Trial>) -> ! {
+    libtest_mimic::run(&libtest_mimic::Arguments::from_args(), trials).exit()
+}
+
 /// The suite as trials, for callers that combine it with their own tests or run it
 /// under another runner.
 pub fn trials<S: LeaseStore + Clone + 'static>(backend: &Backend<S>) -> Vec<libtest_mimic::Trial> {
