@@ -57,7 +57,7 @@ pub use clock::{Clock, ManualClock, SteppedClock, SystemClock};
 pub use error::{Error, Holder, Result};
 pub use identity::{Identity, Key, Resource};
 pub use keepalive::Keepalive;
-pub use protocol::{AcquireOptions, ClaimState, Lease, StatusEntry, Store, TryAcquire};
+pub use protocol::{AcquireOptions, ClaimState, Lease, StatusEntry, Store, TryAcquire, nonce};
 
 #[cfg(feature = "planted-bugs")]
 #[doc(hidden)]

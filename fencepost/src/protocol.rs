@@ -1142,18 +1142,19 @@ fn next_generation(key: &Key, newest: u64) -> Result<u64> {
 
 /// A holder id unique to one tenure: owner, pid and a random nonce.
 fn new_holder_id(owner: &str) -> String {
-    format!("{owner}-{}-{:016x}", std::process::id(), random_u64())
+    format!("{owner}-{}-{:016x}", std::process::id(), nonce())
 }
 
 /// Uniform in `[step/2, step]`: waiters that started together spread out.
 fn jittered(step_ms: u64) -> u64 {
     let half = step_ms / 2;
-    half + random_u64() % (step_ms - half + 1)
+    half + nonce() % (step_ms - half + 1)
 }
 
-/// A random number from the standard library's per-process random hash keys mixed
-/// with a counter and the time; enough for nonces and jitter, not for secrets.
-fn random_u64() -> u64 {
+/// A random number for nonces: holder ids, staging-file names, backoff jitter. From
+/// the standard library's per-process random hash keys mixed with a counter and the
+/// time — unique enough that a collision only costs a retry; not for secrets.
+pub fn nonce() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);

@@ -35,7 +35,7 @@ impl Staged {
             let path = dir.join(format!(
                 ".{stem}.{}-{:016x}.fencepost-tmp",
                 std::process::id(),
-                nonce()
+                fencepost::nonce()
             ));
             match OpenOptions::new().write(true).create_new(true).open(&path) {
                 Ok(file) => {
@@ -141,23 +141,6 @@ fn flush_dir(dir: &Path) {
     }
     #[cfg(not(unix))]
     let _ = dir;
-}
-
-/// A random number for staging names, from the standard library's per-process
-/// random hash keys mixed with a counter and the time.
-fn nonce() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    hasher.finish()
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ pub(crate) fn staging_file_name() -> String {
     format!(
         "{STAGE_PREFIX}{}-{:016x}{STAGE_SUFFIX}",
         std::process::id(),
-        random_u64()
+        fencepost::nonce()
     )
 }
 
@@ -57,24 +57,6 @@ pub(crate) fn is_staging_file_name(name: &str) -> bool {
     name.len() > STAGE_PREFIX.len() + STAGE_SUFFIX.len()
         && name.starts_with(STAGE_PREFIX)
         && name.ends_with(STAGE_SUFFIX)
-}
-
-/// A random number from the standard library's per-process hash keys mixed with a
-/// counter and the time: enough to keep staging names of concurrent writers apart
-/// (a collision only costs a retry, since staging files are created exclusively).
-fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    hasher.finish()
 }
 
 #[cfg(test)]

@@ -131,15 +131,37 @@ fn a_failed_release_that_landed_reports_success() {
     assert!(!store.check(&lock, lease.token()).unwrap());
 }
 
-/// A backend where another renewer of the same tenure (the CLI's `renew`, a second
-/// keepalive) wins the race for the next generation once.
-#[derive(Debug, Clone)]
-struct RacingRenewer {
+type CreateHook = Box<dyn Fn(&MemoryStore, &fencepost::Key, u64, &[u8]) + Send + Sync>;
+type RemoveHook = Box<dyn Fn() + Send + Sync>;
+
+/// The memory backend with test hooks run around its creates and removals: another
+/// process racing us, a stalling sweep, slow creates.
+#[derive(Clone)]
+struct Hooked {
     inner: MemoryStore,
-    armed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    before_create: std::sync::Arc<CreateHook>,
+    after_create: std::sync::Arc<RemoveHook>,
+    before_remove: std::sync::Arc<RemoveHook>,
 }
 
-impl fencepost::LeaseStore for RacingRenewer {
+impl Hooked {
+    fn new(inner: MemoryStore) -> Self {
+        Hooked {
+            inner,
+            before_create: std::sync::Arc::new(Box::new(|_, _, _, _| {})),
+            after_create: std::sync::Arc::new(Box::new(|| {})),
+            before_remove: std::sync::Arc::new(Box::new(|| {})),
+        }
+    }
+}
+
+impl std::fmt::Debug for Hooked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hooked")
+    }
+}
+
+impl fencepost::LeaseStore for Hooked {
     fn create(
         &self,
         key: &fencepost::Key,
@@ -147,10 +169,10 @@ impl fencepost::LeaseStore for RacingRenewer {
         bytes: &[u8],
         durability: fencepost::Durability,
     ) -> Result<fencepost::CreateOutcome, fencepost::BackendError> {
-        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            self.inner.create(key, generation, bytes, durability)?;
-        }
-        self.inner.create(key, generation, bytes, durability)
+        (self.before_create)(&self.inner, key, generation, bytes);
+        let outcome = self.inner.create(key, generation, bytes, durability);
+        (self.after_create)();
+        outcome
     }
     fn generations(&self, key: &fencepost::Key) -> Result<Vec<u64>, fencepost::BackendError> {
         self.inner.generations(key)
@@ -163,13 +185,14 @@ impl fencepost::LeaseStore for RacingRenewer {
         self.inner.read(key, generation)
     }
     fn remove(&self, key: &fencepost::Key, generation: u64) -> Result<(), fencepost::BackendError> {
+        (self.before_remove)();
         self.inner.remove(key, generation)
     }
     fn keys(&self) -> Result<Vec<fencepost::Key>, fencepost::BackendError> {
         self.inner.keys()
     }
     fn locator(&self) -> String {
-        "racing".into()
+        "hooked".into()
     }
 }
 
@@ -177,10 +200,23 @@ impl fencepost::LeaseStore for RacingRenewer {
 fn losing_a_renewal_race_to_the_same_tenure_is_not_a_loss() {
     // Reported by the MCP server work: a concurrent renew of the same tenure made a
     // keepalive give up a lease nobody had superseded.
+    // Once armed, another renewer of the same tenure creates the next generation
+    // (with the same bytes) just before ours.
     let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let backend = RacingRenewer {
-        inner: MemoryStore::new(),
-        armed: armed.clone(),
+    let racing = armed.clone();
+    let backend = Hooked {
+        before_create: std::sync::Arc::new(Box::new(move |inner, key, generation, bytes| {
+            if racing.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                let _ = fencepost::LeaseStore::create(
+                    inner,
+                    key,
+                    generation,
+                    bytes,
+                    fencepost::Durability::Flushed,
+                );
+            }
+        })),
+        ..Hooked::new(MemoryStore::new())
     };
     let store = Store::new(backend);
     let lock = Resource::lock("x");
@@ -192,59 +228,23 @@ fn losing_a_renewal_race_to_the_same_tenure_is_not_a_loss() {
     assert!(store.check(&lock, lease.token()).unwrap());
 }
 
-/// A backend whose first removal (a sweep) stalls past any ttl, as a sweep on a
-/// slow disk or an etcd member without a leader can.
-#[derive(Debug, Clone)]
-struct StallingSweep {
-    inner: MemoryStore,
-    clock: fencepost::ManualClock,
-    stalled: std::sync::Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl fencepost::LeaseStore for StallingSweep {
-    fn create(
-        &self,
-        key: &fencepost::Key,
-        generation: u64,
-        bytes: &[u8],
-        durability: fencepost::Durability,
-    ) -> Result<fencepost::CreateOutcome, fencepost::BackendError> {
-        self.inner.create(key, generation, bytes, durability)
-    }
-    fn generations(&self, key: &fencepost::Key) -> Result<Vec<u64>, fencepost::BackendError> {
-        self.inner.generations(key)
-    }
-    fn read(
-        &self,
-        key: &fencepost::Key,
-        generation: u64,
-    ) -> Result<Option<Vec<u8>>, fencepost::BackendError> {
-        self.inner.read(key, generation)
-    }
-    fn remove(&self, key: &fencepost::Key, generation: u64) -> Result<(), fencepost::BackendError> {
-        if !self.stalled.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            self.clock.advance_ms(60_000);
-        }
-        self.inner.remove(key, generation)
-    }
-    fn keys(&self) -> Result<Vec<fencepost::Key>, fencepost::BackendError> {
-        self.inner.keys()
-    }
-    fn locator(&self) -> String {
-        "stalling".into()
-    }
-}
-
 #[test]
 fn a_sweep_that_stalls_past_the_ttl_never_yields_an_expired_lease() {
     // SPEC §3: acquire returns only a lease confirmed newest and live. Reported by the
     // etcd cluster test, where a sweep stalled on a member without a leader.
     use fencepost::Clock;
     let clock = fencepost::ManualClock::new(1_800_000_000_000);
-    let backend = StallingSweep {
-        inner: MemoryStore::new(),
-        clock: clock.clone(),
-        stalled: Default::default(),
+    // The first removal (a sweep) stalls past any ttl, as a sweep on a slow disk or an
+    // etcd member without a leader can.
+    let stalled = std::sync::atomic::AtomicBool::new(false);
+    let stalling = clock.clone();
+    let backend = Hooked {
+        before_remove: std::sync::Arc::new(Box::new(move || {
+            if !stalled.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                stalling.advance_ms(60_000);
+            }
+        })),
+        ..Hooked::new(MemoryStore::new())
     };
     let store = Store::with_clock(backend, clock.clone());
     let lock = Resource::lock("x");
@@ -260,59 +260,19 @@ fn a_sweep_that_stalls_past_the_ttl_never_yields_an_expired_lease() {
     assert!(store.check(&lock, lease.token()).unwrap());
 }
 
-/// A backend whose every create takes longer than any ttl in the test.
-#[derive(Debug, Clone)]
-struct SlowCreates {
-    inner: MemoryStore,
-    clock: fencepost::ManualClock,
-}
-
-impl fencepost::LeaseStore for SlowCreates {
-    fn create(
-        &self,
-        key: &fencepost::Key,
-        generation: u64,
-        bytes: &[u8],
-        durability: fencepost::Durability,
-    ) -> Result<fencepost::CreateOutcome, fencepost::BackendError> {
-        let outcome = self.inner.create(key, generation, bytes, durability);
-        self.clock.advance_ms(150);
-        outcome
-    }
-    fn generations(&self, key: &fencepost::Key) -> Result<Vec<u64>, fencepost::BackendError> {
-        self.inner.generations(key)
-    }
-    fn read(
-        &self,
-        key: &fencepost::Key,
-        generation: u64,
-    ) -> Result<Option<Vec<u8>>, fencepost::BackendError> {
-        self.inner.read(key, generation)
-    }
-    fn remove(&self, key: &fencepost::Key, generation: u64) -> Result<(), fencepost::BackendError> {
-        self.inner.remove(key, generation)
-    }
-    fn keys(&self) -> Result<Vec<fencepost::Key>, fencepost::BackendError> {
-        self.inner.keys()
-    }
-    fn locator(&self) -> String {
-        "slow".into()
-    }
-}
-
 #[test]
 fn creates_slower_than_the_ttl_end_at_the_deadline_not_in_a_loop() {
     // Found by the breaker trial: `claim --ttl 100` on a disk whose fsync took 150 ms
     // looped forever, ignoring --wait and writing a record per pass.
     let clock = fencepost::ManualClock::new(1_800_000_000_000);
     let inner = MemoryStore::new();
-    let store = Store::with_clock(
-        SlowCreates {
-            inner: inner.clone(),
-            clock: clock.clone(),
-        },
-        clock,
-    );
+    // Every create takes 150 ms, longer than the ttl of 100 ms.
+    let slow = clock.clone();
+    let backend = Hooked {
+        after_create: std::sync::Arc::new(Box::new(move || slow.advance_ms(150))),
+        ..Hooked::new(inner.clone())
+    };
+    let store = Store::with_clock(backend, clock);
     let lock = Resource::lock("x");
     for wait_ms in [0, 2_000] {
         match store.acquire(&lock, &AcquireOptions::new(100).owner("a").wait_ms(wait_ms)) {
