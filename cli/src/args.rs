@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use fencepost::Resource;
+use fencepost::{AcquireOptions, Resource};
 
 /// Default lease duration for `claim` and `run`, in milliseconds.
 pub const DEFAULT_TTL_MS: u64 = 30_000;
@@ -68,13 +68,13 @@ pub enum Command {
     Claim(ClaimArgs),
     /// Exit 0 if TOKEN is the current, live token of the resource, 3 otherwise
     #[command(after_help = EXIT_CODES)]
-    Check(CheckArgs),
+    Check(TokenArgs),
     /// Extend the lease held with TOKEN; the token stays the same
     #[command(after_help = EXIT_CODES)]
     Renew(RenewArgs),
     /// Release the lease held with TOKEN (exit 3 if TOKEN is not the holder)
     #[command(after_help = EXIT_CODES)]
-    Release(ReleaseArgs),
+    Release(TokenArgs),
     /// Hold a lease while COMMAND runs, renewing it; exit with COMMAND's exit code
     ///
     /// The child gets FENCEPOST_TOKEN, FENCEPOST_STORE, FENCEPOST_RESOURCE and
@@ -111,25 +111,41 @@ impl Target {
     }
 }
 
-/// Arguments of `claim`.
+/// How a lease is acquired, shared by `claim` and `run`.
 #[derive(Debug, Args)]
-pub struct ClaimArgs {
-    #[command(flatten)]
-    pub target: Target,
-    /// Lease duration in milliseconds
+pub struct Timing {
+    /// Lease duration in milliseconds (`run` renews it every ttl/3)
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_TTL_MS, value_parser = parse_ttl, allow_negative_numbers = true)]
     pub ttl: u64,
     /// How long to wait for a held resource, in milliseconds (0: fail at once)
     #[arg(long, value_name = "MS", default_value_t = 0, value_parser = parse_wait, allow_negative_numbers = true)]
     pub wait: u64,
+}
+
+impl Timing {
+    /// The acquire options for `owner`.
+    pub fn options(&self, owner: &str) -> AcquireOptions {
+        AcquireOptions::new(self.ttl)
+            .owner(owner)
+            .wait_ms(self.wait)
+    }
+}
+
+/// Arguments of `claim`.
+#[derive(Debug, Args)]
+pub struct ClaimArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub timing: Timing,
     /// Print one JSON object instead of the bare token
     #[arg(long)]
     pub json: bool,
 }
 
-/// Arguments of `check`.
+/// Arguments of `check` and `release`: a resource and a token.
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub struct TokenArgs {
     #[command(flatten)]
     pub target: Target,
     /// The fencing token `claim` printed
@@ -156,30 +172,13 @@ pub struct RenewArgs {
     pub json: bool,
 }
 
-/// Arguments of `release`.
-#[derive(Debug, Args)]
-pub struct ReleaseArgs {
-    #[command(flatten)]
-    pub target: Target,
-    /// The fencing token `claim` printed
-    #[arg(value_name = "TOKEN", value_parser = parse_token, allow_negative_numbers = true)]
-    pub token: u64,
-    /// Print one JSON object
-    #[arg(long)]
-    pub json: bool,
-}
-
 /// Arguments of `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
     pub target: Target,
-    /// Lease duration in milliseconds; the lease is renewed every ttl/3
-    #[arg(long, value_name = "MS", default_value_t = DEFAULT_TTL_MS, value_parser = parse_ttl, allow_negative_numbers = true)]
-    pub ttl: u64,
-    /// How long to wait for a held resource, in milliseconds (0: fail at once)
-    #[arg(long, value_name = "MS", default_value_t = 0, value_parser = parse_wait, allow_negative_numbers = true)]
-    pub wait: u64,
+    #[command(flatten)]
+    pub timing: Timing,
     /// The command to run while holding the lease, and its arguments (after `--`)
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
@@ -257,7 +256,7 @@ mod tests {
         let Command::Run(run) = cli.command else {
             panic!("parsed as another command")
         };
-        assert_eq!(run.ttl, DEFAULT_TTL_MS);
+        assert_eq!(run.timing.ttl, DEFAULT_TTL_MS);
         assert_eq!(run.command, ["sh", "-c", "exit 3", "--ttl", "5"]);
     }
 }

@@ -2,12 +2,12 @@
 
 use std::process::ExitCode;
 
-use fencepost::{AcquireOptions, ClaimState, Error, Resource, Store, TryAcquire};
+use fencepost::{ClaimState, Error, Resource, Store, TryAcquire};
 
 use crate::Failure;
-use crate::args::{CheckArgs, ClaimArgs, ReleaseArgs, RenewArgs, StatusArgs};
+use crate::args::{ClaimArgs, RenewArgs, StatusArgs, TokenArgs};
 use crate::output::{
-    LeaseJson, VerdictJson, describe_error, emit, emit_json, held_message, human_precise, now_ms,
+    LeaseJson, VerdictJson, describe_error, emit, emit_json, held_refusal, human_precise, now_ms,
     refusal_holder, refusal_reason, resource_name, status_table, until_ms,
 };
 
@@ -28,10 +28,10 @@ fn resource_label(resource: &Resource) -> Result<String, Failure> {
 pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
-    let options = AcquireOptions::new(args.ttl)
-        .owner(ctx.owner.clone())
-        .wait_ms(args.wait);
-    match ctx.store.try_acquire(&resource, &options)? {
+    match ctx
+        .store
+        .try_acquire(&resource, &args.timing.options(&ctx.owner))?
+    {
         TryAcquire::Acquired(lease) => {
             if args.json {
                 emit_json(&LeaseJson::new(&lease, &ctx.locator))?;
@@ -41,10 +41,7 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
         TryAcquire::Held(holder) => {
-            let mut message = held_message(&resource.target(), &holder);
-            if args.wait == 0 {
-                message.push_str("; pass --wait MS to wait for it");
-            }
+            let message = held_refusal(&resource, &holder, args.timing.wait);
             if args.json {
                 emit_json(&VerdictJson {
                     ok: false,
@@ -61,7 +58,7 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
     }
 }
 
-pub fn check(ctx: &Context, args: &CheckArgs) -> Result<ExitCode, Failure> {
+pub fn check(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
     let passes = ctx.store.check(&resource, args.token)?;
@@ -142,7 +139,7 @@ pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
     }
 }
 
-pub fn release(ctx: &Context, args: &ReleaseArgs) -> Result<ExitCode, Failure> {
+pub fn release(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
     match ctx.store.release_token(&resource, args.token) {

@@ -166,6 +166,16 @@ pub fn held_message(label: &str, holder: &Holder) -> String {
     )
 }
 
+/// The refusal of `claim` or `run` when the resource stayed held: who holds it, and
+/// the hint to wait when no wait was given.
+pub fn held_refusal(resource: &fencepost::Resource, holder: &Holder, wait_ms: u64) -> String {
+    let mut message = held_message(&resource.target(), holder);
+    if wait_ms == 0 {
+        message.push_str("; pass --wait MS to wait for it");
+    }
+    message
+}
+
 /// `cli (pid 123, token 4, expires in 29.1s)`.
 pub fn describe_holder(holder: &Holder) -> String {
     format!(

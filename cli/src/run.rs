@@ -11,28 +11,28 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use fencepost::{AcquireOptions, Error, Resource, TryAcquire};
+use fencepost::{Error, Resource, TryAcquire};
 
 use crate::Failure;
 use crate::args::RunArgs;
 use crate::commands::Context;
-use crate::output::{describe_error, held_message, loss_reason, report};
+use crate::output::{describe_error, held_refusal, loss_reason, report};
 use crate::sys;
 
 pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let environment = child_environment(&resource)?;
-    let options = AcquireOptions::new(args.ttl)
-        .owner(ctx.owner.clone())
-        .wait_ms(args.wait);
-    let lease = match ctx.store.try_acquire(&resource, &options)? {
+    let lease = match ctx
+        .store
+        .try_acquire(&resource, &args.timing.options(&ctx.owner))?
+    {
         TryAcquire::Acquired(lease) => lease,
         TryAcquire::Held(holder) => {
-            let mut message = held_message(&resource.target(), &holder);
-            if args.wait == 0 {
-                message.push_str("; pass --wait MS to wait for it");
-            }
-            return Err(Failure::Refused(message));
+            return Err(Failure::Refused(held_refusal(
+                &resource,
+                &holder,
+                args.timing.wait,
+            )));
         }
     };
     let token = lease.token();
@@ -111,7 +111,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         Err(error) => report(&format!(
             "warning: could not release {} (it expires by itself within {} ms): {}",
             resource.target(),
-            args.ttl,
+            args.timing.ttl,
             describe_error(&error)
         )),
     }
