@@ -152,10 +152,18 @@ struct Watch {
     invisible: (u64, usize),
 }
 
+/// A key's claim taken by an acquisition, with the superseded generations its
+/// confirming read listed below it.
+struct Taken<'k> {
+    key: &'k Key,
+    claim: Record,
+    below: Vec<u64>,
+}
+
 /// One key's outcome within an acquisition.
 enum Claim {
-    /// Our claim, confirmed newest and live.
-    Taken(Record),
+    /// Our claim, confirmed newest (possibly lapsed), with the generations below it.
+    Taken(Record, Vec<u64>),
     /// A live holder that has not stagnated.
     Held(Holder),
 }
@@ -225,6 +233,9 @@ pub struct Store {
 struct Newest {
     generation: u64,
     decoded: Option<Decoded>,
+    /// The other generations the same listing showed (all below `generation`): what a
+    /// sweep above them removes, without listing again.
+    below: Vec<u64>,
 }
 
 impl Newest {
@@ -369,11 +380,11 @@ impl Store {
             }
             // Take every key in sorted order; a key found held part-way gives back
             // the ones already taken, so a failure leaves nothing held.
-            let mut taken: Vec<(&Key, Record)> = Vec::new();
+            let mut taken: Vec<Taken> = Vec::new();
             if held.is_none() {
                 for (key, watch) in keys.iter().zip(&mut watches) {
                     match self.claim_key(key, &identity.label, &holder_id, options, watch) {
-                        Ok(Claim::Taken(claim)) => taken.push((key, claim)),
+                        Ok(Claim::Taken(claim, below)) => taken.push(Taken { key, claim, below }),
                         Ok(Claim::Held(holder)) => {
                             held = Some(holder);
                             break;
@@ -390,14 +401,14 @@ impl Store {
                 // stalls (a slow disk, an etcd member without a leader) must not
                 // hand out a lease that expired meanwhile (SPEC §3; found by the
                 // etcd cluster test).
-                for (key, claim) in &taken {
-                    self.sweep_below(key, claim.generation);
+                for t in &taken {
+                    self.remove_generations(t.key, &t.below);
                 }
             }
             let now = self.clock.wall_ms();
             let all_live = taken
                 .iter()
-                .all(|(_, claim)| record::is_live(&claim.envelope(), now));
+                .all(|t| record::is_live(&t.claim.envelope(), now));
             if held.is_none() && all_live {
                 return Ok(TryAcquire::Acquired(
                     self.confirmed_lease(resource, identity, taken, holder_id, options),
@@ -437,13 +448,13 @@ impl Store {
         &self,
         resource: &Resource,
         identity: crate::Identity,
-        taken: Vec<(&Key, Record)>,
+        taken: Vec<Taken>,
         holder_id: String,
         options: &AcquireOptions,
     ) -> Lease {
         let mut primary = None;
         let mut others = Vec::new();
-        for (key, claim) in taken {
+        for Taken { key, claim, .. } in taken {
             if *key == identity.key {
                 primary = Some(claim);
             } else {
@@ -473,8 +484,8 @@ impl Store {
     /// Releases claims taken by an acquisition that cannot complete, best effort: a
     /// tombstone that fails to land leaves a claim that expires with its ttl, as a
     /// crashed holder's would.
-    fn give_back(&self, taken: &[(&Key, Record)]) {
-        for (key, claim) in taken {
+    fn give_back(&self, taken: &[Taken]) {
+        for Taken { key, claim, .. } in taken {
             let _ = self.release_tenure(key, &claim.label, claim.token, Some(&claim.holder));
         }
     }
@@ -582,7 +593,7 @@ impl Store {
             }
             // Ours, but possibly already expired (a pause, or a create slower than the
             // ttl): the caller's final liveness check decides, under its deadline.
-            return Ok(Claim::Taken(claim));
+            return Ok(Claim::Taken(claim, confirmed.below));
         }
     }
 
@@ -799,7 +810,7 @@ impl Store {
             // moment acquire sweeps (SPEC §3). Without it a lease kept alive for hours
             // piles up thousands of records that every read lists (found by the
             // benchmark).
-            self.sweep_below(key, generation);
+            self.remove_generations(key, &confirmed.below);
             return Ok(renewal);
         }
         // Lost the create, or something landed above ours: if the newest record is
@@ -1058,10 +1069,19 @@ impl Store {
         let Ok(generations) = self.backend.generations(key) else {
             return 0;
         };
-        generations
+        let below: Vec<u64> = generations
             .into_iter()
             .filter(|g| *g < generation)
-            .filter(|g| self.backend.remove(key, *g).is_ok())
+            .collect();
+        self.remove_generations(key, &below)
+    }
+
+    /// Removes `generations` of `key`, best effort; returns how many removals
+    /// succeeded. Callers pass only generations below a durable claim of their own.
+    fn remove_generations(&self, key: &Key, generations: &[u64]) -> usize {
+        generations
+            .iter()
+            .filter(|g| self.backend.remove(key, **g).is_ok())
             .count()
     }
 
@@ -1072,25 +1092,30 @@ impl Store {
     fn read_newest(&self, key: &Key) -> Result<Newest> {
         let mut generation = 0;
         for _ in 0..VANISHED_RELIST_ATTEMPTS {
-            generation = match self.backend.generations(key)?.into_iter().max() {
+            let mut listed = self.backend.generations(key)?;
+            generation = match listed.iter().copied().max() {
                 Some(generation) => generation,
                 None => {
                     return Ok(Newest {
                         generation: 0,
                         decoded: None,
+                        below: Vec::new(),
                     });
                 }
             };
             if let Some(bytes) = self.backend.read(key, generation)? {
+                listed.retain(|g| *g < generation);
                 return Ok(Newest {
                     generation,
                     decoded: Some(record::decode(&bytes, key.as_str(), generation)),
+                    below: listed,
                 });
             }
         }
         Ok(Newest {
             generation,
             decoded: Some(Decoded::Torn("the newest record keeps vanishing".into())),
+            below: Vec::new(),
         })
     }
 
