@@ -1,14 +1,15 @@
-//! `claim`, `check`, `renew`, `release` and `status`: one store operation each.
+//! `claim`, `check`, `renew`, `release`, `break` and `status`: one store operation
+//! each.
 
 use std::process::ExitCode;
 
 use fencepost::{ClaimState, Error, Resource, Store, TryAcquire};
 
 use crate::Failure;
-use crate::args::{ClaimArgs, RenewArgs, StatusArgs, TokenArgs};
+use crate::args::{BreakArgs, CheckArgs, ClaimArgs, Proof, ReleaseArgs, RenewArgs, StatusArgs};
 use crate::output::{
     LeaseJson, VerdictJson, describe_error, emit, emit_json, held_refusal, human_precise, now_ms,
-    refusal_holder, refusal_reason, resource_name, status_table, until_ms,
+    printable, refusal_holder, refusal_reason, resource_name, status_table, until_ms,
 };
 
 /// An opened store and the string that opens it again (its directory).
@@ -36,7 +37,7 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
             if args.json {
                 emit_json(&LeaseJson::new(&lease, &ctx.locator))?;
             } else {
-                emit(&lease.token().to_string())?;
+                emit(&lease.handle().to_string())?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -58,7 +59,7 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
     }
 }
 
-pub fn check(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
+pub fn check(ctx: &Context, args: &CheckArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
     let passes = ctx.store.check(&resource, args.token)?;
@@ -114,6 +115,10 @@ fn why_not_current(store: &Store, resource: &Resource, token: u64) -> String {
             format!("its lease expired {} ago", ago(entry.expires_at_ms))
         }
         ClaimState::Released if entry.token == token => "its lease was released".into(),
+        ClaimState::Broken if entry.token == token => match &entry.broken {
+            Some(note) => format!("its lease was {}", printable(&note.to_string())),
+            None => "its lease was broken".into(),
+        },
         ClaimState::Unreadable => "the newest record is unreadable".into(),
         _ if token > entry.token => format!(
             "no lease with that token was granted (the newest token is {})",
@@ -126,29 +131,39 @@ fn why_not_current(store: &Store, resource: &Resource, token: u64) -> String {
 pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
-    match ctx.store.renew_token(&resource, args.token, args.ttl) {
+    let token = args.handle.token();
+    let renewed = resume(ctx, &resource, &args.handle).and_then(|mut lease| {
+        if let Some(ttl) = args.ttl {
+            lease.set_ttl_ms(ttl)?;
+        }
+        ctx.store.renew(&mut lease)?;
+        Ok(lease)
+    });
+    match renewed {
         Ok(lease) => {
             if args.json {
                 emit_json(&LeaseJson::new(&lease, &ctx.locator))?;
             } else {
-                emit(&lease.token().to_string())?;
+                emit(&lease.handle().to_string())?;
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(error) => Err(refuse(ctx, args.json, name, args.token, error)),
+        Err(error) => Err(refuse(ctx, args.json, name, token, error)),
     }
 }
 
-pub fn release(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
+pub fn release(ctx: &Context, args: &ReleaseArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
-    match ctx.store.release_token(&resource, args.token) {
+    let token = args.handle.token();
+    let released = resume(ctx, &resource, &args.handle).and_then(|lease| ctx.store.release(&lease));
+    match released {
         Ok(()) => {
             if args.json {
                 emit_json(&VerdictJson {
                     ok: true,
                     resource: name,
-                    token: Some(args.token),
+                    token: Some(token),
                     reason: None,
                     holder: None,
                     message: None,
@@ -157,7 +172,64 @@ pub fn release(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(error) => Err(refuse(ctx, args.json, name, args.token, error)),
+        Err(error) => Err(refuse(ctx, args.json, name, token, error)),
+    }
+}
+
+/// The lease `proof` stands for. A bare token is refused as not the holder, with
+/// the live holder (if any) named, so the message can say what to do instead.
+fn resume(ctx: &Context, resource: &Resource, proof: &Proof) -> Result<fencepost::Lease, Error> {
+    match proof {
+        Proof::Handle(handle) => ctx.store.resume(resource, handle),
+        Proof::TokenOnly(token) => Err(Error::NotHolder {
+            label: resource.target(),
+            token: *token,
+            newest: ctx.store.holder(resource)?,
+        }),
+    }
+}
+
+pub fn break_lease(ctx: &Context, args: &BreakArgs) -> Result<ExitCode, Failure> {
+    let resource = args.target.resource();
+    let name = resource_label(&resource)?;
+    let by = breaker(&ctx.owner);
+    match ctx.store.break_lease(&resource, &by, &args.reason) {
+        Ok(holder) => {
+            let message = format!(
+                "broke the lease of {} on {name} (token {}, pid {}); that token never passes again, its holder is told why at its next renew, check or write, and the next claim gets a higher token",
+                printable(&holder.owner),
+                holder.token,
+                holder.pid
+            );
+            if args.json {
+                emit_json(&VerdictJson {
+                    ok: true,
+                    resource: name,
+                    token: Some(holder.token),
+                    reason: None,
+                    holder: Some(&holder),
+                    message: Some(&message),
+                    store: &ctx.locator,
+                })?;
+            } else {
+                emit(&message)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error @ Error::NotHeld { .. }) => Err(refuse(ctx, args.json, name, 0, error)),
+        Err(error) => Err(Failure::from(error)),
+    }
+}
+
+/// Who breaks: the owner name, and the login name when it says more.
+fn breaker(owner: &str) -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("USERNAME"))
+        .ok()
+        .filter(|u| !u.trim().is_empty() && !u.chars().any(char::is_control));
+    match user {
+        Some(user) if user != owner => format!("{owner} (user {user})"),
+        _ => owner.to_string(),
     }
 }
 

@@ -45,7 +45,10 @@ impl From<Error> for Failure {
             Error::Held { .. }
             | Error::NotHolder { .. }
             | Error::Superseded { .. }
-            | Error::Expired { .. } => Failure::Refused(message),
+            | Error::Expired { .. }
+            | Error::Broken { .. }
+            | Error::Released { .. }
+            | Error::NotHeld { .. } => Failure::Refused(message),
             // Bad input, and every I/O failure: never a refusal (SPEC §5).
             _ => Failure::Error(message),
         }
@@ -96,6 +99,7 @@ fn run() -> Result<ExitCode, Failure> {
         Command::Release(args) => commands::release(&ctx, args),
         Command::Status(args) => commands::status(&ctx, args),
         Command::Run(args) => run::run(&ctx, args),
+        Command::Break(args) => commands::break_lease(&ctx, args),
     }
 }
 

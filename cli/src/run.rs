@@ -36,6 +36,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     let token = lease.token();
+    let handle = lease.handle().to_string();
 
     // The loss is reported the moment the renewal thread sees it, not when the
     // child ends: whoever watches stderr learns at once that the child's writes are
@@ -45,6 +46,11 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         let lost = Arc::clone(&lost);
         let target = resource.target();
         ctx.store.keepalive_with(lease, move |error| {
+            // The child was given the handle and released the lease itself: its
+            // choice, not a loss.
+            if matches!(error, Error::Released { .. }) {
+                return;
+            }
             lost.store(true, Ordering::SeqCst);
             report(&format!("lease on {target} lost: {}", loss_reason(error)));
         })
@@ -64,6 +70,8 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     command
         .args(&args.command[1..])
         .env("FENCEPOST_TOKEN", token.to_string())
+        // The proof of holding, so the child can renew or release its own lease.
+        .env("FENCEPOST_LEASE", &handle)
         .env("FENCEPOST_STORE", &ctx.locator)
         // A nested `run` must not pass the outer resource's variables on.
         .env_remove("FENCEPOST_LOCK")
@@ -96,9 +104,13 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::from(3));
     }
     match released {
-        Ok(()) => {}
+        // Released by the child, through the handle it was given.
+        Ok(()) | Err(Error::Released { .. }) => {}
         Err(
-            error @ (Error::Superseded { .. } | Error::Expired { .. } | Error::NotHolder { .. }),
+            error @ (Error::Superseded { .. }
+            | Error::Expired { .. }
+            | Error::NotHolder { .. }
+            | Error::Broken { .. }),
         ) => {
             // Lost after the last renewal, before the release: still a loss.
             report(&format!(

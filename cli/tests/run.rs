@@ -38,7 +38,7 @@ fn a_child_killed_by_a_signal_is_128_plus_the_signal() {
 fn run_exports_the_lease_to_the_child() {
     let s = Scratch::new();
     // Make the token something other than 1.
-    let earlier = s.claim("db:migrations", &[]).to_string();
+    let earlier = s.claim_handle("db:migrations", &[]).1;
     s.cmd()
         .args(["release", "--lock", "db:migrations", &earlier])
         .assert()
@@ -173,9 +173,9 @@ fn run_holds_past_many_ttls_and_the_token_keeps_passing() {
 #[test]
 fn a_lost_lease_is_reported_at_once_and_exits_3() {
     let s = Scratch::new();
-    // The child gives the lease away behind run's back (release with its token,
-    // then a fresh claim by someone else), then waits for the test's go-ahead.
-    let script = r#""$FP" release --lock x "$FENCEPOST_TOKEN" || exit 90
+    // An operator breaks the lease behind run's back, then someone else claims it;
+    // the child waits for the test's go-ahead.
+    let script = r#""$FP" break --lock x --reason "taken away for the test" > /dev/null || exit 90
         "$FP" claim --lock x --ttl 60000 --owner thief > /dev/null || exit 91
         i=0
         while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done

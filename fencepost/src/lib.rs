@@ -49,6 +49,7 @@ mod clock;
 mod error;
 mod identity;
 mod keepalive;
+mod proof;
 mod protocol;
 pub mod record;
 
@@ -57,6 +58,7 @@ pub use clock::{Clock, ManualClock, SteppedClock, SystemClock};
 pub use error::{Error, Holder, Result};
 pub use identity::{Identity, Key, Resource};
 pub use keepalive::Keepalive;
+pub use proof::{LeaseHandle, Secret, utc_timestamp};
 pub use protocol::{AcquireOptions, ClaimState, Lease, StatusEntry, Store, TryAcquire, nonce};
 
 #[cfg(feature = "planted-bugs")]
