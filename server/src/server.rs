@@ -69,6 +69,10 @@ struct Inner {
 struct Held {
     closing: bool,
     map: HashMap<Key, Keepalive>,
+    /// Leases found lost by an explicit `renew` (no longer kept alive), with the
+    /// token and the reason, so later calls with that token still say why (e.g.
+    /// "broken by …") instead of "not a lease this server holds".
+    lost: HashMap<Key, (u64, String)>,
 }
 
 impl std::ops::Deref for Held {
@@ -362,6 +366,7 @@ impl Inner {
         }
         // Only a lost keepalive can be replaced (a live one is refused before
         // claiming); dropping it releases nothing.
+        leases.lost.remove(&key);
         let replaced = leases.insert(key, keepalive);
         drop(leases);
         drop(replaced);
@@ -498,7 +503,10 @@ impl Inner {
                 }
                 Ok(k.lease())
             }
-            _ => Err(not_ours(token, resource, what)),
+            _ => Err(match leases.lost.get(key) {
+                Some((lost, reason)) if *lost == token => reason.clone(),
+                _ => not_ours(token, resource, what),
+            }),
         }
     }
 
@@ -526,11 +534,19 @@ impl Inner {
         };
         // A store failure leaves the lease as it was (maybe still live): keep
         // renewing it. Any other failure means the lease is lost.
-        if matches!(outcome, Ok(()) | Err(Error::Backend(_))) {
-            leases.insert(key, self.keep_alive(lease));
-        }
+        let outcome = match outcome {
+            Ok(()) | Err(Error::Backend(_)) => {
+                leases.insert(key, self.keep_alive(lease));
+                outcome.map_err(describe)
+            }
+            Err(loss) => {
+                let reason = describe(loss);
+                leases.lost.insert(key, (token, reason.clone()));
+                Err(reason)
+            }
+        };
         drop(leases);
-        outcome.map_err(describe)?;
+        outcome?;
         Ok(result)
     }
 
@@ -547,7 +563,14 @@ impl Inner {
                         resource.target()
                     ));
                 }
-                None => None,
+                None => match leases.lost.remove(&key) {
+                    Some((lost, reason)) if lost == token => return Err(reason),
+                    Some(other) => {
+                        leases.lost.insert(key.clone(), other);
+                        None
+                    }
+                    None => None,
+                },
             }
         };
         let Some(keepalive) = keepalive else {
