@@ -1,5 +1,5 @@
 //! The suite must fail against broken backends: each mutant breaks one promise of the
-//! `LeaseStore` contract (SPEC §4) and the scenario that pins that promise must catch
+//! `LeaseStore` contract (docs/protocol.md §4) and the scenario that pins that promise must catch
 //! it, while the honest memory backend passes the same scenario.
 
 use fencepost::{BackendError, CreateOutcome, Durability, Key, LeaseStore};

@@ -3,13 +3,13 @@
 //! N holders, each with its own manual clock (true time plus a per-holder offset),
 //! run random interleavings of acquire / check / renew / release / crash / time
 //! passing / clock steps / torn writes / failed-after-landing creates / power cuts.
-//! After every step the oracle checks SPEC §3:
+//! After every step the oracle checks docs/protocol.md §3:
 //! - at most one holder's token passes `check` at any instant;
 //! - tokens issued strictly increase (I2);
 //! - a superseded token never passes `check` again (I3);
 //! - the fence (highest token in the series) never goes down (I2, release);
 //! - a takeover only happens when the previous newest record was not live by the
-//!   taker's own clock under the SPEC §3 liveness rule (computed here, independently
+//!   taker's own clock under the docs/protocol.md §3.3 liveness rule (computed here, independently
 //!   of the implementation).
 //!
 //! A failure is shrunk by dropping steps while it still fails, and printed as the
@@ -184,7 +184,7 @@ impl World {
                                 self.max_issued
                             ));
                         }
-                        // SPEC §3 liveness, computed independently: live while
+                        // docs/protocol.md §3.3 liveness, computed independently: live while
                         // now < expires_at, or now < granted_at (clock behind).
                         let was_live = match &before {
                             Some(Decoded::Record(r)) if !r.released => {
