@@ -215,7 +215,7 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
         None => paired(iters, it.warmup, &mut op, None)?,
     };
     let records = store.backend().generations(lease.key())?.len();
-    notes.push(renew_note(&group_name, iters + it.warmup, records));
+    notes.push(renew_note(group_name, iters + it.warmup, records));
     let target = (!memory && flush).then_some(Target::RatioAtMost(1.2));
     let floor_name = if flush {
         "flushed create"

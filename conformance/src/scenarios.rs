@@ -855,10 +855,10 @@ fn contention_processes<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Resu
 fn wait_for_line(path: &std::path::Path, limit: Duration) -> Result<String, Failed> {
     let deadline = Instant::now() + limit;
     loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if let Some(line) = text.lines().next().filter(|_| text.ends_with('\n')) {
-                return Ok(line.to_string());
-            }
+        if let Ok(text) = std::fs::read_to_string(path)
+            && let Some(line) = text.lines().next().filter(|_| text.ends_with('\n'))
+        {
+            return Ok(line.to_string());
         }
         ensure!(
             Instant::now() < deadline,

@@ -46,10 +46,10 @@ impl LeaseStore for Mutant {
     }
     fn generations(&self, key: &Key) -> Result<Vec<u64>, BackendError> {
         let mut generations = self.inner.generations(key)?;
-        if let Mutation::LosesNewest = self.mutation {
-            if let Some(max) = generations.iter().copied().max() {
-                generations.retain(|g| *g != max);
-            }
+        if let Mutation::LosesNewest = self.mutation
+            && let Some(max) = generations.iter().copied().max()
+        {
+            generations.retain(|g| *g != max);
         }
         Ok(generations)
     }

@@ -1052,12 +1052,11 @@ impl Store {
         let mut generations = self.backend.generations(&key)?;
         generations.sort_unstable_by(|a, b| b.cmp(a));
         for generation in generations {
-            if let Some(bytes) = self.backend.read(&key, generation)? {
-                if let Decoded::Record(r) = record::decode(&bytes, key.as_str(), generation) {
-                    if !r.released {
-                        return Ok(self.sweep_below(&key, generation));
-                    }
-                }
+            if let Some(bytes) = self.backend.read(&key, generation)?
+                && let Decoded::Record(r) = record::decode(&bytes, key.as_str(), generation)
+                && !r.released
+            {
+                return Ok(self.sweep_below(&key, generation));
             }
         }
         Ok(0)
@@ -1128,24 +1127,24 @@ impl Store {
         let Some(tombstone_generation) = generation.checked_add(1) else {
             return;
         };
-        if newest.generation == generation {
-            if let Some(record) = newest.claim().filter(|r| r.holder == holder_id) {
-                let now = self.clock.wall_ms();
-                let tombstone = Record {
-                    generation: tombstone_generation,
-                    granted_at_ms: now,
-                    expires_at_ms: now,
-                    ttl_ms: 0,
-                    released: true,
-                    ..record.clone()
-                };
-                let _ = self.backend.create(
-                    key,
-                    tombstone_generation,
-                    &tombstone.encode(),
-                    Durability::Unflushed,
-                );
-            }
+        if newest.generation == generation
+            && let Some(record) = newest.claim().filter(|r| r.holder == holder_id)
+        {
+            let now = self.clock.wall_ms();
+            let tombstone = Record {
+                generation: tombstone_generation,
+                granted_at_ms: now,
+                expires_at_ms: now,
+                ttl_ms: 0,
+                released: true,
+                ..record.clone()
+            };
+            let _ = self.backend.create(
+                key,
+                tombstone_generation,
+                &tombstone.encode(),
+                Durability::Unflushed,
+            );
         }
     }
 }

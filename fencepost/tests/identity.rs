@@ -362,12 +362,12 @@ mod hard_links {
             bytes: &[u8],
             durability: Durability,
         ) -> Result<CreateOutcome, BackendError> {
-            if *key == self.trigger {
-                if let Some(rival) = self.rival.lock().unwrap().take() {
-                    let inner: Arc<dyn LeaseStore> = self.inner.clone();
-                    let store = Store::from_parts(inner, Arc::new(SystemClock::new()));
-                    store.acquire(&rival, &options()).unwrap();
-                }
+            if *key == self.trigger
+                && let Some(rival) = self.rival.lock().unwrap().take()
+            {
+                let inner: Arc<dyn LeaseStore> = self.inner.clone();
+                let store = Store::from_parts(inner, Arc::new(SystemClock::new()));
+                store.acquire(&rival, &options()).unwrap();
             }
             self.inner.create(key, generation, bytes, durability)
         }

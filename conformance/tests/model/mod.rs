@@ -214,15 +214,14 @@ impl World {
                 }
             }
             Op::Check(h) => {
-                if let Some(lease) = &self.holders[h].lease {
-                    if self.check(&self.holders[h].store, lease.token())?
-                        && lease.token() < self.max_issued
-                    {
-                        return Err(format!(
-                            "superseded token {} passed its holder's check",
-                            lease.token()
-                        ));
-                    }
+                if let Some(lease) = &self.holders[h].lease
+                    && self.check(&self.holders[h].store, lease.token())?
+                    && lease.token() < self.max_issued
+                {
+                    return Err(format!(
+                        "superseded token {} passed its holder's check",
+                        lease.token()
+                    ));
                 }
             }
             Op::Renew(h) => {
@@ -275,10 +274,10 @@ impl World {
     fn invariants(&mut self) -> Result<(), String> {
         let mut passing = Vec::new();
         for (h, holder) in self.holders.iter().enumerate() {
-            if let Some(lease) = &holder.lease {
-                if self.check(&self.observer, lease.token())? {
-                    passing.push((h, lease.token()));
-                }
+            if let Some(lease) = &holder.lease
+                && self.check(&self.observer, lease.token())?
+            {
+                passing.push((h, lease.token()));
             }
         }
         if passing.len() > 1 {

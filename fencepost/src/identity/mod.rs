@@ -239,14 +239,14 @@ fn resolve(absolute: &Path, links_left: u32) -> PathBuf {
         if let Ok(resolved) = std::fs::canonicalize(&candidate) {
             break resolved;
         }
-        if links_left > 0 {
-            if let Some(target) = dangling_symlink_target(&candidate) {
-                let mut next = candidate.parent().unwrap_or(&candidate).join(target);
-                for name in pending.iter().rev() {
-                    next.push(name);
-                }
-                return resolve(&next, links_left - 1);
+        if links_left > 0
+            && let Some(target) = dangling_symlink_target(&candidate)
+        {
+            let mut next = candidate.parent().unwrap_or(&candidate).join(target);
+            for name in pending.iter().rev() {
+                next.push(name);
             }
+            return resolve(&next, links_left - 1);
         }
         match (candidate.file_name(), candidate.parent()) {
             (Some(name), Some(parent)) => {
