@@ -24,6 +24,15 @@
 //! is a new generation of an append-only series, and the token of the newest live
 //! claim is the only one that passes.
 //!
+//! # Tokens are public; the lease's secret proves holding
+//!
+//! A token is an ordering, not a key: anyone may [`Store::check`] any token. Renew and
+//! release act only for the tenure's secret, which the [`Lease`] carries (its SHA-256
+//! alone is in the records). Another process of the holder gets the lease back from
+//! its [`LeaseHandle`] (`TOKEN.SECRET`) with [`Store::resume`]; an operator ends a
+//! lease on purpose with [`Store::break_lease`], and its holder learns who, when and
+//! why ([`Error::Broken`]).
+//!
 //! # Example
 //!
 //! ```
@@ -35,7 +44,11 @@
 //! if store.check(&migrations, lease.token())? {
 //!     // the only party whose write is authorized
 //! }
-//! store.release(&lease)?;
+//! // Another process of the holder, given `lease.handle().to_string()`:
+//! let handle: fencepost::LeaseHandle = lease.handle().to_string().parse().unwrap();
+//! let mut resumed = store.resume(&migrations, &handle)?;
+//! store.renew(&mut resumed)?;
+//! store.release(&resumed)?;
 //! # Ok::<(), fencepost::Error>(())
 //! ```
 //!
