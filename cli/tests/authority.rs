@@ -2,11 +2,15 @@
 //! handle renews or releases; `break` is the operator's recorded override, and the
 //! broken holder is told who, when and why.
 
+#[cfg(unix)]
 use std::io::{BufRead, BufReader};
+#[cfg(unix)]
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::util::{Background, Scratch, json_of, one_line_stderr, token_of, wait_until};
+#[cfg(unix)]
+use crate::util::{Background, wait_until};
+use crate::util::{Scratch, json_of, one_line_stderr, token_of};
 
 /// The holder's token with a secret that is not its own.
 fn forged(token: u64) -> String {

@@ -870,18 +870,17 @@ impl Store {
                 });
             }
         }
-        if lease.others.is_empty() {
-            // A file-id series the tenure does not hold (the file was created after
-            // the claim): a live rival there fences this tenure, as in `check`.
-            if let Some(file_id) = lease.resource.identity()?.file_id {
-                if let Some(rival) = self.rival(&file_id, Some(&lease.holder_id))? {
-                    return Err(Error::Superseded {
-                        label: lease.label.clone(),
-                        token: lease.token,
-                        by_token: rival.token,
-                    });
-                }
-            }
+        // A file-id series the tenure does not hold (the file was created after the
+        // claim): a live rival there fences this tenure, as in `check`.
+        if lease.others.is_empty()
+            && let Some(file_id) = lease.resource.identity()?.file_id
+            && let Some(rival) = self.rival(&file_id, Some(&lease.holder_id))?
+        {
+            return Err(Error::Superseded {
+                label: lease.label.clone(),
+                token: lease.token,
+                by_token: rival.token,
+            });
         }
         Ok(())
     }

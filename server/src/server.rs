@@ -625,10 +625,8 @@ impl Inner {
             )
         };
         let guarded_by_lock = args.resource.kind == Kind::Lock;
-        if guarded_by_lock {
-            if let Some(holder) = self.file_holder(&target)? {
-                return Err(held_as_file(holder));
-            }
+        if guarded_by_lock && let Some(holder) = self.file_holder(&target)? {
+            return Err(held_as_file(holder));
         }
         let mut refusal = None;
         let recheck = || {
