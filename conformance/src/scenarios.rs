@@ -552,6 +552,7 @@ fn sample_record(key: &Key, token: u64, generation: u64, granted_at_ms: u64) -> 
         expires_at_ms: granted_at_ms + TTL_MS,
         ttl_ms: TTL_MS,
         released: false,
+        process: None,
     }
     .encode()
 }
