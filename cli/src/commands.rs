@@ -107,7 +107,9 @@ fn hold(ctx: &Context, args: &ClaimArgs, lease: Lease) -> Result<ExitCode, Failu
     }
     match released {
         Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(error @ (Error::Superseded { .. } | Error::Expired { .. } | Error::NotHolder { .. })) => {
+        Err(
+            error @ (Error::Superseded { .. } | Error::Expired { .. } | Error::NotHolder { .. }),
+        ) => {
             report(&format!("lease on {target} lost: {}", loss_reason(&error)));
             Ok(ExitCode::from(args.timing.conflict_exit_code))
         }

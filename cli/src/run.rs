@@ -49,7 +49,10 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     // The loss is reported the moment the keepalive sees it, not when the child
     // ends, and the child's tree is stopped: whoever watches stderr learns at once
     // that the child's writes are no longer fenced, and the child stops making them.
-    let stopper = Arc::new(Stopper::new(args.on_loss, Duration::from_millis(args.grace)));
+    let stopper = Arc::new(Stopper::new(
+        args.on_loss,
+        Duration::from_millis(args.grace),
+    ));
     let keepalive = {
         let stopper = Arc::clone(&stopper);
         let target = resource.target();
@@ -165,11 +168,13 @@ fn describe_policy(policy: OnLoss, grace_ms: u64) -> String {
         OnLoss::Term if cfg!(windows) => {
             format!("stopping the command (Ctrl+Break, then its job is terminated after {grace})")
         }
-        OnLoss::Term => format!(
-            "stopping the command (SIGTERM to its process group, SIGKILL after {grace})"
-        ),
+        OnLoss::Term => {
+            format!("stopping the command (SIGTERM to its process group, SIGKILL after {grace})")
+        }
         OnLoss::Signal => "sent SIGTERM to the command's process group".into(),
-        OnLoss::Keep => "the command keeps running (--on-loss keep); its writes are not fenced".into(),
+        OnLoss::Keep => {
+            "the command keeps running (--on-loss keep); its writes are not fenced".into()
+        }
     }
 }
 
@@ -234,7 +239,9 @@ impl Stopper {
                 *self.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
             }
             Err(error) => {
-                report(&format!("cannot start stopping the command: {error}; killing it"));
+                report(&format!(
+                    "cannot start stopping the command: {error}; killing it"
+                ));
                 tree.kill();
             }
         }

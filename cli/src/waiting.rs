@@ -47,15 +47,16 @@ impl WaitLine {
         }
         self.last_draw = Some(Instant::now());
         let limit = if self.wait_ms == WAIT_FOREVER {
-            "no limit".to_string()
+            "(no limit)".to_string()
         } else {
             format!("of {}", seconds(self.wait_ms))
         };
+        // The time first: a long holder description is what gets cut.
         let line = format!(
-            "fencepost: waiting for {}, held by {}: waited {} {limit}",
+            "fencepost: waiting {} {limit} for {}, held by {}",
+            seconds(waited_ms),
             self.what,
             describe_holder(holder),
-            seconds(waited_ms),
         );
         // One terminal row, or the in-place rewrite would leave wrapped rows behind.
         let line: String = if line.chars().count() > MAX_COLUMNS {

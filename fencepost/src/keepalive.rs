@@ -105,6 +105,8 @@ fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
     let interval = Duration::from_millis((lease.ttl_ms() / 3).max(1));
     let retry = Duration::from_millis((lease.ttl_ms() / RETRY_FRACTION).max(1));
     let mut wait = interval;
+    // The last backend error since the last successful renewal.
+    let mut failure = None;
     loop {
         state = match watch_while_waiting(store, shared, state, wait) {
             Ok(state) => state,
@@ -131,13 +133,20 @@ fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
             Ok(()) => {
                 state.lease = Some(lease);
                 wait = interval;
+                failure = None;
             }
             Err(Error::Backend(error)) if store.clock().wall_ms() < lease.expires_at_ms() => {
                 // Transient until the lease would have expired anyway: retry soon.
-                let _ = error;
+                failure = Some(error);
                 wait = retry;
             }
             Err(loss) => {
+                // Expired after failed renewals: the cause is the store's failure
+                // (a full disk, say), not a pause; report that.
+                let loss = match (loss, failure.take()) {
+                    (Error::Expired { .. }, Some(error)) => Error::Backend(error),
+                    (loss, _) => loss,
+                };
                 drop(state);
                 on_loss(&loss);
                 shared.lock().loss = Some(loss);

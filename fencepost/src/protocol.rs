@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use crate::backend::{CreateOutcome, Durability, LeaseStore};
 use crate::clock::{Clock, SystemClock};
-use crate::record::{self, Decoded, Envelope, FORMAT_VERSION, Record};
 use crate::liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict, same_host};
+use crate::record::{self, Decoded, Envelope, FORMAT_VERSION, Record};
 use crate::{Error, Holder, Key, Resource, Result};
 
 /// First backoff step while waiting for a held resource, in milliseconds.

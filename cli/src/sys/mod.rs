@@ -7,14 +7,14 @@
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub use unix::{ProcessTree, SignalForwarder, exit_code, Termination};
+pub use unix::{ProcessTree, SignalForwarder, Termination, exit_code};
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub use windows::{ProcessTree, SignalForwarder, exit_code, Termination};
+pub use windows::{ProcessTree, SignalForwarder, Termination, exit_code};
 
 #[cfg(not(any(unix, windows)))]
 mod other;
 #[cfg(not(any(unix, windows)))]
-pub use other::{ProcessTree, SignalForwarder, exit_code, Termination};
+pub use other::{ProcessTree, SignalForwarder, Termination, exit_code};

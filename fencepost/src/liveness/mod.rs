@@ -126,17 +126,16 @@ mod tests {
             .unwrap();
         let pid = child.id();
         let start = sys::start_of(pid).expect("start time of a running child");
-        let evidence = ProcessEvidence {
-            pid,
-            start,
-            ..me
-        };
+        let evidence = ProcessEvidence { pid, start, ..me };
         assert_eq!(SystemLiveness.verdict(&evidence), Verdict::Running);
         child.kill().unwrap();
         // Not reaped yet: a zombie cannot renew, so it is gone.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while SystemLiveness.verdict(&evidence) != Verdict::Gone {
-            assert!(std::time::Instant::now() < deadline, "the zombie still counts as running");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the zombie still counts as running"
+            );
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         child.wait().unwrap();

@@ -58,11 +58,13 @@ pub(crate) fn verdict(evidence: &ProcessEvidence) -> Verdict {
 fn stat_verdict(evidence: &ProcessEvidence) -> Option<Verdict> {
     let text = std::fs::read_to_string(format!("/proc/{}/stat", evidence.pid)).ok()?;
     let (_, state, start) = parse_stat(&text)?;
-    Some(if start != evidence.start || matches!(state, 'Z' | 'X' | 'x') {
-        Verdict::Gone
-    } else {
-        Verdict::Running
-    })
+    Some(
+        if start != evidence.start || matches!(state, 'Z' | 'X' | 'x') {
+            Verdict::Gone
+        } else {
+            Verdict::Running
+        },
+    )
 }
 
 /// The start time of process `pid` (clock ticks since boot).
