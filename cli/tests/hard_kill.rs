@@ -1,5 +1,5 @@
 //! With dead-holder takeover switched off, a hard-killed holder blocks until its
-//! ttl, no longer, and its token never passes again (SPEC I3). (With it on, the
+//! ttl, no longer, and its token never passes again (docs/protocol.md I3). (With it on, the
 //! default, see takeover.rs.)
 
 use std::time::Duration;

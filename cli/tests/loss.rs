@@ -1,7 +1,7 @@
 //! `run` when its lease is lost: the loss is reported at once (the keepalive
 //! watches the lease between renewals), the child's whole process group is
 //! stopped — a grandchild behind `sh -c` included — and `run` exits 3 with one
-//! line naming the cause (SPEC §7; issue 16).
+//! line naming the cause (issue 16).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
