@@ -14,10 +14,10 @@ pub const DEFAULT_GRACE_MS: u64 = 5_000;
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0    success (for `run`: the child's own exit code)
-  1    error: bad usage or input, or the store could not be used (I/O);
+    0  success (for `run`: the child's own exit code)
+    1  error: bad usage or input, or the store could not be used (I/O);
        one line on stderr says what went wrong
-  3    refused: the resource is held by someone else, the token is stale or
+    3  refused: the resource is held by someone else, the token is stale or
        not the holder, or `run` / `claim --hold` lost its lease
        (for `claim` and `run`, --conflict-exit-code N replaces this 3)
   126  run: the command was found but could not be executed
