@@ -173,21 +173,34 @@ pub fn held_message(label: &str, holder: &Holder) -> String {
     )
 }
 
-/// The refusal of `claim` or `run` when the resource stayed held: who holds it,
-/// until when, and what to do next (written for a model as much as for a person;
-/// never "release it yourself").
-pub fn held_refusal(resource: &fencepost::Resource, holder: &Holder, wait_ms: u64) -> String {
-    let mut message = held_message(&resource.target(), holder);
+/// The refusal of `claim` or `run` when the resource stayed held: who holds it and
+/// until when, and the next steps (written for a model as much as for a person;
+/// never "release it yourself"). With a wait, it says that it waited and for how
+/// long (`waited_ms`, measured).
+pub fn held_refusal(
+    resource: &fencepost::Resource,
+    holder: &Holder,
+    wait_ms: u64,
+    waited_ms: u64,
+) -> String {
     if wait_ms == 0 {
-        message.push_str("; ");
-    } else {
-        message.push_str(&format!(
-            " (still, after waiting {}); ",
-            human_precise(wait_ms.min(i64::MAX as u64) as i64)
-        ));
+        return format!(
+            "{}; {}",
+            held_message(&resource.target(), holder),
+            next_steps(resource, wait_ms)
+        );
     }
-    message.push_str(&next_steps(resource, wait_ms));
-    message
+    format!(
+        "gave up after {} waiting for {} (held by {}, pid {}, token {}, until {}, expires in {}); {}",
+        human_precise(i64::try_from(waited_ms).unwrap_or(i64::MAX)),
+        printable(&resource.target()),
+        printable(&holder.owner),
+        holder.pid,
+        holder.token,
+        fencepost::utc_timestamp(holder.expires_at_ms),
+        human_precise(until_ms(holder.expires_at_ms, now_ms())),
+        next_steps(resource, wait_ms)
+    )
 }
 
 /// What a caller refused by a live holder can do: wait, do other work, or ask a
@@ -196,7 +209,7 @@ pub fn next_steps(resource: &fencepost::Resource, wait_ms: u64) -> String {
     let wait = if wait_ms == 0 {
         "pass --wait MS to wait for it"
     } else {
-        "wait longer with a larger --wait MS"
+        "wait longer with --wait MS or --wait forever"
     };
     format!(
         "{wait}, work on something else meanwhile, or, if its holder is gone or stuck, ask a human to run `{}`",

@@ -50,6 +50,10 @@ pub struct Record {
     /// A broken record is always `released`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broken: Option<BreakNote>,
+    /// What proves the tenure's process still runs, for dead-holder takeover; only
+    /// in records of a tenure that lives as long as its process (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<crate::ProcessEvidence>,
 }
 
 /// Who broke a tenure, when and why (the tombstone of `fencepost break`).
@@ -214,6 +218,7 @@ mod tests {
             released: false,
             secret_sha256: Some("ab".repeat(32)),
             broken: None,
+            process: None,
         }
     }
 

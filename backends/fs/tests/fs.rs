@@ -373,6 +373,7 @@ fn valid_record_bytes(key: &Key, generation: u64) -> Vec<u8> {
         released: false,
         secret_sha256: None,
         broken: None,
+        process: None,
     }
     .encode()
 }
