@@ -222,6 +222,7 @@ struct Taken<'k> {
 }
 
 /// One key's outcome within an acquisition.
+#[allow(clippy::large_enum_variant)] // short-lived, one per key per attempt
 enum Claim {
     /// Our claim, confirmed newest (possibly lapsed), with the generations below it.
     Taken(Record, Vec<u64>),
