@@ -173,11 +173,10 @@ fn run_holds_past_many_ttls_and_the_token_keeps_passing() {
 #[test]
 fn a_lost_lease_is_reported_at_once_and_exits_3() {
     let s = Scratch::new();
-    // An operator breaks the lease behind run's back, then someone else claims it;
-    // the child waits for the test's go-ahead.
-    let script = r#""$FP" break --lock x --reason "taken away for the test" > /dev/null || exit 90
-        "$FP" claim --lock x --ttl 60000 --owner thief > /dev/null || exit 91
-        i=0
+    // An operator breaks the lease behind run's back, then someone else claims it
+    // (a token alone no longer releases anyone's lease); the child waits for the
+    // test's go-ahead.
+    let script = r#"i=0
         while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done
         exit 0"#;
     let mut run = s.spawn_cmd();
@@ -186,6 +185,23 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
     ])
     .stderr(Stdio::piped());
     let mut child = Background(run.spawn().unwrap());
+    wait_until("run holds x", Duration::from_secs(10), || {
+        s.entry("x").is_some_and(|e| e["state"] == "held")
+    });
+    s.cmd()
+        .args([
+            "break",
+            "--lock",
+            "x",
+            "--reason",
+            "taken away for the test",
+        ])
+        .assert()
+        .code(0);
+    s.cmd()
+        .args(["claim", "--lock", "x", "--ttl", "60000", "--owner", "thief"])
+        .assert()
+        .code(0);
     let stderr = child.0.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
     let first = lines
