@@ -92,7 +92,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 #[group(id = "resource", required = true, multiple = false)]
 pub struct Target {
-    /// A named lock such as db:migrations (trimmed and case-insensitive)
+    /// A named lock such as db:migrations (trimmed, case-folded, invisible characters ignored)
     #[arg(long, value_name = "NAME")]
     pub lock: Option<String>,
     /// A file, existing or not, relative to the current directory

@@ -13,6 +13,7 @@ mod bad_input;
 mod basics;
 mod discovery;
 mod identity;
+mod polish;
 
 #[cfg(unix)]
 mod contention;
