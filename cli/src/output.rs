@@ -5,6 +5,7 @@ use std::io::{self, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use fencepost::{ClaimState, Error, Holder, Key, Lease, StatusEntry};
+use clap::CommandFactory;
 use serde::Serialize;
 
 use crate::Failure;
@@ -58,6 +59,38 @@ pub fn emit(text: &str) -> Result<(), Failure> {
                 Failure::Error(format!("cannot write to stdout: {e}"))
             }
         })
+}
+
+/// `fencepost completions SHELL`: the completion script, generated from the same clap
+/// definition that parses the command line.
+pub fn completions(shell: clap_complete::Shell) -> Result<std::process::ExitCode, Failure> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut crate::args::Cli::command(), "fencepost", &mut script);
+    write_stdout(&script)
+}
+
+/// `fencepost man`: the manual page in roff, generated from the clap definition.
+pub fn man_page() -> Result<std::process::ExitCode, Failure> {
+    let mut page = Vec::new();
+    clap_mangen::Man::new(crate::args::Cli::command())
+        .render(&mut page)
+        .map_err(|e| Failure::Error(format!("cannot render the manual page: {e}")))?;
+    write_stdout(&page)
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<std::process::ExitCode, Failure> {
+    let mut stdout = io::stdout().lock();
+    stdout
+        .write_all(bytes)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| {
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                Failure::BrokenPipe
+            } else {
+                Failure::Error(format!("cannot write to stdout: {e}"))
+            }
+        })?;
+    Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// Writes `value` as one line of JSON to stdout.

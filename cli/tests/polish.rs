@@ -59,3 +59,71 @@ fn a_lock_name_of_only_invisible_characters_is_refused() {
         "{output:?}"
     );
 }
+
+#[test]
+fn completions_generate_for_every_shell() {
+    // issue 19: shell completions people expect, generated from the clap definition.
+    let s = Scratch::new();
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let output = s.cmd().args(["completions", shell]).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{shell}: {output:?}");
+        let script = String::from_utf8(output.stdout).unwrap();
+        for word in ["claim", "release", "status", "completions", "lock", "ttl"] {
+            assert!(script.contains(word), "{shell} completions lack {word}");
+        }
+    }
+    assert!(!s.store().exists(), "completions must not create a store");
+    // The bash script is valid bash.
+    let script = s.path().join("fencepost.bash");
+    let output = s.cmd().args(["completions", "bash"]).output().unwrap();
+    std::fs::write(&script, output.stdout).unwrap();
+    let syntax = std::process::Command::new("bash").arg("-n").arg(&script).output();
+    if let Ok(syntax) = syntax {
+        assert!(syntax.status.success(), "bash -n: {syntax:?}");
+    }
+    let bad = s.cmd().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    one_line_stderr(&bad);
+}
+
+#[test]
+fn the_man_page_generates() {
+    let s = Scratch::new();
+    let output = s.cmd().arg("man").output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let page = String::from_utf8(output.stdout).unwrap();
+    assert!(page.starts_with(".ie") || page.contains(".TH fencepost"), "{page:.200}");
+    for word in ["claim", "check", "renew", "release", "run", "status", "Exit codes"] {
+        assert!(page.contains(word), "the man page lacks {word}");
+    }
+    assert!(!s.store().exists(), "man must not create a store");
+}
+
+#[test]
+fn owner_is_offered_only_where_it_acts() {
+    // issue 19: --owner was accepted by check, release and status, where it did nothing.
+    let s = Scratch::new();
+    let token = s.claim("x", &["--owner", "alice"]).to_string();
+    assert_eq!(s.entry("x").unwrap()["owner"], "alice");
+    for args in [
+        vec!["check", "--lock", "x", &token, "--owner", "bob"],
+        vec!["release", "--lock", "x", &token, "--owner", "bob"],
+        vec!["renew", "--lock", "x", &token, "--owner", "bob"],
+        vec!["status", "--owner", "bob"],
+        vec!["--owner", "bob", "status"],
+    ] {
+        let output = s.cmd().args(&args).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        assert!(one_line_stderr(&output).contains("--owner"), "{args:?}");
+    }
+    for command in ["check", "release", "renew", "status"] {
+        let help = s.cmd().args([command, "--help"]).output().unwrap();
+        let text = String::from_utf8(help.stdout).unwrap();
+        assert!(!text.contains("--owner"), "{command} --help offers --owner");
+    }
+    for command in ["claim", "run"] {
+        let help = s.cmd().args([command, "--help"]).output().unwrap();
+        let text = String::from_utf8(help.stdout).unwrap();
+        assert!(text.contains("--owner"), "{command} --help lacks --owner");
+    }
+}

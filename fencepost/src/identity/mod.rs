@@ -93,6 +93,7 @@ impl Resource {
             Resource::Lock(name) => {
                 let canonical = canonical_lock_name(name)?;
                 Ok(Identity {
+                    path: None,
                     key: Key::derive("lock", canonical.as_bytes()),
                     label: name
                         .chars()
@@ -111,10 +112,20 @@ impl Resource {
                     Error::InvalidResource(format!("cannot make {} absolute: {e}", path.display()))
                 })?;
                 let resolved = resolve(&absolute, SYMLINK_LIMIT);
+                if resolved.is_dir() {
+                    return Err(Error::InvalidResource(format!(
+                        "{} is a directory, and a file resource must be a file; claim a file \
+                         in it, or a lock named after the directory (directory claims are \
+                         not supported yet)",
+                        path.display()
+                    )));
+                }
+                let shown = sys::display_path(&resolved);
                 Ok(Identity {
                     key: Key::derive("file", &sys::path_material(&resolved)),
-                    label: absolute.display().to_string(),
+                    label: shown.display().to_string(),
                     file_id: sys::file_id(&resolved).map(|id| Key::derive("inode", id.as_bytes())),
+                    path: Some(shown),
                 })
             }
         }
@@ -134,13 +145,17 @@ pub struct Identity {
     /// The primary key: the lock name's, or the resolved path's. A lease's fencing
     /// token is a generation of this key's series.
     pub key: Key,
-    /// What the caller typed, made absolute for files; shown by `status`, never used
-    /// for identity.
+    /// What the caller typed (a lock name, trimmed and without invisible characters),
+    /// or for a file its resolved path (symbolic links and `..` resolved: what the OS
+    /// will open); shown by `status`, never used for identity.
     pub label: String,
     /// For a file that exists (on platforms with a stable file id: Unix), the key of
     /// its (device, inode) pair, shared by every hard link to it. A lease takes it
     /// together with [`key`](Identity::key), so two links to one file contend.
     pub file_id: Option<Key>,
+    /// For a file: the resolved path the label shows (exact, even where it is not
+    /// valid Unicode), for handing on to a child process (`FENCEPOST_FILE`).
+    pub path: Option<PathBuf>,
 }
 
 impl Identity {
