@@ -44,10 +44,7 @@ pub fn identity_of(resource: &Resource) -> Result<fencepost::Identity, Failure> 
 pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
-    match ctx
-        .store
-        .try_acquire(&resource, &args.timing.options())?
-    {
+    match ctx.store.try_acquire(&resource, &args.timing.options())? {
         TryAcquire::Acquired(lease) => {
             if args.json {
                 emit_json(&LeaseJson::new(&lease, &ctx.locator))?;

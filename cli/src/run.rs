@@ -22,10 +22,7 @@ use crate::sys;
 pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let environment = child_environment(&resource)?;
-    let lease = match ctx
-        .store
-        .try_acquire(&resource, &args.timing.options())?
-    {
+    let lease = match ctx.store.try_acquire(&resource, &args.timing.options())? {
         TryAcquire::Acquired(lease) => lease,
         TryAcquire::Held(holder) => {
             return Err(Failure::Refused(held_refusal(

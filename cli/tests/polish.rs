@@ -77,7 +77,10 @@ fn completions_generate_for_every_shell() {
     let script = s.path().join("fencepost.bash");
     let output = s.cmd().args(["completions", "bash"]).output().unwrap();
     std::fs::write(&script, output.stdout).unwrap();
-    let syntax = std::process::Command::new("bash").arg("-n").arg(&script).output();
+    let syntax = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output();
     if let Ok(syntax) = syntax {
         assert!(syntax.status.success(), "bash -n: {syntax:?}");
     }
@@ -92,8 +95,19 @@ fn the_man_page_generates() {
     let output = s.cmd().arg("man").output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let page = String::from_utf8(output.stdout).unwrap();
-    assert!(page.starts_with(".ie") || page.contains(".TH fencepost"), "{page:.200}");
-    for word in ["claim", "check", "renew", "release", "run", "status", "Exit codes"] {
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH fencepost"),
+        "{page:.200}"
+    );
+    for word in [
+        "claim",
+        "check",
+        "renew",
+        "release",
+        "run",
+        "status",
+        "Exit codes",
+    ] {
         assert!(page.contains(word), "the man page lacks {word}");
     }
     assert!(!s.store().exists(), "man must not create a store");
@@ -126,4 +140,68 @@ fn owner_is_offered_only_where_it_acts() {
         let text = String::from_utf8(help.stdout).unwrap();
         assert!(text.contains("--owner"), "{command} --help lacks --owner");
     }
+}
+
+#[test]
+fn clap_tips_are_their_own_clause() {
+    // issue 19: "unexpected argument '--lok' found tip: a similar argument exists".
+    let s = Scratch::new();
+    let output = s.cmd().args(["claim", "--lok", "x"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let line = one_line_stderr(&output);
+    assert!(!line.contains("found tip"), "{line}");
+    assert!(
+        line.contains("found; a similar argument exists: '--lock'"),
+        "{line}"
+    );
+    let output = s.cmd().args(["claim"]).output().unwrap();
+    let line = one_line_stderr(&output);
+    assert!(line.contains("were not provided: <--lock"), "{line}");
+}
+
+#[test]
+fn an_empty_store_or_owner_variable_means_unset() {
+    // issue 19: FENCEPOST_STORE= gave clap's "a value is required".
+    let s = Scratch::new();
+    let repo = s.path().join("repo");
+    std::fs::create_dir_all(repo.join(".fencepost")).unwrap();
+    let output = s
+        .bare_cmd(&repo)
+        .env("FENCEPOST_STORE", "")
+        .env("FENCEPOST_OWNER", "")
+        .args(["claim", "--lock", "x", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let lease = crate::util::json_of(&output);
+    assert_eq!(
+        lease["owner"], "cli",
+        "an empty FENCEPOST_OWNER is the default"
+    );
+    assert_eq!(
+        lease["store"],
+        repo.join(".fencepost").display().to_string(),
+        "an empty FENCEPOST_STORE is discovery"
+    );
+}
+
+#[test]
+fn a_directory_is_not_a_file() {
+    // issue 19: `claim --file DIR` succeeded; directory claims will be --dir.
+    let s = Scratch::new();
+    std::fs::create_dir(s.path().join("sub")).unwrap();
+    for args in [
+        vec!["claim", "--file", "sub"],
+        vec!["check", "--file", "sub", "1"],
+        vec!["run", "--file", "sub", "--", "true"],
+    ] {
+        let output = s.cmd().args(&args).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        let line = one_line_stderr(&output);
+        assert!(
+            line.contains("is a directory") && line.contains("--dir"),
+            "{line}"
+        );
+    }
+    assert!(s.status().is_empty(), "nothing was claimed");
 }

@@ -14,6 +14,7 @@ mod basics;
 mod discovery;
 mod identity;
 mod polish;
+mod status;
 
 #[cfg(unix)]
 mod contention;

@@ -548,6 +548,7 @@ fn sample_record(key: &Key, token: u64, generation: u64, granted_at_ms: u64) -> 
         holder: format!("planted-{token}"),
         owner: "planted".into(),
         pid: 1,
+        host: String::new(),
         granted_at_ms,
         expires_at_ms: granted_at_ms + TTL_MS,
         ttl_ms: TTL_MS,
