@@ -19,17 +19,17 @@ fn forged(token: u64) -> String {
 
 /// Another agent's `release`/`renew` with the holder's token (read from `status` or
 /// a "held" message), bare or in a forged handle: exit 3, nothing written, the
-/// holder's check still passes. `owner_args` are the other agent's.
-fn others_cannot_act(s: &Scratch, token: u64, holder: &str, owner_args: &[&str]) {
+/// holder's check still passes. `owner` is the other agent's FENCEPOST_OWNER (renew
+/// and release take no owner: a name is not a proof).
+fn others_cannot_act(s: &Scratch, token: u64, holder: &str, owner: Option<&str>) {
     let generation = s.entry("x").unwrap()["generation"].clone();
     for proof in [token.to_string(), forged(token)] {
         for command in ["release", "renew"] {
-            let output = s
-                .cmd()
-                .args([command, "--lock", "x", &proof])
-                .args(owner_args)
-                .output()
-                .unwrap();
+            let mut cmd = s.cmd();
+            if let Some(owner) = owner {
+                cmd.env("FENCEPOST_OWNER", owner);
+            }
+            let output = cmd.args([command, "--lock", "x", &proof]).output().unwrap();
             assert_eq!(
                 output.status.code(),
                 Some(3),
@@ -58,7 +58,7 @@ fn others_cannot_act(s: &Scratch, token: u64, holder: &str, owner_args: &[&str])
 fn another_owners_release_and_renew_with_the_holders_token_are_refused() {
     let s = Scratch::new();
     let (token, handle) = s.claim_handle("x", &["--owner", "agent-a"]);
-    others_cannot_act(&s, token, "agent-a", &["--owner", "agent-b"]);
+    others_cannot_act(&s, token, "agent-a", Some("agent-b"));
     // The holder's own handle works as documented.
     let renewed = s
         .cmd()
@@ -79,7 +79,7 @@ fn owner_names_are_not_the_proof() {
     // Both agents left at the default owner (`cli`): the same name, still refused.
     let s = Scratch::new();
     let (token, handle) = s.claim_handle("x", &[]);
-    others_cannot_act(&s, token, "cli", &[]);
+    others_cannot_act(&s, token, "cli", None);
     s.cmd()
         .args(["release", "--lock", "x", &handle])
         .assert()

@@ -84,6 +84,7 @@ fn a_record_without_a_proof_is_checked_but_never_acted_on() {
         holder: "old-1-0".into(),
         owner: "old".into(),
         pid: 1,
+        host: String::new(),
         granted_at_ms: START_MS,
         expires_at_ms: START_MS + TTL_MS,
         ttl_ms: TTL_MS,

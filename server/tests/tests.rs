@@ -6,4 +6,5 @@ mod support;
 mod authority;
 mod confinement;
 mod contention;
+mod polish;
 mod protocol;
