@@ -262,7 +262,9 @@ fn break_tells_a_run_holder_with_the_reason() {
         while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
         exit 0"#;
     let mut run = s.spawn_cmd();
-    run.args(["--owner", "agent-a", "run", "--lock", "x", "--ttl", "900"])
+    // `--on-loss keep` so the child still runs however slowly the report is read.
+    run.args(["run", "--owner", "agent-a", "--lock", "x", "--ttl", "900"])
+        .args(["--on-loss", "keep"])
         .args(["--", "sh", "-c", script])
         .stderr(Stdio::piped());
     let mut child = Background(run.spawn().unwrap());

@@ -138,9 +138,9 @@ fn a_loss_stops_the_child_and_its_grandchild_within_the_grace() {
     assert_eq!(status.code(), Some(3));
     let lines = stderr_lines(&mut tree);
     assert_eq!(lines.len(), 1, "expected one line, got {lines:?}");
-    // The watch saw the release, or the thief's claim right after it.
+    // The watch saw the break, or the thief's claim right after it.
     assert!(
-        lines[0].starts_with("fencepost: lease on x lost: it was released outside this run")
+        lines[0].starts_with("fencepost: lease on x lost: broken by ")
             || lines[0].starts_with("fencepost: lease on x lost: superseded by token"),
         "{lines:?}"
     );

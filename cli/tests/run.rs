@@ -180,8 +180,20 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
         while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done
         exit 0"#;
     let mut run = s.spawn_cmd();
+    // `--on-loss keep`: the child must still run when the loss is reported, however
+    // slowly this test reads it (the default policy stops the child at once).
     run.args([
-        "run", "--lock", "x", "--ttl", "300", "--", "sh", "-c", script,
+        "run",
+        "--lock",
+        "x",
+        "--ttl",
+        "300",
+        "--on-loss",
+        "keep",
+        "--",
+        "sh",
+        "-c",
+        script,
     ])
     .stderr(Stdio::piped());
     let mut child = Background(run.spawn().unwrap());

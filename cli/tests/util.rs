@@ -98,13 +98,18 @@ impl Scratch {
 
     /// Claims the file `path` (relative to the scratch directory) and returns the token.
     pub fn claim_file(&self, path: &str) -> u64 {
+        self.claim_file_handle(path).0
+    }
+
+    /// Claims the file `path` (ttl 60 s) and returns the token and the handle.
+    pub fn claim_file_handle(&self, path: &str) -> (u64, String) {
         let output = self
             .cmd()
             .args(["claim", "--file", path, "--ttl", "60000"])
             .output()
             .unwrap();
         assert_eq!(output.status.code(), Some(0), "claim failed: {output:?}");
-        token_of(&output)
+        (token_of(&output), handle_of(&output))
     }
 
     /// `status --json`, parsed.
