@@ -20,6 +20,7 @@ use fencepost::Error;
 use crate::args::{Cli, Command};
 use crate::commands::Context;
 use crate::output::{describe_error, report};
+use crate::store::Access;
 
 /// Exit code for errors: usage, bad input, I/O.
 const EXIT_ERROR: u8 = 1;
@@ -99,19 +100,32 @@ fn run() -> Result<ExitCode, Failure> {
     }
 }
 
-/// Opens the store named by --store / FENCEPOST_STORE, or found by discovery from
-/// the working directory (SPEC §5).
+/// Opens the store of the command's resource (`status`: of the working directory),
+/// named by --store / FENCEPOST_STORE or located by the store location rule.
+/// `claim` and `run` may create it; every other command creates nothing.
 fn open_store(cli: &Cli) -> Result<Context, Failure> {
     let cwd = std::env::current_dir().map_err(|e| {
         Failure::Error(format!(
             "cannot read the current directory: {e}; run from an existing directory or pass --store"
         ))
     })?;
-    let backend = store::open(cli.global.store.as_deref(), &cwd).map_err(Failure::Error)?;
-    let locator = backend.locator();
+    let (resource, access) = match &cli.command {
+        Command::Claim(args) => (Some(args.target.resource()), Access::Create),
+        Command::Run(args) => (Some(args.target.resource()), Access::Create),
+        Command::Check(args) | Command::Release(args) => {
+            (Some(args.target.resource()), Access::Existing)
+        }
+        Command::Renew(args) => (Some(args.target.resource()), Access::Existing),
+        Command::Status(_) => (None, Access::Existing),
+    };
+    let opened = store::open(cli.global.store.as_deref(), resource.as_ref(), &cwd, access)
+        .map_err(Failure::Error)?;
+    let locator = opened.backend.locator();
     Ok(Context {
-        store: fencepost::Store::new(backend),
+        store: fencepost::Store::new(opened.backend),
         locator,
+        scope: opened.scope,
+        exists: opened.exists,
         owner: cli.global.owner.clone(),
     })
 }

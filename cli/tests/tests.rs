@@ -11,8 +11,8 @@ mod util;
 
 mod bad_input;
 mod basics;
-mod discovery;
 mod identity;
+mod store_location;
 
 #[cfg(unix)]
 mod contention;

@@ -6,3 +6,4 @@ mod support;
 mod confinement;
 mod contention;
 mod protocol;
+mod store_location;

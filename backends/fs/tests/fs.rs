@@ -8,9 +8,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, SystemTime};
 
 use fencepost::{AcquireOptions, CreateOutcome, Durability, Key, LeaseStore, Resource, Store};
-use fencepost_fs::{
-    FsStore, LocateError, StoreLocation, StoreScope, locate_store, locate_with,
-};
+use fencepost_fs::{FsStore, LocateError, StoreLocation, StoreScope, locate_store, locate_with};
 
 fn key(name: &str) -> Key {
     Resource::lock(name).identity().unwrap().key
@@ -778,7 +776,10 @@ fn locate_refuses_a_git_file_that_leads_nowhere() {
         write_new(&tree.join(".git"), contents);
         let error = locate_with(None, None, &tree, &home_env(&home)).unwrap_err();
         let message = error.to_string();
-        assert!(matches!(error, LocateError::Repository { .. }), "{name}: {message}");
+        assert!(
+            matches!(error, LocateError::Repository { .. }),
+            "{name}: {message}"
+        );
         assert!(message.contains(says), "{name}: {message}");
         assert!(message.contains("--store"), "{name}: {message}");
     }
@@ -796,7 +797,10 @@ fn locate_outside_any_repository_is_the_per_user_store() {
     let found = locate(None, &one, &home);
     assert_eq!(found.path, expected);
     assert_eq!(found.scope, StoreScope::User);
-    assert_eq!(locate(Some(&Resource::lock("x")), &two, &home).path, expected);
+    assert_eq!(
+        locate(Some(&Resource::lock("x")), &two, &home).path,
+        expected
+    );
     // XDG_STATE_HOME wins when set.
     let state = top.join("state");
     let env = |name: &str| match name {

@@ -52,7 +52,8 @@ pub(super) fn common_dir(anchor: &Path) -> Result<Option<PathBuf>, LocateError> 
     }
     let commondir_file = git_dir.join("commondir");
     let common = if fs::symlink_metadata(&commondir_file).is_ok() {
-        let text = read_link_file(&commondir_file).map_err(|reason| fail(&commondir_file, reason))?;
+        let text =
+            read_link_file(&commondir_file).map_err(|reason| fail(&commondir_file, reason))?;
         git_dir.join(text.trim())
     } else {
         git_dir

@@ -268,11 +268,10 @@ pub(crate) fn in_work_tree(path: &Path) -> bool {
         .skip(1)
         .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok());
     nearest.is_some_and(|work_tree| {
-        !path
-            .strip_prefix(work_tree)
+        path.strip_prefix(work_tree)
             .ok()
             .and_then(|rest| rest.components().next())
-            .is_some_and(|first| first.as_os_str() == ".git")
+            .is_none_or(|first| first.as_os_str() != ".git")
     })
 }
 

@@ -21,10 +21,7 @@ pub(super) fn user_state_dir(env: &dyn Fn(&str) -> Option<OsString>) -> Result<P
     }
     match absolute("HOME") {
         Some(home) if home.is_absolute() => Ok(home.join(".local/state")),
-        Some(home) => Err(format!(
-            "HOME ({}) is not an absolute path",
-            home.display()
-        )),
+        Some(home) => Err(format!("HOME ({}) is not an absolute path", home.display())),
         None => Err("neither HOME nor XDG_STATE_HOME is set".into()),
     }
 }
@@ -59,8 +56,16 @@ mod tests {
                 Ok(PathBuf::from("/home/u/.local/state"))
             );
         }
-        assert!(with(&[]).unwrap_err().contains("neither HOME nor XDG_STATE_HOME"));
+        assert!(
+            with(&[])
+                .unwrap_err()
+                .contains("neither HOME nor XDG_STATE_HOME")
+        );
         assert!(with(&[("HOME", "")]).is_err());
-        assert!(with(&[("HOME", "rel")]).unwrap_err().contains("not an absolute"));
+        assert!(
+            with(&[("HOME", "rel")])
+                .unwrap_err()
+                .contains("not an absolute")
+        );
     }
 }

@@ -10,7 +10,10 @@ pub(super) const USER_DIR_FIX: &str = "LOCALAPPDATA";
 /// The user's local application data directory, `%LOCALAPPDATA%` (never the
 /// roaming profile: a store is per machine). `Err` when it is unset or relative.
 pub(super) fn user_state_dir(env: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, String> {
-    match env("LOCALAPPDATA").filter(|v| !v.is_empty()).map(PathBuf::from) {
+    match env("LOCALAPPDATA")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+    {
         Some(dir) if dir.is_absolute() => Ok(dir),
         Some(dir) => Err(format!(
             "LOCALAPPDATA ({}) is not an absolute path",
