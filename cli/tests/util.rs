@@ -80,6 +80,7 @@ impl Scratch {
         let mut cmd = std::process::Command::new(bin());
         cmd.current_dir(self.path())
             .env("FP", bin())
+            .env("XDG_STATE_HOME", self.user_state())
             .arg("--store")
             .arg(&self.store);
         for name in OUR_VARIABLES {

@@ -1,5 +1,5 @@
 //! Behaviour of the filesystem backend: the `LeaseStore` contract (SPEC §4) as the
-//! fs format (SPEC §5) implements it, store discovery, and the protocol on top.
+//! fs format (SPEC §5) implements it, store location, and the protocol on top.
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
