@@ -1,4 +1,4 @@
-//! `fencepost`: leases with fencing tokens from the command line (SPEC §7).
+//! `fencepost`: leases with fencing tokens from the command line (docs/protocol.md §7).
 //!
 //! `main` maps the outcome of [`run`] to the documented exit codes: 0 success, 1 an
 //! error (usage, bad input, I/O; one line on stderr), 3 a refusal (held, stale
@@ -47,7 +47,7 @@ impl From<Error> for Failure {
             | Error::NotHolder { .. }
             | Error::Superseded { .. }
             | Error::Expired { .. } => Failure::Refused(message),
-            // Bad input, and every I/O failure: never a refusal (SPEC §5).
+            // Bad input, and every I/O failure: never a refusal (docs/protocol.md §5).
             _ => Failure::Error(message),
         }
     }
