@@ -386,9 +386,13 @@ impl Inner {
                 resource.target()
             ));
         }
+        // The server keeps its leases alive until released and has no shutdown
+        // hook: once it is gone, its leases are a dead holder's (taken over early by
+        // a waiter on this host).
         let options = AcquireOptions::new(ttl_ms)
             .owner(self.owner.clone())
-            .wait_ms(wait_ms);
+            .wait_ms(wait_ms)
+            .tied_to_process(true);
         let store = self.store(&resource, Access::Create)?;
         let lease = store.acquire(&resource, &options).map_err(describe)?;
         if cancelled() {
