@@ -12,6 +12,8 @@ mod util;
 mod bad_input;
 mod basics;
 mod identity;
+mod polish;
+mod status;
 mod store_location;
 
 #[cfg(unix)]
