@@ -12,10 +12,10 @@ mod util;
 mod authority;
 mod bad_input;
 mod basics;
-mod discovery;
 mod identity;
 mod polish;
 mod status;
+mod store_location;
 
 #[cfg(unix)]
 mod contention;

@@ -16,6 +16,7 @@ use crate::args::{
     input_schema,
 };
 use crate::confine::Confinement;
+use crate::store::{Access, Stores};
 use crate::write::{self, WriteFailure};
 
 /// How the server was started: the tree it mediates, the store, and who it is.
@@ -24,9 +25,11 @@ pub struct Config {
     /// The working tree: `file` targets and `write` paths are relative to it and
     /// confined to it.
     pub root: PathBuf,
-    /// The store directory (`.fencepost`), opened with the fs backend, or an
-    /// `etcd://host:2379[,…]/prefix` URL (needs the `etcd` feature).
-    pub store: PathBuf,
+    /// The store: a directory (relative to the root), opened with the fs backend,
+    /// or an `etcd://host:2379[,…]/prefix` URL (needs the `etcd` feature). `None`:
+    /// each resource's store is located from the root by the store location rule
+    /// (`fencepost_fs::locate_store`), as the CLI locates it.
+    pub store: Option<PathBuf>,
     /// The owner name recorded with every claim (diagnostics only).
     pub owner: String,
 }
@@ -44,7 +47,11 @@ pub enum StartError {
 impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StartError::Root(path, e) => write!(f, "root {}: {e}", path.display()),
+            StartError::Root(path, e) => write!(
+                f,
+                "--root {}: {e}; pass the existing directory of the working tree to serve",
+                path.display()
+            ),
             StartError::Store(e) => write!(f, "store: {e}"),
         }
     }
@@ -55,9 +62,7 @@ impl std::error::Error for StartError {}
 /// The state shared by every request: the store, the confinement, and the leases
 /// this server claimed and keeps alive (one per key).
 struct Inner {
-    store: Store,
-    /// How `status` names a store that is not a directory (an etcd URL).
-    store_label: Option<String>,
+    stores: Stores,
     confinement: Confinement,
     owner: String,
     leases: Mutex<Held>,
@@ -111,20 +116,22 @@ impl std::fmt::Debug for FencepostServer {
 }
 
 impl FencepostServer {
-    /// Opens the store and resolves the root.
+    /// Resolves the root, then opens the named store (a located store is opened
+    /// per call, and created by the first claim).
     ///
     /// # Errors
     ///
-    /// [`StartError::Store`] when the store cannot be opened or created;
-    /// [`StartError::Root`] when the root is not an existing directory.
+    /// [`StartError::Root`] when the root is not an existing directory (checked
+    /// first: nothing is created for a root that does not exist);
+    /// [`StartError::Store`] when the named store cannot be opened or created.
     pub fn new(config: Config) -> Result<Self, StartError> {
-        let opened = crate::store::open(&config.store, &config.root).map_err(StartError::Store)?;
-        let confinement = Confinement::new(&config.root, &opened.guarded_dir)
-            .map_err(|e| StartError::Root(config.root.clone(), e))?;
+        let root_error = |e| StartError::Root(config.root.clone(), e);
+        let root = std::fs::canonicalize(&config.root).map_err(root_error)?;
+        let stores = Stores::new(config.store.as_deref(), &root).map_err(StartError::Store)?;
+        let confinement = Confinement::new(&root, stores.guarded_dir()).map_err(root_error)?;
         Ok(FencepostServer {
             inner: Arc::new(Inner {
-                store: Store::new(opened.backend),
-                store_label: opened.label,
+                stores,
                 confinement,
                 owner: config.owner,
                 leases: Mutex::default(),
@@ -138,7 +145,7 @@ impl FencepostServer {
         self.inner.confinement.root()
     }
 
-    /// The store directory.
+    /// The named store directory, or the store located for the root.
     pub fn store_dir(&self) -> &std::path::Path {
         self.inner.confinement.store()
     }
@@ -387,11 +394,18 @@ impl Inner {
         Ok((resource, key))
     }
 
-    /// Renews `lease` every ttl/3 until released; a loss is logged.
-    fn keep_alive(&self, lease: fencepost::Lease) -> Keepalive {
+    /// The store of `resource`; only `claim` may create it.
+    fn store(&self, resource: &Resource, access: Access) -> Result<Store, String> {
+        self.stores
+            .open(Some(resource), access)
+            .map(|(store, _)| store)
+    }
+
+    /// Renews `lease` (in `store`) every ttl/3 until released; a loss is logged.
+    fn keep_alive(store: &Store, lease: fencepost::Lease) -> Keepalive {
         let label = lease.label().to_string();
         let token = lease.token();
-        self.store.keepalive_with(lease, move |loss| {
+        store.keepalive_with(lease, move |loss| {
             tracing::warn!(label, token, "lease lost: {loss}");
         })
     }
@@ -421,11 +435,12 @@ impl Inner {
             .owner(self.owner.clone())
             .wait_ms(wait_ms)
             .tied_to_process(true);
-        let lease = self.store.acquire(&resource, &options).map_err(describe)?;
+        let store = self.store(&resource, Access::Create)?;
+        let lease = store.acquire(&resource, &options).map_err(describe)?;
         if cancelled() {
             // The client gave up while we waited: nobody will learn this token, so
             // do not keep it alive.
-            let _ = self.store.release(&lease);
+            let _ = store.release(&lease);
             return Err("cancelled: the claim was cancelled by the client; nothing is held".into());
         }
         let result = ClaimResult {
@@ -435,7 +450,7 @@ impl Inner {
             owner: lease.owner().to_string(),
             label: lease.label().to_string(),
         };
-        if !self.keep(key, self.keep_alive(lease)) {
+        if !self.keep(key, Self::keep_alive(&store, lease)) {
             return Err("cancelled: the server is shutting down; nothing is held".into());
         }
         tracing::info!(
@@ -450,15 +465,15 @@ impl Inner {
     fn assert(&self, args: TokenArgs) -> Result<AssertResult, String> {
         let token = args::token(args.token)?;
         let (resource, key) = self.resource(&args.resource)?;
-        let authorized = self.store.check(&resource, token).map_err(describe)?;
-        let reason = (!authorized).then(|| self.why_not_current(&key, token));
+        let store = self.store(&resource, Access::Existing)?;
+        let authorized = store.check(&resource, token).map_err(describe)?;
+        let reason = (!authorized).then(|| Self::why_not_current(&store, &key, token));
         Ok(AssertResult { authorized, reason })
     }
 
     /// Why `token` does not pass on `key`, from the store's status (best effort).
-    fn why_not_current(&self, key: &Key, token: u64) -> String {
-        let Some(entry) = self
-            .store
+    fn why_not_current(store: &Store, key: &Key, token: u64) -> String {
+        let Some(entry) = store
             .status()
             .ok()
             .and_then(|entries| entries.into_iter().find(|e| &e.key == key))
@@ -497,8 +512,11 @@ impl Inner {
                     let lease = k.lease();
                     drop(leases);
                     // The keepalive recorded the loss; ask the store for its reason.
-                    return Err(match self.store.check_lease(&lease) {
-                        Err(e) => describe(e),
+                    let checked = self
+                        .store(resource, Access::Existing)
+                        .and_then(|store| store.check_lease(&lease).map_err(describe));
+                    return Err(match checked {
+                        Err(e) => e,
                         Ok(()) => format!(
                             "lost: the lease on {} with token {token} could not be kept alive; claim it again",
                             resource.target()
@@ -518,6 +536,7 @@ impl Inner {
         let token = args::token(args.token)?;
         let (resource, key) = self.resource(&args.resource)?;
         self.own_lease(&key, token, &resource, "renew")?;
+        let store = self.store(&resource, Access::Existing)?;
         let mut leases = self.leases();
         let ours = match leases.get(&key) {
             Some(k) if k.token() == token => leases.remove(&key),
@@ -531,7 +550,7 @@ impl Inner {
         // and keep it alive again. The map stays locked throughout, so no other
         // call sees the lease missing (one renewal: milliseconds).
         let mut lease = keepalive.stop();
-        let outcome = self.store.renew(&mut lease);
+        let outcome = store.renew(&mut lease);
         let result = RenewResult {
             token: lease.token(),
             expires_at_ms: lease.expires_at_ms(),
@@ -540,7 +559,7 @@ impl Inner {
         // renewing it. Any other failure means the lease is lost.
         let outcome = match outcome {
             Ok(()) | Err(Error::Backend(_)) => {
-                leases.insert(key, self.keep_alive(lease));
+                leases.insert(key, Self::keep_alive(&store, lease));
                 outcome.map_err(describe)
             }
             Err(loss) => {
@@ -588,9 +607,12 @@ impl Inner {
     /// A live tenure other than this server's own holding `target` as a file: a
     /// file lease always wins over a lock.
     fn file_holder(&self, target: &std::path::Path) -> Result<Option<fencepost::Holder>, String> {
+        // The file's own store (the location rule picks it from the file), which may
+        // not be the lock's.
+        let file = Resource::file(target);
         let holder = self
-            .store
-            .holder(&Resource::file(target))
+            .store(&file, Access::Existing)?
+            .holder(&file)
             .map_err(describe)?;
         let ours = |holder: &fencepost::Holder| {
             self.leases()
@@ -604,7 +626,8 @@ impl Inner {
         let token = args::token(args.token)?;
         let (resource, key) = self.resource(&args.resource)?;
         let lease = self.own_lease(&key, token, &resource, "write")?;
-        self.store.check_lease(&lease).map_err(describe)?;
+        let store = self.store(&resource, Access::Existing)?;
+        store.check_lease(&lease).map_err(describe)?;
         let target = self
             .confinement
             .resolve(&args.path)
@@ -634,7 +657,7 @@ impl Inner {
         }
         let mut refusal = None;
         let recheck = || {
-            if let Err(e) = self.store.check_lease(&lease) {
+            if let Err(e) = store.check_lease(&lease) {
                 refusal = Some(describe(e));
                 return false;
             }
@@ -693,7 +716,8 @@ impl Inner {
     }
 
     fn status(&self) -> Result<StatusResult, String> {
-        let entries = self.store.status().map_err(describe)?;
+        let (store, locator) = self.stores.open(None, Access::Existing)?;
+        let entries = store.status().map_err(describe)?;
         let held: HashMap<Key, u64> = self
             .leases()
             .iter()
@@ -729,10 +753,7 @@ impl Inner {
             .collect();
         Ok(StatusResult {
             root: self.confinement.root().display().to_string(),
-            store: self
-                .store_label
-                .clone()
-                .unwrap_or_else(|| self.confinement.store().display().to_string()),
+            store: locator,
             claims,
         })
     }

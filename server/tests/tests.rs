@@ -8,3 +8,4 @@ mod confinement;
 mod contention;
 mod polish;
 mod protocol;
+mod store_location;
