@@ -396,7 +396,8 @@ impl Inner {
         if !self.keep(key, self.keep_alive(lease)) {
             return Err("cancelled: the server is shutting down; nothing is held".into());
         }
-        tracing::info!(
+        // At debug: the request's one info line is logged by `transport`.
+        tracing::debug!(
             label = result.label,
             token = result.token,
             ttl_ms,
@@ -476,7 +477,7 @@ impl Inner {
             ));
         };
         keepalive.release().map_err(describe)?;
-        tracing::info!(label = resource.target(), token, "released");
+        tracing::debug!(label = resource.target(), token, "released");
         Ok(ReleaseResult { released: true })
     }
 
@@ -546,7 +547,7 @@ impl Inner {
                 ));
             }
         }
-        tracing::info!(path = relative, token, bytes = args.content.len(), "wrote");
+        tracing::debug!(path = relative, token, bytes = args.content.len(), "wrote");
         Ok(WriteResult {
             written: true,
             bytes: args.content.len() as u64,
