@@ -21,6 +21,10 @@ use crate::waiting::{self, Acquired};
 pub struct Context {
     pub store: Store,
     pub locator: String,
+    /// The rule that picked a directory store (`None`: an etcd store).
+    pub scope: Option<fencepost_fs::StoreScope>,
+    /// False when the directory store does not exist (yet): it reads as empty.
+    pub exists: bool,
 }
 
 /// `lock:NAME` or `file:/abs/path` for `resource`, validating it first so a bad name
@@ -321,9 +325,26 @@ pub fn status(ctx: &Context, args: &StatusArgs) -> Result<ExitCode, Failure> {
     if args.json {
         emit_json(&entries)?;
     } else if entries.is_empty() {
-        emit(&format!("no claims in {}", ctx.locator))?;
+        emit(&format!("no claims in {}", store_line(ctx)))?;
     } else {
-        emit(&status_table(&entries, now_ms()))?;
+        emit(&format!(
+            "{}\nstore: {}",
+            status_table(&entries, now_ms()),
+            store_line(ctx)
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The store `status` read, and why it is that one: `/repo/.git/fencepost (the
+/// repository's store, shared by all its worktrees)`.
+fn store_line(ctx: &Context) -> String {
+    match ctx.scope {
+        None => ctx.locator.clone(),
+        Some(_) if !ctx.exists => format!(
+            "{} (it does not exist yet; the first claim creates it)",
+            ctx.locator
+        ),
+        Some(scope) => format!("{} ({scope})", ctx.locator),
+    }
 }
