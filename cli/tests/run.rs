@@ -44,7 +44,7 @@ fn run_exports_the_lease_to_the_child() {
         .assert()
         .code(0);
     // The child checks its own token through the store it was given: no --store,
-    // and its working directory would discover a different store.
+    // and its working directory would locate a different store (the per-user one).
     let script = r#"printf '%s\n' "$FENCEPOST_TOKEN" "$FENCEPOST_STORE" "$FENCEPOST_RESOURCE" \
         "$FENCEPOST_LOCK" "${FENCEPOST_FILE-unset}" > env.txt
         "$FP" check --lock "$FENCEPOST_LOCK" "$FENCEPOST_TOKEN""#;

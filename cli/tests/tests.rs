@@ -11,8 +11,10 @@ mod util;
 
 mod bad_input;
 mod basics;
-mod discovery;
 mod identity;
+mod polish;
+mod status;
+mod store_location;
 
 #[cfg(unix)]
 mod contention;

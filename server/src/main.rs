@@ -16,10 +16,11 @@ struct Cli {
     /// confined to it.
     #[arg(long, value_name = "DIR")]
     root: PathBuf,
-    /// The lease store directory; relative to --root. Default: the store found from
-    /// the root (nearest .fencepost, else the git work tree's, else ROOT/.fencepost).
-    /// Or an etcd store, `etcd://host:2379[,host:2379…]/prefix` (built with the
-    /// `etcd` feature).
+    /// The lease store directory; relative to --root. Default: each resource's store
+    /// by the location rule the CLI follows (a .fencepost directory at or above the
+    /// file's directory, or the root for locks; else the repository's common git
+    /// directory; else the per-user store). Or an etcd store,
+    /// `etcd://host:2379[,host:2379…]/prefix` (built with the `etcd` feature).
     #[arg(long, env = "FENCEPOST_STORE", value_name = "DIR")]
     store: Option<PathBuf>,
     /// Owner name recorded with each claim (diagnostics only).
@@ -30,12 +31,6 @@ struct Cli {
         value_name = "NAME"
     )]
     owner: String,
-}
-
-/// `etcd://…`, in any case.
-fn is_etcd_url(text: &str) -> bool {
-    text.get(..7)
-        .is_some_and(|s| s.eq_ignore_ascii_case("etcd://"))
 }
 
 fn main() -> ExitCode {
@@ -53,15 +48,9 @@ fn main() -> ExitCode {
     };
     init_logging();
     let root = std::path::absolute(&cli.root).unwrap_or(cli.root);
-    let named = cli.store.as_deref().filter(|s| !s.as_os_str().is_empty());
-    let store = match named {
-        // An etcd store URL is not a path: passed through as is.
-        Some(url) if url.to_str().is_some_and(is_etcd_url) => url.to_path_buf(),
-        _ => fencepost_fs::locate_store(named, &root),
-    };
     let server = match FencepostServer::new(Config {
         root,
-        store,
+        store: cli.store.filter(|s| !s.as_os_str().is_empty()),
         owner: cli.owner,
     }) {
         Ok(server) => server,

@@ -5,4 +5,6 @@ mod support;
 
 mod confinement;
 mod contention;
+mod polish;
 mod protocol;
+mod store_location;
