@@ -275,7 +275,10 @@ fn a_lost_run_names_the_store() {
         .unwrap();
     assert_eq!(output.status.code(), Some(3), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let loss = stderr.lines().find(|l| l.contains("lost:")).expect("a loss line");
+    let loss = stderr
+        .lines()
+        .find(|l| l.contains("lost:"))
+        .expect("a loss line");
     assert!(loss.contains(&s.store().display().to_string()), "{loss}");
 }
 
