@@ -64,10 +64,10 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
             if matches!(error, Error::Released { .. }) {
                 return;
             }
-            report(&format!(
+            report(&crate::in_store(format!(
                 "lease on {target} lost: {}; {policy}",
                 loss_reason(error)
-            ));
+            )));
             stopper.lost();
         })
     };
@@ -150,11 +150,11 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
             | Error::Broken { .. }),
         ) => {
             // Lost after the last look, before the release: still a loss.
-            report(&format!(
+            report(&crate::in_store(format!(
                 "lease on {} lost: {}",
                 resource.target(),
                 loss_reason(&error)
-            ));
+            )));
             return Ok(ExitCode::from(conflict));
         }
         Err(error) => report(&format!(
