@@ -336,9 +336,10 @@ pub fn describe_error(error: &Error) -> String {
                 "token {token} does not hold {label}: it was released, expired or superseded; claim it again for a new token"
             ),
         },
-        Error::Broken { .. } | Error::Released { .. } => {
-            format!("{error}; claim it again for a new token")
-        }
+        Error::Broken { .. } => format!("{error}; claim it again for a new token"),
+        Error::Released { label, token } => format!(
+            "token {token} does not hold {label}: its lease was released by its holder; claim it again for a new token"
+        ),
         Error::NotHeld { label } => format!(
             "{label} is not held by anyone (never claimed, released or expired): there is nothing to break"
         ),

@@ -253,12 +253,13 @@ fn break_of_a_free_resource_exits_3() {
 }
 
 /// The holder is a `run`: it reports the break with the reason while its child
-/// still runs (at its next renewal, ttl/3), and exits 3.
+/// still runs (its keepalive watches the lease between renewals), and exits 3.
 #[cfg(unix)]
 #[test]
 fn break_tells_a_run_holder_with_the_reason() {
     let s = Scratch::new();
-    let script = r#"i=0
+    let script = r#"echo started > started
+        i=0
         while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
         exit 0"#;
     let mut run = s.spawn_cmd();
@@ -268,8 +269,11 @@ fn break_tells_a_run_holder_with_the_reason() {
         .args(["--", "sh", "-c", script])
         .stderr(Stdio::piped());
     let mut child = Background(run.spawn().unwrap());
-    wait_until("run holds x", Duration::from_secs(10), || {
-        s.entry("x").is_some_and(|e| e["state"] == "held")
+    // The child runs once the lease is confirmed (a break before that would only
+    // make run claim again, as any free resource would).
+    let started = s.path().join("started");
+    wait_until("the child started", Duration::from_secs(10), || {
+        started.exists()
     });
     let token = s.entry("x").unwrap()["token"].as_u64().unwrap();
     s.cmd()

@@ -67,7 +67,7 @@ fn second_claim_exits_3_and_names_the_holder() {
     assert!(output.stdout.is_empty(), "{output:?}");
     let stderr = one_line_stderr(&output);
     let expected = predicate::str::is_match(
-        r"^fencepost: db:migrations is held by alice \(pid \d+, token 1\) until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(in \d+\.\ds\); pass --wait MS to wait for it, work on something else meanwhile, or, if its holder is gone or stuck, ask a human to run `fencepost break --lock db:migrations --reason '…'`\n",
+        r"^fencepost: db:migrations is held by alice \(pid \d+, token 1\) until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(in \d+\.\ds\); pass --wait MS to wait for it, work on something else meanwhile, or, if its holder is gone or stuck, ask a human to run `fencepost break --lock db:migrations --reason '…'` \(store [^)]+\)\n",
     )
     .unwrap();
     assert!(expected.eval(&stderr), "{stderr}");
@@ -300,7 +300,7 @@ fn release_twice_exits_3_the_second_time() {
         .unwrap();
     assert_eq!(output.status.code(), Some(3));
     assert_eq!(json_of(&output)["reason"], "released");
-    assert!(one_line_stderr(&output).contains("already released"));
+    assert!(one_line_stderr(&output).contains("its lease was released by its holder"));
 }
 
 #[test]

@@ -176,7 +176,8 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
     // An operator breaks the lease behind run's back, then someone else claims it
     // (a token alone no longer releases anyone's lease); the child waits for the
     // test's go-ahead.
-    let script = r#"i=0
+    let script = r#"echo started > started
+        i=0
         while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done
         exit 0"#;
     let mut run = s.spawn_cmd();
@@ -197,8 +198,11 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
     ])
     .stderr(Stdio::piped());
     let mut child = Background(run.spawn().unwrap());
-    wait_until("run holds x", Duration::from_secs(10), || {
-        s.entry("x").is_some_and(|e| e["state"] == "held")
+    // The child runs only once the lease is confirmed (a break before that would
+    // only make run claim again).
+    let started = s.path().join("started");
+    wait_until("the child started", Duration::from_secs(10), || {
+        started.exists()
     });
     s.cmd()
         .args([
