@@ -67,13 +67,29 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
         Err(Failure::Refused(message)) => {
-            report(&message);
+            report(&in_store(message));
             ExitCode::from(EXIT_REFUSED)
         }
-        Err(Failure::Code(code, message)) => {
+        Err(Failure::Code(code @ (126 | 127), message)) => {
             report(&message);
             ExitCode::from(code)
         }
+        Err(Failure::Code(code, message)) => {
+            report(&in_store(message));
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// The store the command used, once it is open: every refusal names it, since "held"
+/// or "never claimed" is only true of one store (issue 19).
+static STORE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// `message`, naming the store unless it already does.
+fn in_store(message: String) -> String {
+    match STORE.get() {
+        Some(store) if !message.contains(store.as_str()) => format!("{message} (store {store})"),
+        _ => message,
     }
 }
 
@@ -157,6 +173,7 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
     let opened = store::open(cli.global.store.as_deref(), resource.as_ref(), &cwd, access)
         .map_err(Failure::Error)?;
     let locator = opened.backend.locator();
+    let _ = STORE.set(locator.clone());
     Ok(Context {
         store: fencepost::Store::new(opened.backend),
         locator,

@@ -411,7 +411,8 @@ impl Inner {
         if !self.keep(key, Self::keep_alive(&store, lease)) {
             return Err("cancelled: the server is shutting down; nothing is held".into());
         }
-        tracing::info!(
+        // At debug: the request's one info line is logged by `transport`.
+        tracing::debug!(
             label = result.label,
             token = result.token,
             ttl_ms,
@@ -494,7 +495,7 @@ impl Inner {
             ));
         };
         keepalive.release().map_err(describe)?;
-        tracing::info!(label = resource.target(), token, "released");
+        tracing::debug!(label = resource.target(), token, "released");
         Ok(ReleaseResult { released: true })
     }
 
@@ -565,7 +566,7 @@ impl Inner {
                 ));
             }
         }
-        tracing::info!(path = relative, token, bytes = args.content.len(), "wrote");
+        tracing::debug!(path = relative, token, bytes = args.content.len(), "wrote");
         Ok(WriteResult {
             written: true,
             bytes: args.content.len() as u64,

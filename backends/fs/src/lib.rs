@@ -584,8 +584,10 @@ impl LeaseStore for FsStore {
     }
 
     /// Lists the directories in `claims/` whose names are keys
-    /// ([`Key::parse`]). Other names, and key-named entries that are symbolic links
-    /// or files, are skipped.
+    /// ([`Key::parse`]), and key-named symbolic links: such a link is never followed,
+    /// so every operation on its key fails, and listing it lets `status` show the key
+    /// as unreadable instead of hiding it (issue 19). Other names, and key-named
+    /// regular files, are skipped.
     ///
     /// # Errors
     ///
@@ -605,7 +607,10 @@ impl LeaseStore for FsStore {
                 continue;
             };
             // `DirEntry::file_type` does not follow links.
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if entry
+                .file_type()
+                .is_ok_and(|t| t.is_dir() || t.is_symlink())
+            {
                 keys.push(key);
             }
         }
