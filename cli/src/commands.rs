@@ -111,7 +111,10 @@ fn hold(ctx: &Context, args: &ClaimArgs, lease: Lease) -> Result<ExitCode, Failu
         let lost = Arc::clone(&lost);
         let target = target.clone();
         ctx.store.keepalive_with(lease.clone(), move |error| {
-            report(&format!("lease on {target} lost: {}", loss_reason(error)));
+            report(&crate::in_store(format!(
+                "lease on {target} lost: {}",
+                loss_reason(error)
+            )));
             lost.store(true, Ordering::SeqCst);
         })
     };
@@ -130,7 +133,10 @@ fn hold(ctx: &Context, args: &ClaimArgs, lease: Lease) -> Result<ExitCode, Failu
         Err(
             error @ (Error::Superseded { .. } | Error::Expired { .. } | Error::NotHolder { .. }),
         ) => {
-            report(&format!("lease on {target} lost: {}", loss_reason(&error)));
+            report(&crate::in_store(format!(
+                "lease on {target} lost: {}",
+                loss_reason(&error)
+            )));
             Ok(ExitCode::from(args.timing.conflict_exit_code))
         }
         Err(error) => Err(Failure::Error(format!(

@@ -86,7 +86,7 @@ fn main() -> ExitCode {
 static STORE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// `message`, naming the store unless it already does.
-fn in_store(message: String) -> String {
+pub(crate) fn in_store(message: String) -> String {
     match STORE.get() {
         Some(store) if !message.contains(store.as_str()) => format!("{message} (store {store})"),
         _ => message,

@@ -263,6 +263,27 @@ fn every_refusal_names_the_store() {
 
 #[cfg(unix)]
 #[test]
+fn a_lost_run_names_the_store() {
+    // issue 19: name the store in every refusal, the loss of `run` included.
+    let s = Scratch::new();
+    let output = s
+        .cmd()
+        .args(["run", "--lock", "x", "--ttl", "60000", "--", "sh", "-c"])
+        .arg(r#""$FP" release --lock x "$FENCEPOST_TOKEN"; sleep 0.5"#)
+        .env("FP", crate::util::bin())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let loss = stderr
+        .lines()
+        .find(|l| l.contains("lost:"))
+        .expect("a loss line");
+    assert!(loss.contains(&s.store().display().to_string()), "{loss}");
+}
+
+#[cfg(unix)]
+#[test]
 fn check_after_a_hard_link_split_agrees_with_status() {
     // issue 19: `check` said "renewed or claimed again meanwhile" while `status`
     // showed the lease held.
