@@ -175,6 +175,9 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
     let s = Scratch::new();
     // The child gives the lease away behind run's back (release with its token,
     // then a fresh claim by someone else), then waits for the test's go-ahead.
+    // `--on-loss keep`: with the default (terminate) run may stop the child between
+    // its release and the thief's claim, and the claim never lands (a flake under
+    // load); stopping the child on loss is pinned by cli/tests/loss.rs.
     let script = r#""$FP" release --lock x "$FENCEPOST_TOKEN" || exit 90
         "$FP" claim --lock x --ttl 60000 --owner thief > /dev/null || exit 91
         i=0
@@ -182,7 +185,17 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
         exit 0"#;
     let mut run = s.spawn_cmd();
     run.args([
-        "run", "--lock", "x", "--ttl", "300", "--", "sh", "-c", script,
+        "run",
+        "--lock",
+        "x",
+        "--ttl",
+        "300",
+        "--on-loss",
+        "keep",
+        "--",
+        "sh",
+        "-c",
+        script,
     ])
     .stderr(Stdio::piped());
     let mut child = Background(run.spawn().unwrap());
