@@ -518,3 +518,67 @@ fn run_hands_its_child_the_same_store() {
         "rc=3\n"
     );
 }
+
+/// The README's fresh-user walk-through, run as written: each line of the block in
+/// a shell, in a fresh repository, with the exit code its comment promises.
+#[test]
+fn the_readme_walk_through_works_as_written() {
+    let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let start = readme
+        .find("A fresh user, in a repository with a linked worktree:")
+        .expect("the walk-through is in the README");
+    let block = &readme[start..];
+    let block = &block[block.find("```sh\n").unwrap() + 6..];
+    let block = &block[..block.find("```").unwrap()];
+
+    let s = Scratch::new();
+    let top = top(&s);
+    let repo = top.join("repo");
+    repository(&repo, &["a.txt"]);
+    let bin_dir = crate::util::bin().parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let mut cwd = repo.clone();
+    let mut ran = 0;
+    for line in block.lines() {
+        let (command, comment) = line.split_once('#').unwrap_or((line, ""));
+        let command = command.trim();
+        if let Some(dir) = command.strip_prefix("cd ") {
+            cwd = fs::canonicalize(cwd.join(dir)).unwrap();
+            continue;
+        }
+        let expected = comment
+            .split("exit ")
+            .nth(1)
+            .and_then(|rest| rest.chars().next())
+            .and_then(|c| c.to_digit(10))
+            .unwrap_or(0) as i32;
+        let output = std::process::Command::new("sh")
+            .args(["-c", command])
+            .current_dir(&cwd)
+            .env("PATH", &path)
+            .env("XDG_STATE_HOME", s.user_state())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env_remove("FENCEPOST_STORE")
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(expected),
+            "{command}: {output:?}"
+        );
+        if command == "fencepost status" {
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let last = stdout.lines().last().unwrap_or_default();
+            assert!(
+                last.starts_with(&format!("store: {}", repo.join(".git/fencepost").display())),
+                "{stdout}"
+            );
+        }
+        ran += 1;
+    }
+    assert_eq!(ran, 4, "the walk-through changed; update this test");
+}

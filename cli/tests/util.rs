@@ -57,11 +57,12 @@ impl Scratch {
 
     /// `fencepost` without `--store`, in `cwd`: the store is located from the
     /// resource. The per-user store is the scratch directory's `user-state/fencepost`
-    /// (`XDG_STATE_HOME`), never the developer's own.
+    /// (`XDG_STATE_HOME`; `LOCALAPPDATA` on Windows), never the developer's own.
     pub fn bare_cmd(&self, cwd: &Path) -> assert_cmd::Command {
         let mut cmd = assert_cmd::Command::new(bin());
         cmd.current_dir(cwd)
             .env("XDG_STATE_HOME", self.user_state())
+            .env("LOCALAPPDATA", self.user_state())
             .env("FP", bin());
         for name in OUR_VARIABLES {
             cmd.env_remove(name);
@@ -69,8 +70,8 @@ impl Scratch {
         cmd
     }
 
-    /// The `XDG_STATE_HOME` of [`Scratch::bare_cmd`]; the per-user store is
-    /// `fencepost/` in it.
+    /// The `XDG_STATE_HOME` (and `LOCALAPPDATA`) of [`Scratch::bare_cmd`]; the
+    /// per-user store is `fencepost/` in it.
     pub fn user_state(&self) -> PathBuf {
         self.path().join("user-state")
     }
@@ -82,6 +83,7 @@ impl Scratch {
         cmd.current_dir(self.path())
             .env("FP", bin())
             .env("XDG_STATE_HOME", self.user_state())
+            .env("LOCALAPPDATA", self.user_state())
             .arg("--store")
             .arg(&self.store);
         for name in OUR_VARIABLES {

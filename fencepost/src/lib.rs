@@ -38,7 +38,8 @@
 //! ```
 //! use fencepost::{AcquireOptions, Resource, Store};
 //! # fn open_store() -> Store { Store::new(fencepost::doc_support::TinyStore::default()) }
-//! let store: Store = open_store(); // e.g. Store::new(fencepost_fs::FsStore::open(".fencepost")?)
+//! let store: Store = open_store(); // e.g. fencepost_fs::FsStore::open(location.path), where
+//!                                   // location = fencepost_fs::locate_store(None, Some(&resource), cwd)
 //! let migrations = Resource::lock("db:migrations");
 //! let lease = store.acquire(&migrations, &AcquireOptions::new(30_000).owner("ci"))?;
 //! if store.check(&migrations, lease.token())? {
