@@ -225,3 +225,19 @@ fn a_reused_pid_is_a_dead_holder_and_a_live_pid_is_not() {
     std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
     s.cmd().args(["claim", "--lock", "x"]).assert().code(0);
 }
+
+/// Issue 16: a lease renewed by token from another process no longer lives and dies
+/// with the process that claimed it, so that process's death is no longer a reason
+/// to take it over early.
+#[test]
+fn a_lease_renewed_by_token_elsewhere_is_not_taken_over_when_its_claimer_dies() {
+    let s = Scratch::new();
+    let (mut hold, token) = holding_claim(&s, "x");
+    s.cmd()
+        .args(["renew", "--lock", "x", &token.to_string()])
+        .assert()
+        .code(0);
+    kill_and_reap(&mut hold);
+    let output = s.cmd().args(["claim", "--lock", "x"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+}

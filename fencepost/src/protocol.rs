@@ -835,6 +835,7 @@ impl Store {
                 held.token,
                 Some(&lease.holder_id),
                 lease.ttl_ms,
+                true,
             )?;
             held.generation = renewed.generation;
         }
@@ -844,6 +845,7 @@ impl Store {
             lease.token,
             Some(&lease.holder_id),
             lease.ttl_ms,
+            true,
         )?;
         lease.generation = renewed.generation;
         lease.granted_at_ms = renewed.granted_at_ms;
@@ -894,6 +896,7 @@ impl Store {
                     held.token,
                     Some(&holder_id),
                     ttl_ms,
+                    false,
                 )?;
                 others.push(HeldKey {
                     key: file_id.clone(),
@@ -914,6 +917,7 @@ impl Store {
             token,
             Some(&holder_id),
             ttl_ms,
+            false,
         )?;
         Ok(Lease {
             resource: resource.clone(),
@@ -930,6 +934,10 @@ impl Store {
         })
     }
 
+    /// `keep_evidence`: the renewal carries the tenure's liveness evidence on. A
+    /// renewal by token (another process keeping the lease alive) drops it: the
+    /// lease no longer lives and dies with the process that claimed it, so it must
+    /// not be taken over when that process ends.
     fn renew_tenure(
         &self,
         key: &Key,
@@ -937,6 +945,7 @@ impl Store {
         token: u64,
         holder_id: Option<&str>,
         ttl_ms: u64,
+        keep_evidence: bool,
     ) -> Result<Record> {
         let newest = self.read_newest(key)?;
         let superseded = |newest: &Newest| Error::Superseded {
@@ -973,6 +982,11 @@ impl Store {
             granted_at_ms: now,
             expires_at_ms: now.saturating_add(ttl_ms),
             ttl_ms,
+            process: if keep_evidence {
+                current.process.clone()
+            } else {
+                None
+            },
             ..current.clone()
         };
         let created =
