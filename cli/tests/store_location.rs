@@ -304,9 +304,16 @@ fn outside_any_repository_one_user_store_serves_every_directory() {
     claim(&s, &right, &["--lock", "x"], 3);
     assert!(!left.join(".fencepost").exists() && !right.join(".fencepost").exists());
 
-    // No HOME and no XDG_STATE_HOME: a clear error, and no store anywhere.
+    // No HOME and no XDG_STATE_HOME: a clear error, and no store anywhere (not in
+    // the working directory, not under `/`).
     let fresh = top.join("fresh");
     fs::create_dir(&fresh).unwrap();
+    let under_root = [
+        Path::new("/.local/state/fencepost"),
+        Path::new("/fencepost"),
+        Path::new("/.fencepost"),
+    ];
+    let existed: Vec<bool> = under_root.iter().map(|p| p.exists()).collect();
     for args in [&["claim", "--lock", "y"][..], &["status"]] {
         let output = s
             .bare_cmd(&fresh)
@@ -322,6 +329,8 @@ fn outside_any_repository_one_user_store_serves_every_directory() {
             "{stderr}"
         );
         assert_eq!(fs::read_dir(&fresh).unwrap().count(), 0);
+        let exist: Vec<bool> = under_root.iter().map(|p| p.exists()).collect();
+        assert_eq!(exist, existed, "a store appeared under / ({under_root:?})");
     }
 }
 
