@@ -158,12 +158,16 @@ struct Taken<'k> {
     key: &'k Key,
     claim: Record,
     below: Vec<u64>,
+    /// Monotonic ms read just before the claim was stamped: the claim is live for
+    /// `ttl` of this clock from then, whatever the wall clock does meanwhile.
+    since_mono: u64,
 }
 
 /// One key's outcome within an acquisition.
 enum Claim {
-    /// Our claim, confirmed newest (possibly lapsed), with the generations below it.
-    Taken(Record, Vec<u64>),
+    /// Our claim, confirmed newest (possibly lapsed), with the generations below it
+    /// and the monotonic time just before it was stamped.
+    Taken(Record, Vec<u64>, u64),
     /// A live holder that has not stagnated.
     Held(Holder),
 }
@@ -227,20 +231,46 @@ pub struct Store {
     clock: Arc<dyn Clock>,
 }
 
-/// The newest record of a series as read: its generation (0 for an empty series)
-/// and what it decoded to.
+/// The newest record of a series as read: the highest generation listed (0 for an
+/// empty series), and the newest *decodable* record, by which liveness is judged.
+///
+/// A torn highest record only proves its generation is taken: it may be a create
+/// still in progress (a renewal caught half-written), so it is never judged as a
+/// vacancy over a live predecessor (docs/design-01-lease-and-fence.md, "torn newest
+/// record"; pinned by the checker's `torn_renewal` schedule).
 #[derive(Debug)]
 struct Newest {
     generation: u64,
-    decoded: Option<Decoded>,
+    /// The newest decodable record (a v1 record or a newer format) and its
+    /// generation; `None` when nothing in the series decodes. Equal to `generation`
+    /// unless the highest record is torn.
+    judged: Option<(u64, Decoded)>,
     /// The other generations the same listing showed (all below `generation`): what a
     /// sweep above them removes, without listing again.
     below: Vec<u64>,
 }
 
 impl Newest {
+    fn empty() -> Self {
+        Newest {
+            generation: 0,
+            judged: None,
+            below: Vec::new(),
+        }
+    }
+
+    fn decoded(&self) -> Option<&Decoded> {
+        self.judged.as_ref().map(|(_, decoded)| decoded)
+    }
+
+    /// True when the highest generation is torn (a create in progress, or a crash
+    /// mid-create).
+    fn top_is_torn(&self) -> bool {
+        self.generation > 0 && self.judged.as_ref().is_none_or(|(g, _)| *g != self.generation)
+    }
+
     fn envelope(&self) -> Option<Envelope> {
-        match &self.decoded {
+        match self.decoded() {
             Some(Decoded::Record(record)) if !record.released => Some(record.envelope()),
             Some(Decoded::Newer { envelope, .. }) => Some(*envelope),
             _ => None,
@@ -248,7 +278,7 @@ impl Newest {
     }
 
     fn holder(&self) -> Option<Holder> {
-        match &self.decoded {
+        match self.decoded() {
             Some(Decoded::Record(record)) => Some(holder_of(record)),
             Some(Decoded::Newer { v, envelope }) => Some(Holder {
                 owner: format!("a writer of format v{v}"),
@@ -262,19 +292,38 @@ impl Newest {
         }
     }
 
-    /// The newest record, if it is an unreleased v1 claim.
+    /// The newest decodable record, if it is an unreleased v1 claim.
     fn claim(&self) -> Option<&Record> {
-        match &self.decoded {
+        match self.decoded() {
             Some(Decoded::Record(record)) if !record.released => Some(record),
             _ => None,
         }
     }
 
+    /// The highest record itself, if it is a decodable v1 record (a claim or a
+    /// tombstone): what a confirming read compares with its own create.
+    fn top_record(&self) -> Option<&Record> {
+        match &self.judged {
+            Some((g, Decoded::Record(record))) if *g == self.generation => Some(record),
+            _ => None,
+        }
+    }
+
     fn token(&self) -> u64 {
-        match &self.decoded {
+        match self.decoded() {
             Some(Decoded::Record(record)) => record.token,
             Some(Decoded::Newer { envelope, .. }) => envelope.token,
             _ => 0,
+        }
+    }
+
+    /// The holder id of the newest decodable record; `Some("")` for a newer format
+    /// (whose holder cannot be compared, so it is never ours).
+    fn holder_id(&self) -> Option<&str> {
+        match self.decoded() {
+            Some(Decoded::Record(record)) => Some(record.holder.as_str()),
+            Some(Decoded::Newer { .. }) => Some(""),
+            _ => None,
         }
     }
 }
@@ -384,7 +433,12 @@ impl Store {
             if held.is_none() {
                 for (key, watch) in keys.iter().zip(&mut watches) {
                     match self.claim_key(key, &identity.label, &holder_id, options, watch) {
-                        Ok(Claim::Taken(claim, below)) => taken.push(Taken { key, claim, below }),
+                        Ok(Claim::Taken(claim, below, since_mono)) => taken.push(Taken {
+                            key,
+                            claim,
+                            below,
+                            since_mono,
+                        }),
                         Ok(Claim::Held(holder)) => {
                             held = Some(holder);
                             break;
@@ -402,13 +456,17 @@ impl Store {
                 // hand out a lease that expired meanwhile (SPEC §3; found by the
                 // etcd cluster test).
                 for t in &taken {
-                    self.remove_generations(t.key, &t.below);
+                    self.sweep_after_claim(t.key, t.claim.generation, &t.below);
                 }
             }
-            let now = self.clock.wall_ms();
+            // "Still live after my create" on the monotonic clock from before the
+            // stamp: a wall-clock step during a stalled call cannot make a claim a
+            // rival already superseded look live (design-01, "confirm on monotonic
+            // time"; pinned by the checker's `clock_step_acquire` schedule).
+            let mono = self.clock.monotonic_ms();
             let all_live = taken
                 .iter()
-                .all(|t| record::is_live(&t.claim.envelope(), now));
+                .all(|t| mono.saturating_sub(t.since_mono) < options.ttl_ms);
             if held.is_none() && all_live {
                 return Ok(TryAcquire::Acquired(
                     self.confirmed_lease(resource, identity, taken, holder_id, options),
@@ -545,6 +603,7 @@ impl Store {
                     ),
                 )));
             }
+            let since_mono = self.clock.monotonic_ms();
             let granted_at_ms = self.clock.wall_ms();
             let claim = Record {
                 v: FORMAT_VERSION,
@@ -572,9 +631,19 @@ impl Store {
                 }
             }
 
+            #[cfg(feature = "planted-bugs")]
+            if crate::planted::on(&crate::planted::ACQUIRE_SKIPS_CONFIRM) {
+                return Ok(Claim::Taken(claim, newest.below, since_mono));
+            }
+            // The confirming read is load-bearing: a slow create may land a
+            // generation that was already created, superseded and swept (backends
+            // accept the freed name), and only this read shows a newer one exists
+            // (design-01, "swept generation re-created").
             let confirmed = self.read_newest(key)?;
             let ours = confirmed.generation == generation
-                && confirmed.claim().is_some_and(|r| r.holder == holder_id);
+                && confirmed
+                    .top_record()
+                    .is_some_and(|r| !r.released && r.holder == holder_id);
             if confirmed.generation == generation && !ours {
                 // Our exclusive create succeeded, yet the record read back is not
                 // ours: the backend broke the visibility promise of the contract.
@@ -593,7 +662,7 @@ impl Store {
             }
             // Ours, but possibly already expired (a pause, or a create slower than the
             // ttl): the caller's final liveness check decides, under its deadline.
-            return Ok(Claim::Taken(claim, confirmed.below));
+            return Ok(Claim::Taken(claim, confirmed.below, since_mono));
         }
     }
 
@@ -621,55 +690,76 @@ impl Store {
         let Some(file_id) = identity.file_id.filter(|_| current) else {
             return Ok(current);
         };
-        let holder = newest.claim().map(|r| r.holder.as_str());
-        Ok(self.rival(&file_id, holder)?.is_none())
+        let holder = newest.claim().map(|r| r.holder.as_str()).unwrap_or("");
+        Ok(!self.fenced_through(&file_id, holder)?)
     }
 
-    /// The live holder of `key`'s newest record if it is not the tenure `holder_id`
-    /// (a newer-format record counts as a rival: its holder cannot be compared).
-    fn rival(&self, key: &Key, holder_id: Option<&str>) -> Result<Option<Holder>> {
-        let newest = self.read_newest(key)?;
-        let now = self.clock.wall_ms();
-        let live = newest.envelope().is_some_and(|e| record::is_live(&e, now));
-        let ours = newest
-            .claim()
-            .is_some_and(|r| Some(r.holder.as_str()) == holder_id);
-        Ok(if live && !ours { newest.holder() } else { None })
+    /// True when the newest decodable record of `file_id` (the file's identity as it
+    /// is now) belongs to another tenure than `holder_id`, live or not: a rival came
+    /// in through another hard link, or the file was replaced and someone claimed the
+    /// new one. Such a tenure is fenced for good (design-01, "once fenced, fenced for
+    /// good"; pinned by the checker's `hard_link_revival` and `rename_revival`
+    /// schedules). An empty series, or one with only torn records, fences nothing.
+    fn fenced_through(&self, file_id: &Key, holder_id: &str) -> Result<bool> {
+        let newest = self.read_newest(file_id)?;
+        Ok(newest.holder_id().is_some_and(|h| h != holder_id))
     }
 
     /// Renews `lease`: writes generation newest+1 with the **same token** and a new
     /// expiry of now + ttl, flushed, and updates `lease` (SPEC I5).
     ///
+    /// For a file, the file-id key is that of the file *as it is now*: a file
+    /// created since the claim, or replaced by rename (a new inode), has its new
+    /// file-id series adopted, and the old one is given back. A file-id series whose
+    /// newest record belongs to another tenure ends this tenure for good
+    /// ([`Error::Superseded`]; design-01, "once fenced, fenced for good").
+    ///
+    /// A renewal whose create lands after the renewed record expired (measured on
+    /// the monotonic clock from just before the stamp) is not a renewal: it is
+    /// reported as [`Error::Expired`] and the late record is given up with a
+    /// tombstone (design-01, "no silent revival").
+    ///
     /// # Errors
     ///
-    /// - [`Error::Expired`] when the lease's ttl ran out (an expired lease is never
-    ///   revived; acquire again).
+    /// - [`Error::Expired`] when the lease's ttl ran out, before or during the call
+    ///   (an expired lease is never revived; acquire again).
     /// - [`Error::Superseded`] when a newer tenure owns the resource, or a rival
-    ///   created the next generation first.
+    ///   created the next generation first, or another tenure's record is the newest
+    ///   of the file's file-id series.
     /// - [`Error::NotHolder`] when this tenure already released it.
     /// - [`Error::Backend`] when the store fails; `lease` is unchanged and a later
     ///   renew may still succeed (it matches the newest record by holder id and
     ///   token, not by generation).
+    ///
+    /// When the lease is lost after its other keys were renewed in this call, those
+    /// are given back with tombstones, so a lost tenure holds nothing for a fresh ttl.
     pub fn renew(&self, lease: &mut Lease) -> Result<()> {
         // The other keys first: if one of them is lost, the primary is left to expire
         // rather than renewed for a lease that no longer holds the whole file.
-        for held in &mut lease.others {
-            let renewed = self.renew_tenure(
-                &held.key,
-                &lease.label,
-                held.token,
-                Some(&lease.holder_id),
-                lease.ttl_ms,
-            )?;
-            held.generation = renewed.generation;
-        }
-        let renewed = self.renew_tenure(
+        let others = self.renew_others(
+            &lease.resource,
+            &lease.label,
+            &lease.holder_id,
+            &lease.owner,
+            lease.ttl_ms,
+            &lease.others,
+        )?;
+        let renewed = match self.renew_tenure(
             &lease.key,
             &lease.label,
             lease.token,
             Some(&lease.holder_id),
             lease.ttl_ms,
-        )?;
+        ) {
+            Ok(renewed) => renewed,
+            Err(error) => {
+                if is_loss(&error) {
+                    self.give_back_keys(&others, &lease.label, &lease.holder_id);
+                }
+                return Err(error);
+            }
+        };
+        lease.others = others;
         lease.generation = renewed.generation;
         lease.granted_at_ms = renewed.granted_at_ms;
         lease.expires_at_ms = renewed.expires_at_ms;
@@ -707,39 +797,36 @@ impl Store {
         let holder_id = record.holder.clone();
         let owner = record.owner.clone();
         let ttl_ms = ttl_ms.unwrap_or(record.ttl_ms);
-        let mut others = Vec::new();
+        // The tenure's record in the file-id series, if it has one (not when the
+        // file was created after the claim).
+        let mut held = Vec::new();
         if let Some(file_id) = &identity.file_id {
-            // The tenure's record in the file-id series, if it has one (not when the
-            // file was created after the claim); a live rival there is a takeover.
             let newest = self.read_newest(file_id)?;
-            if let Some(held) = newest.claim().filter(|r| r.holder == holder_id) {
-                let renewed = self.renew_tenure(
-                    file_id,
-                    &resource.target(),
-                    held.token,
-                    Some(&holder_id),
-                    ttl_ms,
-                )?;
-                others.push(HeldKey {
+            if let Some(r) = newest.claim().filter(|r| r.holder == holder_id) {
+                held.push(HeldKey {
                     key: file_id.clone(),
-                    token: held.token,
-                    generation: renewed.generation,
-                });
-            } else if let Some(rival) = self.rival(file_id, Some(&holder_id))? {
-                return Err(Error::Superseded {
-                    label: resource.target(),
-                    token,
-                    by_token: rival.token,
+                    token: r.token,
+                    generation: r.generation,
                 });
             }
         }
-        let renewed = self.renew_tenure(
+        let label = resource.target();
+        let others = self.renew_others(resource, &label, &holder_id, &owner, ttl_ms, &held)?;
+        let renewed = match self.renew_tenure(
             &identity.key,
-            &resource.target(),
+            &label,
             token,
             Some(&holder_id),
             ttl_ms,
-        )?;
+        ) {
+            Ok(renewed) => renewed,
+            Err(error) => {
+                if is_loss(&error) {
+                    self.give_back_keys(&others, &label, &holder_id);
+                }
+                return Err(error);
+            }
+        };
         Ok(Lease {
             resource: resource.clone(),
             key: identity.key,
@@ -753,6 +840,138 @@ impl Store {
             granted_at_ms: renewed.granted_at_ms,
             expires_at_ms: renewed.expires_at_ms,
         })
+    }
+
+    /// Renews the keys other than the primary for the file as it is now: the held
+    /// file-id key if it still names the file, else the current one adopted; keys
+    /// that no longer name the file are given back (best effort).
+    fn renew_others(
+        &self,
+        resource: &Resource,
+        label: &str,
+        holder_id: &str,
+        owner: &str,
+        ttl_ms: u64,
+        held: &[HeldKey],
+    ) -> Result<Vec<HeldKey>> {
+        // The identity cannot be resolved now (a directory vanished): keep renewing
+        // what is held rather than losing the lease over a lookup.
+        let current = match resource.identity() {
+            Ok(identity) => identity.file_id,
+            Err(_) => {
+                let mut renewed = Vec::new();
+                for h in held {
+                    let r = self.renew_tenure(&h.key, label, h.token, Some(holder_id), ttl_ms)?;
+                    renewed.push(HeldKey {
+                        generation: r.generation,
+                        ..h.clone()
+                    });
+                }
+                return Ok(renewed);
+            }
+        };
+        let stale: Vec<HeldKey> = held
+            .iter()
+            .filter(|h| Some(&h.key) != current.as_ref())
+            .cloned()
+            .collect();
+        let mut others = Vec::new();
+        if let Some(file_id) = current {
+            let renewed = match held.iter().find(|h| h.key == file_id) {
+                Some(h) => {
+                    let r = self.renew_tenure(&h.key, label, h.token, Some(holder_id), ttl_ms)?;
+                    HeldKey {
+                        generation: r.generation,
+                        ..h.clone()
+                    }
+                }
+                None => self.adopt_key(&file_id, label, holder_id, owner, ttl_ms)?,
+            };
+            others.push(renewed);
+        }
+        self.give_back_keys(&stale, label, holder_id);
+        Ok(others)
+    }
+
+    /// Takes `key` (the file-id key of a file that is not the one the tenure
+    /// claimed) into a tenure: only when no other tenure's record is its newest.
+    fn adopt_key(
+        &self,
+        key: &Key,
+        label: &str,
+        holder_id: &str,
+        owner: &str,
+        ttl_ms: u64,
+    ) -> Result<HeldKey> {
+        for _ in 0..RELEASE_ATTEMPTS {
+            let newest = self.read_newest(key)?;
+            if let Some(r) = newest.claim().filter(|r| r.holder == holder_id) {
+                let r = self.renew_tenure(key, label, r.token, Some(holder_id), ttl_ms)?;
+                return Ok(HeldKey {
+                    key: key.clone(),
+                    token: r.token,
+                    generation: r.generation,
+                });
+            }
+            if newest.holder_id().is_some() {
+                return Err(Error::Superseded {
+                    label: label.to_string(),
+                    token: 0,
+                    by_token: newest.token(),
+                });
+            }
+            let generation = next_generation(key, newest.generation)?;
+            let now = self.clock.wall_ms();
+            let claim = Record {
+                v: FORMAT_VERSION,
+                key: key.to_string(),
+                label: label.to_string(),
+                token: generation,
+                generation,
+                holder: holder_id.to_string(),
+                owner: owner.to_string(),
+                pid: std::process::id(),
+                granted_at_ms: now,
+                expires_at_ms: now.saturating_add(ttl_ms),
+                ttl_ms,
+                released: false,
+            };
+            match self
+                .backend
+                .create(key, generation, &claim.encode(), Durability::Flushed)
+            {
+                Ok(CreateOutcome::Created) => {}
+                Ok(CreateOutcome::AlreadyExists) => continue,
+                Err(error) => {
+                    self.give_up_if_landed(key, generation, holder_id);
+                    return Err(error.into());
+                }
+            }
+            let confirmed = self.read_newest(key)?;
+            if confirmed.generation == generation
+                && confirmed.top_record().is_some_and(|r| r.holder == holder_id)
+            {
+                return Ok(HeldKey {
+                    key: key.clone(),
+                    token: generation,
+                    generation,
+                });
+            }
+        }
+        let newest = self.read_newest(key)?;
+        Err(Error::Superseded {
+            label: label.to_string(),
+            token: 0,
+            by_token: newest.token(),
+        })
+    }
+
+    /// Gives back keys of a tenure that is over or no longer names them, best
+    /// effort (a tombstone that does not land leaves a claim that expires).
+    fn give_back_keys(&self, keys: &[HeldKey], label: &str, holder_id: &str) {
+        for held in keys {
+            let _ = self.release_tenure(&held.key, label, held.token, Some(holder_id));
+        }
     }
 
     fn renew_tenure(
@@ -769,7 +988,7 @@ impl Store {
             token,
             by_token: newest.token(),
         };
-        let current = match &newest.decoded {
+        let current = match newest.decoded() {
             Some(Decoded::Record(r))
                 if r.token == token && Some(r.holder.as_str()) == holder_id =>
             {
@@ -784,14 +1003,22 @@ impl Store {
                 newest: None,
             });
         }
+        let since_mono = self.clock.monotonic_ms();
         let now = self.clock.wall_ms();
+        let expired = || Error::Expired {
+            label: label.to_string(),
+            token,
+            expired_at_ms: current.expires_at_ms,
+        };
         if !record::is_live(&current.envelope(), now) {
-            return Err(Error::Expired {
-                label: label.to_string(),
-                token,
-                expired_at_ms: current.expires_at_ms,
-            });
+            return Err(expired());
         }
+        // How long the renewed record stays live from now, by this clock; capped at
+        // its ttl (a clock that stepped back makes expiry unknowable, not longer).
+        let remaining_ms = current
+            .expires_at_ms
+            .saturating_sub(now)
+            .min(current.ttl_ms);
         let generation = next_generation(key, newest.generation)?;
         let renewal = Record {
             generation,
@@ -801,16 +1028,31 @@ impl Store {
             pid: std::process::id(),
             ..current.clone()
         };
-        let created =
-            self.backend
-                .create(key, generation, &renewal.encode(), Durability::Flushed)?;
+        let created = self
+            .backend
+            .create(key, generation, &renewal.encode(), Durability::Flushed);
+        // The post-create check on the monotonic clock: a create that landed after
+        // the renewed record expired is no renewal (design-01, "no silent revival";
+        // pinned by the checker's `slow_renewal` schedule).
+        let late = self.clock.monotonic_ms().saturating_sub(since_mono) >= remaining_ms;
+        #[cfg(feature = "planted-bugs")]
+        let late = late && !crate::planted::on(&crate::planted::RENEW_SKIPS_POST_CREATE_CHECK);
+        if late {
+            if let Some(holder_id) = holder_id {
+                if !matches!(created, Ok(CreateOutcome::AlreadyExists)) {
+                    self.give_up_if_landed(key, generation, holder_id);
+                }
+            }
+            return Err(expired());
+        }
+        let created = created?;
         let confirmed = self.read_newest(key)?;
         if created == CreateOutcome::Created && confirmed.generation == generation {
             // A renewal is a durable claim of ours that became the newest: the same
             // moment acquire sweeps (SPEC §3). Without it a lease kept alive for hours
             // piles up thousands of records that every read lists (found by the
             // benchmark).
-            self.remove_generations(key, &confirmed.below);
+            self.sweep_after_claim(key, generation, &confirmed.below);
             return Ok(renewal);
         }
         // Lost the create, or something landed above ours: if the newest record is
@@ -936,7 +1178,7 @@ impl Store {
                 Err(error) => {
                     let landed = self.read_newest(key).ok().is_some_and(|n| {
                         n.generation == generation
-                            && matches!(&n.decoded, Some(Decoded::Record(r)) if r.released && r.holder == current.holder)
+                            && n.top_record().is_some_and(|r| r.released && r.holder == current.holder)
                     });
                     return if landed { Ok(()) } else { Err(error.into()) };
                 }
@@ -978,7 +1220,16 @@ impl Store {
             if newest.generation == 0 {
                 continue;
             }
-            let entry = match &newest.decoded {
+            // A torn highest record over a live claim is that holder's create in
+            // progress: shown as held by the claim below it.
+            let live_below = newest.top_is_torn()
+                && newest.envelope().is_some_and(|e| record::is_live(&e, now));
+            let decoded = if newest.top_is_torn() && !live_below {
+                None
+            } else {
+                newest.decoded()
+            };
+            let entry = match decoded {
                 Some(Decoded::Record(r)) => {
                     let live = !r.released && record::is_live(&r.envelope(), now);
                     StatusEntry {
@@ -1076,6 +1327,28 @@ impl Store {
         self.remove_generations(key, &below)
     }
 
+    /// The sweep right after a durable claim of ours (generation `claimed`) was
+    /// confirmed newest: removes the generations the confirming read listed below
+    /// it, without listing again (design-01, "sweep reuses the confirming listing").
+    /// A backend whose listing is not a snapshot is never swept.
+    fn sweep_after_claim(&self, key: &Key, claimed: u64, below: &[u64]) {
+        if !self.backend.listing_is_snapshot() {
+            return;
+        }
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::SWEEP_LISTS_AFRESH) {
+            // The planted bug: a fresh listing, keeping only whatever is newest now.
+            if let Ok(listed) = self.backend.generations(key) {
+                let newest = listed.iter().copied().max().unwrap_or(0);
+                let stale: Vec<u64> = listed.into_iter().filter(|g| *g < newest).collect();
+                self.remove_generations(key, &stale);
+            }
+            return;
+        }
+        debug_assert!(below.iter().all(|g| *g < claimed));
+        self.remove_generations(key, below);
+    }
+
     /// Removes `generations` of `key`, best effort; returns how many removals
     /// succeeded. Callers pass only generations below a durable claim of their own.
     fn remove_generations(&self, key: &Key, generations: &[u64]) -> usize {
@@ -1086,37 +1359,58 @@ impl Store {
     }
 
     /// Reads the newest record of `key`: the highest listed generation (by number),
-    /// decoded. A record removed between listing and reading (a concurrent sweep)
-    /// causes a re-list; one that keeps vanishing counts as torn, so numbering still
-    /// continues above it.
+    /// and the newest record that decodes (walking down past a torn highest record).
+    /// A record removed between listing and reading (a concurrent sweep) causes a
+    /// re-list; one that keeps vanishing counts as torn, so numbering still continues
+    /// above it.
     fn read_newest(&self, key: &Key) -> Result<Newest> {
         let mut generation = 0;
         for _ in 0..VANISHED_RELIST_ATTEMPTS {
             let mut listed = self.backend.generations(key)?;
             generation = match listed.iter().copied().max() {
                 Some(generation) => generation,
-                None => {
-                    return Ok(Newest {
-                        generation: 0,
-                        decoded: None,
-                        below: Vec::new(),
-                    });
-                }
+                None => return Ok(Newest::empty()),
             };
-            if let Some(bytes) = self.backend.read(key, generation)? {
-                listed.retain(|g| *g < generation);
-                return Ok(Newest {
-                    generation,
-                    decoded: Some(record::decode(&bytes, key.as_str(), generation)),
-                    below: listed,
-                });
-            }
+            let Some(bytes) = self.backend.read(key, generation)? else {
+                continue;
+            };
+            listed.retain(|g| *g < generation);
+            let decoded = record::decode(&bytes, key.as_str(), generation);
+            let judged = match decoded {
+                Decoded::Torn(_) => self.newest_decodable_below(key, &listed)?,
+                decoded => Some((generation, decoded)),
+            };
+            return Ok(Newest {
+                generation,
+                judged,
+                below: listed,
+            });
         }
         Ok(Newest {
             generation,
-            decoded: Some(Decoded::Torn("the newest record keeps vanishing".into())),
+            judged: None,
             below: Vec::new(),
         })
+    }
+
+    /// The newest record among `listed` that decodes, reading downwards; records
+    /// swept meanwhile are skipped. Only reached when the highest record is torn.
+    fn newest_decodable_below(&self, key: &Key, listed: &[u64]) -> Result<Option<(u64, Decoded)>> {
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::TORN_NEWEST_IS_VACANCY) {
+            return Ok(None);
+        }
+        let mut below = listed.to_vec();
+        below.sort_unstable_by(|a, b| b.cmp(a));
+        for generation in below {
+            if let Some(bytes) = self.backend.read(key, generation)? {
+                match record::decode(&bytes, key.as_str(), generation) {
+                    Decoded::Torn(_) => {}
+                    decoded => return Ok(Some((generation, decoded))),
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// After a create failed with an unknown outcome: if our claim landed anyway, it
@@ -1129,7 +1423,10 @@ impl Store {
             return;
         };
         if newest.generation == generation {
-            if let Some(record) = newest.claim().filter(|r| r.holder == holder_id) {
+            if let Some(record) = newest
+                .top_record()
+                .filter(|r| !r.released && r.holder == holder_id)
+            {
                 let now = self.clock.wall_ms();
                 let tombstone = Record {
                     generation: tombstone_generation,
@@ -1148,6 +1445,14 @@ impl Store {
             }
         }
     }
+}
+
+/// True for the errors that mean the lease is gone (as opposed to a store failure).
+fn is_loss(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::Superseded { .. } | Error::Expired { .. } | Error::NotHolder { .. }
+    )
 }
 
 /// The generation after `newest`, or a backend error when the series has reached
