@@ -485,7 +485,7 @@ impl Store {
                         ttl_ms: options.ttl_ms,
                     });
                 }
-                let step = jittered(backoff_ms)
+                let step = self.jittered(backoff_ms)
                     .min(deadline.saturating_sub(mono))
                     .max(1);
                 self.clock.sleep(Duration::from_millis(step));
@@ -495,10 +495,16 @@ impl Store {
             if mono >= deadline {
                 return Ok(TryAcquire::Held(holder));
             }
-            let step = jittered(backoff_ms).min(deadline - mono).max(1);
+            let step = self.jittered(backoff_ms).min(deadline - mono).max(1);
             self.clock.sleep(Duration::from_millis(step));
             backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
         }
+    }
+
+    /// Uniform in `[step/2, step]`: waiters that started together spread out.
+    fn jittered(&self, step_ms: u64) -> u64 {
+        let half = step_ms / 2;
+        half + self.clock.random_u64() % (step_ms - half + 1)
     }
 
     /// The lease for claims confirmed (and swept below) on every key of `identity`.
@@ -1053,6 +1059,12 @@ impl Store {
             // piles up thousands of records that every read lists (found by the
             // benchmark).
             self.sweep_after_claim(key, generation, &confirmed.below);
+            // As acquire: a renewal that stalled after landing (in its confirming
+            // read or sweep) until its own ttl ran out is not handed back as live
+            // (found by the interleaving checker, schedule `lock_handover`).
+            if self.clock.monotonic_ms().saturating_sub(since_mono) >= ttl_ms {
+                return Err(expired());
+            }
             return Ok(renewal);
         }
         // Lost the create, or something landed above ours: if the newest record is
@@ -1475,11 +1487,6 @@ fn new_holder_id(owner: &str) -> String {
     format!("{owner}-{}-{:016x}", std::process::id(), nonce())
 }
 
-/// Uniform in `[step/2, step]`: waiters that started together spread out.
-fn jittered(step_ms: u64) -> u64 {
-    let half = step_ms / 2;
-    half + nonce() % (step_ms - half + 1)
-}
 
 /// A random number for nonces: holder ids, staging-file names, backoff jitter. From
 /// the standard library's per-process random hash keys mixed with a counter and the
