@@ -26,6 +26,14 @@ const LAPSE_RETRIES: usize = 2;
 /// still shows the generation below it before the backend is declared broken (it
 /// says a record exists that it never lists): a bound instead of a spin.
 const INVISIBLE_RECORD_LIMIT: usize = 64;
+/// How long a create may take before a reader that sees it torn (in progress, or
+/// cut off by a crash) treats it as abandoned, in milliseconds of the reader's
+/// monotonic clock; and, symmetrically, how long an acquire's create may take
+/// before the acquirer gives its claim back instead of trusting it. Readers wait
+/// this out even past their own deadline, so a crash mid-create blocks a key for
+/// at most this long beyond any live predecessor (design-01, "torn newest
+/// record"; pinned by the checker's `lock_handover` and `torn_renewal` schedules).
+pub const CREATE_GRACE_MS: u64 = 1_000;
 
 /// How to acquire: lease duration, who is asking, and how long to wait if held.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,6 +158,9 @@ struct Watch {
     /// (generation, times in a row we lost or failed to confirm it while the listing
     /// never got past the generation below it).
     invisible: (u64, usize),
+    /// The last judgement was "a create is in progress" (a torn newest record
+    /// seen for less than [`CREATE_GRACE_MS`]): worth waiting for past the deadline.
+    in_progress: bool,
 }
 
 /// A key's claim taken by an acquisition, with the superseded generations its
@@ -161,13 +172,16 @@ struct Taken<'k> {
     /// Monotonic ms read just before the claim was stamped: the claim is live for
     /// `ttl` of this clock from then, whatever the wall clock does meanwhile.
     since_mono: u64,
+    /// The create took less than [`CREATE_GRACE_MS`].
+    trusted: bool,
 }
 
 /// One key's outcome within an acquisition.
 enum Claim {
     /// Our claim, confirmed newest (possibly lapsed), with the generations below it
-    /// and the monotonic time just before it was stamped.
-    Taken(Record, Vec<u64>, u64),
+    /// and the monotonic time just before it was stamped; `false` when its create
+    /// took so long that a reader may have taken it for abandoned.
+    Taken(Record, Vec<u64>, u64, bool),
     /// A live holder that has not stagnated.
     Held(Holder),
 }
@@ -433,12 +447,15 @@ impl Store {
             if held.is_none() {
                 for (key, watch) in keys.iter().zip(&mut watches) {
                     match self.claim_key(key, &identity.label, &holder_id, options, watch) {
-                        Ok(Claim::Taken(claim, below, since_mono)) => taken.push(Taken {
-                            key,
-                            claim,
-                            below,
-                            since_mono,
-                        }),
+                        Ok(Claim::Taken(claim, below, since_mono, trusted)) => {
+                            taken.push(Taken {
+                                key,
+                                claim,
+                                below,
+                                since_mono,
+                                trusted,
+                            })
+                        }
                         Ok(Claim::Held(holder)) => {
                             held = Some(holder);
                             break;
@@ -466,7 +483,7 @@ impl Store {
             let mono = self.clock.monotonic_ms();
             let all_live = taken
                 .iter()
-                .all(|t| mono.saturating_sub(t.since_mono) < options.ttl_ms);
+                .all(|t| t.trusted && mono.saturating_sub(t.since_mono) < options.ttl_ms);
             if held.is_none() && all_live {
                 return Ok(TryAcquire::Acquired(
                     self.confirmed_lease(resource, identity, taken, holder_id, options),
@@ -492,10 +509,16 @@ impl Store {
                 backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
                 continue;
             };
-            if mono >= deadline {
+            // A create in progress is waited out even past the deadline: it ends
+            // within CREATE_GRACE_MS (completed, or taken for abandoned).
+            let in_progress = watches.iter().any(|w| w.in_progress);
+            if mono >= deadline && !in_progress {
                 return Ok(TryAcquire::Held(holder));
             }
-            let step = self.jittered(backoff_ms).min(deadline - mono).max(1);
+            let step = self
+                .jittered(backoff_ms)
+                .min(deadline.saturating_sub(mono).max(BACKOFF_START_MS))
+                .max(1);
             self.clock.sleep(Duration::from_millis(step));
             backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
         }
@@ -558,9 +581,7 @@ impl Store {
     /// record seen for a full ttl of this process's monotonic clock counts as
     /// expired (the stagnation bound of SPEC §3).
     fn live_holder(&self, newest: &Newest, watch: &mut Watch) -> Option<Holder> {
-        let envelope = newest
-            .envelope()
-            .filter(|e| record::is_live(e, self.clock.wall_ms()))?;
+        watch.in_progress = false;
         let mono = self.clock.monotonic_ms();
         let first_seen = match watch.watched {
             Some((generation, since)) if generation == newest.generation => since,
@@ -569,13 +590,43 @@ impl Store {
                 mono
             }
         };
-        let record_ttl = newest.claim().map(|r| r.ttl_ms).unwrap_or(
-            envelope
-                .expires_at_ms
-                .saturating_sub(envelope.granted_at_ms),
-        );
-        let stagnant = mono.saturating_sub(first_seen) >= record_ttl;
-        (!stagnant).then(|| newest.holder().expect("a live record has a holder"))
+        let watched_for = mono.saturating_sub(first_seen);
+        #[cfg(feature = "planted-bugs")]
+        let planted_vacancy = crate::planted::on(&crate::planted::TORN_NEWEST_IS_VACANCY);
+        #[cfg(not(feature = "planted-bugs"))]
+        let planted_vacancy = false;
+        if newest.top_is_torn() && planted_vacancy {
+            return None;
+        }
+        let live = newest
+            .envelope()
+            .filter(|e| record::is_live(e, self.clock.wall_ms()));
+        if let Some(envelope) = live {
+            let record_ttl = newest.claim().map(|r| r.ttl_ms).unwrap_or(
+                envelope
+                    .expires_at_ms
+                    .saturating_sub(envelope.granted_at_ms),
+            );
+            if watched_for < record_ttl {
+                return Some(newest.holder().expect("a live record has a holder"));
+            }
+        }
+        // A torn newest record is a create that may still be in progress: it only
+        // proves its generation is taken. Wait it out for CREATE_GRACE_MS; a
+        // creator whose create took that long gives its claim back, so taking over
+        // after that is safe.
+        if newest.top_is_torn() && watched_for < CREATE_GRACE_MS {
+            watch.in_progress = true;
+            return Some(Holder {
+                owner: "a claim still being written".into(),
+                holder_id: String::new(),
+                pid: 0,
+                token: 0,
+                generation: newest.generation,
+                expires_at_ms: 0,
+            });
+        }
+        None
     }
 
     /// Claims one key without waiting: creates generation newest+1 (token = that
@@ -636,10 +687,14 @@ impl Store {
                     return Err(error.into());
                 }
             }
+            // A create that took CREATE_GRACE_MS or longer may have been seen torn
+            // and taken for abandoned by a reader that then superseded it after
+            // this process's confirming read: never trust it.
+            let trusted = self.clock.monotonic_ms().saturating_sub(since_mono) < CREATE_GRACE_MS;
 
             #[cfg(feature = "planted-bugs")]
             if crate::planted::on(&crate::planted::ACQUIRE_SKIPS_CONFIRM) {
-                return Ok(Claim::Taken(claim, newest.below, since_mono));
+                return Ok(Claim::Taken(claim, newest.below, since_mono, true));
             }
             // The confirming read is load-bearing: a slow create may land a
             // generation that was already created, superseded and swept (backends
@@ -668,7 +723,7 @@ impl Store {
             }
             // Ours, but possibly already expired (a pause, or a create slower than the
             // ttl): the caller's final liveness check decides, under its deadline.
-            return Ok(Claim::Taken(claim, confirmed.below, since_mono));
+            return Ok(Claim::Taken(claim, confirmed.below, since_mono, trusted));
         }
     }
 
@@ -740,6 +795,7 @@ impl Store {
     /// When the lease is lost after its other keys were renewed in this call, those
     /// are given back with tombstones, so a lost tenure holds nothing for a fresh ttl.
     pub fn renew(&self, lease: &mut Lease) -> Result<()> {
+        let started = self.clock.monotonic_ms();
         // The other keys first: if one of them is lost, the primary is left to expire
         // rather than renewed for a lease that no longer holds the whole file.
         let others = self.renew_others(
@@ -765,6 +821,7 @@ impl Store {
                 return Err(error);
             }
         };
+        self.renewed_in_time(started, lease.ttl_ms, &lease.key, &renewed, &others)?;
         lease.others = others;
         lease.generation = renewed.generation;
         lease.granted_at_ms = renewed.granted_at_ms;
@@ -817,6 +874,7 @@ impl Store {
             }
         }
         let label = resource.target();
+        let started = self.clock.monotonic_ms();
         let others = self.renew_others(resource, &label, &holder_id, &owner, ttl_ms, &held)?;
         let renewed = match self.renew_tenure(
             &identity.key,
@@ -833,6 +891,7 @@ impl Store {
                 return Err(error);
             }
         };
+        self.renewed_in_time(started, ttl_ms, &identity.key, &renewed, &others)?;
         Ok(Lease {
             resource: resource.clone(),
             key: identity.key,
@@ -910,7 +969,7 @@ impl Store {
         ttl_ms: u64,
     ) -> Result<HeldKey> {
         for _ in 0..RELEASE_ATTEMPTS {
-            let newest = self.read_newest(key)?;
+            let newest = self.read_settled(key)?;
             if let Some(r) = newest.claim().filter(|r| r.holder == holder_id) {
                 let r = self.renew_tenure(key, label, r.token, Some(holder_id), ttl_ms)?;
                 return Ok(HeldKey {
@@ -972,6 +1031,30 @@ impl Store {
         })
     }
 
+    /// A renewal of several keys is live only while the first key's renewal is:
+    /// one that stalled between keys until a ttl passed since it began is given
+    /// back and reported expired, never returned with a lapsed key (found by the
+    /// interleaving checker, schedule `file_contention`).
+    fn renewed_in_time(
+        &self,
+        started_mono: u64,
+        ttl_ms: u64,
+        key: &Key,
+        renewed: &Record,
+        others: &[HeldKey],
+    ) -> Result<()> {
+        if self.clock.monotonic_ms().saturating_sub(started_mono) < ttl_ms {
+            return Ok(());
+        }
+        self.give_back_keys(others, &renewed.label, &renewed.holder);
+        let _ = self.release_tenure(key, &renewed.label, renewed.token, Some(&renewed.holder));
+        Err(Error::Expired {
+            label: renewed.label.clone(),
+            token: renewed.token,
+            expired_at_ms: renewed.expires_at_ms,
+        })
+    }
+
     /// Gives back keys of a tenure that is over or no longer names them, best
     /// effort (a tombstone that does not land leaves a claim that expires).
     fn give_back_keys(&self, keys: &[HeldKey], label: &str, holder_id: &str) {
@@ -988,7 +1071,7 @@ impl Store {
         holder_id: Option<&str>,
         ttl_ms: u64,
     ) -> Result<Record> {
-        let newest = self.read_newest(key)?;
+        let newest = self.read_settled(key)?;
         let superseded = |newest: &Newest| Error::Superseded {
             label: label.to_string(),
             token,
@@ -1146,7 +1229,7 @@ impl Store {
         holder_id: Option<&str>,
     ) -> Result<()> {
         for _ in 0..RELEASE_ATTEMPTS {
-            let newest = self.read_newest(key)?;
+            let newest = self.read_settled(key)?;
             let Some(current) = newest
                 .claim()
                 .filter(|r| r.token == token && holder_id.is_none_or(|h| r.holder == h))
@@ -1403,6 +1486,29 @@ impl Store {
             judged: None,
             below: Vec::new(),
         })
+    }
+
+    /// Reads the newest record of `key` for a write on top of our own record
+    /// (renew, release, adopt): a torn newest record may be someone's create in
+    /// progress, and writing above it could evict a claim that completes and is
+    /// confirmed first, so it is waited out for up to [`CREATE_GRACE_MS`] (after
+    /// which its creator no longer trusts it).
+    fn read_settled(&self, key: &Key) -> Result<Newest> {
+        let started = self.clock.monotonic_ms();
+        let mut backoff_ms = BACKOFF_START_MS;
+        loop {
+            let newest = self.read_newest(key)?;
+            let waited = self.clock.monotonic_ms().saturating_sub(started);
+            if !newest.top_is_torn() || waited >= CREATE_GRACE_MS {
+                return Ok(newest);
+            }
+            let step = self
+                .jittered(backoff_ms)
+                .min(CREATE_GRACE_MS - waited)
+                .max(1);
+            self.clock.sleep(Duration::from_millis(step));
+            backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
+        }
     }
 
     /// The newest record among `listed` that decodes, reading downwards; records

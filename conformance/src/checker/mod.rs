@@ -173,6 +173,8 @@ pub struct Schedule {
     pub mix: FaultMix,
     /// Decisions after which a run is cut short (a livelock is not a violation).
     pub max_steps: usize,
+    /// How long a slow or half-written create stays in flight (true ms).
+    pub inflight_ms: u64,
     /// The actors, built fresh for every run.
     pub actors: fn(&Setup) -> Vec<Actor>,
 }
@@ -269,7 +271,12 @@ fn run(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> Outcom
     let actors = (schedule.actors)(&setup);
     let names: Vec<String> = actors.iter().map(|a| a.name.clone()).collect();
     let late: Vec<bool> = actors.iter().map(|a| a.late).collect();
-    let world = Arc::new(World::new(names, &late, schedule.snapshot_listing));
+    let world = Arc::new(World::new(
+        names,
+        &late,
+        schedule.snapshot_listing,
+        schedule.inflight_ms,
+    ));
     let store = Store::from_parts(
         Arc::new(ModelStore(Arc::clone(&world))),
         Arc::new(ModelClock(Arc::clone(&world))),
@@ -352,8 +359,7 @@ fn control(world: &World, schedule: &Schedule, chooser: &mut Chooser, taken: &mu
             .iter()
             .enumerate()
             .filter_map(|(i, s)| match s {
-                Status::Waiting(Point::Sleep(until)) if *until > now => None,
-                Status::Waiting(p) => Some((i, *p)),
+                Status::Waiting(p) if Sched::not_before(*p) <= now => Some((i, *p)),
                 _ => None,
             })
             .collect();
@@ -363,7 +369,7 @@ fn control(world: &World, schedule: &Schedule, chooser: &mut Chooser, taken: &mu
                 .status
                 .iter()
                 .filter_map(|s| match s {
-                    Status::Waiting(Point::Sleep(until)) => Some(*until),
+                    Status::Waiting(p) => Some(Sched::not_before(*p)),
                     _ => None,
                 })
                 .min()

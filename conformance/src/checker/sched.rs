@@ -44,8 +44,9 @@ pub enum Point {
     Start,
     /// `LeaseStore::create`.
     Create,
-    /// The completion of a slow or half-written create.
-    Landing,
+    /// The completion of a slow or half-written create, runnable once true time
+    /// reached this (the create takes that long, while others act).
+    Landing(u64),
     /// `LeaseStore::generations` (start of the listing).
     List,
     /// One more entry of a cursor-scan listing.
@@ -76,7 +77,7 @@ impl Point {
                 Fault::Crash,
             ],
             Point::List | Point::Read | Point::Remove => &[Fault::ErrBefore, Fault::Crash],
-            Point::Landing | Point::ListCursor | Point::Clock | Point::Sleep(_) => &[Fault::Crash],
+            Point::Landing(_) | Point::ListCursor | Point::Clock | Point::Sleep(_) => &[Fault::Crash],
             Point::Start | Point::Keys | Point::Env => &[],
         }
     }
@@ -307,6 +308,14 @@ impl Sched {
 
     /// Controller: releases the late actors (after the others finished, or after a
     /// power cut).
+    /// The true time before which an actor waiting at `point` cannot run.
+    pub(crate) fn not_before(point: Point) -> u64 {
+        match point {
+            Point::Sleep(until) | Point::Landing(until) => until,
+            _ => 0,
+        }
+    }
+
     pub(crate) fn release_late(st: &mut SchedState) {
         for s in &mut st.status {
             if *s == Status::Held {

@@ -12,6 +12,9 @@ use super::{Actor, FaultMix, Schedule, Setup};
 /// The lease duration every schedule uses, in (virtual) milliseconds.
 pub const TTL_MS: u64 = 300;
 
+/// How long a slow or half-written create is in flight, unless a schedule says.
+const INFLIGHT_MS: u64 = 20;
+
 /// Every schedule, in the order the default run explores them.
 pub const SCHEDULES: &[Schedule] = &[
     Schedule {
@@ -20,6 +23,7 @@ pub const SCHEDULES: &[Schedule] = &[
         snapshot_listing: true,
         mix: FaultMix::EVERYTHING,
         max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
         actors: lock_handover,
     },
     Schedule {
@@ -33,6 +37,7 @@ pub const SCHEDULES: &[Schedule] = &[
             ..FaultMix::NONE
         },
         max_steps: 700,
+        inflight_ms: INFLIGHT_MS,
         actors: torn_renewal,
     },
     Schedule {
@@ -45,6 +50,7 @@ pub const SCHEDULES: &[Schedule] = &[
             ..FaultMix::NONE
         },
         max_steps: 700,
+        inflight_ms: TTL_MS * 2 / 3,
         actors: slow_renewal,
     },
     Schedule {
@@ -58,6 +64,7 @@ pub const SCHEDULES: &[Schedule] = &[
             ..FaultMix::NONE
         },
         max_steps: 700,
+        inflight_ms: INFLIGHT_MS,
         actors: clock_step_acquire,
     },
     Schedule {
@@ -71,6 +78,7 @@ pub const SCHEDULES: &[Schedule] = &[
             ..FaultMix::NONE
         },
         max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
         actors: swept_recreate,
     },
     Schedule {
@@ -86,6 +94,7 @@ pub const SCHEDULES: &[Schedule] = &[
             ..FaultMix::NONE
         },
         max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
         actors: power_cut,
     },
     Schedule {
@@ -98,6 +107,7 @@ pub const SCHEDULES: &[Schedule] = &[
             ..FaultMix::NONE
         },
         max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
         actors: torn_renewal,
     },
     Schedule {
@@ -109,6 +119,7 @@ pub const SCHEDULES: &[Schedule] = &[
             ..FaultMix::NONE
         },
         max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
         actors: hard_link_revival,
     },
     Schedule {
@@ -120,6 +131,7 @@ pub const SCHEDULES: &[Schedule] = &[
             ..FaultMix::NONE
         },
         max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
         actors: rename_revival,
     },
     Schedule {
@@ -128,6 +140,7 @@ pub const SCHEDULES: &[Schedule] = &[
         snapshot_listing: true,
         mix: FaultMix::EVERYTHING,
         max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
         actors: file_contention,
     },
 ];

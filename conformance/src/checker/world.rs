@@ -22,6 +22,8 @@ struct Rec {
     complete: bool,
     /// Survives a power cut (flushed file and directory).
     durable: bool,
+    /// Which create made this name (a half-written create completes only its own).
+    id: u64,
 }
 
 /// A record as the oracle saw it land.
@@ -47,10 +49,6 @@ struct Tenure {
     /// End of the promise: the earliest stamp + ttl of its newest records, cut at a
     /// forward wall-clock step or at release.
     end: u64,
-    /// The same without the cuts, for the late-renewal oracle.
-    promised_end: u64,
-    /// The step of the earliest stamp behind `promised_end`.
-    promised_stamp_step: u64,
     /// Step at which another tenure's record landed in one of its series.
     fenced_at: Option<u64>,
     /// Highest generation this tenure wrote per key.
@@ -72,6 +70,7 @@ pub(crate) struct Oracle {
 #[derive(Debug, Default)]
 struct Model {
     series: BTreeMap<Key, BTreeMap<u64, Rec>>,
+    creates: u64,
 }
 
 /// Everything one run shares: scheduler, model store, oracle, trace.
@@ -83,6 +82,7 @@ pub struct World {
     trace: Mutex<Vec<String>>,
     names: Vec<String>,
     snapshot_listing: bool,
+    inflight_ms: u64,
     /// Per actor: true time and step of its latest wall-clock read.
     last_wall_read: Mutex<Vec<(u64, u64)>>,
     step: std::sync::atomic::AtomicU64,
@@ -98,7 +98,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl World {
-    pub(crate) fn new(names: Vec<String>, late: &[bool], snapshot_listing: bool) -> Self {
+    pub(crate) fn new(
+        names: Vec<String>,
+        late: &[bool],
+        snapshot_listing: bool,
+        inflight_ms: u64,
+    ) -> Self {
         World {
             sched: Sched::new(late, super::START_MS),
             model: Mutex::default(),
@@ -107,6 +112,7 @@ impl World {
             last_wall_read: Mutex::new(vec![(0, 0); names.len()]),
             names,
             snapshot_listing,
+            inflight_ms,
             step: Default::default(),
             forward_steps: Mutex::default(),
             wall_steps: Mutex::default(),
@@ -292,12 +298,10 @@ impl World {
 
     /// The promise a lease carries, in true time: the earliest stamp + ttl over the
     /// newest record of this holder in each of its keys.
-    fn promise(&self, lease: &Lease) -> (u64, u64, u64, Option<u64>) {
+    fn promise(&self, lease: &Lease) -> (u64, u64) {
         let oracle = lock(&self.oracle);
         let mut end = u64::MAX;
         let mut uncut = u64::MAX;
-        let mut uncut_step = 0;
-        let mut landed_at = None;
         for key in lease.keys() {
             let newest = oracle
                 .landed
@@ -315,25 +319,19 @@ impl World {
                     .min()
                     .unwrap_or(u64::MAX);
                 end = end.min(l.stamp_true + l.ttl_ms).min(cut);
-                if l.stamp_true + l.ttl_ms < uncut {
-                    uncut = l.stamp_true + l.ttl_ms;
-                    uncut_step = l.stamp_step;
-                }
-                if key == lease.key() {
-                    landed_at = Some(l.landed_at);
-                }
+                uncut = uncut.min(l.stamp_true + l.ttl_ms);
             } else {
                 end = 0;
                 uncut = 0;
             }
         }
-        (end, uncut, uncut_step, landed_at)
+        (end, uncut)
     }
 
     /// Oracle for an acknowledged acquire or renewal.
     fn acknowledged(&self, who: &str, lease: &Lease, renewal: bool, call_step: u64) {
         let now = self.now();
-        let (end, uncut, uncut_step, landed_at) = self.promise(lease);
+        let (end, uncut) = self.promise(lease);
         let mut violations = Vec::new();
         {
             let mut oracle = lock(&self.oracle);
@@ -348,20 +346,33 @@ impl World {
             let holder = lease.holder_id().to_string();
             if renewal {
                 if let Some(t) = oracle.tenures.get(&holder) {
-                    // A wall-clock step since the renewed record's stamp changes
-                    // when it expires (backwards: held while expiry is unknowable;
-                    // forwards: early, survivable by the fence), so only renewals
-                    // without one are judged here.
-                    let stepped = lock(&self.wall_steps)
-                        .iter()
-                        .any(|s| *s > t.promised_stamp_step);
-                    let late = landed_at.filter(|l| *l >= t.promised_end && !stepped);
-                    if let Some(l) = late {
-                        violations.push(format!(
-                            "{who}: renew of token {} was acknowledged, but its record landed {}ms after the renewed lease expired",
-                            lease.token(),
-                            l - t.promised_end
-                        ));
+                    // Per key: the renewal's record must land before the record it
+                    // renews expired. A wall-clock step since that record's stamp
+                    // changes when it expires (backwards: held while expiry is
+                    // unknowable; forwards: early, survivable by the fence), so
+                    // only renewals without one are judged.
+                    for key in lease.keys() {
+                        let mut mine: Vec<(&u64, &Landed)> = oracle
+                            .landed
+                            .iter()
+                            .filter(|((k, _), l)| k == key && l.holder == holder && !l.released)
+                            .map(|((_, g), l)| (g, l))
+                            .collect();
+                        mine.sort_by_key(|(g, _)| std::cmp::Reverse(**g));
+                        let [(_, newest), (_, renewed), ..] = mine.as_slice() else {
+                            continue;
+                        };
+                        let expired_at = renewed.stamp_true + renewed.ttl_ms;
+                        let stepped = lock(&self.wall_steps)
+                            .iter()
+                            .any(|s| *s > renewed.stamp_step);
+                        if newest.landed_at >= expired_at && !stepped {
+                            violations.push(format!(
+                                "{who}: renew of token {} was acknowledged, but its record landed {}ms after the renewed lease expired",
+                                lease.token(),
+                                newest.landed_at - expired_at
+                            ));
+                        }
                     }
                     if let Some(fenced) = t.fenced_at.filter(|f| *f < call_step) {
                         violations.push(format!(
@@ -370,7 +381,9 @@ impl World {
                         ));
                     }
                 }
-            } else {
+            } else if end > now {
+                // (A promise a forward wall-clock step already voided is exempt: a
+                // forward step may expire a lease early; the fence survives it.)
                 let best = oracle.tokens.entry(lease.key().clone()).or_default();
                 if lease.token() <= *best {
                     violations.push(format!(
@@ -383,7 +396,11 @@ impl World {
             }
             let keys: Vec<Key> = lease.keys().cloned().collect();
             for (other, t) in &oracle.tenures {
-                if *other != holder && t.end > now && t.keys.iter().any(|k| keys.contains(k)) {
+                if *other != holder
+                    && end > now
+                    && t.end > now
+                    && t.keys.iter().any(|k| keys.contains(k))
+                {
                     violations.push(format!(
                         "{who} was told it holds token {} while {} was still promised token {} until +{}ms (two holders at one instant)",
                         lease.token(),
@@ -411,8 +428,6 @@ impl World {
                     resource: lease.resource().clone(),
                     keys,
                     end,
-                    promised_end: uncut,
-                    promised_stamp_step: uncut_step,
                     fenced_at,
                     gens,
                 },
@@ -441,6 +456,8 @@ fn hash_position(generation: u64) -> u64 {
 impl ModelStore {
     fn land(&self, key: &Key, generation: u64, bytes: &[u8], durable: bool) -> CreateOutcome {
         let mut model = lock(&self.0.model);
+        model.creates += 1;
+        let id = model.creates;
         let series = model.series.entry(key.clone()).or_default();
         if series.contains_key(&generation) {
             return CreateOutcome::AlreadyExists;
@@ -451,6 +468,7 @@ impl ModelStore {
                 bytes: bytes.to_vec(),
                 complete: true,
                 durable,
+                id,
             },
         );
         drop(model);
@@ -483,14 +501,16 @@ impl LeaseStore for ModelStore {
             }
             Fault::Slow => {
                 world.log(format!("create {label} g{generation} ({what}) ... in flight"));
-                world.sched.point(Point::Landing);
+                world.sched.point(Point::Landing(world.now() + world.inflight_ms));
                 let outcome = self.land(key, generation, bytes, durable);
                 world.log(format!("create {label} g{generation} lands late -> {outcome:?}"));
                 Ok(outcome)
             }
             Fault::HalfWritten => {
-                {
+                let id = {
                     let mut model = lock(&world.model);
+                    model.creates += 1;
+                    let id = model.creates;
                     let series = model.series.entry(key.clone()).or_default();
                     if series.contains_key(&generation) {
                         drop(model);
@@ -503,27 +523,43 @@ impl LeaseStore for ModelStore {
                             bytes: bytes[..bytes.len() / 2].to_vec(),
                             complete: false,
                             durable: false,
+                            id,
                         },
                     );
-                }
+                    id
+                };
                 world.log(format!(
                     "create {label} g{generation} ({what}) ... name reserved, half written"
                 ));
-                world.sched.point(Point::Landing);
-                {
+                world.sched.point(Point::Landing(world.now() + world.inflight_ms));
+                // The write goes to the file this create made; if a sweep removed
+                // that name meanwhile (and someone else created it again), the
+                // bytes go nowhere visible, as with an unlinked open file.
+                let visible = {
                     let mut model = lock(&world.model);
-                    if let Some(rec) = model
+                    match model
                         .series
                         .get_mut(key)
                         .and_then(|s| s.get_mut(&generation))
+                        .filter(|rec| rec.id == id)
                     {
-                        rec.bytes = bytes.to_vec();
-                        rec.complete = true;
-                        rec.durable = durable;
+                        Some(rec) => {
+                            rec.bytes = bytes.to_vec();
+                            rec.complete = true;
+                            rec.durable = durable;
+                            true
+                        }
+                        None => false,
                     }
+                };
+                if visible {
+                    world.landed(key, generation, bytes);
+                    world.log(format!("create {label} g{generation} completes -> Created"));
+                } else {
+                    world.log(format!(
+                        "create {label} g{generation} completes into a removed file -> Created"
+                    ));
                 }
-                world.landed(key, generation, bytes);
-                world.log(format!("create {label} g{generation} completes -> Created"));
                 Ok(CreateOutcome::Created)
             }
             Fault::ErrAfter => {
