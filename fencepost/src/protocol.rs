@@ -280,7 +280,11 @@ impl Newest {
     /// True when the highest generation is torn (a create in progress, or a crash
     /// mid-create).
     fn top_is_torn(&self) -> bool {
-        self.generation > 0 && self.judged.as_ref().is_none_or(|(g, _)| *g != self.generation)
+        self.generation > 0
+            && self
+                .judged
+                .as_ref()
+                .is_none_or(|(g, _)| *g != self.generation)
     }
 
     fn envelope(&self) -> Option<Envelope> {
@@ -447,15 +451,13 @@ impl Store {
             if held.is_none() {
                 for (key, watch) in keys.iter().zip(&mut watches) {
                     match self.claim_key(key, &identity.label, &holder_id, options, watch) {
-                        Ok(Claim::Taken(claim, below, since_mono, trusted)) => {
-                            taken.push(Taken {
-                                key,
-                                claim,
-                                below,
-                                since_mono,
-                                trusted,
-                            })
-                        }
+                        Ok(Claim::Taken(claim, below, since_mono, trusted)) => taken.push(Taken {
+                            key,
+                            claim,
+                            below,
+                            since_mono,
+                            trusted,
+                        }),
                         Ok(Claim::Held(holder)) => {
                             held = Some(holder);
                             break;
@@ -502,7 +504,8 @@ impl Store {
                         ttl_ms: options.ttl_ms,
                     });
                 }
-                let step = self.jittered(backoff_ms)
+                let step = self
+                    .jittered(backoff_ms)
                     .min(deadline.saturating_sub(mono))
                     .max(1);
                 self.clock.sleep(Duration::from_millis(step));
@@ -876,21 +879,16 @@ impl Store {
         let label = resource.target();
         let started = self.clock.monotonic_ms();
         let others = self.renew_others(resource, &label, &holder_id, &owner, ttl_ms, &held)?;
-        let renewed = match self.renew_tenure(
-            &identity.key,
-            &label,
-            token,
-            Some(&holder_id),
-            ttl_ms,
-        ) {
-            Ok(renewed) => renewed,
-            Err(error) => {
-                if is_loss(&error) {
-                    self.give_back_keys(&others, &label, &holder_id);
+        let renewed =
+            match self.renew_tenure(&identity.key, &label, token, Some(&holder_id), ttl_ms) {
+                Ok(renewed) => renewed,
+                Err(error) => {
+                    if is_loss(&error) {
+                        self.give_back_keys(&others, &label, &holder_id);
+                    }
+                    return Err(error);
                 }
-                return Err(error);
-            }
-        };
+            };
         self.renewed_in_time(started, ttl_ms, &identity.key, &renewed, &others)?;
         Ok(Lease {
             resource: resource.clone(),
@@ -1014,7 +1012,9 @@ impl Store {
             }
             let confirmed = self.read_newest(key)?;
             if confirmed.generation == generation
-                && confirmed.top_record().is_some_and(|r| r.holder == holder_id)
+                && confirmed
+                    .top_record()
+                    .is_some_and(|r| r.holder == holder_id)
             {
                 return Ok(HeldKey {
                     key: key.clone(),
@@ -1273,7 +1273,8 @@ impl Store {
                 Err(error) => {
                     let landed = self.read_newest(key).ok().is_some_and(|n| {
                         n.generation == generation
-                            && n.top_record().is_some_and(|r| r.released && r.holder == current.holder)
+                            && n.top_record()
+                                .is_some_and(|r| r.released && r.holder == current.holder)
                     });
                     return if landed { Ok(()) } else { Err(error.into()) };
                 }
@@ -1317,8 +1318,8 @@ impl Store {
             }
             // A torn highest record over a live claim is that holder's create in
             // progress: shown as held by the claim below it.
-            let live_below = newest.top_is_torn()
-                && newest.envelope().is_some_and(|e| record::is_live(&e, now));
+            let live_below =
+                newest.top_is_torn() && newest.envelope().is_some_and(|e| record::is_live(&e, now));
             let decoded = if newest.top_is_torn() && !live_below {
                 None
             } else {
@@ -1592,7 +1593,6 @@ fn next_generation(key: &Key, newest: u64) -> Result<u64> {
 fn new_holder_id(owner: &str) -> String {
     format!("{owner}-{}-{:016x}", std::process::id(), nonce())
 }
-
 
 /// A random number for nonces: holder ids, staging-file names, backoff jitter. From
 /// the standard library's per-process random hash keys mixed with a counter and the

@@ -95,6 +95,8 @@ impl Actor {
 pub struct FaultMix {
     /// A create stays in flight while others act.
     pub slow: u32,
+    /// A list, read or remove stalls before it happens (time passes inside it).
+    pub stall: u32,
     /// A create is visible half written, completed later.
     pub half_written: u32,
     /// A create fails before landing.
@@ -109,7 +111,7 @@ pub struct FaultMix {
     pub advance: u32,
     /// The wall clock steps (either way).
     pub step_wall: u32,
-    /// A power cut (at most one per run).
+    /// Runs with a power cut (at most one per run, at a random step).
     pub power_cut: u32,
 }
 
@@ -117,6 +119,7 @@ impl FaultMix {
     /// No faults, no time decisions.
     pub const NONE: FaultMix = FaultMix {
         slow: 0,
+        stall: 0,
         half_written: 0,
         create_error: 0,
         error_after_landing: 0,
@@ -130,6 +133,7 @@ impl FaultMix {
     /// A little of everything.
     pub const EVERYTHING: FaultMix = FaultMix {
         slow: 60,
+        stall: 20,
         half_written: 60,
         create_error: 15,
         error_after_landing: 15,
@@ -137,13 +141,14 @@ impl FaultMix {
         crash: 4,
         advance: 50,
         step_wall: 8,
-        power_cut: 4,
+        power_cut: 150,
     };
 
     fn roll(&self, point: Point, rng: &mut Rng) -> Fault {
         for fault in point.faults() {
             let p = match fault {
-                Fault::Slow => self.slow,
+                Fault::Slow if point == Point::Create => self.slow,
+                Fault::Slow => self.stall,
                 Fault::HalfWritten => self.half_written,
                 Fault::ErrBefore if point == Point::Create => self.create_error,
                 Fault::ErrBefore => self.io_error,
@@ -191,20 +196,29 @@ pub struct Outcome {
 }
 
 enum Chooser<'a> {
-    Explore { rng: Rng, priorities: Vec<u64>, changes: Vec<usize>, cut: bool },
+    Explore {
+        rng: Rng,
+        priorities: Vec<u64>,
+        changes: Vec<usize>,
+        cut: Option<usize>,
+    },
     Replay(&'a [Decision]),
 }
 
 impl Chooser<'_> {
-    fn explore(seed: u64, actors: usize) -> Self {
+    fn explore(seed: u64, actors: usize, mix: &FaultMix) -> Self {
         let mut rng = Rng::new(seed);
         let priorities = (0..actors).map(|_| rng.next_u64() >> 8).collect();
         let changes = (0..3).map(|_| rng.below(250) as usize).collect();
+        // A power cut, if any, at one step drawn up front: uniform over the
+        // interesting part of a run rather than almost always in its first steps.
+        let cut =
+            (mix.power_cut > 0 && rng.chance(mix.power_cut)).then(|| 10 + rng.below(200) as usize);
         Chooser::Explore {
             rng,
             priorities,
             changes,
-            cut: false,
+            cut,
         }
     }
 
@@ -226,8 +240,8 @@ impl Chooser<'_> {
                     let ms = [TTL_MS / 2, TTL_MS, 10 * TTL_MS][rng.below(3) as usize] as i64;
                     return Decision::StepWall(if rng.below(2) == 0 { ms } else { -ms });
                 }
-                if mix.power_cut > 0 && !*cut && rng.chance(mix.power_cut) {
-                    *cut = true;
+                if *cut == Some(step) {
+                    *cut = None;
                     return Decision::PowerCut;
                 }
                 let top = *runnable
@@ -266,7 +280,10 @@ pub fn replay(schedule: &Schedule, decisions: &[Decision]) -> Outcome {
 fn run(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> Outcome {
     let dir = tempfile::tempdir().expect("a scratch directory for the checker");
     let setup = Setup {
-        dir: dir.path().canonicalize().unwrap_or_else(|_| dir.path().into()),
+        dir: dir
+            .path()
+            .canonicalize()
+            .unwrap_or_else(|_| dir.path().into()),
     };
     let actors = (schedule.actors)(&setup);
     let names: Vec<String> = actors.iter().map(|a| a.name.clone()).collect();
@@ -283,7 +300,7 @@ fn run(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> Outcom
     );
     let mut chooser = match decisions {
         Some(d) => Chooser::Replay(d),
-        None => Chooser::explore(seed, actors.len()),
+        None => Chooser::explore(seed, actors.len(), &schedule.mix),
     };
     let mut taken = Vec::new();
     std::thread::scope(|scope| {
@@ -311,7 +328,8 @@ fn run(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> Outcom
                                 .cloned()
                                 .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
                                 .unwrap_or_default();
-                            ctx.world.violate(format!("{} panicked: {message}", ctx.name));
+                            ctx.world
+                                .violate(format!("{} panicked: {message}", ctx.name));
                             true
                         }
                     };
@@ -321,7 +339,12 @@ fn run(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> Outcom
         }
         control(&world, schedule, &mut chooser, &mut taken);
     });
-    let violation = world.oracle.lock().unwrap_or_else(|e| e.into_inner()).violation.clone();
+    let violation = world
+        .oracle
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .violation
+        .clone();
     Outcome {
         decisions: taken,
         trace: world.take_trace(),
@@ -478,8 +501,13 @@ pub const REPLAY_ENV: &str = "FENCEPOST_CHECK_REPLAY";
 /// The category of a violation (its text without numbers), so shrinking keeps the
 /// same kind of failure.
 fn category(violation: &str) -> String {
-    let text = violation.split_once(": ").map_or(violation, |(_, rest)| rest);
-    text.chars().filter(|c| !c.is_ascii_digit()).take(40).collect()
+    let text = violation
+        .split_once(": ")
+        .map_or(violation, |(_, rest)| rest);
+    text.chars()
+        .filter(|c| !c.is_ascii_digit())
+        .take(40)
+        .collect()
 }
 
 /// Shrinks a failing run: drops faults and time decisions and cuts the list while
@@ -521,6 +549,20 @@ pub fn shrink(schedule: &Schedule, failing: Outcome, mut budget: usize) -> Outco
         if !(changed && attempt(candidate, &mut best, &mut budget)) {
             i += 1;
         }
+    }
+    // Fewer context switches: let the previous actor keep running instead.
+    let mut i = 1;
+    while i < best.decisions.len() {
+        if let (Decision::Run(prev, _), Decision::Run(actor, fault)) =
+            (best.decisions[i - 1], best.decisions[i])
+        {
+            if prev != actor {
+                let mut candidate = best.decisions.clone();
+                candidate[i] = Decision::Run(prev, fault);
+                attempt(candidate, &mut best, &mut budget);
+            }
+        }
+        i += 1;
     }
     // Remove chunks of actor steps, halving the chunk size.
     let mut chunk = best.decisions.len() / 2;

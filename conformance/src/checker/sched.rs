@@ -11,7 +11,8 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 pub enum Fault {
     /// No fault.
     None,
-    /// A create that stays in flight (invisible) while others act, then lands.
+    /// A create that stays in flight (invisible) while others act, then lands; a
+    /// list, read or remove that stalls that long before it happens.
     Slow,
     /// A create whose name is reserved at once with half of its bytes (readers see
     /// it torn), completed later.
@@ -76,8 +77,12 @@ impl Point {
                 Fault::ErrAfter,
                 Fault::Crash,
             ],
-            Point::List | Point::Read | Point::Remove => &[Fault::ErrBefore, Fault::Crash],
-            Point::Landing(_) | Point::ListCursor | Point::Clock | Point::Sleep(_) => &[Fault::Crash],
+            Point::List | Point::Read | Point::Remove => {
+                &[Fault::Slow, Fault::ErrBefore, Fault::Crash]
+            }
+            Point::Landing(_) | Point::ListCursor | Point::Clock | Point::Sleep(_) => {
+                &[Fault::Crash]
+            }
             Point::Start | Point::Keys | Point::Env => &[],
         }
     }
@@ -202,10 +207,7 @@ impl Sched {
     pub(crate) fn new(actors: &[bool], start_ms: u64) -> Self {
         Sched {
             state: Mutex::new(SchedState {
-                status: actors
-                    .iter()
-                    .map(|late| Status::Arriving(*late))
-                    .collect(),
+                status: actors.iter().map(|late| Status::Arriving(*late)).collect(),
                 directive: vec![Fault::None; actors.len()],
                 running: None,
                 kill_all: false,
@@ -263,7 +265,11 @@ impl Sched {
     /// Called by an actor thread when its body ended (normally or by unwinding).
     pub(crate) fn finish(&self, me: usize, crashed: bool) {
         let mut st = self.lock();
-        st.status[me] = if crashed { Status::Crashed } else { Status::Done };
+        st.status[me] = if crashed {
+            Status::Crashed
+        } else {
+            Status::Done
+        };
         st.running = None;
         self.cv.notify_all();
     }

@@ -50,7 +50,7 @@ pub const SCHEDULES: &[Schedule] = &[
             ..FaultMix::NONE
         },
         max_steps: 700,
-        inflight_ms: TTL_MS * 2 / 3,
+        inflight_ms: TTL_MS * 5 / 6,
         actors: slow_renewal,
     },
     Schedule {
@@ -89,13 +89,27 @@ pub const SCHEDULES: &[Schedule] = &[
             slow: 60,
             half_written: 60,
             advance: 60,
-            power_cut: 15,
+            power_cut: 500,
             crash: 5,
             ..FaultMix::NONE
         },
         max_steps: 900,
         inflight_ms: INFLIGHT_MS,
         actors: power_cut,
+    },
+    Schedule {
+        name: "stalled_sweep",
+        about: "claimers stall between confirming and sweeping while others claim and release; then a power cut",
+        snapshot_listing: true,
+        mix: FaultMix {
+            stall: 150,
+            advance: 30,
+            power_cut: 700,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: TTL_MS * 3 / 2,
+        actors: stalled_sweep,
     },
     Schedule {
         name: "cursor_listing",
@@ -271,6 +285,27 @@ fn power_cut(_: &Setup) -> Vec<Actor> {
     ]
 }
 
+fn stalled_sweep(_: &Setup) -> Vec<Actor> {
+    let claimer = |ctx: &super::Ctx| {
+        for _ in 0..3 {
+            if let Some(lease) = ctx.acquire(&lock(), TTL_MS, TTL_MS) {
+                ctx.release(&lease);
+                ctx.sleep(TTL_MS);
+            }
+        }
+    };
+    vec![
+        Actor::new("A", claimer),
+        Actor::new("B", claimer),
+        Actor::late("restart", |ctx| {
+            if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 3 * TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
 fn hard_link_revival(setup: &Setup) -> Vec<Actor> {
     let new = setup.dir.join("new.txt");
     let other = setup.dir.join("other.txt");
@@ -293,7 +328,9 @@ fn hard_link_revival(setup: &Setup) -> Vec<Actor> {
         Actor::new("files", move |ctx| {
             ctx.sleep(TTL_MS / 20);
             ctx.env("create new.txt", || fs::write(&new_e, b"x"));
-            ctx.env("hard-link new.txt as other.txt", || fs::hard_link(&new_e, &other_e));
+            ctx.env("hard-link new.txt as other.txt", || {
+                fs::hard_link(&new_e, &other_e)
+            });
         }),
         Actor::new("B", move |ctx| {
             ctx.sleep(TTL_MS / 10);

@@ -130,6 +130,19 @@ impl World {
             .map_or("?", String::as_str)
     }
 
+    /// A slow call: the actor is stuck in it for `inflight_ms` while others act.
+    fn stall(&self, fault: Fault) -> Fault {
+        if fault == Fault::Slow {
+            self.log(format!(
+                "... stalls for {}ms inside the call",
+                self.inflight_ms
+            ));
+            self.sched
+                .point(Point::Landing(self.now() + self.inflight_ms));
+        }
+        fault
+    }
+
     pub(crate) fn set_step(&self, step: u64) {
         self.step.store(step, std::sync::atomic::Ordering::Relaxed);
     }
@@ -217,10 +230,7 @@ impl World {
         let mut violation = None;
         {
             let mut oracle = lock(&self.oracle);
-            let count = oracle
-                .created
-                .entry((key.clone(), generation))
-                .or_default();
+            let count = oracle.created.entry((key.clone(), generation)).or_default();
             *count += 1;
             if *count > 1 {
                 violation = Some(format!(
@@ -232,19 +242,20 @@ impl World {
             if record.released {
                 let model = lock(&self.model);
                 let below = model.series.get(key).and_then(|series| {
-                    series
-                        .range(..generation)
-                        .rev()
-                        .find_map(|(g, rec)| match decode(&rec.bytes, key.as_str(), *g) {
+                    series.range(..generation).rev().find_map(|(g, rec)| {
+                        match decode(&rec.bytes, key.as_str(), *g) {
                             Decoded::Record(r) => Some(r),
                             _ => None,
-                        })
+                        }
+                    })
                 });
                 let is_top = model
                     .series
                     .get(key)
                     .is_some_and(|s| s.range(generation + 1..).next().is_none());
-                if let Some(below) = below.filter(|b| is_top && b.holder != record.holder && !b.released) {
+                if let Some(below) =
+                    below.filter(|b| is_top && b.holder != record.holder && !b.released)
+                {
                     violation = Some(format!(
                         "release by {} wrote a tombstone over {}'s claim (generation {}) in {key}",
                         record.holder, below.holder, below.generation
@@ -450,7 +461,9 @@ fn injected(op: &'static str, key: &Key) -> BackendError {
 
 /// A fixed scramble: the order of a hashed directory.
 fn hash_position(generation: u64) -> u64 {
-    generation.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17)
+    generation
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .rotate_left(17)
 }
 
 impl ModelStore {
@@ -496,14 +509,22 @@ impl LeaseStore for ModelStore {
         let label = short(key);
         match fault {
             Fault::ErrBefore => {
-                world.log(format!("create {label} g{generation} ({what}) -> error, nothing landed"));
+                world.log(format!(
+                    "create {label} g{generation} ({what}) -> error, nothing landed"
+                ));
                 Err(injected("create", key))
             }
             Fault::Slow => {
-                world.log(format!("create {label} g{generation} ({what}) ... in flight"));
-                world.sched.point(Point::Landing(world.now() + world.inflight_ms));
+                world.log(format!(
+                    "create {label} g{generation} ({what}) ... in flight"
+                ));
+                world
+                    .sched
+                    .point(Point::Landing(world.now() + world.inflight_ms));
                 let outcome = self.land(key, generation, bytes, durable);
-                world.log(format!("create {label} g{generation} lands late -> {outcome:?}"));
+                world.log(format!(
+                    "create {label} g{generation} lands late -> {outcome:?}"
+                ));
                 Ok(outcome)
             }
             Fault::HalfWritten => {
@@ -514,7 +535,9 @@ impl LeaseStore for ModelStore {
                     let series = model.series.entry(key.clone()).or_default();
                     if series.contains_key(&generation) {
                         drop(model);
-                        world.log(format!("create {label} g{generation} ({what}) -> AlreadyExists"));
+                        world.log(format!(
+                            "create {label} g{generation} ({what}) -> AlreadyExists"
+                        ));
                         return Ok(CreateOutcome::AlreadyExists);
                     }
                     series.insert(
@@ -531,7 +554,9 @@ impl LeaseStore for ModelStore {
                 world.log(format!(
                     "create {label} g{generation} ({what}) ... name reserved, half written"
                 ));
-                world.sched.point(Point::Landing(world.now() + world.inflight_ms));
+                world
+                    .sched
+                    .point(Point::Landing(world.now() + world.inflight_ms));
                 // The write goes to the file this create made; if a sweep removed
                 // that name meanwhile (and someone else created it again), the
                 // bytes go nowhere visible, as with an unlinked open file.
@@ -571,7 +596,9 @@ impl LeaseStore for ModelStore {
             }
             _ => {
                 let outcome = self.land(key, generation, bytes, durable);
-                world.log(format!("create {label} g{generation} ({what}) -> {outcome:?}"));
+                world.log(format!(
+                    "create {label} g{generation} ({what}) -> {outcome:?}"
+                ));
                 Ok(outcome)
             }
         }
@@ -579,7 +606,8 @@ impl LeaseStore for ModelStore {
 
     fn generations(&self, key: &Key) -> Result<Vec<u64>, BackendError> {
         let world = &self.0;
-        if world.sched.point(Point::List) == Fault::ErrBefore {
+        let fault = world.stall(world.sched.point(Point::List));
+        if fault == Fault::ErrBefore {
             world.log(format!("list {} -> error", short(key)));
             return Err(injected("list", key));
         }
@@ -614,7 +642,8 @@ impl LeaseStore for ModelStore {
 
     fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError> {
         let world = &self.0;
-        if world.sched.point(Point::Read) == Fault::ErrBefore {
+        let fault = world.stall(world.sched.point(Point::Read));
+        if fault == Fault::ErrBefore {
             world.log(format!("read {} g{generation} -> error", short(key)));
             return Err(injected("read", key));
         }
@@ -637,17 +666,36 @@ impl LeaseStore for ModelStore {
 
     fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
         let world = &self.0;
-        if world.sched.point(Point::Remove) == Fault::ErrBefore {
+        let fault = world.stall(world.sched.point(Point::Remove));
+        if fault == Fault::ErrBefore {
             world.log(format!("remove {} g{generation} -> error", short(key)));
             return Err(injected("remove", key));
         }
-        if let Some(series) = lock(&world.model).series.get_mut(key) {
+        let durable_max = {
+            let mut model = lock(&world.model);
+            let series = model.series.entry(key.clone()).or_default();
             series.remove(&generation);
-        }
-        lock(&world.oracle)
-            .created
-            .remove(&(key.clone(), generation));
+            series
+                .iter()
+                .filter(|(_, rec)| rec.durable)
+                .map(|(g, _)| *g)
+                .max()
+                .unwrap_or(0)
+        };
+        let issued = {
+            let mut oracle = lock(&world.oracle);
+            oracle.created.remove(&(key.clone(), generation));
+            oracle.tokens.get(key).copied().unwrap_or(0)
+        };
         world.log(format!("remove {} g{generation}", short(key)));
+        // I2 across power cuts, judged at every removal: were the power cut now,
+        // numbering must still continue above every token already issued.
+        if durable_max < issued {
+            world.violate(format!(
+                "removing {} generation {generation} left no durable record at or above issued token {issued}: a power cut now would restart numbering below it",
+                short(key)
+            ));
+        }
         Ok(())
     }
 
@@ -741,7 +789,9 @@ impl Ctx {
 
     /// Acquires `resource`; logs and judges the outcome. `None` when held or failed.
     pub fn acquire(&self, resource: &Resource, ttl_ms: u64, wait_ms: u64) -> Option<Lease> {
-        let options = AcquireOptions::new(ttl_ms).owner(self.name.clone()).wait_ms(wait_ms);
+        let options = AcquireOptions::new(ttl_ms)
+            .owner(self.name.clone())
+            .wait_ms(wait_ms);
         self.world.log(format!(
             "acquire {} (ttl {ttl_ms}ms, wait {wait_ms}ms)",
             resource.target()
@@ -758,7 +808,10 @@ impl Ctx {
                 Some(lease)
             }
             Ok(TryAcquire::Held(holder)) => {
-                self.world.log(format!("acquire -> held by {} (token {})", holder.owner, holder.token));
+                self.world.log(format!(
+                    "acquire -> held by {} (token {})",
+                    holder.owner, holder.token
+                ));
                 None
             }
             Err(e) => {
@@ -796,11 +849,13 @@ impl Ctx {
         let passed = match passed {
             Ok(p) => p,
             Err(e) => {
-                self.world.log(format!("check token {} -> error: {e}", lease.token()));
+                self.world
+                    .log(format!("check token {} -> error: {e}", lease.token()));
                 return false;
             }
         };
-        self.world.log(format!("check token {} -> {passed}", lease.token()));
+        self.world
+            .log(format!("check token {} -> {passed}", lease.token()));
         if passed {
             let fenced = lock(&self.world.oracle)
                 .tenures
@@ -868,7 +923,10 @@ impl Ctx {
         let outcome = change();
         self.world.log(format!(
             "{what}{}",
-            outcome.err().map(|e| format!(" -> {e}")).unwrap_or_default()
+            outcome
+                .err()
+                .map(|e| format!(" -> {e}"))
+                .unwrap_or_default()
         ));
     }
 }
