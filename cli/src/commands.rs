@@ -1,47 +1,72 @@
 //! `claim`, `check`, `renew`, `release` and `status`: one store operation each.
 
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use fencepost::{ClaimState, Error, Resource, Store, TryAcquire};
+use fencepost::{ClaimState, Error, Lease, Resource, Store};
 
 use crate::Failure;
 use crate::args::{ClaimArgs, RenewArgs, StatusArgs, TokenArgs};
 use crate::output::{
-    LeaseJson, VerdictJson, describe_error, emit, emit_json, held_refusal, human_precise, now_ms,
-    refusal_holder, refusal_reason, resource_name, status_table, until_ms,
+    LeaseJson, VerdictJson, describe_error, emit, emit_json, held_refusal, human_precise,
+    loss_reason, now_ms, printable, refusal_holder, refusal_reason, report, resource_name,
+    status_table, until_ms,
 };
+use crate::sys;
+use crate::waiting::{self, Acquired};
 
 /// An opened store and the string that opens it again (its directory).
 pub struct Context {
     pub store: Store,
     pub locator: String,
-    pub owner: String,
+    /// The rule that picked a directory store (`None`: an etcd store).
+    pub scope: Option<fencepost_fs::StoreScope>,
+    /// False when the directory store does not exist (yet): it reads as empty.
+    pub exists: bool,
 }
 
 /// `lock:NAME` or `file:/abs/path` for `resource`, validating it first so a bad name
 /// is an error (exit 1) before anything touches the store.
 fn resource_label(resource: &Resource) -> Result<String, Failure> {
-    let identity = resource.identity()?;
+    let identity = identity_of(resource)?;
     Ok(resource_name(resource.kind(), &identity.label))
+}
+
+/// The resource's identity, with the CLI's own word for a directory given to
+/// `--file` (the core refuses it too, without naming flags).
+pub fn identity_of(resource: &Resource) -> Result<fencepost::Identity, Failure> {
+    if let Resource::File(path) = resource
+        && path.is_dir()
+    {
+        return Err(Failure::Error(format!(
+            "{} is a directory, and --file claims one file; claim a file in it, or a lock \
+             named after the directory (--lock 'dir:{}'); directory claims (--dir) are \
+             not supported yet",
+            path.display(),
+            path.display()
+        )));
+    }
+    Ok(resource.identity()?)
 }
 
 pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
-    match ctx
-        .store
-        .try_acquire(&resource, &args.timing.options(&ctx.owner))?
-    {
-        TryAcquire::Acquired(lease) => {
-            if args.json {
-                emit_json(&LeaseJson::new(&lease, &ctx.locator))?;
-            } else {
-                emit(&lease.token().to_string())?;
+    // A held lease lives as long as this process: a waiter on this host may take it
+    // over once the process is provably gone. A plain claim outlives its process.
+    let options = args.timing.options().tied_to_process(args.hold);
+    match waiting::try_acquire(&ctx.store, &resource, &options)? {
+        Acquired::Lease(lease) => {
+            if args.hold {
+                return hold(ctx, args, lease);
             }
+            print_lease(ctx, args, &lease)?;
             Ok(ExitCode::SUCCESS)
         }
-        TryAcquire::Held(holder) => {
-            let message = held_refusal(&resource, &holder, args.timing.wait);
+        Acquired::Held(holder, waited_ms) => {
+            let message = held_refusal(&resource, &holder, args.timing.wait, waited_ms);
             if args.json {
                 emit_json(&VerdictJson {
                     ok: false,
@@ -53,8 +78,72 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
                     store: &ctx.locator,
                 })?;
             }
-            Err(Failure::Refused(message))
+            Err(Failure::Code(args.timing.conflict_exit_code, message))
         }
+    }
+}
+
+fn print_lease(ctx: &Context, args: &ClaimArgs, lease: &Lease) -> Result<(), Failure> {
+    if args.json {
+        emit_json(&LeaseJson::new(lease, &ctx.locator))
+    } else {
+        emit(&lease.token().to_string())
+    }
+}
+
+/// `claim --hold`: print the token, keep the lease alive until SIGINT or SIGTERM
+/// (Ctrl+C), then release it. A loss meanwhile is reported at once and ends the
+/// hold with the conflict exit code.
+fn hold(ctx: &Context, args: &ClaimArgs, lease: Lease) -> Result<ExitCode, Failure> {
+    let target = lease.resource().target();
+    // Catch the signals before anyone can learn the token and act on it.
+    let mut termination = match sys::Termination::install() {
+        Ok(termination) => termination,
+        Err(error) => {
+            let _ = ctx.store.release(&lease);
+            return Err(Failure::Error(format!(
+                "cannot catch termination signals for --hold: {error}; nothing is held"
+            )));
+        }
+    };
+    let lost = Arc::new(AtomicBool::new(false));
+    let keepalive = {
+        let lost = Arc::clone(&lost);
+        let target = target.clone();
+        ctx.store.keepalive_with(lease.clone(), move |error| {
+            report(&crate::in_store(format!(
+                "lease on {target} lost: {}",
+                loss_reason(error)
+            )));
+            lost.store(true, Ordering::SeqCst);
+        })
+    };
+    if let Err(failure) = print_lease(ctx, args, &lease) {
+        // Nobody learned the token: give the lease back.
+        let _ = keepalive.release();
+        return Err(failure);
+    }
+    termination.wait(&lost, Duration::from_millis(20));
+    let released = keepalive.release();
+    if lost.load(Ordering::SeqCst) {
+        return Ok(ExitCode::from(args.timing.conflict_exit_code));
+    }
+    match released {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(
+            error @ (Error::Superseded { .. } | Error::Expired { .. } | Error::NotHolder { .. }),
+        ) => {
+            report(&crate::in_store(format!(
+                "lease on {target} lost: {}",
+                loss_reason(&error)
+            )));
+            Ok(ExitCode::from(args.timing.conflict_exit_code))
+        }
+        Err(error) => Err(Failure::Error(format!(
+            "could not release {target} (it expires by itself within {} ms): {}",
+            args.timing.ttl,
+            describe_error(&error)
+        ))),
     }
 }
 
@@ -67,7 +156,7 @@ pub fn check(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
             "token {} is not current for {}: {}",
             args.token,
             resource.target(),
-            why_not_current(&ctx.store, &resource, args.token)
+            why_not_current(ctx, &resource, args.token)
         )
     });
     if args.json {
@@ -87,18 +176,47 @@ pub fn check(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
     }
 }
 
-/// Best-effort explanation of a failed check, from the resource's status entry.
-fn why_not_current(store: &Store, resource: &Resource, token: u64) -> String {
-    let Ok(key) = resource.identity().map(|i| i.key) else {
+/// Best-effort explanation of why `token` does not hold `resource`, from what
+/// `status` shows, so the message and `status` agree.
+fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
+    let store = &ctx.store;
+    let Ok(identity) = resource.identity() else {
         return "the resource is invalid".into();
     };
+    let key = identity.key;
     let entry = store
-        .status()
+        .key_status()
         .ok()
         .and_then(|entries| entries.into_iter().find(|e| e.key == key));
     let Some(entry) = entry else {
-        return "it has never been claimed in this store".into();
+        return format!("it has never been claimed in the store {}", ctx.locator);
     };
+    // The same file held through another hard link: the rival's row in `status` is
+    // its own link's path, holding this file's file-id series (issue 19: `check`
+    // said "renewed or claimed again meanwhile" while `status` showed it held).
+    let through_another_link = identity.file_id.and_then(|file_id| {
+        let rows = store.key_status().ok()?;
+        let rival = rows
+            .iter()
+            .find(|e| e.key == file_id && e.live && e.label != entry.label)?;
+        // Show the rival as `status` does: its own link's row, with its token.
+        let shown = rows
+            .iter()
+            .find(|e| e.key.as_str().starts_with("file-") && e.live && e.label == rival.label)
+            .unwrap_or(rival);
+        Some(format!(
+            "the same file is held through another link, {}, by {} (pid {}, token {}, \
+             expires in {}); a lease on one link no longer covers the file",
+            printable(&shown.label),
+            printable(&shown.owner),
+            shown.pid,
+            shown.token,
+            human_precise(until_ms(shown.expires_at_ms, now_ms()))
+        ))
+    });
+    if let Some(message) = through_another_link.filter(|_| entry.token == token) {
+        return message;
+    }
     let now = now_ms();
     let ago = |at| human_precise(-until_ms(at, now));
     match entry.state {
@@ -135,7 +253,7 @@ pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(error) => Err(refuse(ctx, args.json, name, args.token, error)),
+        Err(error) => Err(refuse(ctx, args.json, name, &resource, args.token, error)),
     }
 }
 
@@ -157,17 +275,40 @@ pub fn release(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(error) => Err(refuse(ctx, args.json, name, args.token, error)),
+        Err(error) => Err(refuse(ctx, args.json, name, &resource, args.token, error)),
     }
 }
 
 /// Turns a failed renew or release into its exit: a refusal (3, with a JSON verdict
 /// when asked) or an error (1, nothing on stdout).
-fn refuse(ctx: &Context, json: bool, name: String, token: u64, error: Error) -> Failure {
+fn refuse(
+    ctx: &Context,
+    json: bool,
+    name: String,
+    resource: &Resource,
+    token: u64,
+    error: Error,
+) -> Failure {
     let Some(reason) = refusal_reason(&error) else {
         return Failure::from(error);
     };
-    let message = describe_error(&error);
+    let message = match &error {
+        // Nobody holds it: say what the series shows (never claimed, released,
+        // expired, superseded) instead of guessing (issue 19).
+        Error::NotHolder { newest: None, .. } => {
+            let why = why_not_current(ctx, resource, token);
+            let next = if why.starts_with("it has never been claimed") {
+                "claim it first"
+            } else {
+                "claim it again for a new token"
+            };
+            format!(
+                "token {token} does not hold {}: {why}; {next}",
+                resource.target()
+            )
+        }
+        _ => describe_error(&error),
+    };
     if json {
         let verdict = VerdictJson {
             ok: false,
@@ -190,9 +331,26 @@ pub fn status(ctx: &Context, args: &StatusArgs) -> Result<ExitCode, Failure> {
     if args.json {
         emit_json(&entries)?;
     } else if entries.is_empty() {
-        emit(&format!("no claims in {}", ctx.locator))?;
+        emit(&format!("no claims in {}", store_line(ctx)))?;
     } else {
-        emit(&status_table(&entries, now_ms()))?;
+        emit(&format!(
+            "{}\nstore: {}",
+            status_table(&entries, now_ms()),
+            store_line(ctx)
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The store `status` read, and why it is that one: `/repo/.git/fencepost (the
+/// repository's store, shared by all its worktrees)`.
+fn store_line(ctx: &Context) -> String {
+    match ctx.scope {
+        None => ctx.locator.clone(),
+        Some(_) if !ctx.exists => format!(
+            "{} (it does not exist yet; the first claim creates it)",
+            ctx.locator
+        ),
+        Some(scope) => format!("{} ({scope})", ctx.locator),
+    }
 }

@@ -1,4 +1,4 @@
-//! `fencepost`: leases with fencing tokens from the command line (SPEC §7).
+//! `fencepost`: leases with fencing tokens from the command line (docs/protocol.md §7).
 //!
 //! `main` maps the outcome of [`run`] to the documented exit codes: 0 success, 1 an
 //! error (usage, bad input, I/O; one line on stderr), 3 a refusal (held, stale
@@ -10,16 +10,18 @@ mod output;
 mod run;
 mod store;
 mod sys;
+mod waiting;
 
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use fencepost::Error;
 
 use crate::args::{Cli, Command};
 use crate::commands::Context;
 use crate::output::{describe_error, report};
+use crate::store::Access;
 
 /// Exit code for errors: usage, bad input, I/O.
 const EXIT_ERROR: u8 = 1;
@@ -34,6 +36,10 @@ pub enum Failure {
     /// Exit 3 with this one-line message: the resource is held, the token is stale
     /// or not the holder.
     Refused(String),
+    /// Exit with this code and this one-line message: a refusal with the
+    /// caller's `--conflict-exit-code`, or `run`'s 126 / 127 for a command that
+    /// cannot be executed / was not found.
+    Code(u8, String),
     /// Stdout was closed by the reader (`fencepost status | head -1`): end quietly.
     BrokenPipe,
 }
@@ -46,7 +52,7 @@ impl From<Error> for Failure {
             | Error::NotHolder { .. }
             | Error::Superseded { .. }
             | Error::Expired { .. } => Failure::Refused(message),
-            // Bad input, and every I/O failure: never a refusal (SPEC §5).
+            // Bad input, and every I/O failure: never a refusal (docs/protocol.md §5).
             _ => Failure::Error(message),
         }
     }
@@ -61,14 +67,37 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
         Err(Failure::Refused(message)) => {
-            report(&message);
+            report(&in_store(message));
             ExitCode::from(EXIT_REFUSED)
+        }
+        Err(Failure::Code(code @ (126 | 127), message)) => {
+            report(&message);
+            ExitCode::from(code)
+        }
+        Err(Failure::Code(code, message)) => {
+            report(&in_store(message));
+            ExitCode::from(code)
         }
     }
 }
 
+/// The store the command used, once it is open: every refusal names it, since "held"
+/// or "never claimed" is only true of one store (issue 19).
+static STORE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// `message`, naming the store unless it already does.
+pub(crate) fn in_store(message: String) -> String {
+    match STORE.get() {
+        Some(store) if !message.contains(store.as_str()) => format!("{message} (store {store})"),
+        _ => message,
+    }
+}
+
 fn run() -> Result<ExitCode, Failure> {
-    let cli = match Cli::try_parse() {
+    let cli = match command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches))
+    {
         Ok(cli) => cli,
         Err(error) if !error.use_stderr() => {
             // --help and --version: clap's text on stdout, exit 0.
@@ -88,6 +117,12 @@ fn run() -> Result<ExitCode, Failure> {
         }
         Err(error) => return Err(Failure::Error(usage_error_line(&error))),
     };
+    // The commands that describe the CLI itself touch no store.
+    match &cli.command {
+        Command::Completions(args) => return output::completions(args.shell),
+        Command::Man => return output::man_page(),
+        _ => {}
+    }
     let ctx = open_store(&cli)?;
     match &cli.command {
         Command::Claim(args) => commands::claim(&ctx, args),
@@ -96,23 +131,54 @@ fn run() -> Result<ExitCode, Failure> {
         Command::Release(args) => commands::release(&ctx, args),
         Command::Status(args) => commands::status(&ctx, args),
         Command::Run(args) => run::run(&ctx, args),
+        Command::Completions(_) | Command::Man => unreachable!("handled before the store opens"),
     }
 }
 
-/// Opens the store named by --store / FENCEPOST_STORE, or found by discovery from
-/// the working directory (SPEC §5).
+/// The command line definition, with an environment variable that is set but empty
+/// treated as unset (`FENCEPOST_STORE=` means "locate the store", as the server
+/// already reads it), instead of clap's "a value is required" (issue 19).
+fn command() -> clap::Command {
+    let empty = |name: &str| std::env::var_os(name).is_some_and(|v| v.is_empty());
+    let mut command = Cli::command();
+    if empty("FENCEPOST_STORE") {
+        command = command.mut_arg("store", |arg| arg.env(None));
+    }
+    if empty("FENCEPOST_OWNER") {
+        for sub in ["claim", "run"] {
+            command = command.mut_subcommand(sub, |c| c.mut_arg("owner", |arg| arg.env(None)));
+        }
+    }
+    command
+}
+
+/// Opens the store of the command's resource (`status`: of the working directory),
+/// named by --store / FENCEPOST_STORE or located by the store location rule.
+/// `claim` and `run` may create it; every other command creates nothing.
 fn open_store(cli: &Cli) -> Result<Context, Failure> {
     let cwd = std::env::current_dir().map_err(|e| {
         Failure::Error(format!(
             "cannot read the current directory: {e}; run from an existing directory or pass --store"
         ))
     })?;
-    let backend = store::open(cli.global.store.as_deref(), &cwd).map_err(Failure::Error)?;
-    let locator = backend.locator();
+    let (resource, access) = match &cli.command {
+        Command::Claim(args) => (Some(args.target.resource()), Access::Create),
+        Command::Run(args) => (Some(args.target.resource()), Access::Create),
+        Command::Check(args) | Command::Release(args) => {
+            (Some(args.target.resource()), Access::Existing)
+        }
+        Command::Renew(args) => (Some(args.target.resource()), Access::Existing),
+        Command::Status(_) | Command::Completions(_) | Command::Man => (None, Access::Existing),
+    };
+    let opened = store::open(cli.global.store.as_deref(), resource.as_ref(), &cwd, access)
+        .map_err(Failure::Error)?;
+    let locator = opened.backend.locator();
+    let _ = STORE.set(locator.clone());
     Ok(Context {
-        store: fencepost::Store::new(backend),
+        store: fencepost::Store::new(opened.backend),
         locator,
-        owner: cli.global.owner.clone(),
+        scope: opened.scope,
+        exists: opened.exists,
     })
 }
 
@@ -128,7 +194,8 @@ fn usage_error_line(error: &clap::Error) -> String {
         .skip(1)
         .find_map(|arg| names.iter().find(|name| arg == name.as_str()).cloned())
         .map_or_else(|| "fencepost".to_string(), |sub| format!("fencepost {sub}"));
-    for line in rendered.lines().map(str::trim) {
+    for raw in rendered.lines() {
+        let line = raw.trim();
         if let Some(usage) = line.strip_prefix("Usage:") {
             // `Usage: fencepost claim <--lock ...>`: the words before the first
             // placeholder or flag name the (sub)command. The message came before.
@@ -141,11 +208,22 @@ fn usage_error_line(error: &clap::Error) -> String {
             }
             break;
         }
-        if !line.is_empty() && !line.starts_with("For more information") {
-            parts.push(line.strip_prefix("error: ").unwrap_or(line));
+        if line.is_empty() || line.starts_with("For more information") {
+            continue;
         }
+        if raw.starts_with(char::is_whitespace) && !line.starts_with("tip: ") && !parts.is_empty() {
+            // An indented line continues the one before (a list of missing arguments).
+            let last: &mut String = parts.last_mut().expect("checked non-empty");
+            last.push(' ');
+            last.push_str(line);
+            continue;
+        }
+        // Clap's hint ("tip: a similar argument exists: '--lock'") is its own clause,
+        // not glued onto the sentence before it (issue 19).
+        let clause = line.strip_prefix("error: ").unwrap_or(line);
+        parts.push(clause.strip_prefix("tip: ").unwrap_or(clause).to_string());
     }
-    let message = parts.join(" ");
+    let message = parts.join("; ");
     format!("{message}; see '{command_path} --help'")
 }
 

@@ -1,5 +1,5 @@
 //! The CLI against a real etcd (issue 7): `--store etcd://…` and `FENCEPOST_STORE`
-//! give the same outputs and exit codes as the fs store (SPEC §7).
+//! give the same outputs and exit codes as the fs store (docs/protocol.md §7).
 //!
 //! Needs the `etcd` feature: `cargo test -p fencepost-cli --features etcd --test etcd`.
 
@@ -113,4 +113,24 @@ fn an_unreachable_or_malformed_etcd_store_is_exit_1_with_one_line() {
         "{}",
         stderr(&bad)
     );
+}
+
+#[test]
+fn two_spellings_of_one_prefix_are_one_store() {
+    // issue 19: `/./pfx` and `/pfx/../pfx` were stores apart from `/pfx`.
+    let etcd = EtcdCluster::single();
+    let endpoints = etcd.endpoints();
+    let plain = format!("etcd://{endpoints}/pfx");
+    let claimed = fencepost(
+        &["--store", &plain, "claim", "--lock", "x", "--ttl", "60000"],
+        &[],
+    );
+    assert_eq!(code(&claimed), 0, "{}", stderr(&claimed));
+    for spelling in ["/./pfx", "/pfx/../pfx", "/pfx/"] {
+        let url = format!("etcd://{endpoints}{spelling}");
+        let again = fencepost(&["--store", &url, "claim", "--lock", "x", "--json"], &[]);
+        assert_eq!(code(&again), 3, "{spelling}: {}", stderr(&again));
+        let verdict: serde_json::Value = serde_json::from_str(&stdout(&again)).unwrap();
+        assert_eq!(verdict["store"], plain.as_str(), "{spelling}");
+    }
 }

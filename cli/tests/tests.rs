@@ -1,4 +1,4 @@
-//! Integration tests of the `fencepost` binary (SPEC §7), run as real processes.
+//! Integration tests of the `fencepost` binary (docs/protocol.md §7), run as real processes.
 //!
 //! One test target pulls in the topic files (the ripgrep layout). Every test has its
 //! own scratch directory and store, and cleans FENCEPOST_* from the environment.
@@ -11,8 +11,10 @@ mod util;
 
 mod bad_input;
 mod basics;
-mod discovery;
 mod identity;
+mod polish;
+mod status;
+mod store_location;
 
 #[cfg(unix)]
 mod contention;
@@ -20,3 +22,12 @@ mod contention;
 mod hard_kill;
 #[cfg(unix)]
 mod run;
+
+// Issue 16: lease loss, dead-holder takeover, waiting, exit codes, hold. Linux only
+// where they read /proc or mount a tmpfs.
+#[cfg(target_os = "linux")]
+mod loss;
+#[cfg(target_os = "linux")]
+mod takeover;
+#[cfg(unix)]
+mod waiting;

@@ -39,8 +39,8 @@
 //! # Ok::<(), fencepost::Error>(())
 //! ```
 //!
-//! The rules this crate implements are in the project's `SPEC.md` (§3 protocol,
-//! §4 backend contract, §6 identity) and `docs/`.
+//! The rules this crate implements are in `docs/protocol.md` in the repository (§3 protocol,
+//! §4 backend contract, §6 identity), with the reasons in `docs/design-01-lease-and-fence.md`.
 
 #![warn(missing_docs)]
 
@@ -49,6 +49,7 @@ mod clock;
 mod error;
 mod identity;
 mod keepalive;
+mod liveness;
 mod protocol;
 pub mod record;
 
@@ -57,7 +58,25 @@ pub use clock::{Clock, ManualClock, SteppedClock, SystemClock};
 pub use error::{Error, Holder, Result};
 pub use identity::{Identity, Key, Resource};
 pub use keepalive::Keepalive;
+pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
 pub use protocol::{AcquireOptions, ClaimState, Lease, StatusEntry, Store, TryAcquire, nonce};
+
+/// This machine's host name, for records and `status` (empty when it cannot be
+/// learned). Read once: from the kernel on Linux, `/etc/hostname`, or the
+/// `HOSTNAME` / `COMPUTERNAME` variables (no dependency, no process spawned).
+pub fn host_name() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        let from_file = |path: &str| std::fs::read_to_string(path).ok();
+        let from_env = |name: &str| std::env::var(name).ok();
+        from_file("/proc/sys/kernel/hostname")
+            .or_else(|| from_file("/etc/hostname"))
+            .or_else(|| from_env("HOSTNAME"))
+            .or_else(|| from_env("COMPUTERNAME"))
+            .map(|name| name.trim().chars().filter(|c| !c.is_control()).collect())
+            .unwrap_or_default()
+    })
+}
 
 #[cfg(feature = "planted-bugs")]
 #[doc(hidden)]
@@ -87,6 +106,9 @@ pub mod planted {
     /// A torn newest record is judged as a vacancy even over a live predecessor (a
     /// renewal caught half-written is taken over).
     pub static TORN_NEWEST_IS_VACANCY: AtomicBool = AtomicBool::new(false);
+    /// Dead-holder takeover trusts evidence from another host (or boot): a pid that
+    /// does not exist here is taken for a dead holder there.
+    pub static TAKEOVER_IGNORES_HOST: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

@@ -1,10 +1,11 @@
-//! The lease protocol, once, generic over the backend (SPEC §3).
+//! The lease protocol, once, generic over the backend (docs/protocol.md §3).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::{CreateOutcome, Durability, LeaseStore};
 use crate::clock::{Clock, SystemClock};
+use crate::liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict, same_host};
 use crate::record::{self, Decoded, Envelope, FORMAT_VERSION, Record};
 use crate::{Error, Holder, Key, Resource, Result};
 
@@ -44,6 +45,17 @@ pub struct AcquireOptions {
     pub owner: String,
     /// How long to wait for a held resource, in milliseconds; 0 fails at once.
     pub wait_ms: u64,
+    /// The tenure lives only as long as this process, which keeps it alive (a
+    /// [`crate::Keepalive`], `fencepost run`, the MCP server): its records carry this
+    /// process's [`crate::ProcessEvidence`], so a waiter on the same host may take
+    /// it over as soon as the process provably ended. Default `false`: a lease
+    /// meant to outlive the process that claimed it (the CLI's plain `claim`) must
+    /// never look dead.
+    pub tied_to_process: bool,
+    /// While waiting, treat a holder whose process provably no longer runs on this
+    /// host as expired (dead-holder takeover). Default `true`; `false` is pure ttl
+    /// semantics.
+    pub dead_holder_takeover: bool,
 }
 
 impl AcquireOptions {
@@ -53,7 +65,21 @@ impl AcquireOptions {
             ttl_ms,
             owner: "fencepost".into(),
             wait_ms: 0,
+            tied_to_process: false,
+            dead_holder_takeover: true,
         }
+    }
+
+    /// Sets [`AcquireOptions::tied_to_process`].
+    pub fn tied_to_process(mut self, tied: bool) -> Self {
+        self.tied_to_process = tied;
+        self
+    }
+
+    /// Sets [`AcquireOptions::dead_holder_takeover`].
+    pub fn dead_holder_takeover(mut self, enabled: bool) -> Self {
+        self.dead_holder_takeover = enabled;
+        self
     }
 
     /// Sets the owner name.
@@ -72,7 +98,7 @@ impl AcquireOptions {
 /// One tenure: proof that the holder created the newest record of a key (of every
 /// key of the resource, for an existing file: its path key and its file-id key).
 ///
-/// The [`token`](Lease::token) is constant for the whole tenure (SPEC I5); renewals
+/// The [`token`](Lease::token) is constant for the whole tenure (docs/protocol.md I5); renewals
 /// move [`generation`](Lease::generation) and [`expires_at_ms`](Lease::expires_at_ms).
 /// Token and generation are those of the primary key ([`Lease::key`]); the tenure's
 /// records in its other keys' series carry that series' own numbers.
@@ -211,9 +237,12 @@ pub enum ClaimState {
     NewerFormat,
 }
 
-/// One key's line in [`Store::status`].
+/// One resource's line in [`Store::status`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct StatusEntry {
+    /// The resource as `claim --json` names it: `lock:NAME` or `file:PATH` (for an
+    /// unreadable series, its key).
+    pub resource: String,
     /// The key.
     pub key: Key,
     /// The label of the newest record (empty when unreadable).
@@ -228,22 +257,60 @@ pub struct StatusEntry {
     pub generation: u64,
     /// The owner of the newest record (empty when unknown).
     pub owner: String,
-    /// The pid recorded (0 when unknown).
+    /// The holder's process id: the process that began the tenure, whoever renewed
+    /// it since (0 when unknown).
     pub pid: u32,
+    /// The host the holder ran on (empty when unknown, or written by a version that
+    /// did not record it).
+    pub host: String,
     /// When the newest record expires, milliseconds since the Unix epoch (0 when
     /// unknown).
     pub expires_at_ms: u64,
 }
 
+impl StatusEntry {
+    fn unreadable(key: &Key, generation: u64) -> Self {
+        StatusEntry {
+            resource: key.to_string(),
+            key: key.clone(),
+            label: String::new(),
+            state: ClaimState::Unreadable,
+            live: false,
+            token: 0,
+            generation,
+            owner: String::new(),
+            pid: 0,
+            host: String::new(),
+            expires_at_ms: 0,
+        }
+    }
+}
+
+/// `lock:NAME` or `file:PATH` for a record's label under `key` (a file-id key names
+/// a file too).
+fn resource_of(key: &Key, label: &str) -> String {
+    let kind = match key.as_str().split('-').next() {
+        Some("lock") => "lock",
+        _ => "file",
+    };
+    format!("{kind}:{label}")
+}
+
 /// A backend plus the protocol on top: acquire, check, renew, release, status,
 /// sweep and keepalive.
 ///
-/// Cheap to clone (two `Arc`s); clones share the backend and clock.
+/// Cheap to clone (a few `Arc`s); clones share the backend, clock and liveness probe.
 #[derive(Debug, Clone)]
 pub struct Store {
     backend: Arc<dyn LeaseStore>,
     clock: Arc<dyn Clock>,
+    liveness: Arc<dyn Liveness>,
+    watch_interval: Duration,
 }
+
+/// How often a [`crate::Keepalive`] looks at its lease between renewals by default,
+/// so a takeover or break is noticed within about this long.
+pub const DEFAULT_WATCH_INTERVAL: Duration = Duration::from_millis(40);
 
 /// The newest record of a series as read: the highest generation listed (0 for an
 /// empty series), and the newest *decodable* record, by which liveness is judged.
@@ -365,15 +432,36 @@ impl Store {
 
     /// The protocol over `backend`, with an injected clock (tests step it).
     pub fn with_clock(backend: impl LeaseStore + 'static, clock: impl Clock + 'static) -> Self {
-        Store {
-            backend: Arc::new(backend),
-            clock: Arc::new(clock),
-        }
+        Self::from_parts(Arc::new(backend), Arc::new(clock))
     }
 
     /// The protocol over an already shared backend and clock.
     pub fn from_parts(backend: Arc<dyn LeaseStore>, clock: Arc<dyn Clock>) -> Self {
-        Store { backend, clock }
+        Store {
+            backend,
+            clock,
+            liveness: Arc::new(SystemLiveness),
+            watch_interval: DEFAULT_WATCH_INTERVAL,
+        }
+    }
+
+    /// The same store with another liveness probe (tests and model checks decide
+    /// which processes are dead).
+    pub fn with_liveness(mut self, liveness: impl Liveness + 'static) -> Self {
+        self.liveness = Arc::new(liveness);
+        self
+    }
+
+    /// The same store with another watch interval for keepalives (at least 1 ms):
+    /// shorter notices a loss sooner, longer reads the backend less often.
+    pub fn with_watch_interval(mut self, interval: Duration) -> Self {
+        self.watch_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How often a keepalive looks at its lease between renewals.
+    pub fn watch_interval(&self) -> Duration {
+        self.watch_interval
     }
 
     /// The backend.
@@ -393,7 +481,7 @@ impl Store {
     /// between create and return never gets an expired lease); then sweeps older
     /// records. While waiting, backs off with jitter, and treats a newest record that
     /// stayed newest for a full ttl of this process's monotonic clock as expired (the
-    /// stagnation bound of SPEC §3).
+    /// stagnation bound of docs/protocol.md §3.4).
     ///
     /// # Errors
     ///
@@ -402,7 +490,7 @@ impl Store {
     ///   resource without a key.
     /// - [`Error::Backend`] when the store fails. If the failure came after a create
     ///   that may have landed, the series is re-read and a landed claim of ours is
-    ///   given up with a tombstone (SPEC I4): an unconfirmed claim is never handed out.
+    ///   given up with a tombstone (docs/protocol.md I4): an unconfirmed claim is never handed out.
     pub fn acquire(&self, resource: &Resource, options: &AcquireOptions) -> Result<Lease> {
         match self.try_acquire(resource, options)? {
             TryAcquire::Acquired(lease) => Ok(lease),
@@ -420,6 +508,23 @@ impl Store {
     ///
     /// As [`Store::acquire`], except [`Error::Held`].
     pub fn try_acquire(&self, resource: &Resource, options: &AcquireOptions) -> Result<TryAcquire> {
+        self.try_acquire_observed(resource, options, &mut |_, _| {})
+    }
+
+    /// Like [`Store::try_acquire`], and calls `on_wait(holder, waited_ms)` each time
+    /// it is about to back off because `holder` holds the resource (`waited_ms`: how
+    /// long this call has waited so far, by the monotonic clock). For progress
+    /// displays; it decides nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::try_acquire`].
+    pub fn try_acquire_observed(
+        &self,
+        resource: &Resource,
+        options: &AcquireOptions,
+        on_wait: &mut dyn FnMut(&Holder, u64),
+    ) -> Result<TryAcquire> {
         if options.ttl_ms == 0 {
             return Err(Error::InvalidArgument(
                 "ttl must be at least 1 millisecond".into(),
@@ -428,7 +533,8 @@ impl Store {
         let identity = resource.identity()?;
         let keys = identity.keys();
         let holder_id = new_holder_id(&options.owner);
-        let deadline = self.clock.monotonic_ms().saturating_add(options.wait_ms);
+        let started = self.clock.monotonic_ms();
+        let deadline = started.saturating_add(options.wait_ms);
         let mut backoff_ms = BACKOFF_START_MS;
         let mut lapses = 0;
         let mut watches: Vec<Watch> = keys.iter().map(|_| Watch::default()).collect();
@@ -439,7 +545,7 @@ impl Store {
             if keys.len() > 1 {
                 for (key, watch) in keys.iter().zip(&mut watches) {
                     let newest = self.read_newest(key)?;
-                    held = self.live_holder(&newest, watch);
+                    held = self.live_holder(&newest, watch, options);
                     if held.is_some() {
                         break;
                     }
@@ -472,7 +578,7 @@ impl Store {
             if held.is_none() {
                 // Sweep before the final liveness check, not after: a sweep that
                 // stalls (a slow disk, an etcd member without a leader) must not
-                // hand out a lease that expired meanwhile (SPEC §3; found by the
+                // hand out a lease that expired meanwhile (docs/protocol.md §3; found by the
                 // etcd cluster test).
                 for t in &taken {
                     self.sweep_after_claim(t.key, t.claim.generation, &t.below);
@@ -518,6 +624,7 @@ impl Store {
             if mono >= deadline && !in_progress {
                 return Ok(TryAcquire::Held(holder));
             }
+            on_wait(&holder, mono.saturating_sub(started));
             let step = self
                 .jittered(backoff_ms)
                 .min(deadline.saturating_sub(mono).max(BACKOFF_START_MS))
@@ -582,8 +689,14 @@ impl Store {
 
     /// The holder of `newest` if it is live and has not stagnated: the same newest
     /// record seen for a full ttl of this process's monotonic clock counts as
-    /// expired (the stagnation bound of SPEC §3).
-    fn live_holder(&self, newest: &Newest, watch: &mut Watch) -> Option<Holder> {
+    /// expired (the stagnation bound of docs/protocol.md §3.4). A torn newest record
+    /// is a create in progress for [`CREATE_GRACE_MS`] (see [`Watch::in_progress`]).
+    fn live_holder(
+        &self,
+        newest: &Newest,
+        watch: &mut Watch,
+        options: &AcquireOptions,
+    ) -> Option<Holder> {
         watch.in_progress = false;
         let mono = self.clock.monotonic_ms();
         let first_seen = match watch.watched {
@@ -604,7 +717,15 @@ impl Store {
         let live = newest
             .envelope()
             .filter(|e| record::is_live(e, self.clock.wall_ms()));
-        if let Some(envelope) = live {
+        // Dead-holder takeover: the holder's process is gone, so its record is
+        // treated as expired. Safe only because the fence refuses its token from
+        // our claim on (docs/design-01-lease-and-fence.md).
+        let dead = options.dead_holder_takeover
+            && newest
+                .claim()
+                .and_then(|r| r.process.as_ref())
+                .is_some_and(|evidence| self.provably_dead(evidence));
+        if let Some(envelope) = live.filter(|_| !dead) {
             let record_ttl = newest.claim().map(|r| r.ttl_ms).unwrap_or(
                 envelope
                     .expires_at_ms
@@ -632,6 +753,15 @@ impl Store {
         None
     }
 
+    /// True only when `evidence` names a process of this host and boot that the
+    /// liveness probe says definitely no longer runs; every doubt is `false`.
+    fn provably_dead(&self, evidence: &ProcessEvidence) -> bool {
+        self.liveness
+            .this_process()
+            .is_some_and(|ours| same_host(evidence, &ours))
+            && self.liveness.verdict(evidence) == Verdict::Gone
+    }
+
     /// Claims one key without waiting: creates generation newest+1 (token = that
     /// generation), flushed, and confirms it is the newest and live; or reports the
     /// live holder.
@@ -645,7 +775,7 @@ impl Store {
     ) -> Result<Claim> {
         loop {
             let newest = self.read_newest(key)?;
-            if let Some(holder) = self.live_holder(&newest, watch) {
+            if let Some(holder) = self.live_holder(&newest, watch, options) {
                 return Ok(Claim::Held(holder));
             }
 
@@ -674,10 +804,16 @@ impl Store {
                 holder: holder_id.to_string(),
                 owner: options.owner.clone(),
                 pid: std::process::id(),
+                host: crate::host_name().to_string(),
                 granted_at_ms,
                 expires_at_ms: granted_at_ms.saturating_add(options.ttl_ms),
                 ttl_ms: options.ttl_ms,
                 released: false,
+                process: if options.tied_to_process {
+                    self.liveness.this_process()
+                } else {
+                    None
+                },
             };
             match self
                 .backend
@@ -731,7 +867,7 @@ impl Store {
     }
 
     /// True only if `token` is the token of the newest record of `resource`'s
-    /// (primary) series and that record is live (SPEC I3). A superseded, released or
+    /// (primary) series and that record is live (docs/protocol.md I3). A superseded, released or
     /// expired token returns false, as does any token when the newest record is
     /// unreadable.
     ///
@@ -769,8 +905,48 @@ impl Store {
         Ok(newest.holder_id().is_some_and(|h| h != holder_id))
     }
 
+    /// A cheap look at whether `lease` was lost since its last renewal: one read of
+    /// the newest record of each of its keys. `Some(loss)` only on a definite
+    /// answer — a decodable newest record of another tenure (a takeover, or a
+    /// record of a newer format), or this tenure's own tombstone (released
+    /// elsewhere) — classified as [`Store::renew`] would report it. A torn newest
+    /// record (a create in progress) or a backend error is no answer: the next
+    /// renewal decides.
+    pub fn watch(&self, lease: &Lease) -> Option<Error> {
+        let keys = std::iter::once((&lease.key, lease.token))
+            .chain(lease.others.iter().map(|held| (&held.key, held.token)));
+        for (key, token) in keys {
+            let Ok(newest) = self.read_newest(key) else {
+                continue;
+            };
+            if newest.top_is_torn() {
+                continue;
+            }
+            let lost = match newest.decoded() {
+                Some(Decoded::Record(r)) if r.token == token && r.holder == lease.holder_id => {
+                    if !r.released {
+                        continue;
+                    }
+                    Error::NotHolder {
+                        label: lease.label.clone(),
+                        token: lease.token,
+                        newest: None,
+                    }
+                }
+                Some(Decoded::Record(_) | Decoded::Newer { .. }) => Error::Superseded {
+                    label: lease.label.clone(),
+                    token: lease.token,
+                    by_token: newest.token(),
+                },
+                Some(Decoded::Torn(_)) | None => continue,
+            };
+            return Some(lost);
+        }
+        None
+    }
+
     /// Renews `lease`: writes generation newest+1 with the **same token** and a new
-    /// expiry of now + ttl, flushed, and updates `lease` (SPEC I5).
+    /// expiry of now + ttl, flushed, and updates `lease` (docs/protocol.md I5).
     ///
     /// For a file, the file-id key is that of the file *as it is now*: a file
     /// created since the claim, or replaced by rename (a new inode), has its new
@@ -994,10 +1170,14 @@ impl Store {
                 holder: holder_id.to_string(),
                 owner: owner.to_string(),
                 pid: std::process::id(),
+                host: crate::host_name().to_string(),
                 granted_at_ms: now,
                 expires_at_ms: now.saturating_add(ttl_ms),
                 ttl_ms,
                 released: false,
+                // No process evidence: an adopted key is never taken over as a dead
+                // holder's, only after its ttl (the conservative side).
+                process: None,
             };
             match self
                 .backend
@@ -1114,7 +1294,6 @@ impl Store {
             granted_at_ms: now,
             expires_at_ms: now.saturating_add(ttl_ms),
             ttl_ms,
-            pid: std::process::id(),
             ..current.clone()
         };
         let created = self
@@ -1138,7 +1317,7 @@ impl Store {
         let confirmed = self.read_newest(key)?;
         if created == CreateOutcome::Created && confirmed.generation == generation {
             // A renewal is a durable claim of ours that became the newest: the same
-            // moment acquire sweeps (SPEC §3). Without it a lease kept alive for hours
+            // moment acquire sweeps (docs/protocol.md §3.6). Without it a lease kept alive for hours
             // piles up thousands of records that every read lists (found by the
             // benchmark).
             self.sweep_after_claim(key, generation, &confirmed.below);
@@ -1168,7 +1347,7 @@ impl Store {
 
     /// Releases `lease`: if its tenure still owns the newest record, writes a
     /// tombstone as newest+1 (already expired, not flushed: losing it only delays the
-    /// next contender). Never deletes a record and never sweeps (SPEC §3).
+    /// next contender). Never deletes a record and never sweeps (docs/protocol.md §3.2).
     ///
     /// A lease whose ttl ran out but that nobody superseded is released normally.
     /// The lease's other keys (an existing file's file-id key) are released first,
@@ -1251,7 +1430,6 @@ impl Store {
                 expires_at_ms: now,
                 ttl_ms: 0,
                 released: true,
-                pid: std::process::id(),
                 ..current.clone()
             };
             match self
@@ -1287,30 +1465,69 @@ impl Store {
         })
     }
 
-    /// Every key in the store with what its newest record says, sorted by label then
-    /// key.
+    /// Every resource in the store with what its newest record says, one entry per
+    /// resource, sorted by label then key.
+    ///
+    /// An existing file's tenure holds two series (its path key and its file-id key);
+    /// the file-id series is shown only when it says something the path series does
+    /// not: a live tenure there that no shown path entry holds. File-id series of
+    /// replaced files, and ones whose tenure the path entry already shows, are left
+    /// out, so one claimed file is one line.
     ///
     /// # Errors
     ///
-    /// [`Error::Backend`] when the store cannot be listed or read.
+    /// [`Error::Backend`] when the store cannot be listed.
     pub fn status(&self) -> Result<Vec<StatusEntry>> {
-        let now = self.clock.wall_ms();
         let mut entries = Vec::new();
+        // File-id keys are decided once every path key is seen.
+        let mut file_ids = Vec::new();
+        let mut shown_holders = std::collections::HashSet::new();
+        for (entry, holder) in self.key_rows()? {
+            if entry.key.as_str().starts_with("inode-") {
+                file_ids.push((entry, holder));
+            } else {
+                if let Some(holder) = holder.filter(|_| entry.live) {
+                    shown_holders.insert(holder);
+                }
+                entries.push(entry);
+            }
+        }
+        for (entry, holder) in file_ids {
+            let shown = holder.as_ref().is_some_and(|h| shown_holders.contains(h));
+            if (entry.live && !shown) || entry.state == ClaimState::Unreadable {
+                entries.push(entry);
+            }
+        }
+        entries.sort_by(|a, b| (&a.label, &a.key).cmp(&(&b.label, &b.key)));
+        Ok(entries)
+    }
+
+    /// Every key in the store with what its newest record says, one entry per key
+    /// (an existing file's path key and file-id key apart), sorted by label then key:
+    /// the raw view behind [`Store::status`], for tests and tools that inspect series.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] when the store cannot be listed.
+    pub fn key_status(&self) -> Result<Vec<StatusEntry>> {
+        let mut entries: Vec<StatusEntry> = self
+            .key_rows()?
+            .into_iter()
+            .map(|(entry, _)| entry)
+            .collect();
+        entries.sort_by(|a, b| (&a.label, &a.key).cmp(&(&b.label, &b.key)));
+        Ok(entries)
+    }
+
+    /// Each key's entry and the holder id of its newest record, when it has one.
+    fn key_rows(&self) -> Result<Vec<(StatusEntry, Option<String>)>> {
+        let now = self.clock.wall_ms();
+        let mut rows = Vec::new();
         for key in self.backend.keys()? {
             // One unreadable series (permissions, a broken key directory) is shown as
             // unreadable rather than failing the listing of every other key.
             let Ok(newest) = self.read_newest(&key) else {
-                entries.push(StatusEntry {
-                    key: key.clone(),
-                    label: String::new(),
-                    state: ClaimState::Unreadable,
-                    live: false,
-                    token: 0,
-                    generation: 0,
-                    owner: String::new(),
-                    pid: 0,
-                    expires_at_ms: 0,
-                });
+                rows.push((StatusEntry::unreadable(&key, 0), None));
                 continue;
             };
             if newest.generation == 0 {
@@ -1318,17 +1535,18 @@ impl Store {
             }
             // A torn highest record over a live claim is that holder's create in
             // progress: shown as held by the claim below it.
-            let live_below =
-                newest.top_is_torn() && newest.envelope().is_some_and(|e| record::is_live(&e, now));
+            let live_below = newest.top_is_torn()
+                && newest.envelope().is_some_and(|e| record::is_live(&e, now));
             let decoded = if newest.top_is_torn() && !live_below {
                 None
             } else {
                 newest.decoded()
             };
-            let entry = match decoded {
+            let (entry, holder) = match decoded {
                 Some(Decoded::Record(r)) => {
                     let live = !r.released && record::is_live(&r.envelope(), now);
-                    StatusEntry {
+                    let entry = StatusEntry {
+                        resource: resource_of(&key, &r.label),
                         key: key.clone(),
                         label: r.label.clone(),
                         state: if r.released {
@@ -1343,42 +1561,38 @@ impl Store {
                         generation: newest.generation,
                         owner: r.owner.clone(),
                         pid: r.pid,
+                        host: r.host.clone(),
                         expires_at_ms: r.expires_at_ms,
-                    }
+                    };
+                    (entry, Some(r.holder.clone()))
                 }
-                Some(Decoded::Newer { envelope, .. }) => StatusEntry {
-                    key: key.clone(),
-                    label: String::new(),
-                    state: ClaimState::NewerFormat,
-                    live: record::is_live(envelope, now),
-                    token: envelope.token,
-                    generation: newest.generation,
-                    owner: String::new(),
-                    pid: 0,
-                    expires_at_ms: envelope.expires_at_ms,
-                },
-                _ => StatusEntry {
-                    key: key.clone(),
-                    label: String::new(),
-                    state: ClaimState::Unreadable,
-                    live: false,
-                    token: 0,
-                    generation: newest.generation,
-                    owner: String::new(),
-                    pid: 0,
-                    expires_at_ms: 0,
-                },
+                Some(Decoded::Newer { envelope, .. }) => (
+                    StatusEntry {
+                        resource: key.to_string(),
+                        key: key.clone(),
+                        label: String::new(),
+                        state: ClaimState::NewerFormat,
+                        live: record::is_live(envelope, now),
+                        token: envelope.token,
+                        generation: newest.generation,
+                        owner: String::new(),
+                        pid: 0,
+                        host: String::new(),
+                        expires_at_ms: envelope.expires_at_ms,
+                    },
+                    None,
+                ),
+                _ => (StatusEntry::unreadable(&key, newest.generation), None),
             };
-            entries.push(entry);
+            rows.push((entry, holder));
         }
-        entries.sort_by(|a, b| (&a.label, &a.key).cmp(&(&b.label, &b.key)));
-        Ok(entries)
+        Ok(rows)
     }
 
     /// Removes the superseded records of `resource`'s series that lie below its newest
     /// *claim* (a flushed record); returns how many were removed. The newest record,
     /// and any tombstone above the newest claim, are kept: a lost unflushed tombstone
-    /// plus a surviving removal must never empty the series (SPEC §3).
+    /// plus a surviving removal must never empty the series (docs/protocol.md §3.6).
     ///
     /// Acquire already sweeps after each confirmed claim; this is for tidying by hand.
     ///
@@ -1399,12 +1613,11 @@ impl Store {
         let mut generations = self.backend.generations(&key)?;
         generations.sort_unstable_by(|a, b| b.cmp(a));
         for generation in generations {
-            if let Some(bytes) = self.backend.read(&key, generation)? {
-                if let Decoded::Record(r) = record::decode(&bytes, key.as_str(), generation) {
-                    if !r.released {
-                        return Ok(self.sweep_below(&key, generation));
-                    }
-                }
+            if let Some(bytes) = self.backend.read(&key, generation)?
+                && let Decoded::Record(r) = record::decode(&bytes, key.as_str(), generation)
+                && !r.released
+            {
+                return Ok(self.sweep_below(&key, generation));
             }
         }
         Ok(0)
@@ -1541,27 +1754,26 @@ impl Store {
         let Some(tombstone_generation) = generation.checked_add(1) else {
             return;
         };
-        if newest.generation == generation {
-            if let Some(record) = newest
+        if newest.generation == generation
+            && let Some(record) = newest
                 .top_record()
                 .filter(|r| !r.released && r.holder == holder_id)
-            {
-                let now = self.clock.wall_ms();
-                let tombstone = Record {
-                    generation: tombstone_generation,
-                    granted_at_ms: now,
-                    expires_at_ms: now,
-                    ttl_ms: 0,
-                    released: true,
-                    ..record.clone()
-                };
-                let _ = self.backend.create(
-                    key,
-                    tombstone_generation,
-                    &tombstone.encode(),
-                    Durability::Unflushed,
-                );
-            }
+        {
+            let now = self.clock.wall_ms();
+            let tombstone = Record {
+                generation: tombstone_generation,
+                granted_at_ms: now,
+                expires_at_ms: now,
+                ttl_ms: 0,
+                released: true,
+                ..record.clone()
+            };
+            let _ = self.backend.create(
+                key,
+                tombstone_generation,
+                &tombstone.encode(),
+                Durability::Unflushed,
+            );
         }
     }
 }
@@ -1576,7 +1788,7 @@ fn is_loss(error: &Error) -> bool {
 
 /// The generation after `newest`, or a backend error when the series has reached
 /// `u64::MAX` (only a hand-made record can get there; wrapping would restart the
-/// numbering, SPEC I2).
+/// numbering, docs/protocol.md I2).
 fn next_generation(key: &Key, newest: u64) -> Result<u64> {
     newest.checked_add(1).ok_or_else(|| {
         Error::Backend(crate::BackendError::new(

@@ -1,4 +1,4 @@
-//! The record format (v1) and its decode rules (SPEC §3, §5).
+//! The record format (v1) and its decode rules (docs/protocol.md §3, §5).
 //!
 //! One JSON object per record. A reader classifies the newest record as a v1
 //! [`Record`], a record of a *newer* format honoured through its envelope
@@ -20,7 +20,7 @@ pub struct Record {
     pub key: String,
     /// What the holder typed, for `status`.
     pub label: String,
-    /// The fencing token: the generation at which the tenure began (SPEC I5).
+    /// The fencing token: the generation at which the tenure began (docs/protocol.md I5).
     pub token: u64,
     /// This record's position in the series.
     pub generation: u64,
@@ -28,8 +28,13 @@ pub struct Record {
     pub holder: String,
     /// Human-readable holder name.
     pub owner: String,
-    /// Process id of the writer.
+    /// Process id of the holder: the process that began the tenure (renewals and the
+    /// tombstone keep it, whoever writes them), so `status` names the holder.
     pub pid: u32,
+    /// The holder's host name (empty when unknown; absent in records written before
+    /// it was recorded).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub host: String,
     /// When this record was written, milliseconds since the Unix epoch.
     pub granted_at_ms: u64,
     /// When the lease ends, milliseconds since the Unix epoch.
@@ -39,6 +44,10 @@ pub struct Record {
     /// True for a tombstone written by release: never live, whatever the clocks say.
     #[serde(default)]
     pub released: bool,
+    /// What proves the tenure's process still runs, for dead-holder takeover; only
+    /// in records of a tenure that lives as long as its process (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<crate::ProcessEvidence>,
 }
 
 /// The fields every format version must keep, by which a reader of an older version
@@ -145,7 +154,7 @@ pub fn decode(bytes: &[u8], key: &str, generation: u64) -> Decoded {
     }
 }
 
-/// The liveness rule (SPEC §3): live while `now < expires_at`, or while `now` is
+/// The liveness rule (docs/protocol.md §3.3): live while `now < expires_at`, or while `now` is
 /// earlier than the record's `granted_at` (the clock stepped backwards, so expiry is
 /// unknowable and the record is held: wrongly blocking is recoverable, wrongly
 /// freeing is not).
@@ -171,10 +180,12 @@ mod tests {
             holder: "cli-1-abc".into(),
             owner: "cli".into(),
             pid: 1,
+            host: String::new(),
             granted_at_ms: 1_000,
             expires_at_ms: 31_000,
             ttl_ms: 30_000,
             released: false,
+            process: None,
         }
     }
 
