@@ -1306,10 +1306,10 @@ impl Store {
         #[cfg(feature = "planted-bugs")]
         let late = late && !crate::planted::on(&crate::planted::RENEW_SKIPS_POST_CREATE_CHECK);
         if late {
-            if let Some(holder_id) = holder_id {
-                if !matches!(created, Ok(CreateOutcome::AlreadyExists)) {
-                    self.give_up_if_landed(key, generation, holder_id);
-                }
+            if let Some(holder_id) = holder_id
+                && !matches!(created, Ok(CreateOutcome::AlreadyExists))
+            {
+                self.give_up_if_landed(key, generation, holder_id);
             }
             return Err(expired());
         }
@@ -1535,8 +1535,8 @@ impl Store {
             }
             // A torn highest record over a live claim is that holder's create in
             // progress: shown as held by the claim below it.
-            let live_below = newest.top_is_torn()
-                && newest.envelope().is_some_and(|e| record::is_live(&e, now));
+            let live_below =
+                newest.top_is_torn() && newest.envelope().is_some_and(|e| record::is_live(&e, now));
             let decoded = if newest.top_is_torn() && !live_below {
                 None
             } else {

@@ -555,12 +555,11 @@ pub fn shrink(schedule: &Schedule, failing: Outcome, mut budget: usize) -> Outco
     while i < best.decisions.len() {
         if let (Decision::Run(prev, _), Decision::Run(actor, fault)) =
             (best.decisions[i - 1], best.decisions[i])
+            && prev != actor
         {
-            if prev != actor {
-                let mut candidate = best.decisions.clone();
-                candidate[i] = Decision::Run(prev, fault);
-                attempt(candidate, &mut best, &mut budget);
-            }
+            let mut candidate = best.decisions.clone();
+            candidate[i] = Decision::Run(prev, fault);
+            attempt(candidate, &mut best, &mut budget);
         }
         i += 1;
     }

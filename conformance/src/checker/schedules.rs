@@ -171,18 +171,10 @@ fn lock() -> Resource {
 fn lock_handover(_: &Setup) -> Vec<Actor> {
     vec![
         Actor::new("A", |ctx| {
-            if let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, 0) {
-                if ctx.keep(&mut lease, 3) {
-                    ctx.release(&lease);
-                }
-            }
+            ctx.hold(&lock(), 0, 3);
         }),
         Actor::new("B", |ctx| {
-            if let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, 2 * TTL_MS) {
-                if ctx.keep(&mut lease, 2) {
-                    ctx.release(&lease);
-                }
-            }
+            ctx.hold(&lock(), 2 * TTL_MS, 2);
         }),
         Actor::new("C", |ctx| {
             if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 2 * TTL_MS) {
@@ -196,11 +188,7 @@ fn lock_handover(_: &Setup) -> Vec<Actor> {
 fn torn_renewal(_: &Setup) -> Vec<Actor> {
     vec![
         Actor::new("holder", |ctx| {
-            if let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, 0) {
-                if ctx.keep(&mut lease, 5) {
-                    ctx.release(&lease);
-                }
-            }
+            ctx.hold(&lock(), 0, 5);
         }),
         Actor::new("waiter", |ctx| {
             ctx.sleep(TTL_MS / 10);
@@ -217,11 +205,7 @@ fn torn_renewal(_: &Setup) -> Vec<Actor> {
 fn slow_renewal(_: &Setup) -> Vec<Actor> {
     vec![
         Actor::new("holder", |ctx| {
-            if let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, 0) {
-                if ctx.keep(&mut lease, 4) {
-                    ctx.release(&lease);
-                }
-            }
+            ctx.hold(&lock(), 0, 4);
         }),
         Actor::new("waiter", |ctx| {
             if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 3 * TTL_MS) {
@@ -263,11 +247,7 @@ fn swept_recreate(_: &Setup) -> Vec<Actor> {
 fn power_cut(_: &Setup) -> Vec<Actor> {
     vec![
         Actor::new("A", |ctx| {
-            if let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, TTL_MS) {
-                if ctx.keep(&mut lease, 2) {
-                    ctx.release(&lease);
-                }
-            }
+            ctx.hold(&lock(), TTL_MS, 2);
         }),
         Actor::new("B", |ctx| {
             for _ in 0..2 {
@@ -390,11 +370,7 @@ fn file_contention(setup: &Setup) -> Vec<Actor> {
     let _ = fs::hard_link(&a, &b);
     let contender = |path: std::path::PathBuf, renewals: usize| {
         move |ctx: &super::Ctx| {
-            if let Some(mut lease) = ctx.acquire(&Resource::file(&path), TTL_MS, TTL_MS) {
-                if ctx.keep(&mut lease, renewals) {
-                    ctx.release(&lease);
-                }
-            }
+            ctx.hold(&Resource::file(&path), TTL_MS, renewals);
         }
     };
     vec![

@@ -916,6 +916,20 @@ impl Ctx {
         true
     }
 
+    /// Acquires `resource` (ttl [`super::TTL_MS`], waiting up to `wait_ms`), keeps
+    /// it for `renewals` keepalive periods and releases it; false when it was not
+    /// acquired or was lost.
+    pub fn hold(&self, resource: &Resource, wait_ms: u64, renewals: usize) -> bool {
+        let Some(mut lease) = self.acquire(resource, super::TTL_MS, wait_ms) else {
+            return false;
+        };
+        let kept = self.keep(&mut lease, renewals);
+        if kept {
+            self.release(&lease);
+        }
+        kept
+    }
+
     /// Changes the world outside the store (creates, links or renames files) as one
     /// scheduling point.
     pub fn env(&self, what: &str, change: impl FnOnce() -> std::io::Result<()>) {
