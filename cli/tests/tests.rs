@@ -9,11 +9,15 @@
 
 mod util;
 
+mod authority;
 mod bad_input;
 mod basics;
 mod identity;
 mod polish;
 mod status;
+// Real git repositories and POSIX shells (not available to the Windows test
+// executables under Wine; the rule itself is tested there by backends/fs/tests/fs.rs).
+#[cfg(unix)]
 mod store_location;
 
 #[cfg(unix)]
