@@ -624,15 +624,13 @@ impl Store {
             if held.is_none() {
                 for (key, watch) in keys.iter().zip(&mut watches) {
                     match self.claim_key(key, &identity.label, &holder_id, &proof, options, watch) {
-                        Ok(Claim::Taken(claim, below, since_mono, trusted)) => {
-                            taken.push(Taken {
-                                key,
-                                claim,
-                                below,
-                                since_mono,
-                                trusted,
-                            })
-                        }
+                        Ok(Claim::Taken(claim, below, since_mono, trusted)) => taken.push(Taken {
+                            key,
+                            claim,
+                            below,
+                            since_mono,
+                            trusted,
+                        }),
                         Ok(Claim::Held(holder)) => {
                             held = Some(holder);
                             break;
@@ -1101,7 +1099,8 @@ impl Store {
     /// adopted; keys that no longer name the file are given back (best effort).
     fn renew_others(&self, lease: &Lease) -> Result<Vec<HeldKey>> {
         let renew = |h: &HeldKey| -> Result<HeldKey> {
-            let r = self.renew_tenure(&h.key, &lease.label, h.token, &lease.secret, lease.ttl_ms)?;
+            let r =
+                self.renew_tenure(&h.key, &lease.label, h.token, &lease.secret, lease.ttl_ms)?;
             Ok(HeldKey {
                 generation: r.generation,
                 ..h.clone()
@@ -1145,7 +1144,8 @@ impl Store {
                 .claim()
                 .filter(|r| lease.secret.proves(r.secret_sha256.as_deref()))
             {
-                let r = self.renew_tenure(key, &lease.label, r.token, &lease.secret, lease.ttl_ms)?;
+                let r =
+                    self.renew_tenure(key, &lease.label, r.token, &lease.secret, lease.ttl_ms)?;
                 return Ok(HeldKey {
                     key: key.clone(),
                     token: r.token,
@@ -1469,7 +1469,8 @@ impl Store {
                 Err(error) => {
                     let landed = self.read_newest(key).ok().is_some_and(|n| {
                         n.generation == generation
-                            && n.top_record().is_some_and(|r| r.broken.as_ref() == Some(note))
+                            && n.top_record()
+                                .is_some_and(|r| r.broken.as_ref() == Some(note))
                     });
                     return if landed {
                         Ok(Some(holder_of(&target)))
@@ -1656,7 +1657,8 @@ impl Store {
                 Err(error) => {
                     let landed = self.read_newest(key).ok().is_some_and(|n| {
                         n.generation == generation
-                            && n.top_record().is_some_and(|r| r.released && r.holder == current.holder)
+                            && n.top_record()
+                                .is_some_and(|r| r.released && r.holder == current.holder)
                     });
                     return if landed { Ok(()) } else { Err(error.into()) };
                 }
@@ -1739,8 +1741,8 @@ impl Store {
             }
             // A torn highest record over a live claim is that holder's create in
             // progress: shown as held by the claim below it.
-            let live_below = newest.top_is_torn()
-                && newest.envelope().is_some_and(|e| record::is_live(&e, now));
+            let live_below =
+                newest.top_is_torn() && newest.envelope().is_some_and(|e| record::is_live(&e, now));
             let decoded = if newest.top_is_torn() && !live_below {
                 None
             } else {
@@ -2017,7 +2019,6 @@ fn next_generation(key: &Key, newest: u64) -> Result<u64> {
 fn new_holder_id(owner: &str) -> String {
     format!("{owner}-{}-{:016x}", std::process::id(), nonce())
 }
-
 
 /// A random number for nonces: holder ids, staging-file names, backoff jitter. From
 /// the standard library's per-process random hash keys mixed with a counter and the
