@@ -122,6 +122,10 @@ pub struct Lease {
     pub(crate) expires_at_ms: u64,
     /// The tenure's secret: the proof of holding (its hash is in every record).
     pub(crate) secret: Secret,
+    /// This process claimed the tenure tied to its life
+    /// ([`AcquireOptions::tied_to_process`]): its renewals carry this process's
+    /// liveness evidence. False for a lease resumed from a handle.
+    pub(crate) tied: bool,
 }
 
 impl Lease {
@@ -744,6 +748,7 @@ impl Store {
             granted_at_ms: claim.granted_at_ms,
             expires_at_ms: claim.expires_at_ms,
             secret,
+            tied: options.tied_to_process,
         }
     }
 
@@ -1056,15 +1061,23 @@ impl Store {
     ///   not by generation).
     pub fn renew(&self, lease: &mut Lease) -> Result<()> {
         let started = self.clock.monotonic_ms();
+        // The keeper of a tied tenure records its own evidence; a resumed lease
+        // (renewed from another process) none.
+        let evidence = if lease.tied {
+            self.liveness.this_process()
+        } else {
+            None
+        };
         // The other keys first: if one of them is lost, the primary is left to expire
         // rather than renewed for a lease that no longer holds the whole file.
-        let others = self.renew_others(lease)?;
+        let others = self.renew_others(lease, &evidence)?;
         let renewed = match self.renew_tenure(
             &lease.key,
             &lease.label,
             lease.token,
             &lease.secret,
             lease.ttl_ms,
+            evidence,
         ) {
             Ok(renewed) => renewed,
             Err(error) => {
@@ -1097,10 +1110,20 @@ impl Store {
     /// Renews the keys of `lease` other than the primary for the file as it is now:
     /// the held file-id key if it still names the file, else the current one
     /// adopted; keys that no longer name the file are given back (best effort).
-    fn renew_others(&self, lease: &Lease) -> Result<Vec<HeldKey>> {
+    fn renew_others(
+        &self,
+        lease: &Lease,
+        evidence: &Option<ProcessEvidence>,
+    ) -> Result<Vec<HeldKey>> {
         let renew = |h: &HeldKey| -> Result<HeldKey> {
-            let r =
-                self.renew_tenure(&h.key, &lease.label, h.token, &lease.secret, lease.ttl_ms)?;
+            let r = self.renew_tenure(
+                &h.key,
+                &lease.label,
+                h.token,
+                &lease.secret,
+                lease.ttl_ms,
+                evidence.clone(),
+            )?;
             Ok(HeldKey {
                 generation: r.generation,
                 ..h.clone()
@@ -1122,7 +1145,7 @@ impl Store {
         if let Some(file_id) = current {
             others.push(match lease.others.iter().find(|h| h.key == file_id) {
                 Some(h) => renew(h)?,
-                None => self.adopt_key(&file_id, lease)?,
+                None => self.adopt_key(&file_id, lease, evidence)?,
             });
         }
         self.give_back_keys(&stale, &lease.label, &lease.secret);
@@ -1132,7 +1155,12 @@ impl Store {
     /// Takes `key` (the file-id key of a file that is not the one the tenure
     /// claimed: created after the claim, or a replacement) into the tenure of
     /// `lease`: only when no other tenure's record is its newest.
-    fn adopt_key(&self, key: &Key, lease: &Lease) -> Result<HeldKey> {
+    fn adopt_key(
+        &self,
+        key: &Key,
+        lease: &Lease,
+        evidence: &Option<ProcessEvidence>,
+    ) -> Result<HeldKey> {
         let superseded = |newest: &Newest| Error::Superseded {
             label: lease.label.clone(),
             token: lease.token,
@@ -1144,8 +1172,14 @@ impl Store {
                 .claim()
                 .filter(|r| lease.secret.proves(r.secret_sha256.as_deref()))
             {
-                let r =
-                    self.renew_tenure(key, &lease.label, r.token, &lease.secret, lease.ttl_ms)?;
+                let r = self.renew_tenure(
+                    key,
+                    &lease.label,
+                    r.token,
+                    &lease.secret,
+                    lease.ttl_ms,
+                    evidence.clone(),
+                )?;
                 return Ok(HeldKey {
                     key: key.clone(),
                     token: r.token,
@@ -1173,9 +1207,8 @@ impl Store {
                 released: false,
                 secret_sha256: Some(lease.secret.sha256()),
                 broken: None,
-                // No process evidence: an adopted key is never taken over as a dead
-                // holder's, only after its ttl (the conservative side).
-                process: None,
+                // The same evidence as the tenure's renewals.
+                process: evidence.clone(),
             };
             match self
                 .backend
@@ -1291,6 +1324,7 @@ impl Store {
             granted_at_ms: record.granted_at_ms,
             expires_at_ms: record.expires_at_ms,
             secret: secret.clone(),
+            tied: false,
         })
     }
 
@@ -1489,6 +1523,11 @@ impl Store {
         )))
     }
 
+    /// `evidence`: what the renewal records as its keeper's liveness evidence. The
+    /// keeper of a tied tenure (the process that claimed it) passes its own; a
+    /// renewal through a resumed handle (another process keeping the lease alive)
+    /// passes none: the lease no longer lives and dies with the claimer, so it must
+    /// not be taken over when that process ends.
     fn renew_tenure(
         &self,
         key: &Key,
@@ -1496,6 +1535,7 @@ impl Store {
         token: u64,
         secret: &Secret,
         ttl_ms: u64,
+        evidence: Option<ProcessEvidence>,
     ) -> Result<Record> {
         let newest = self.read_settled(key)?;
         let superseded = |newest: &Newest| Error::Superseded {
@@ -1533,6 +1573,7 @@ impl Store {
             granted_at_ms: now,
             expires_at_ms: now.saturating_add(ttl_ms),
             ttl_ms,
+            process: evidence,
             ..current.clone()
         };
         let created = self
