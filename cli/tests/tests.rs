@@ -34,3 +34,6 @@ mod loss;
 mod takeover;
 #[cfg(unix)]
 mod waiting;
+// Adversarial regressions (reads /proc).
+#[cfg(target_os = "linux")]
+mod breaker;

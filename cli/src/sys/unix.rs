@@ -25,6 +25,19 @@ pub struct ProcessTree {
     group: libc::pid_t,
     /// The terminal was handed to the child's group and is taken back at the end.
     terminal: bool,
+    /// The guard that stops the group if `run` dies first, once started.
+    guard: std::sync::Mutex<Option<Guard>>,
+}
+
+/// A forked process that stops the child's group when `run` dies without standing
+/// it down (SIGKILL, a crash): the child sits in its own group, so nothing else
+/// would stop it, and a waiter on this host takes a dead `run`'s lease over at once
+/// (dead-holder takeover). It waits on a pipe whose only write end `run` holds:
+/// one byte means "stand down", end of file means `run` is gone.
+struct Guard {
+    pid: libc::pid_t,
+    /// The write end of the pipe.
+    pipe: libc::c_int,
 }
 
 /// True when stdin is a terminal whose foreground group is ours.
@@ -80,7 +93,64 @@ impl ProcessTree {
             // terminal from the background.
             give_terminal_to(group);
         }
-        Ok(ProcessTree { group, terminal })
+        Ok(ProcessTree {
+            group,
+            terminal,
+            guard: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// Makes sure the tree is stopped even if `run` itself dies (SIGKILL, a crash)
+    /// before it ends: a forked guard process, in its own process group (so a
+    /// signal to `run`'s group spares it), sends SIGTERM to the tree's group when
+    /// `terminate`, then SIGKILL once `kill_after` passed with some of it left.
+    /// `run` stands it down in [`ProcessTree::finish`].
+    pub fn stop_if_run_dies(
+        &self,
+        terminate: bool,
+        kill_after: Option<std::time::Duration>,
+    ) -> io::Result<()> {
+        if !terminate {
+            return Ok(());
+        }
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe writes two descriptors into the array; close-on-exec, so no
+        // exec'd process (the child, whatever it starts) inherits either end.
+        unsafe {
+            if libc::pipe(fds.as_mut_ptr()) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            for fd in fds {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+        let [read_end, write_end] = fds;
+        let kill_after_ms = kill_after.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        // SAFETY: fork in a threaded process; the child only makes async-signal-safe
+        // system calls (no allocation, no locks) and ends with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            let error = io::Error::last_os_error();
+            // SAFETY: both descriptors are ours and open.
+            unsafe {
+                libc::close(read_end);
+                libc::close(write_end);
+            }
+            return Err(error);
+        }
+        if pid == 0 {
+            // SAFETY: in the forked child, see above.
+            unsafe { guard_main(read_end, write_end, self.group, kill_after_ms) }
+        }
+        // SAFETY: the read end is the guard's now.
+        unsafe {
+            libc::close(read_end);
+        }
+        *self.guard.lock().unwrap_or_else(|e| e.into_inner()) = Some(Guard {
+            pid,
+            pipe: write_end,
+        });
+        Ok(())
     }
 
     /// Asks every process of the tree to stop: SIGTERM to the group.
@@ -101,11 +171,130 @@ impl ProcessTree {
         found || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
     }
 
-    /// Takes the terminal back after the child ended.
+    /// Stands the guard down (the child ended, or was stopped) and takes the
+    /// terminal back.
     pub fn finish(&self) {
+        let guard = self.guard.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(guard) = guard {
+            // SAFETY: our own pipe end and our own child, each used once.
+            unsafe {
+                libc::write(guard.pipe, [1u8].as_ptr().cast(), 1);
+                libc::close(guard.pipe);
+                let mut status = 0;
+                while libc::waitpid(guard.pid, &mut status, 0) < 0
+                    && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+                {
+                }
+            }
+        }
         if self.terminal {
             // SAFETY: getpgrp has no preconditions.
             give_terminal_to(unsafe { libc::getpgrp() });
+        }
+    }
+}
+
+/// The guard process (see [`Guard`]): waits for a byte or end of file on
+/// `read_end`; on end of file (`run` died) stops `group`. Async-signal-safe only.
+unsafe fn guard_main(
+    read_end: libc::c_int,
+    write_end: libc::c_int,
+    group: libc::pid_t,
+    kill_after_ms: Option<i64>,
+) -> ! {
+    // SAFETY (whole body): plain system calls on values of this stack.
+    unsafe {
+        libc::close(write_end);
+        // Out of `run`'s group and deaf to the signals a terminal or a supervisor
+        // sends it, so what ends `run` does not end its guard.
+        libc::setpgid(0, 0);
+        for signal in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGTSTP,
+            libc::SIGTTIN,
+            libc::SIGTTOU,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+        // Hold nothing `run` had open but stderr (for the one line below): a reader
+        // of `run`'s stdout sees its end when `run` ends.
+        libc::dup2(read_end, 0);
+        libc::close(1);
+        close_from(3);
+        let mut byte = 0u8;
+        let outcome = loop {
+            let n = libc::read(0, (&mut byte as *mut u8).cast(), 1);
+            if n < 0 && errno() == libc::EINTR {
+                continue;
+            }
+            break n;
+        };
+        if outcome != 0 {
+            // Stood down (or the pipe failed: nothing proves `run` died).
+            libc::_exit(0);
+        }
+        const MESSAGE: &[u8] = b"fencepost: `fencepost run` ended without releasing its lease (killed?); its command's process group is being stopped\n";
+        libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len());
+        libc::kill(-group, libc::SIGTERM);
+        if let Some(limit) = kill_after_ms {
+            let start = monotonic_ms();
+            loop {
+                if libc::kill(-group, 0) != 0 && errno() == libc::ESRCH {
+                    break;
+                }
+                if monotonic_ms().saturating_sub(start) >= limit {
+                    libc::kill(-group, libc::SIGKILL);
+                    break;
+                }
+                let pause = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 20_000_000,
+                };
+                libc::nanosleep(&pause, std::ptr::null_mut());
+            }
+        }
+        libc::_exit(0)
+    }
+}
+
+/// The calling thread's errno (reads it; no allocation: async-signal-safe).
+fn errno() -> i32 {
+    io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// CLOCK_MONOTONIC in milliseconds (async-signal-safe).
+fn monotonic_ms() -> i64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec on our stack.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now);
+    }
+    now.tv_sec.saturating_mul(1000) + now.tv_nsec / 1_000_000
+}
+
+/// Closes every descriptor from `first` on (async-signal-safe).
+fn close_from(first: libc::c_int) {
+    // SAFETY: close_range and close only close descriptors of this process.
+    unsafe {
+        #[cfg(target_os = "linux")]
+        if libc::syscall(
+            libc::SYS_close_range,
+            first as libc::c_uint,
+            libc::c_uint::MAX,
+            0,
+        ) == 0
+        {
+            return;
+        }
+        for fd in first..1024 {
+            libc::close(fd);
         }
     }
 }
