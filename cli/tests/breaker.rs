@@ -2,10 +2,10 @@
 //! rule with real processes and signals, each pinned here.
 
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::loss::{read_pid, running};
-use crate::util::{Background, PidFileGuard, Scratch, wait_until};
+use crate::util::{Background, PidFileGuard, Scratch, send_signal, wait_until};
 
 /// `run` killed with SIGKILL cannot stop its child itself, and its lease is taken
 /// over at once by a waiter on this host (dead-holder takeover). Its guard stops the
@@ -74,4 +74,75 @@ fn a_run_that_ends_normally_leaves_no_guard_and_spares_what_the_child_left() {
         running(left),
         "a normal end must not stop the child's group"
     );
+}
+
+/// `run` stopped (SIGSTOP) past its ttl cannot renew, so a rival takes the lease —
+/// and before the guard, its child went on writing until `run` was continued. Now
+/// the guard stops the child's group soon after the lease expired (never while it
+/// is still valid), the rival holds, the old token fails, and `run` exits 3 once
+/// continued.
+#[test]
+fn a_stopped_run_does_not_leave_its_child_writing_after_its_ttl() {
+    let s = Scratch::new();
+    let _child = PidFileGuard(s.path().join("child"));
+    let mut run = s.spawn_cmd();
+    run.args([
+        "run", "--lock", "x", "--ttl", "1000", "--grace", "500", "--",
+    ])
+    .args(["sh", "-c"])
+    .arg(
+        r#"echo $$ > child.tmp && mv child.tmp child
+            while :; do echo "$FENCEPOST_TOKEN" >> out; sleep 0.05; done"#,
+    )
+    .stderr(Stdio::piped());
+    let mut holder = Background(run.spawn().unwrap());
+    let child = read_pid(&s.path().join("child"));
+    let token = s.entry("x").unwrap()["token"].as_u64().unwrap();
+
+    send_signal(holder.id(), "STOP");
+    let stopped = Instant::now();
+    std::thread::sleep(Duration::from_millis(300));
+    // Its lease was renewed at most ttl/3 before the stop: still valid, so the child
+    // still runs.
+    assert!(
+        running(child) || stopped.elapsed() > Duration::from_millis(600),
+        "the child was stopped while its lease was still valid"
+    );
+    wait_until(
+        "the stopped run's child is gone",
+        Duration::from_secs(15),
+        || !running(child),
+    );
+    // A rival gets the lease (at once or after its expiry), with a higher token.
+    let rival = s.claim("x", &["--wait", "10000", "--owner", "rival"]);
+    assert!(rival > token);
+    s.cmd()
+        .args(["check", "--lock", "x", &token.to_string()])
+        .assert()
+        .code(3);
+
+    send_signal(holder.id(), "CONT");
+    let status = holder.0.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut holder.0.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("was not heard from"), "{stderr:?}");
+}
+
+/// A pause shorter than the ttl is no loss: the guard leaves the child alone and
+/// `run` ends with the child's own code.
+#[test]
+fn a_run_stopped_briefly_keeps_its_child() {
+    let s = Scratch::new();
+    let mut run = s.spawn_cmd();
+    run.args(["run", "--lock", "x", "--ttl", "4000", "--"])
+        .args(["sh", "-c", "touch started; sleep 2; exit 5"]);
+    let mut holder = Background(run.spawn().unwrap());
+    wait_until("the child started", Duration::from_secs(10), || {
+        s.path().join("started").exists()
+    });
+    send_signal(holder.id(), "STOP");
+    std::thread::sleep(Duration::from_millis(1500));
+    send_signal(holder.id(), "CONT");
+    assert_eq!(holder.0.wait().unwrap().code(), Some(5));
 }

@@ -38,6 +38,7 @@ impl ProcessTree {
         &self,
         _terminate: bool,
         _kill_after: Option<std::time::Duration>,
+        _ttl: std::time::Duration,
     ) -> io::Result<()> {
         Ok(())
     }

@@ -25,15 +25,18 @@ pub struct ProcessTree {
     group: libc::pid_t,
     /// The terminal was handed to the child's group and is taken back at the end.
     terminal: bool,
-    /// The guard that stops the group if `run` dies first, once started.
-    guard: std::sync::Mutex<Option<Guard>>,
+    /// The guard that stops the group if `run` dies or falls silent, once started.
+    guard: Arc<std::sync::Mutex<Option<Guard>>>,
 }
 
-/// A forked process that stops the child's group when `run` dies without standing
-/// it down (SIGKILL, a crash): the child sits in its own group, so nothing else
-/// would stop it, and a waiter on this host takes a dead `run`'s lease over at once
-/// (dead-holder takeover). It waits on a pipe whose only write end `run` holds:
-/// one byte means "stand down", end of file means `run` is gone.
+/// A forked process that stops the child's group when `run` cannot: when `run`
+/// dies without standing it down (SIGKILL, a crash; the child sits in its own
+/// group, so nothing else would stop it, and a waiter on this host takes a dead
+/// `run`'s lease over at once), or falls silent for a whole ttl (SIGSTOP: its lease
+/// can no longer be renewed, so a rival may hold it while the child writes). It
+/// reads a pipe whose only write end `run` holds: a 0 byte is a heartbeat (every
+/// ttl/4; silence is a ttl and a half), a 1 byte means "stand down", end of file
+/// means `run` is gone.
 struct Guard {
     pid: libc::pid_t,
     /// The write end of the pipe.
@@ -96,19 +99,21 @@ impl ProcessTree {
         Ok(ProcessTree {
             group,
             terminal,
-            guard: std::sync::Mutex::new(None),
+            guard: Arc::new(std::sync::Mutex::new(None)),
         })
     }
 
     /// Makes sure the tree is stopped even if `run` itself dies (SIGKILL, a crash)
-    /// before it ends: a forked guard process, in its own process group (so a
-    /// signal to `run`'s group spares it), sends SIGTERM to the tree's group when
-    /// `terminate`, then SIGKILL once `kill_after` passed with some of it left.
-    /// `run` stands it down in [`ProcessTree::finish`].
+    /// or is not heard from for 1.5 × `ttl` (stopped) before it ends: a forked guard
+    /// process, in its own process group (so a signal to `run`'s group spares it),
+    /// sends SIGTERM to the tree's group when `terminate`, then SIGKILL once
+    /// `kill_after` passed with some of it left. `run` stands it down in
+    /// [`ProcessTree::finish`].
     pub fn stop_if_run_dies(
         &self,
         terminate: bool,
         kill_after: Option<std::time::Duration>,
+        ttl: std::time::Duration,
     ) -> io::Result<()> {
         if !terminate {
             return Ok(());
@@ -140,7 +145,8 @@ impl ProcessTree {
         }
         if pid == 0 {
             // SAFETY: in the forked child, see above.
-            unsafe { guard_main(read_end, write_end, self.group, kill_after_ms) }
+            let silence_ms = i64::try_from(silence(ttl).as_millis()).unwrap_or(i64::MAX);
+            unsafe { guard_main(read_end, write_end, self.group, kill_after_ms, silence_ms) }
         }
         // SAFETY: the read end is the guard's now.
         unsafe {
@@ -150,6 +156,24 @@ impl ProcessTree {
             pid,
             pipe: write_end,
         });
+        let guard = Arc::clone(&self.guard);
+        let beat = heartbeat(ttl);
+        std::thread::Builder::new()
+            .name("fencepost-heartbeat".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(beat);
+                    let guard = guard.lock().unwrap_or_else(|e| e.into_inner());
+                    let Some(guard) = guard.as_ref() else {
+                        return;
+                    };
+                    // SAFETY: our pipe end, open while the guard is set (a gone
+                    // guard gives EPIPE; SIGPIPE is ignored in Rust programs).
+                    unsafe {
+                        libc::write(guard.pipe, [0u8].as_ptr().cast(), 1);
+                    }
+                }
+            })?;
         Ok(())
     }
 
@@ -194,14 +218,31 @@ impl ProcessTree {
     }
 }
 
-/// The guard process (see [`Guard`]): waits for a byte or end of file on
-/// `read_end`; on end of file (`run` died) stops `group`. Async-signal-safe only.
+/// How often `run` tells its guard it still runs: four times per ttl.
+fn heartbeat(ttl: std::time::Duration) -> std::time::Duration {
+    (ttl / 4).max(std::time::Duration::from_millis(5))
+}
+
+/// How long the guard waits for a heartbeat before it takes `run` for stopped:
+/// ttl + 2 heartbeats. A `run` stopped right after a renewal (lease valid for a
+/// ttl from then) sent its last heartbeat at most one beat before, so the guard
+/// acts only after the lease expired — within half a ttl of that.
+fn silence(ttl: std::time::Duration) -> std::time::Duration {
+    ttl + 2 * heartbeat(ttl)
+}
+
+/// The guard process (see [`Guard`]): reads heartbeats from `read_end` until a
+/// stand-down byte; on end of file (`run` died) or `silence_ms` without a byte
+/// (`run` stopped) stops `group`. Async-signal-safe calls only.
 unsafe fn guard_main(
     read_end: libc::c_int,
     write_end: libc::c_int,
     group: libc::pid_t,
     kill_after_ms: Option<i64>,
+    silence_ms: i64,
 ) -> ! {
+    const DIED: &[u8] = b"fencepost: `fencepost run` ended without releasing its lease (killed?); stopping its command's process group\n";
+    const SILENT: &[u8] = b"fencepost: `fencepost run` was not heard from for its ttl (stopped?), so its lease may be held by someone else now; stopping its command's process group\n";
     // SAFETY (whole body): plain system calls on values of this stack.
     unsafe {
         libc::close(write_end);
@@ -225,20 +266,32 @@ unsafe fn guard_main(
         libc::dup2(read_end, 0);
         libc::close(1);
         close_from(3);
-        let mut byte = 0u8;
-        let outcome = loop {
-            let n = libc::read(0, (&mut byte as *mut u8).cast(), 1);
-            if n < 0 && errno() == libc::EINTR {
+        let mut heard = monotonic_ms();
+        let message = loop {
+            let left = heard.saturating_add(silence_ms) - monotonic_ms();
+            if left <= 0 {
+                break SILENT;
+            }
+            let mut poll = libc::pollfd {
+                fd: 0,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ready = libc::poll(&mut poll, 1, left.min(60_000) as libc::c_int);
+            if ready == 0 || (ready < 0 && errno() == libc::EINTR) {
                 continue;
             }
-            break n;
+            let mut byte = 0u8;
+            let n = libc::read(0, (&mut byte as *mut u8).cast(), 1);
+            match n {
+                0 => break DIED,
+                1 if byte == 0 => heard = monotonic_ms(),
+                _ if n < 0 && errno() == libc::EINTR => {}
+                // Stood down, or the pipe failed (nothing proves `run` is gone).
+                _ => libc::_exit(0),
+            }
         };
-        if outcome != 0 {
-            // Stood down (or the pipe failed: nothing proves `run` died).
-            libc::_exit(0);
-        }
-        const MESSAGE: &[u8] = b"fencepost: `fencepost run` ended without releasing its lease (killed?); its command's process group is being stopped\n";
-        libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len());
+        libc::write(2, message.as_ptr().cast(), message.len());
         libc::kill(-group, libc::SIGTERM);
         if let Some(limit) = kill_after_ms {
             let start = monotonic_ms();
