@@ -38,7 +38,7 @@ fn a_child_killed_by_a_signal_is_128_plus_the_signal() {
 fn run_exports_the_lease_to_the_child() {
     let s = Scratch::new();
     // Make the token something other than 1.
-    let earlier = s.claim("db:migrations", &[]).to_string();
+    let earlier = s.claim_handle("db:migrations", &[]).1;
     s.cmd()
         .args(["release", "--lock", "db:migrations", &earlier])
         .assert()
@@ -173,17 +173,16 @@ fn run_holds_past_many_ttls_and_the_token_keeps_passing() {
 #[test]
 fn a_lost_lease_is_reported_at_once_and_exits_3() {
     let s = Scratch::new();
-    // The child gives the lease away behind run's back (release with its token,
-    // then a fresh claim by someone else), then waits for the test's go-ahead.
-    // `--on-loss keep`: with the default (terminate) run may stop the child between
-    // its release and the thief's claim, and the claim never lands (a flake under
-    // load); stopping the child on loss is pinned by cli/tests/loss.rs.
-    let script = r#""$FP" release --lock x "$FENCEPOST_TOKEN" || exit 90
-        "$FP" claim --lock x --ttl 60000 --owner thief > /dev/null || exit 91
+    // An operator breaks the lease behind run's back, then someone else claims it
+    // (a token alone no longer releases anyone's lease); the child waits for the
+    // test's go-ahead.
+    let script = r#"echo started > started
         i=0
         while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done
         exit 0"#;
     let mut run = s.spawn_cmd();
+    // `--on-loss keep`: the child must still run when the loss is reported, however
+    // slowly this test reads it (the default policy stops the child at once).
     run.args([
         "run",
         "--lock",
@@ -199,6 +198,26 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
     ])
     .stderr(Stdio::piped());
     let mut child = Background(run.spawn().unwrap());
+    // The child runs only once the lease is confirmed (a break before that would
+    // only make run claim again).
+    let started = s.path().join("started");
+    wait_until("the child started", Duration::from_secs(10), || {
+        started.exists()
+    });
+    s.cmd()
+        .args([
+            "break",
+            "--lock",
+            "x",
+            "--reason",
+            "taken away for the test",
+        ])
+        .assert()
+        .code(0);
+    s.cmd()
+        .args(["claim", "--lock", "x", "--ttl", "60000", "--owner", "thief"])
+        .assert()
+        .code(0);
     let stderr = child.0.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
     let first = lines

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::util::{Scratch, json_of, one_line_stderr, token_of};
+use crate::util::{Scratch, handle_of, json_of, one_line_stderr};
 
 /// Runs real git in `dir` with no user or system configuration, failing the test
 /// when git fails.
@@ -188,10 +188,10 @@ fn all_spellings_contend(s: &Scratch, spellings: &[(PathBuf, String)]) {
                 String::from_utf8_lossy(&refused.stderr).contains("held"),
                 "{refused:?}"
             );
-            let token = token_of(&won).to_string();
+            let handle = handle_of(&won);
             let released = s
                 .bare_cmd(first_cwd)
-                .args(["release", "--file", first, &token])
+                .args(["release", "--file", first, &handle])
                 .output()
                 .unwrap();
             assert_eq!(released.status.code(), Some(0), "{released:?}");

@@ -9,6 +9,7 @@
 
 mod util;
 
+mod authority;
 mod bad_input;
 mod basics;
 mod identity;

@@ -16,17 +16,16 @@ fn a_takeover_is_reported_within_the_watch_interval() {
     let store = Store::new(TinyStore::default()).with_watch_interval(Duration::from_millis(10));
     let lock = Resource::lock("watched");
     let lease = store.acquire(&lock, &AcquireOptions::new(TTL_MS)).unwrap();
-    let token = lease.token();
     let (sender, receiver) = mpsc::channel();
     let keepalive = store.keepalive_with(lease, move |loss| {
         let _ = sender.send((
             Instant::now(),
             loss.to_string(),
-            matches!(loss, Error::NotHolder { .. } | Error::Superseded { .. }),
+            matches!(loss, Error::Broken { .. } | Error::Superseded { .. }),
         ));
     });
-    // Written around: released by token, then claimed by a rival.
-    store.release_token(&lock, token).unwrap();
+    // Written around: broken by an operator, then claimed by a rival.
+    store.break_lease(&lock, "ops", "written around").unwrap();
     let rival = store
         .acquire(&lock, &AcquireOptions::new(TTL_MS).owner("rival"))
         .unwrap();

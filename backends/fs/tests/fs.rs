@@ -376,6 +376,8 @@ fn valid_record_bytes(key: &Key, generation: u64) -> Vec<u8> {
         expires_at_ms: u64::MAX,
         ttl_ms: u64::MAX,
         released: false,
+        secret_sha256: None,
+        broken: None,
         process: None,
     }
     .encode()
