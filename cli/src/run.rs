@@ -194,8 +194,8 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
 fn describe_policy(policy: OnLoss, grace_ms: u64) -> String {
     let grace = human_precise(i64::try_from(grace_ms).unwrap_or(i64::MAX));
     match policy {
-        OnLoss::Term if cfg!(windows) => {
-            format!("stopping the command (Ctrl+Break, then its job is terminated after {grace})")
+        OnLoss::Term | OnLoss::Signal if cfg!(windows) => {
+            "stopping the command (its job object is terminated)".into()
         }
         OnLoss::Term => {
             format!("stopping the command (SIGTERM to its process group, SIGKILL after {grace})")

@@ -114,6 +114,10 @@ pub struct Lease {
     pub(crate) expires_at_ms: u64,
     /// The tenure's secret: the proof of holding (its hash is in every record).
     pub(crate) secret: Secret,
+    /// This process claimed the tenure tied to its life
+    /// ([`AcquireOptions::tied_to_process`]): its renewals carry this process's
+    /// liveness evidence. False for a lease resumed from a handle.
+    pub(crate) tied: bool,
 }
 
 impl Lease {
@@ -654,6 +658,7 @@ impl Store {
             granted_at_ms: claim.granted_at_ms,
             expires_at_ms: claim.expires_at_ms,
             secret,
+            tied: options.tied_to_process,
         }
     }
 
@@ -902,6 +907,13 @@ impl Store {
     ///   renew may still succeed (it matches the newest record by token and proof,
     ///   not by generation).
     pub fn renew(&self, lease: &mut Lease) -> Result<()> {
+        // The keeper of a tied tenure records its own evidence; a resumed lease
+        // (renewed from another process) none.
+        let evidence = if lease.tied {
+            self.liveness.this_process()
+        } else {
+            None
+        };
         // The other keys first: if one of them is lost, the primary is left to expire
         // rather than renewed for a lease that no longer holds the whole file.
         for held in &mut lease.others {
@@ -911,6 +923,7 @@ impl Store {
                 held.token,
                 &lease.secret,
                 lease.ttl_ms,
+                evidence.clone(),
             )?;
             held.generation = renewed.generation;
         }
@@ -920,6 +933,7 @@ impl Store {
             lease.token,
             &lease.secret,
             lease.ttl_ms,
+            evidence,
         )?;
         lease.generation = renewed.generation;
         lease.granted_at_ms = renewed.granted_at_ms;
@@ -1006,6 +1020,7 @@ impl Store {
             granted_at_ms: record.granted_at_ms,
             expires_at_ms: record.expires_at_ms,
             secret: secret.clone(),
+            tied: false,
         })
     }
 
@@ -1202,6 +1217,11 @@ impl Store {
         )))
     }
 
+    /// `evidence`: what the renewal records as its keeper's liveness evidence. The
+    /// keeper of a tied tenure (the process that claimed it) passes its own; a
+    /// renewal through a resumed handle (another process keeping the lease alive)
+    /// passes none: the lease no longer lives and dies with the claimer, so it must
+    /// not be taken over when that process ends.
     fn renew_tenure(
         &self,
         key: &Key,
@@ -1209,6 +1229,7 @@ impl Store {
         token: u64,
         secret: &Secret,
         ttl_ms: u64,
+        evidence: Option<ProcessEvidence>,
     ) -> Result<Record> {
         let newest = self.read_newest(key)?;
         let superseded = |newest: &Newest| Error::Superseded {
@@ -1238,6 +1259,7 @@ impl Store {
             granted_at_ms: now,
             expires_at_ms: now.saturating_add(ttl_ms),
             ttl_ms,
+            process: evidence,
             ..current.clone()
         };
         let created =
