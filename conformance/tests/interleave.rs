@@ -90,7 +90,11 @@ const REGRESSIONS: &[(&str, u64, &str)] = &[
     ("rename_revival", 89, "rename revival"),
     // Confirm on monotonic time: a backwards wall-clock step during a stalled
     // acquire handed out a lease whose ttl had run out.
-    ("clock_step_acquire", 1, "clock step during a stalled acquire"),
+    (
+        "clock_step_acquire",
+        1,
+        "clock step during a stalled acquire",
+    ),
     ("lock_handover", 152, "clock step during a stalled acquire"),
     // No silent revival: a renewal that landed after the renewed lease expired
     // was acknowledged (planted bug RENEW_SKIPS_POST_CREATE_CHECK).

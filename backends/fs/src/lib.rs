@@ -814,7 +814,10 @@ mod tests {
 
         let tmp = tempfile::tempdir().unwrap();
         let store = FsStore::open(tmp.path()).unwrap();
-        store.shared.links_unsupported.store(true, Ordering::Relaxed);
+        store
+            .shared
+            .links_unsupported
+            .store(true, Ordering::Relaxed);
         *store.shared.write_delay.lock().unwrap() = Some(Duration::from_millis(2));
         let lock = Resource::lock("contended");
         let ttl_ms = 600;
@@ -855,7 +858,10 @@ mod tests {
             }
         });
         let tenures = tenures.into_inner();
-        assert!(tenures >= 6, "only {tenures} tenures: no contention to judge");
+        assert!(
+            tenures >= 6,
+            "only {tenures} tenures: no contention to judge"
+        );
         assert_eq!(
             stolen.into_inner(),
             0,
