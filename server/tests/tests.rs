@@ -9,3 +9,4 @@ mod contention;
 mod polish;
 mod protocol;
 mod store_location;
+mod takeover;
