@@ -57,7 +57,14 @@ struct Tenure {
 
 #[derive(Debug, Default)]
 pub(crate) struct Oracle {
-    landed: HashMap<(Key, u64), Landed>,
+    /// Every record that landed, per (key, generation, writer's holder id). The
+    /// writer is part of the key because a swept generation can be created again by
+    /// another tenure (a claimant that read the series before the sweep; the fs
+    /// backend and etcd allow it, docs/protocol.md R5): keyed by (key, generation)
+    /// alone, that re-create overwrote the sweeper's own record, and the renewal
+    /// oracle then took the tenure's older record as the one renewed and reported a
+    /// renewal that landed in time as late (lock_handover seed 3653).
+    landed: HashMap<(Key, u64, String), Landed>,
     tenures: HashMap<String, Tenure>,
     /// Highest token an acquire acknowledged, per primary key.
     tokens: HashMap<Key, u64>,
@@ -263,7 +270,7 @@ impl World {
                 }
             }
             oracle.landed.insert(
-                (key.clone(), generation),
+                (key.clone(), generation, record.holder.clone()),
                 Landed {
                     holder: record.holder.clone(),
                     released: record.released,
@@ -317,8 +324,8 @@ impl World {
             let newest = oracle
                 .landed
                 .iter()
-                .filter(|((k, _), l)| k == key && l.holder == lease.holder_id() && !l.released)
-                .max_by_key(|((_, g), _)| *g)
+                .filter(|((k, _, _), l)| k == key && l.holder == lease.holder_id() && !l.released)
+                .max_by_key(|((_, g, _), _)| *g)
                 .map(|(_, l)| l.clone());
             if let Some(l) = newest {
                 // A forward step after the stamp expires the record early.
@@ -366,8 +373,8 @@ impl World {
                         let mut mine: Vec<(&u64, &Landed)> = oracle
                             .landed
                             .iter()
-                            .filter(|((k, _), l)| k == key && l.holder == holder && !l.released)
-                            .map(|((_, g), l)| (g, l))
+                            .filter(|((k, _, _), l)| k == key && l.holder == holder && !l.released)
+                            .map(|((_, g, _), l)| (g, l))
                             .collect();
                         mine.sort_by_key(|(g, _)| std::cmp::Reverse(**g));
                         let [(_, newest), (_, renewed), ..] = mine.as_slice() else {
@@ -425,7 +432,7 @@ impl World {
                 .landed
                 .iter()
                 .filter(|(_, l)| l.holder == holder)
-                .fold(HashMap::new(), |mut m, ((k, g), _)| {
+                .fold(HashMap::new(), |mut m, ((k, g, _), _)| {
                     let e = m.entry(k.clone()).or_insert(0);
                     *e = (*e).max(*g);
                     m
