@@ -113,7 +113,11 @@ const REGRESSIONS: &[(&str, u64, &str)] = &[
     // the oracle kept one record per (key, generation), lost the renewed record and
     // judged the renewal against the tenure's older one as 50ms late. Found at
     // FENCEPOST_SCHEDULES=20000; kept so the oracle keeps judging re-creates right.
-    ("lock_handover", 3653, "renewal judged against an overwritten record"),
+    (
+        "lock_handover",
+        3653,
+        "renewal judged against an overwritten record",
+    ),
     // A torn newest record over a live predecessor judged as vacancy (planted bug
     // TORN_NEWEST_IS_VACANCY; the fs fallback's torn renewal).
     ("torn_renewal", 50, "torn renewal taken over"),
