@@ -394,6 +394,12 @@ pub fn loss_reason(error: &Error) -> String {
             "it expired {} ago before it could be renewed",
             human_precise(-until_ms(*expired_at_ms, now_ms()))
         ),
+        // A release that finds another tenure's record newest (the child ended
+        // before the watch saw the takeover) was written around, not released.
+        Error::NotHolder {
+            newest: Some(holder),
+            ..
+        } => format!("superseded by token {} ({})", holder.token, holder.owner),
         Error::NotHolder { .. } => "it was released outside this run".into(),
         Error::Broken { note, .. } => printable(&note.to_string()),
         Error::Released { .. } => "it was released by a process given its handle".into(),
@@ -530,6 +536,33 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_release_written_around_is_reported_as_superseded() {
+        let holder = fencepost::Holder {
+            owner: "rival".into(),
+            holder_id: "rival-1-x".into(),
+            pid: 1,
+            token: 7,
+            generation: 7,
+            expires_at_ms: 0,
+        };
+        let written_around = Error::NotHolder {
+            label: "x".into(),
+            token: 1,
+            newest: Some(holder),
+        };
+        assert_eq!(
+            loss_reason(&written_around),
+            "superseded by token 7 (rival)"
+        );
+        let released = Error::NotHolder {
+            label: "x".into(),
+            token: 1,
+            newest: None,
+        };
+        assert_eq!(loss_reason(&released), "it was released outside this run");
+    }
 
     #[test]
     fn expiries_say_in_or_ago() {

@@ -131,7 +131,24 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     };
     forwarder.set_child(child.id());
     match ProcessTree::adopt(&child, terminal) {
-        Ok(tree) => stopper.adopt(tree),
+        Ok(tree) => {
+            // If `run` itself is killed (its lease is then taken over at once by a
+            // waiter on this host) or stopped past its ttl (its lease expires and
+            // may be taken), the child's tree gets the --on-loss policy from a
+            // guard process.
+            let kill_after =
+                (args.on_loss == OnLoss::Term).then(|| Duration::from_millis(args.grace));
+            if let Err(error) = tree.stop_if_run_dies(
+                args.on_loss != OnLoss::Keep,
+                kill_after,
+                Duration::from_millis(args.timing.ttl),
+            ) {
+                report(&format!(
+                    "warning: the child's process tree will not be stopped if this `fencepost run` is killed: {error}"
+                ));
+            }
+            stopper.adopt(tree)
+        }
         Err(error) => report(&format!(
             "warning: the child's process tree cannot be stopped on a loss: {error}"
         )),

@@ -35,3 +35,6 @@ mod loss;
 mod takeover;
 #[cfg(unix)]
 mod waiting;
+// Adversarial regressions (reads /proc).
+#[cfg(target_os = "linux")]
+mod breaker;

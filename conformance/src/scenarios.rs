@@ -77,6 +77,7 @@ scenarios! {
     28 dead_holder_is_taken_over_early SharedAcrossProcesses "dead-holder takeover: SIGKILLed holder, ttl 60 s, successor < 1 s; I3";
     29 paused_holder_is_not_taken_over_early SharedAcrossProcesses "dead-holder takeover: an alive (SIGSTOPped) holder keeps its ttl";
     30 takeover_needs_same_host_and_a_definite_death None "dead-holder takeover: never across hosts or boots, never on doubt";
+    31 listing_snapshot_under_renewals None "LeaseStore listing: a snapshot with respect to the maximum (docs/protocol.md R5)";
 }
 
 const TTL_MS: u64 = 30_000;
@@ -1088,6 +1089,69 @@ fn create_is_exclusive<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Resul
             "generation {generation}: {winners} creates succeeded"
         );
     }
+    Ok(())
+}
+
+/// A renewer creates g+1 and then removes g, over and over, from another handle;
+/// every listing taken meanwhile must show a generation at least as high as the one
+/// published (created, not yet superseded) when the listing began. A backend that
+/// says it cannot promise this (`listing_is_snapshot` false) is exempt: the protocol
+/// never sweeps it.
+fn listing_snapshot_under_renewals<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    if !f.raw().listing_is_snapshot() {
+        return Ok(());
+    }
+    let key = key_of(&Resource::lock("listing-snapshot"))?;
+    f.raw()
+        .create(&key, 1, b"1", Durability::Unflushed)
+        .map_err(|e| fail("create", e))?;
+    let published = Arc::new(AtomicU64::new(1));
+    let done = Arc::new(AtomicBool::new(false));
+    let renewer = {
+        let (other, key) = (f.reopen()?, key.clone());
+        let (published, done) = (Arc::clone(&published), Arc::clone(&done));
+        std::thread::spawn(move || -> Result<(), String> {
+            let started = std::time::Instant::now();
+            let mut g = 1;
+            while g < 2_000 && started.elapsed() < Duration::from_secs(2) {
+                other
+                    .create(&key, g + 1, b"r", Durability::Unflushed)
+                    .map_err(|e| e.to_string())?;
+                published.store(g + 1, Ordering::SeqCst);
+                other.remove(&key, g).map_err(|e| e.to_string())?;
+                g += 1;
+            }
+            done.store(true, Ordering::SeqCst);
+            Ok(())
+        })
+    };
+    let mut listings = 0;
+    let mut failure = None;
+    while !done.load(Ordering::SeqCst) {
+        let before = published.load(Ordering::SeqCst);
+        let listed = f.raw().generations(&key).map_err(|e| fail("list", e))?;
+        let max = listed.iter().copied().max().unwrap_or(0);
+        listings += 1;
+        if max < before && failure.is_none() {
+            failure = Some(format!(
+                "a listing during renewals returned {listed:?}, missing generation {before} that existed when it began"
+            ));
+        }
+    }
+    renewer
+        .join()
+        .map_err(|_| "renewer panicked")?
+        .map_err(|e| fail("renewer", e))?;
+    if let Some(failure) = failure {
+        return Err(Failed::from(failure));
+    }
+    ensure!(
+        listings > 10,
+        "only {listings} listings ran during the renewals"
+    );
     Ok(())
 }
 

@@ -104,7 +104,7 @@ fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
     let Some(lease) = state.lease.clone() else {
         return;
     };
-    let interval = Duration::from_millis((lease.ttl_ms() / 3).max(1));
+    let interval = Duration::from_millis(Keepalive::renewal_period_ms(lease.ttl_ms()));
     let retry = Duration::from_millis((lease.ttl_ms() / RETRY_FRACTION).max(1));
     let mut wait = interval;
     // The last backend error since the last successful renewal.
@@ -126,6 +126,10 @@ fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
             .clone()
             .expect("the lease is present while renewing");
         drop(state);
+        // The next renewal is due a period after this one *started*, not after it
+        // finished: a slow renewal must not eat the slack (design-01, "keepalive
+        // timing"; pinned by `keepalive_renews_on_schedule_when_renewals_are_slow`).
+        let started = Instant::now();
         let outcome = store.renew(&mut lease);
         state = shared.lock();
         if state.stop {
@@ -134,7 +138,7 @@ fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
         match outcome {
             Ok(()) => {
                 state.lease = Some(lease);
-                wait = interval;
+                wait = interval.saturating_sub(started.elapsed());
                 failure = None;
             }
             Err(Error::Backend(error)) if store.clock().wall_ms() < lease.expires_at_ms() => {

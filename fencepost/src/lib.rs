@@ -75,7 +75,9 @@ pub use identity::{Identity, Key, Resource};
 pub use keepalive::Keepalive;
 pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
 pub use proof::{LeaseHandle, Secret, utc_timestamp};
-pub use protocol::{AcquireOptions, ClaimState, Lease, StatusEntry, Store, TryAcquire, nonce};
+pub use protocol::{
+    AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, StatusEntry, Store, TryAcquire, nonce,
+};
 
 /// This machine's host name, for records and `status` (empty when it cannot be
 /// learned). Read once: from the kernel on Linux, `/etc/hostname`, or the

@@ -255,27 +255,40 @@ impl Confinement {
 const VCS_METADATA: [&str; 4] = [".git", ".hg", ".svn", ".jj"];
 
 /// True when `name` is, or on some filesystem may be, a version-control metadata
-/// name: compared ignoring ASCII case (case-insensitive filesystems, `.GIT`), and
-/// ignoring what Windows drops or treats as a stream (`.git.`, `.git `,
-/// `.git::$INDEX_ALLOCATION`). Refusing a harmless look-alike costs nothing;
-/// letting `.GIT/config` through on a case-insensitive volume breaks the repository.
+/// name: compared after [`fold`] (case-insensitive filesystems, `.GIT`, `.ſvn` on
+/// APFS, `.g\u{200c}it` on HFS+), and ignoring what Windows drops or treats as a
+/// stream (`.git.`, `.git `, `.git::$INDEX_ALLOCATION`). Refusing a harmless
+/// look-alike costs nothing; letting `.GIT/config` through on a case-insensitive
+/// volume breaks the repository.
 fn is_vcs_metadata(name: &std::ffi::OsStr) -> bool {
-    let name = name.to_string_lossy();
+    let name = fold(&name.to_string_lossy());
     let base = name.split(':').next().unwrap_or(&name);
     let base = base.trim_end_matches(['.', ' ']);
-    VCS_METADATA
-        .iter()
-        .any(|vcs| base.eq_ignore_ascii_case(vcs))
+    VCS_METADATA.contains(&base)
 }
 
-/// `path.starts_with(prefix)`, comparing components ignoring case: the store
-/// reached as `.FENCEPOST` on a case-insensitive filesystem is still the store.
+/// `name` as a case-insensitive filesystem may see it: each character through
+/// Unicode upper then lower case (so `ſ` is `s`, `ı` is `i`, the Kelvin sign is
+/// `k`, as APFS and NTFS fold them, where ASCII folding alone misses them), and
+/// without the code points HFS+ ignores in names (the list git checks, CVE-2014-9390).
+fn fold(name: &str) -> String {
+    name.chars()
+        .filter(|&c| {
+            !matches!(c, '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}')
+        })
+        .flat_map(char::to_uppercase)
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// `path.starts_with(prefix)`, comparing components after [`fold`]: the store
+/// reached as `.FENCEPOST` (or `.fencepoſt`) on a case-insensitive filesystem is
+/// still the store.
 fn starts_with_folded(path: &Path, prefix: &Path) -> bool {
     let mut path = path.components();
     prefix.components().all(|want| {
         path.next().is_some_and(|have| {
-            have.as_os_str().to_string_lossy().to_lowercase()
-                == want.as_os_str().to_string_lossy().to_lowercase()
+            fold(&have.as_os_str().to_string_lossy()) == fold(&want.as_os_str().to_string_lossy())
         })
     })
 }
@@ -328,6 +341,10 @@ mod tests {
             Err(Refusal::IntoStore { .. })
         ));
         assert!(matches!(
+            c.resolve(".fencepo\u{17f}t/claims/x"),
+            Err(Refusal::IntoStore { .. })
+        ));
+        assert!(matches!(
             c.resolve(".FencePost/claims/x"),
             Err(Refusal::IntoStore { .. })
         ));
@@ -348,6 +365,12 @@ mod tests {
             ".git./config",
             ".git /config",
             ".git::$INDEX_ALLOCATION/config",
+            // What APFS/NTFS fold to `.svn`, `.git`, `.jj`, and what HFS+ ignores.
+            ".\u{17f}vn/entries",
+            ".g\u{131}t/config",
+            "sub/.\u{17f}VN",
+            ".g\u{200c}it/config",
+            ".\u{feff}hg/store",
         ] {
             assert!(
                 matches!(c.resolve(bad), Err(Refusal::IntoVcs { .. })),

@@ -9,3 +9,5 @@ mod contention;
 mod polish;
 mod protocol;
 mod store_location;
+#[cfg(target_os = "linux")]
+mod takeover;

@@ -128,6 +128,10 @@ struct Shared {
     /// Set once a hard link failed as unsupported: creates then go straight to the
     /// exclusive-create fallback.
     links_unsupported: AtomicBool,
+    /// Tests: how long the fallback waits between creating a record's name and
+    /// writing its bytes (a slow disk), so readers see it torn meanwhile.
+    #[cfg(test)]
+    write_delay: std::sync::Mutex<Option<std::time::Duration>>,
     /// Set once this handle flushed the root's parent and the root, so the entries
     /// naming the root and `claims/` are durable.
     root_flushed: AtomicBool,
@@ -336,6 +340,10 @@ impl FsStore {
             }
             Err(e) => return Err(fail(e)),
         };
+        #[cfg(test)]
+        if let Some(delay) = *self.shared.write_delay.lock().unwrap() {
+            std::thread::sleep(delay);
+        }
         file.write_all(bytes).map_err(fail)?;
         if flush {
             file.sync_all().map_err(fail)?;
@@ -794,6 +802,73 @@ mod tests {
     /// A link that landed but reported `EEXIST` (a retried NFS request) is ours: the
     /// staging file's link count says so. A name taken by someone else is not.
     #[cfg(unix)]
+    /// Issue 11 "torn renewal taken over": without hard links (forced) and with
+    /// slow writes, waiters used to read a holder's renewal half-written as a
+    /// vacancy and take over a live, on-schedule lease (13 of ~41 tenures in 15 s).
+    /// A torn newest record is now a create in progress: no live lease is lost.
+    #[test]
+    fn without_hard_links_and_slow_writes_no_live_lease_is_taken_over() {
+        use fencepost::{AcquireOptions, Error, Resource, Store};
+        use std::sync::atomic::AtomicUsize;
+        use std::time::{Duration, Instant};
+
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        store
+            .shared
+            .links_unsupported
+            .store(true, Ordering::Relaxed);
+        *store.shared.write_delay.lock().unwrap() = Some(Duration::from_millis(2));
+        let lock = Resource::lock("contended");
+        let ttl_ms = 600;
+        let tenures = AtomicUsize::new(0);
+        let stolen = AtomicUsize::new(0);
+        let until = Instant::now() + Duration::from_secs(4);
+        std::thread::scope(|scope| {
+            for n in 0..3 {
+                let store = Store::new(store.clone());
+                let (lock, tenures, stolen) = (&lock, &tenures, &stolen);
+                scope.spawn(move || {
+                    let options = AcquireOptions::new(ttl_ms)
+                        .owner(format!("h{n}"))
+                        .wait_ms(3_000);
+                    while Instant::now() < until {
+                        let Ok(mut lease) = store.acquire(lock, &options) else {
+                            continue;
+                        };
+                        tenures.fetch_add(1, Ordering::Relaxed);
+                        let mut renewed_at = Instant::now();
+                        for _ in 0..4 {
+                            std::thread::sleep(Duration::from_millis(ttl_ms / 6));
+                            match store.renew(&mut lease) {
+                                Ok(()) => renewed_at = Instant::now(),
+                                // Lost although renewed well inside its ttl: taken over.
+                                Err(Error::Superseded { .. })
+                                    if renewed_at.elapsed() < Duration::from_millis(ttl_ms / 2) =>
+                                {
+                                    stolen.fetch_add(1, Ordering::Relaxed);
+                                    break;
+                                }
+                                Err(_) => break,
+                            }
+                        }
+                        let _ = store.release(&lease);
+                    }
+                });
+            }
+        });
+        let tenures = tenures.into_inner();
+        assert!(
+            tenures >= 6,
+            "only {tenures} tenures: no contention to judge"
+        );
+        assert_eq!(
+            stolen.into_inner(),
+            0,
+            "live, on-schedule leases were taken over (of {tenures} tenures)"
+        );
+    }
+
     #[test]
     fn publish_trusts_the_link_count_over_eexist() {
         let tmp = tempfile::tempdir().unwrap();

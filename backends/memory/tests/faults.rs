@@ -1,7 +1,7 @@
 //! Memory-backend fault injection against the protocol: the outcome-unknown create
 //! (docs/protocol.md I4), torn records, and why claims must be flushed (docs/protocol.md §3.6, durability).
 
-use fencepost::{AcquireOptions, Error, Resource, Store, TryAcquire};
+use fencepost::{AcquireOptions, Clock, Error, Resource, Store, TryAcquire};
 use fencepost_memory::{Fault, MemoryStore};
 
 fn options(owner: &str) -> AcquireOptions {
@@ -88,20 +88,66 @@ fn a_create_that_failed_before_landing_is_an_error_not_held() {
 }
 
 #[test]
-fn a_torn_record_is_superseded_at_once() {
-    // docs/protocol.md §3.5: a crash between create and write never blocks for longer than a ttl;
-    // torn is not live, and it is superseded, not reused.
+fn a_torn_record_is_superseded_after_the_create_grace() {
+    // docs/design-01 "torn newest record": a torn newest record may be a create in
+    // progress, so it is waited out for CREATE_GRACE_MS (even with no wait), then
+    // superseded, never reused: a crash mid-create blocks for at most that long.
+    let clock = fencepost::ManualClock::new(1_800_000_000_000);
     let backend = MemoryStore::new();
-    let store = Store::new(backend.clone());
+    let store = Store::with_clock(backend.clone(), clock.clone());
     let lock = Resource::lock("x");
     backend.inject(Fault::Torn);
     assert!(store.acquire(&lock, &options("crashed")).is_err());
+    let before = clock.monotonic_ms();
     let lease = store.acquire(&lock, &options("next")).unwrap();
+    let waited = clock.monotonic_ms() - before;
     assert_eq!(
         lease.token(),
         2,
         "the torn generation 1 must be superseded by 2"
     );
+    assert!(
+        (fencepost::CREATE_GRACE_MS..fencepost::CREATE_GRACE_MS + 200).contains(&waited),
+        "waited {waited} ms for the torn record"
+    );
+}
+
+#[test]
+fn keepalive_renews_on_schedule_when_renewals_are_slow() {
+    // docs/design-01 "keepalive timing": the next renewal is due ttl/3 after the
+    // previous one started, not after it finished, so a slow renewal does not eat
+    // the slack. Every create here takes 250 ms; ttl 900 ms (period 300 ms): on
+    // schedule the creates start about 300 ms apart, not 550 ms.
+    let starts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&starts);
+    let backend = Hooked {
+        before_create: std::sync::Arc::new(Box::new(move |_, _, _, _| {
+            seen.lock().unwrap().push(std::time::Instant::now());
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        })),
+        ..Hooked::new(MemoryStore::new())
+    };
+    let store = Store::new(backend);
+    let lease = store
+        .acquire(&Resource::lock("x"), &AcquireOptions::new(900).owner("k"))
+        .unwrap();
+    let keepalive = store.keepalive(lease);
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let lease = keepalive.stop();
+    let starts = starts.lock().unwrap().clone();
+    assert!(starts.len() >= 4, "only {} creates", starts.len());
+    let mut gaps: Vec<u128> = starts
+        .windows(2)
+        .skip(1)
+        .map(|w| (w[1] - w[0]).as_millis())
+        .collect();
+    gaps.sort_unstable();
+    let median = gaps[gaps.len() / 2];
+    assert!(
+        median < 450,
+        "renewals {median} ms apart (gaps {gaps:?}); due every 300 ms"
+    );
+    assert!(store.check(lease.resource(), lease.token()).unwrap());
 }
 
 #[test]

@@ -83,6 +83,19 @@ impl ProcessTree {
         }
     }
 
+    /// Not done here yet: a job object with a kill-on-close limit would also kill
+    /// what the child left running at a normal end. A `run` that is killed leaves
+    /// its child running; the lease still ends with its ttl (Windows gives no
+    /// dead-holder takeover).
+    pub fn stop_if_run_dies(
+        &self,
+        _terminate: bool,
+        _kill_after: Option<std::time::Duration>,
+        _ttl: std::time::Duration,
+    ) -> io::Result<()> {
+        Ok(())
+    }
+
     /// Nothing to give back.
     pub fn finish(&self) {}
 }

@@ -19,7 +19,7 @@ pub enum Fault {
     HalfWritten,
     /// The call fails and nothing happens.
     ErrBefore,
-    /// A create lands, then reports an error (outcome unknown, `docs/protocol.md` I4).
+    /// A create lands, then reports an error (outcome unknown, docs/protocol.md I4).
     ErrAfter,
     /// The actor dies here (a crash or kill inside the call).
     Crash,

@@ -204,7 +204,7 @@ impl World {
         dropped
     }
 
-    /// A forward wall-clock step voids every open promise at once (`docs/protocol.md` §3.3: a
+    /// A forward wall-clock step voids every open promise at once (docs/protocol.md §3.3: a
     /// forward step can expire a lease early; the fence makes that survivable).
     pub(crate) fn wall_step(&self) {
         lock(&self.wall_steps).push(self.step());
