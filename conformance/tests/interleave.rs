@@ -99,6 +99,15 @@ const REGRESSIONS: &[(&str, u64, &str)] = &[
     // No silent revival: a renewal that landed after the renewed lease expired
     // was acknowledged (planted bug RENEW_SKIPS_POST_CREATE_CHECK).
     ("slow_renewal", 33, "silent revival by a slow renewal"),
+    // A renewal that lost its create to a claimant's create still in progress (a
+    // torn record) read through it, found its own old record and was acknowledged
+    // after its ttl ran out (a backwards wall-clock step hid the expiry); found at
+    // FENCEPOST_SCHEDULES=20000.
+    (
+        "lock_handover",
+        175,
+        "renewal acknowledged through a torn create in progress",
+    ),
     // A torn newest record over a live predecessor judged as vacancy (planted bug
     // TORN_NEWEST_IS_VACANCY; the fs fallback's torn renewal).
     ("torn_renewal", 50, "torn renewal taken over"),

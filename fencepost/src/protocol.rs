@@ -1607,6 +1607,21 @@ impl Store {
             }
             return Ok(renewal);
         }
+        // Lost the create to a record still being written above ours: someone's
+        // create in progress (a claimant that judged this tenure expired, or a
+        // concurrent renewal of it). Reading through it would find our own old
+        // record and report a renewal that never happened (found by the
+        // interleaving checker, schedule `lock_handover`, seed 175 of
+        // FENCEPOST_SCHEDULES=20000): wait it out and judge what it settles to.
+        let confirmed = if confirmed.top_is_torn() {
+            let settled = self.read_settled(key)?;
+            if settled.top_is_torn() {
+                return Err(expired());
+            }
+            settled
+        } else {
+            confirmed
+        };
         // Lost the create, or something landed above ours: if the newest record is
         // still this same tenure, live (a concurrent renewal of it by the CLI, the
         // server or another keepalive), the lease is renewed, not superseded.
