@@ -78,6 +78,11 @@ fn catches_a_torn_newest_record_judged_as_vacancy() {
     catches(&planted::TORN_NEWEST_IS_VACANCY, "torn_renewal", 50);
 }
 
+#[test]
+fn catches_a_dead_holder_takeover_that_ignores_the_host() {
+    catches(&planted::TAKEOVER_IGNORES_HOST, "dead_holder", 4);
+}
+
 /// Which schedules find which planted bug, and at which first seed (a survey for
 /// choosing regression seeds): `cargo test --test interleave_planted survey --
 /// --ignored --nocapture`.
@@ -97,6 +102,7 @@ fn survey() {
             &planted::RENEW_SKIPS_POST_CREATE_CHECK,
         ),
         ("TORN_NEWEST_IS_VACANCY", &planted::TORN_NEWEST_IS_VACANCY),
+        ("TAKEOVER_IGNORES_HOST", &planted::TAKEOVER_IGNORES_HOST),
     ] {
         let _planted = Planted::on(switch);
         for schedule in checker::SCHEDULES {

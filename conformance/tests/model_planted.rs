@@ -31,6 +31,16 @@ fn finds_a_release_that_sweeps_the_newest() {
 }
 
 #[test]
+fn finds_a_proof_of_holding_that_is_not_checked() {
+    finds(&fencepost::planted::PROOF_IGNORED, "forged secret");
+}
+
+#[test]
+fn finds_a_break_whose_tombstone_a_power_cut_can_drop() {
+    finds(&fencepost::planted::BREAK_UNFLUSHED, "passes check again");
+}
+
+#[test]
 fn finds_a_liveness_rule_that_ignores_backwards_clocks() {
     finds(
         &fencepost::planted::LIVENESS_IGNORES_BACKWARDS_CLOCK,

@@ -127,6 +127,12 @@ pub mod planted {
     /// Dead-holder takeover trusts evidence from another host (or boot): a pid that
     /// does not exist here is taken for a dead holder there.
     pub static TAKEOVER_IGNORES_HOST: AtomicBool = AtomicBool::new(false);
+    /// The proof of holding is not checked: any handle with the right token acts as
+    /// the holder (the token alone is enough, as before proofs existed).
+    pub static PROOF_IGNORED: AtomicBool = AtomicBool::new(false);
+    /// A break's tombstone is written unflushed, like a release's: a power cut can
+    /// drop it and give the broken lease back to its holder.
+    pub static BREAK_UNFLUSHED: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

@@ -49,6 +49,10 @@ impl Secret {
     /// True when `stored` (a record's `secret_sha256`) is this secret's hash. A
     /// record without a hash matches no secret.
     pub(crate) fn proves(&self, stored: Option<&str>) -> bool {
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::PROOF_IGNORED) {
+            return true;
+        }
         stored == Some(self.sha256().as_str())
     }
 }

@@ -1493,9 +1493,17 @@ impl Store {
                 broken: Some(note.clone()),
                 ..current.clone()
             };
+            #[cfg(feature = "planted-bugs")]
+            let durability = if crate::planted::on(&crate::planted::BREAK_UNFLUSHED) {
+                Durability::Unflushed
+            } else {
+                Durability::Flushed
+            };
+            #[cfg(not(feature = "planted-bugs"))]
+            let durability = Durability::Flushed;
             match self
                 .backend
-                .create(key, generation, &tombstone.encode(), Durability::Flushed)
+                .create(key, generation, &tombstone.encode(), durability)
             {
                 Ok(CreateOutcome::Created) => return Ok(Some(holder_of(&target))),
                 // A renewal (or release) landed first: look again.

@@ -5,7 +5,10 @@
 
 use std::fs;
 
-use fencepost::Resource;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use fencepost::{AcquireOptions, Liveness, ProcessEvidence, Resource, Verdict};
 
 use super::{Actor, FaultMix, Schedule, Setup};
 
@@ -147,6 +150,20 @@ pub const SCHEDULES: &[Schedule] = &[
         max_steps: 900,
         inflight_ms: INFLIGHT_MS,
         actors: rename_revival,
+    },
+    Schedule {
+        name: "dead_holder",
+        about: "dead-holder takeover: a holder on this host dies holding, one on another host keeps renewing; a waiter here takes over only the dead one",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 60,
+            advance: 80,
+            ..FaultMix::NONE
+        },
+        max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
+        actors: dead_holder,
     },
     Schedule {
         name: "file_contention",
@@ -376,5 +393,93 @@ fn file_contention(setup: &Setup) -> Vec<Actor> {
     vec![
         Actor::new("via-a", contender(a, 2)),
         Actor::new("via-b", contender(b, 1)),
+    ]
+}
+
+/// The processes running on the local host of the `dead_holder` schedule, and a
+/// probe that answers like the operating system would: a pid it does not know is
+/// gone (it cannot know another host's pids, which is why the protocol must compare
+/// hosts first).
+#[derive(Debug)]
+struct ModelLiveness {
+    this: ProcessEvidence,
+    running: Arc<Mutex<HashSet<u32>>>,
+}
+
+impl Liveness for ModelLiveness {
+    fn this_process(&self) -> Option<ProcessEvidence> {
+        Some(self.this.clone())
+    }
+    fn verdict(&self, evidence: &ProcessEvidence) -> Verdict {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running.contains(&evidence.pid) {
+            Verdict::Running
+        } else {
+            Verdict::Gone
+        }
+    }
+}
+
+fn evidence(host: &str, pid: u32) -> ProcessEvidence {
+    ProcessEvidence {
+        host: host.into(),
+        boot: "boot-1".into(),
+        pid,
+        start: 1,
+    }
+}
+
+fn dead_holder(_: &Setup) -> Vec<Actor> {
+    // Local pids 3 (the holder that dies) and 4 (the waiter) run; pid 2 runs on
+    // another host, so the local process table does not have it.
+    let running = Arc::new(Mutex::new(HashSet::from([3, 4])));
+    let probe = |host: &str, pid: u32, running: &Arc<Mutex<HashSet<u32>>>| ModelLiveness {
+        this: evidence(host, pid),
+        running: Arc::clone(running),
+    };
+    let tied = |ctx: &super::Ctx| {
+        AcquireOptions::new(TTL_MS)
+            .owner(ctx.name().to_string())
+            .tied_to_process(true)
+    };
+    let (remote, local, waiter) = (
+        probe("remote-host", 2, &running),
+        probe("local-host", 3, &running),
+        probe("local-host", 4, &running),
+    );
+    let dying = Arc::clone(&running);
+    vec![
+        Actor::new("remote", move |ctx| {
+            // Alive on its own host, renewing: never to be taken over early.
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(remote));
+            let Some(mut lease) = ctx.acquire_with(&lock(), &tied(&ctx)) else {
+                return;
+            };
+            if ctx.keep(&mut lease, 4) {
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("local", move |ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(local));
+            let options = tied(&ctx).wait_ms(4 * TTL_MS);
+            let Some(mut lease) = ctx.acquire_with(&lock(), &options) else {
+                return;
+            };
+            if ctx.keep(&mut lease, 1) {
+                // SIGKILL: the process is gone, its lease is not released.
+                dying.lock().unwrap_or_else(|e| e.into_inner()).remove(&3);
+                ctx.die(&lease);
+            }
+        }),
+        Actor::new("waiter", move |ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(waiter));
+            for _ in 0..3 {
+                let options = tied(&ctx).wait_ms(3 * TTL_MS);
+                if let Some(lease) = ctx.acquire_with(&lock(), &options) {
+                    ctx.check(&lease);
+                    ctx.release(&lease);
+                }
+            }
+        }),
     ]
 }

@@ -792,12 +792,25 @@ impl Ctx {
         let options = AcquireOptions::new(ttl_ms)
             .owner(self.name.clone())
             .wait_ms(wait_ms);
+        self.acquire_with(resource, &options)
+    }
+
+    /// Acquires `resource` with `options` (e.g. a tenure tied to its process);
+    /// logs and judges the outcome. `None` when held or failed.
+    pub fn acquire_with(&self, resource: &Resource, options: &AcquireOptions) -> Option<Lease> {
         self.world.log(format!(
-            "acquire {} (ttl {ttl_ms}ms, wait {wait_ms}ms)",
-            resource.target()
+            "acquire {} (ttl {}ms, wait {}ms{})",
+            resource.target(),
+            options.ttl_ms,
+            options.wait_ms,
+            if options.tied_to_process {
+                ", tied to its process"
+            } else {
+                ""
+            }
         ));
         let step = self.call_step();
-        match self.store.try_acquire(resource, &options) {
+        match self.store.try_acquire(resource, options) {
             Ok(TryAcquire::Acquired(lease)) => {
                 self.world.log(format!(
                     "acquire -> token {} (generation {})",
@@ -885,6 +898,25 @@ impl Ctx {
                 Err(e) => kind(&e),
             }
         ));
+    }
+
+    /// This actor's process dies holding `lease` (no release): a dead process makes
+    /// no more writes, so its promise ends now. Whoever decides liveness (the
+    /// schedule's probe) must learn of the death in the same step.
+    pub fn die(&self, lease: &Lease) {
+        self.world
+            .log(format!("dies holding token {}", lease.token()));
+        self.end_promise(lease);
+    }
+
+    /// The same actor with another protocol instance (e.g. another liveness probe:
+    /// another host).
+    pub fn with_store(&self, store: Store) -> Ctx {
+        Ctx {
+            store,
+            world: Arc::clone(&self.world),
+            name: self.name.clone(),
+        }
     }
 
     fn end_promise(&self, lease: &Lease) {

@@ -2,15 +2,21 @@
 //!
 //! N holders, each with its own manual clock (true time plus a per-holder offset),
 //! run random interleavings of acquire / check / renew / release / crash / time
-//! passing / clock steps / torn writes / failed-after-landing creates / power cuts.
-//! After every step the oracle checks docs/protocol.md §3:
+//! passing / clock steps / torn writes / failed-after-landing creates / power cuts,
+//! plus the authority paths (docs/protocol.md §11): a stranger acting on the public
+//! token with a forged handle, and an operator's break.
+//! After every step the oracle checks docs/protocol.md §3 and §11:
 //! - at most one holder's token passes `check` at any instant;
 //! - tokens issued strictly increase (I2);
 //! - a superseded token never passes `check` again (I3);
 //! - the fence (highest token in the series) never goes down (I2, release);
 //! - a takeover only happens when the previous newest record was not live by the
 //!   taker's own clock under the docs/protocol.md §3.3 liveness rule (computed here, independently
-//!   of the implementation).
+//!   of the implementation);
+//! - a handle with the token but not the tenure's secret never acts as the holder
+//!   and writes nothing;
+//! - a broken token never passes `check` again (across power cuts too), and a break
+//!   reports "not held" only when nothing was live.
 //!
 //! A failure is shrunk by dropping steps while it still fails, and printed as the
 //! seed plus the remaining history, which [`replay`] runs again.
@@ -40,6 +46,11 @@ pub enum Op {
     Torn,
     FailAfterLanding,
     PowerCut,
+    /// Holder `h` reads the newest token from `status` (public) and tries to act as
+    /// its holder with a handle whose secret is not the tenure's.
+    Forge(usize),
+    /// An operator breaks whatever holds the lock.
+    Break,
 }
 
 /// A deterministic generator (xorshift64*), so a seed is a whole history.
@@ -60,37 +71,48 @@ impl Rng {
     }
 }
 
-/// The history a seed stands for.
+/// The history a seed stands for. The authority steps (forge, break) come from a
+/// stream of their own, inserted between the others, so the other steps of a seed
+/// are those it always had.
 pub fn generate(seed: u64, steps: usize) -> Vec<Op> {
+    let mut authority = Rng::new(seed ^ 0xA11CE);
     let mut rng = Rng::new(seed);
-    (0..steps)
-        .map(|_| {
-            let h = rng.below(HOLDERS as u64) as usize;
-            match rng.below(100) {
-                0..=24 => Op::Acquire(h),
-                25..=39 => Op::Check(h),
-                40..=51 => Op::Renew(h),
-                52..=63 => Op::Release(h),
-                64..=67 => Op::Crash(h),
-                68..=82 => Op::Advance([1, TTL_MS / 3, TTL_MS, 2 * TTL_MS][rng.below(4) as usize]),
-                83..=89 => {
-                    let magnitude =
-                        [TTL_MS as i64 / 2, 10 * TTL_MS as i64, 3_600_000][rng.below(3) as usize];
-                    Op::StepClock(
-                        h,
-                        if rng.below(2) == 0 {
-                            magnitude
-                        } else {
-                            -magnitude
-                        },
-                    )
-                }
-                90..=92 => Op::Torn,
-                93..=95 => Op::FailAfterLanding,
-                _ => Op::PowerCut,
+    let mut history: Vec<Op> = Vec::with_capacity(steps);
+    for op in (0..steps).map(|_| {
+        let h = rng.below(HOLDERS as u64) as usize;
+        match rng.below(100) {
+            0..=24 => Op::Acquire(h),
+            25..=39 => Op::Check(h),
+            40..=51 => Op::Renew(h),
+            52..=63 => Op::Release(h),
+            64..=67 => Op::Crash(h),
+            68..=82 => Op::Advance([1, TTL_MS / 3, TTL_MS, 2 * TTL_MS][rng.below(4) as usize]),
+            83..=89 => {
+                let magnitude =
+                    [TTL_MS as i64 / 2, 10 * TTL_MS as i64, 3_600_000][rng.below(3) as usize];
+                Op::StepClock(
+                    h,
+                    if rng.below(2) == 0 {
+                        magnitude
+                    } else {
+                        -magnitude
+                    },
+                )
             }
-        })
-        .collect()
+            90..=92 => Op::Torn,
+            93..=95 => Op::FailAfterLanding,
+            _ => Op::PowerCut,
+        }
+    }) {
+        history.push(op);
+        match authority.below(100) {
+            0..=2 => history.push(Op::Forge(authority.below(HOLDERS as u64) as usize)),
+            3..=4 => history.push(Op::Break),
+            _ => {}
+        }
+    }
+    history.truncate(steps);
+    history
 }
 
 struct Holder {
@@ -111,6 +133,8 @@ struct World {
     max_issued: u64,
     recent_superseded: Vec<u64>,
     fence: u64,
+    /// Tokens an operator broke: none may pass `check` again.
+    broken: Vec<u64>,
 }
 
 impl World {
@@ -141,6 +165,7 @@ impl World {
             max_issued: 0,
             recent_superseded: Vec::new(),
             fence: 0,
+            broken: Vec::new(),
         }
     }
 
@@ -271,11 +296,85 @@ impl World {
             Op::PowerCut => {
                 self.backend.power_cut();
             }
+            Op::Forge(h) => self.forge(h)?,
+            Op::Break => self.break_lease()?,
         }
         self.invariants()
     }
 
+    /// A stranger copies the newest token from `status` and presents it with a
+    /// secret that is not the tenure's: refused, and nothing is written.
+    fn forge(&mut self, h: usize) -> Result<(), String> {
+        let Some(entry) = self
+            .observer
+            .status()
+            .ok()
+            .and_then(|e| e.into_iter().next())
+        else {
+            return Ok(());
+        };
+        let forged: fencepost::LeaseHandle = format!("{}.{}", entry.token, "5".repeat(32))
+            .parse()
+            .expect("a well-formed handle");
+        let before = self.backend.generations(&self.key).unwrap_or_default();
+        match self.holders[h].store.resume(&self.lock, &forged) {
+            Ok(mut lease) => {
+                let renewed = self.holders[h].store.renew(&mut lease);
+                Err(format!(
+                    "h{h} resumed token {} with a forged secret (then renew: {renewed:?})",
+                    entry.token
+                ))
+            }
+            Err(Error::Backend(_)) => Ok(()),
+            Err(_) => {
+                let after = self.backend.generations(&self.key).unwrap_or_default();
+                if after == before {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "a refused forged handle changed the series {before:?} → {after:?}"
+                    ))
+                }
+            }
+        }
+    }
+
+    /// An operator's break: it ends what was live (that token never passes again),
+    /// or says nothing was held only when nothing was live by its own clock.
+    fn break_lease(&mut self) -> Result<(), String> {
+        let before = self.newest();
+        let now = self.true_ms;
+        match self.observer.break_lease(&self.lock, "ops", "model check") {
+            Ok(holder) => {
+                self.broken.push(holder.token);
+                Ok(())
+            }
+            Err(Error::NotHeld { .. }) => {
+                let was_live = match &before {
+                    Some(Decoded::Record(r)) if !r.released => {
+                        now < r.expires_at_ms || now < r.granted_at_ms
+                    }
+                    _ => false,
+                };
+                if was_live {
+                    Err(format!(
+                        "break found nothing to break over a live record: {before:?}"
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+            Err(Error::Backend(_) | Error::InvalidArgument(_)) => Ok(()),
+            Err(other) => Err(format!("break returned {other}")),
+        }
+    }
+
     fn invariants(&mut self) -> Result<(), String> {
+        for &token in &self.broken {
+            if self.check(&self.observer, token)? {
+                return Err(format!("broken token {token} passes check again"));
+            }
+        }
         let mut passing = Vec::new();
         for (h, holder) in self.holders.iter().enumerate() {
             if let Some(lease) = &holder.lease
