@@ -7,6 +7,23 @@ use std::time::{Duration, Instant};
 use crate::loss::{read_pid, running};
 use crate::util::{Background, PidFileGuard, Scratch, send_signal, wait_until};
 
+/// Waits until `run` (pid) has forked its guard: two children, the command and the
+/// guard. (The guard is forked just after the command starts; a signal in between
+/// finds no guard — a window of a few system calls, stated in design-01.)
+fn wait_for_guard(run: u32) {
+    wait_until("run forked its guard", Duration::from_secs(10), || {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{run}/task")) else {
+            return false;
+        };
+        let children: usize = tasks
+            .flatten()
+            .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+            .map(|list| list.split_whitespace().count())
+            .sum();
+        children >= 2
+    });
+}
+
 /// `run` killed with SIGKILL cannot stop its child itself, and its lease is taken
 /// over at once by a waiter on this host (dead-holder takeover). Its guard stops the
 /// child's whole group instead, with the --on-loss policy: SIGTERM, then SIGKILL
@@ -31,6 +48,7 @@ fn a_killed_run_does_not_leave_its_child_writing() {
     let mut holder = Background(run.spawn().unwrap());
     let child = read_pid(&s.path().join("child"));
     let grandchild = read_pid(&s.path().join("gc"));
+    wait_for_guard(holder.id());
 
     holder.0.kill().unwrap();
     holder.0.wait().unwrap();
@@ -98,6 +116,7 @@ fn a_stopped_run_does_not_leave_its_child_writing_after_its_ttl() {
     let mut holder = Background(run.spawn().unwrap());
     let child = read_pid(&s.path().join("child"));
     let token = s.entry("x").unwrap()["token"].as_u64().unwrap();
+    wait_for_guard(holder.id());
 
     send_signal(holder.id(), "STOP");
     let stopped = Instant::now();

@@ -251,14 +251,15 @@ fn a_takeover_is_noticed_long_before_the_next_renewal() {
 
 /// Issue 16: a run paused (SIGSTOP) past its ttl and taken over meanwhile notices
 /// the takeover as soon as it resumes, and stops its child (which was not paused:
-/// it runs in its own process group).
+/// it runs in its own process group). (If the pause outlasts 1.5 × ttl, run's
+/// guard stops the child first: cli/tests/breaker.rs; that is allowed here too.)
 #[test]
 fn a_run_resumed_after_a_takeover_stops_its_child() {
     let s = Scratch::new();
     let guard = PidFileGuard(s.path().join("child"));
     let mut run = s.spawn_cmd();
     run.args([
-        "run", "--lock", "x", "--ttl", "1000", "--grace", "500", "--",
+        "run", "--lock", "x", "--ttl", "3000", "--grace", "500", "--",
     ])
     .args(["sh", "-c"])
     .arg(r#"echo $$ > child.tmp && mv child.tmp child; exec sleep 60"#)
@@ -266,6 +267,7 @@ fn a_run_resumed_after_a_takeover_stops_its_child() {
     let mut run = Background(run.spawn().unwrap());
     let child = read_pid(&guard.0);
     send_signal(run.id(), "STOP");
+    let stopped = Instant::now();
     // A paused holder is alive: the thief waits out the ttl.
     let output = s
         .cmd()
@@ -275,7 +277,10 @@ fn a_run_resumed_after_a_takeover_stops_its_child() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
-    assert!(running(child), "the child runs on while run is paused");
+    // The guard cannot act before 1.25 × ttl after the stop.
+    if stopped.elapsed() < Duration::from_millis(3750) {
+        assert!(running(child), "the child runs on while run is paused");
+    }
     send_signal(run.id(), "CONT");
     let resumed = Instant::now();
     let status = run.0.wait().unwrap();
@@ -283,9 +288,13 @@ fn a_run_resumed_after_a_takeover_stops_its_child() {
     assert!(!running(child), "the child survived the loss");
     assert!(resumed.elapsed() < Duration::from_millis(500 + 1000 + 2000));
     let stderr = std::io::read_to_string(run.0.stderr.take().unwrap()).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+    let own: Vec<&str> = stderr
+        .lines()
+        .filter(|line| !line.contains("was not heard from"))
+        .collect();
+    assert_eq!(own.len(), 1, "{stderr:?}");
     assert!(
-        stderr.contains("lease on x lost: superseded by token"),
+        own[0].contains("lease on x lost: superseded by token"),
         "{stderr:?}"
     );
 }
