@@ -107,19 +107,25 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         Err(error) => {
             forwarder.finish();
             let released = keepalive.release();
+            // The shell's codes: 127 not found, 126 found but not executable; the
+            // next step differs too (a PATH fix does not help a file without `x`).
+            let (code, next_step) = if error.kind() == io::ErrorKind::NotFound {
+                (127, "check the command name and PATH")
+            } else if error.kind() == io::ErrorKind::PermissionDenied {
+                (
+                    126,
+                    "make it executable (chmod +x) or run it through its interpreter",
+                )
+            } else {
+                (126, "check that it is a program this system can execute")
+            };
             let mut message = format!(
-                "cannot run {}: {error}; check the command name and PATH",
+                "cannot run {}: {error}; {next_step}",
                 program.to_string_lossy()
             );
             if let Err(e) = released {
                 message.push_str(&format!(" (and the lease was not released: {e})"));
             }
-            // The shell's codes: 127 not found, 126 found but not executable.
-            let code = if error.kind() == io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
             return Err(Failure::Code(code, message));
         }
     };

@@ -579,6 +579,26 @@ fn the_readme_walk_through_works_as_written() {
             Some(expected),
             "{command}: {output:?}"
         );
+        // What the comment quotes is what the command prints: a handle, or the
+        // held message with its `…` parts filled in.
+        if comment.contains("prints a lease handle") {
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let (token, secret) = stdout.trim().split_once('.').expect("TOKEN.SECRET");
+            assert!(
+                token.parse::<u64>().is_ok() && secret.len() == 32,
+                "{stdout}"
+            );
+        }
+        if let Some(quoted) = comment.split_once("exit 3: ").map(|(_, q)| q) {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let mut rest = &stderr[..];
+            for part in quoted.split('…').map(str::trim).filter(|p| !p.is_empty()) {
+                let at = rest
+                    .find(part)
+                    .unwrap_or_else(|| panic!("{part:?} in {stderr}"));
+                rest = &rest[at + part.len()..];
+            }
+        }
         if command == "fencepost status" {
             let stdout = String::from_utf8_lossy(&output.stdout);
             let last = stdout.lines().last().unwrap_or_default();

@@ -143,7 +143,12 @@ fn run_of_a_missing_command_is_127_and_of_a_non_executable_126() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(127));
-    assert!(one_line_stderr(&output).contains("cannot run ./no-such-command-here"));
+    let stderr = one_line_stderr(&output);
+    assert!(stderr.contains("cannot run ./no-such-command-here"));
+    assert!(
+        stderr.contains("check the command name and PATH"),
+        "{stderr}"
+    );
     std::fs::write(s.path().join("data.txt"), b"not a program").unwrap();
     let output = s
         .cmd()
@@ -151,7 +156,13 @@ fn run_of_a_missing_command_is_127_and_of_a_non_executable_126() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(126));
-    assert!(one_line_stderr(&output).contains("cannot run ./data.txt"));
+    let stderr = one_line_stderr(&output);
+    assert!(stderr.contains("cannot run ./data.txt"));
+    // Found but not executable: PATH is not the problem (on Unix, the mode is).
+    assert!(!stderr.contains("PATH"), "{stderr}");
+    if cfg!(unix) {
+        assert!(stderr.contains("chmod +x"), "{stderr}");
+    }
     assert_eq!(s.entry("x").unwrap()["state"], "released");
 }
 

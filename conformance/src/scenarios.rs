@@ -1116,7 +1116,10 @@ fn listing_snapshot_under_renewals<S: LeaseStore + Clone + 'static>(
         std::thread::spawn(move || -> Result<(), String> {
             let started = std::time::Instant::now();
             let mut g = 1;
-            while g < 2_000 && started.elapsed() < Duration::from_secs(2) {
+            // At least 300 ms of renewals, so a loaded machine still lists meanwhile.
+            while (g < 2_000 || started.elapsed() < Duration::from_millis(300))
+                && started.elapsed() < Duration::from_secs(2)
+            {
                 other
                     .create(&key, g + 1, b"r", Durability::Unflushed)
                     .map_err(|e| e.to_string())?;
@@ -1148,10 +1151,7 @@ fn listing_snapshot_under_renewals<S: LeaseStore + Clone + 'static>(
     if let Some(failure) = failure {
         return Err(Failed::from(failure));
     }
-    ensure!(
-        listings > 10,
-        "only {listings} listings ran during the renewals"
-    );
+    ensure!(listings > 0, "no listing ran during the renewals");
     Ok(())
 }
 

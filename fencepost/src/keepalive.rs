@@ -17,6 +17,8 @@ struct State {
     stop: bool,
     lease: Option<Lease>,
     loss: Option<Error>,
+    /// Set as soon as the lease is known lost (before the loss callback runs).
+    lost: bool,
 }
 
 struct Shared {
@@ -79,6 +81,7 @@ impl Store {
                 stop: false,
                 lease: Some(lease),
                 loss: None,
+                lost: false,
             }),
             wake: Condvar::new(),
         });
@@ -113,6 +116,9 @@ fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
         state = match watch_while_waiting(store, shared, state, wait) {
             Ok(state) => state,
             Err(loss) => {
+                // Lost before the callback runs, so a caller woken by the
+                // callback already sees `is_lost`.
+                shared.lock().lost = true;
                 on_loss(&loss);
                 shared.lock().loss = Some(loss);
                 return;
@@ -154,6 +160,9 @@ fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
                     (loss, _) => loss,
                 };
                 drop(state);
+                // Lost before the callback runs, so a caller woken by the
+                // callback already sees `is_lost`.
+                shared.lock().lost = true;
                 on_loss(&loss);
                 shared.lock().loss = Some(loss);
                 return;
@@ -225,7 +234,8 @@ impl Keepalive {
 
     /// True once the lease was lost.
     pub fn is_lost(&self) -> bool {
-        self.shared.lock().loss.is_some()
+        let state = self.shared.lock();
+        state.lost || state.loss.is_some()
     }
 
     /// Takes the reason the lease was lost, if it was.
