@@ -425,9 +425,17 @@ fn a_closed_stdout_is_not_an_error() {
 #[test]
 fn status_survives_a_label_longer_than_any_format_width() {
     // Breaker trial: a 65,536-character lock name made `status` panic for everyone.
+    // The record is written through the library, not `claim --lock <name>`: Windows'
+    // CreateProcessW refuses a command line over 32,767 characters (issue 18).
     let s = Scratch::new();
     let long = "a".repeat(70_000);
-    s.claim(&long, &[]);
+    let store = fencepost::Store::new(fencepost_fs::FsStore::open(s.store()).unwrap());
+    store
+        .acquire(
+            &fencepost::Resource::lock(long.as_str()),
+            &fencepost::AcquireOptions::new(60_000).owner("library"),
+        )
+        .unwrap();
     let out = s.cmd().arg("status").output().unwrap();
     assert_eq!(
         out.status.code(),

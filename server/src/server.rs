@@ -504,7 +504,7 @@ impl Inner {
                 ));
             }
         }
-        let relative = self.confinement.relative(&target).display().to_string();
+        let relative = self.confinement.relative(&target);
         let mut check_error = None;
         let recheck = || match self.store.check(&resource, token) {
             Ok(current) => current,

@@ -122,7 +122,10 @@ impl FsStore {
     /// Opens the store directory `root`, creating it (and missing parents) if it
     /// does not exist. A relative `root` is made absolute against the working
     /// directory now, so [`locator`](LeaseStore::locator) opens the same store from
-    /// anywhere.
+    /// anywhere. The absolute form is [`std::path::absolute`]'s: on Windows that
+    /// also spells every separator `\` (`a/b` becomes `C:\…\a\b`), and the
+    /// locator, [`root`](FsStore::root) and error locations all use that spelling
+    /// (pinned by `open_creates_missing_parents_and_reports_an_absolute_root`).
     ///
     /// Nothing else is written: `claims/` and key directories are created by the
     /// first [`create`](LeaseStore::create). Directories created here are flushed to

@@ -469,10 +469,16 @@ fn open_under_a_regular_file_fails_naming_it() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("file.txt");
     write_new(&file, b"not a directory");
-    for path in [file.join("store"), file.join("a/b/store")] {
-        let error = FsStore::open(&path).unwrap_err();
+    // The error names the separator-normalized absolute path: on Windows
+    // `…\file.txt\a\b\store` for `a/b/store` as typed (issue 18, found under Wine).
+    let nested = file.join("a").join("b").join("store");
+    for (given, named) in [
+        (file.join("store"), file.join("store")),
+        (file.join("a/b/store"), nested),
+    ] {
+        let error = FsStore::open(&given).unwrap_err();
         assert_eq!(error.operation, "open store");
-        assert_eq!(error.location, path.display().to_string());
+        assert_eq!(error.location, named.display().to_string());
         assert!(error.to_string().contains("file.txt"), "{error}");
         assert_eq!(error.kind(), std::io::ErrorKind::NotADirectory);
     }
@@ -484,8 +490,11 @@ fn open_under_a_regular_file_fails_naming_it() {
 #[test]
 fn open_creates_missing_parents_and_reports_an_absolute_root() {
     let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("a/b/.fencepost");
-    let store = FsStore::open(&root).unwrap();
+    // Opened by a spelling with `/`, reported in the platform's own spelling: the
+    // separator-normalized absolute path (on Windows every separator is `\`;
+    // issue 18, found under Wine).
+    let store = FsStore::open(tmp.path().join("a/b/.fencepost")).unwrap();
+    let root = tmp.path().join("a").join("b").join(".fencepost");
     assert!(root.is_dir());
     assert_eq!(store.root(), root);
     assert_eq!(store.locator(), root.display().to_string());
