@@ -13,7 +13,7 @@ fail() { echo "verify-package: $*" >&2; exit 1; }
 
 publishable=(fencepost fencepost-fs fencepost-memory fencepost-conformance fencepost-etcd fencepost-cli fencepost-server)
 
-echo "== 1. dependency budget (SPEC §9)"
+echo "== 1. dependency budget (docs/protocol.md §9)"
 # The core may use std plus these crates and their own dependencies; anything else is a
 # new dependency that must be argued for here.
 core_allowed='^(fencepost|thiserror|thiserror-impl|serde|serde_core|serde_derive|serde_json|sha2|unicode-normalization|tinyvec|tinyvec_macros|digest|block-buffer|crypto-common|generic-array|hybrid-array|typenum|cpufeatures|libc|version_check|itoa|memchr|ryu|zmij|proc-macro2|quote|syn|unicode-ident|const-oid|cfg-if)$'

@@ -1,4 +1,4 @@
-//! The command line, as clap derive types (SPEC §7).
+//! The command line, as clap derive types (docs/protocol.md §7).
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! `fencepost`: leases with fencing tokens from the command line (SPEC §7).
+//! `fencepost`: leases with fencing tokens from the command line (docs/protocol.md §7).
 //!
 //! `main` maps the outcome of [`run`] to the documented exit codes: 0 success, 1 an
 //! error (usage, bad input, I/O; one line on stderr), 3 a refusal (held, stale
@@ -46,7 +46,7 @@ impl From<Error> for Failure {
             | Error::NotHolder { .. }
             | Error::Superseded { .. }
             | Error::Expired { .. } => Failure::Refused(message),
-            // Bad input, and every I/O failure: never a refusal (SPEC §5).
+            // Bad input, and every I/O failure: never a refusal (docs/protocol.md §5).
             _ => Failure::Error(message),
         }
     }
@@ -100,7 +100,7 @@ fn run() -> Result<ExitCode, Failure> {
 }
 
 /// Opens the store named by --store / FENCEPOST_STORE, or found by discovery from
-/// the working directory (SPEC §5).
+/// the working directory (docs/protocol.md §5).
 fn open_store(cli: &Cli) -> Result<Context, Failure> {
     let cwd = std::env::current_dir().map_err(|e| {
         Failure::Error(format!(

@@ -1,4 +1,4 @@
-//! `run`: hold a lease for as long as a command runs (SPEC §7).
+//! `run`: hold a lease for as long as a command runs (docs/protocol.md §7).
 //!
 //! Acquire (waiting if asked), keep the lease alive from a background thread
 //! (renewing every ttl/3 with the same token), spawn the child with the token in its

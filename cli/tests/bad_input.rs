@@ -1,4 +1,4 @@
-//! Bad input is exit 1 with one line on stderr naming the problem (SPEC §7); never
+//! Bad input is exit 1 with one line on stderr naming the problem (docs/protocol.md §7); never
 //! exit 3, never clap's default 2. `--help` and `--version` are exit 0.
 
 use predicates::prelude::*;
@@ -126,7 +126,7 @@ fn unknown_commands_and_flags_are_usage_errors() {
     assert!(one_line_stderr(&output).contains("no command given"));
 }
 
-/// SPEC §5: an unusable store is an I/O error, exit 1, never "held".
+/// docs/protocol.md §5: an unusable store is an I/O error, exit 1, never "held".
 #[test]
 fn a_store_under_a_regular_file_is_an_error() {
     let s = Scratch::new();

@@ -1,4 +1,4 @@
-//! claim, check, renew, release and status: outputs and exit codes (SPEC §7).
+//! claim, check, renew, release and status: outputs and exit codes (docs/protocol.md §7).
 
 use std::time::Duration;
 
@@ -212,7 +212,10 @@ fn renew_keeps_the_token_and_moves_the_expiry() {
         .unwrap();
     assert_eq!(renewed.status.code(), Some(0), "{renewed:?}");
     let renewed = json_of(&renewed);
-    assert_eq!(renewed["token"], token, "SPEC I5: renewal keeps the token");
+    assert_eq!(
+        renewed["token"], token,
+        "docs/protocol.md I5: renewal keeps the token"
+    );
     assert!(renewed["generation"].as_u64() > claimed["generation"].as_u64());
     assert_eq!(renewed["ttl_ms"], 60000);
     assert!(
@@ -236,7 +239,7 @@ fn renew_keeps_the_token_and_moves_the_expiry() {
 #[test]
 fn renew_of_a_stale_released_or_expired_token_exits_3() {
     let s = Scratch::new();
-    // Expired: never revived (SPEC §3).
+    // Expired: never revived (docs/protocol.md §3.2).
     let expired = s.claim("x", &["--ttl", "100"]).to_string();
     std::thread::sleep(Duration::from_millis(200));
     let output = s
@@ -340,7 +343,7 @@ fn files_are_resources_apart_from_locks() {
     let s = Scratch::new();
     std::fs::create_dir(s.path().join("sub")).unwrap();
     s.cmd().args(["claim", "--file", "a.txt"]).assert().code(0);
-    // Another spelling of the same file contends (SPEC §6)...
+    // Another spelling of the same file contends (docs/protocol.md §6)...
     s.cmd()
         .args(["claim", "--file", "sub/../a.txt"])
         .assert()

@@ -1,4 +1,4 @@
-//! Real processes contending for one lock through `fencepost run` (SPEC §3, §7):
+//! Real processes contending for one lock through `fencepost run` (docs/protocol.md §3, §7):
 //! N workers × M rounds, then the exact count (the arrow-rs object_store oracle).
 
 use std::process::Stdio;

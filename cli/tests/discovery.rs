@@ -1,4 +1,4 @@
-//! Store discovery (SPEC §5): two agents in different directories of one tree land
+//! Store discovery (docs/protocol.md §5): two agents in different directories of one tree land
 //! in one store, or there is no mutual exclusion.
 
 use std::fs;

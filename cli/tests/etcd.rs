@@ -1,5 +1,5 @@
 //! The CLI against a real etcd (issue 7): `--store etcd://…` and `FENCEPOST_STORE`
-//! give the same outputs and exit codes as the fs store (SPEC §7).
+//! give the same outputs and exit codes as the fs store (docs/protocol.md §7).
 //!
 //! Needs the `etcd` feature: `cargo test -p fencepost-cli --features etcd --test etcd`.
 

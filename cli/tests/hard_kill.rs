@@ -1,5 +1,5 @@
-//! A hard-killed holder blocks until its ttl, no longer (SPEC §10), and its token
-//! never passes again (SPEC I3).
+//! A hard-killed holder blocks until its ttl, no longer (docs/protocol.md §10), and its token
+//! never passes again (docs/protocol.md I3).
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! Resource identity through the binary (SPEC §6, issue 5): one file, one key. Each
+//! Resource identity through the binary (docs/protocol.md §6, issue 5): one file, one key. Each
 //! row claims one spelling, then another, and asserts exit 3 (contention) or exit 0
 //! (independence). Every row gets a fresh scratch directory and store.
 

@@ -1,5 +1,5 @@
 //! `run`: hold the lease for the child's life, renew it, export it, forward
-//! signals, release after, and exit with the child's code (SPEC §7).
+//! signals, release after, and exit with the child's code (docs/protocol.md §7).
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -128,7 +128,7 @@ fn a_command_that_cannot_start_is_exit_1_and_releases() {
     s.cmd().args(["claim", "--lock", "x"]).assert().code(0);
 }
 
-/// SPEC I5 and §7: `run` renews every ttl/3 for the child's whole life, and the
+/// docs/protocol.md I5 and §7: `run` renews every ttl/3 for the child's whole life, and the
 /// token the child was given stays the one that passes.
 #[test]
 fn run_holds_past_many_ttls_and_the_token_keeps_passing() {
@@ -168,7 +168,7 @@ fn run_holds_past_many_ttls_and_the_token_keeps_passing() {
     assert_eq!(status.code(), Some(0), "the child's final check failed");
 }
 
-/// SPEC §7: a lease lost during the run is reported on stderr at once, and the
+/// docs/protocol.md §7: a lease lost during the run is reported on stderr at once, and the
 /// exit code is 3 although the child succeeds.
 #[test]
 fn a_lost_lease_is_reported_at_once_and_exits_3() {
@@ -210,7 +210,7 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
     assert_eq!(entry["state"], "held");
 }
 
-/// SPEC §7: termination signals reach the child, and run outlives them to
+/// docs/protocol.md §7: termination signals reach the child, and run outlives them to
 /// release the lease and report the child's code.
 #[test]
 fn termination_signals_are_forwarded_to_the_child() {

@@ -1,4 +1,4 @@
-//! Integration tests of the `fencepost` binary (SPEC §7), run as real processes.
+//! Integration tests of the `fencepost` binary (docs/protocol.md §7), run as real processes.
 //!
 //! One test target pulls in the topic files (the ripgrep layout). Every test has its
 //! own scratch directory and store, and cleans FENCEPOST_* from the environment.

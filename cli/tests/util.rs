@@ -54,7 +54,7 @@ impl Scratch {
         cmd
     }
 
-    /// `fencepost` without `--store`, in `cwd`: the store is discovered (SPEC §5).
+    /// `fencepost` without `--store`, in `cwd`: the store is discovered (docs/protocol.md §5).
     pub fn bare_cmd(&self, cwd: &Path) -> assert_cmd::Command {
         let mut cmd = assert_cmd::Command::new(bin());
         cmd.current_dir(cwd);

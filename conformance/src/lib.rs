@@ -1,5 +1,5 @@
 //! The behaviour suite every fencepost [`LeaseStore`] backend runs: the executable
-//! form of SPEC §3–§4.
+//! form of docs/protocol.md §3–§4.
 //!
 //! A backend author describes the backend once and hands it to [`run`], from a test
 //! target with `harness = false`. Each scenario becomes one named test (filterable

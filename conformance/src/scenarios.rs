@@ -1,4 +1,4 @@
-//! The scenarios. Each pins a rule of SPEC §3–§4 and fails when it breaks.
+//! The scenarios. Each pins a rule of docs/protocol.md §3–§4 and fails when it breaks.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
@@ -46,34 +46,34 @@ macro_rules! scenarios {
 }
 
 scenarios! {
-    0 acquire_check_release None "SPEC §3 acquire/check/release; I3";
-    1 held_reports_holder None "SPEC §3 acquire: held → report who holds it";
-    2 released_is_claimable_with_higher_token None "SPEC §3 release; I2";
-    3 renew_keeps_token_and_moves_expiry None "SPEC I5";
-    4 keepalive_keeps_token_across_renewals None "SPEC I5, keepalive at ttl/3";
-    5 zombie_is_fenced None "SPEC I3: superseded holder refused by check, renew, release";
-    6 expired_lease_is_not_revived None "SPEC §3: an expired lease is lost";
-    7 clock_backwards_holds None "SPEC §3 liveness rule: backwards step holds";
-    8 clock_forward_fences_old_holder None "SPEC §3/§10: forward step ends early, fence holds";
-    9 clock_behind_newest_grant None "SPEC §3 liveness: now < granted_at is held";
-    10 future_stamped_newest_is_bounded_by_stagnation None "SPEC §3 stagnation bound";
-    11 corrupt_newest_is_superseded_not_restarted None "SPEC §3 undecodable newest; I2";
-    12 newer_format_is_held None "SPEC §3: newer v honoured, never free";
-    13 missing_middle_generation None "SPEC §5: readers parse numbers; I1";
-    14 deleted_newest_never_restarts None "SPEC I2";
-    15 lost_tombstone_is_held_until_ttl None "SPEC §3 durability: tombstone loss delays only";
-    16 sweep_never_removes_newest None "SPEC I2, sweep";
-    17 release_never_sweeps None "SPEC §3 release";
-    18 status_lists_every_key None "SPEC §3 status";
-    19 second_handle_contends None "SPEC §4 visibility across handles";
-    20 contention_threads None "SPEC I1/I2: 16 threads × 50 rounds, log oracle";
-    21 contention_processes SharedAcrossProcesses "SPEC I1/I2: 8 processes × 10 rounds, log oracle";
-    22 hard_kill SharedAcrossProcesses "SPEC §10: a killed holder blocks until ttl; I3";
-    23 kill_during_claim SharedAcrossProcesses "SPEC §3: crash mid-claim blocks ≤ one ttl; I2";
-    24 power_cut_keeps_claims PowerCut "SPEC §3 durability: claims are flushed";
-    25 power_cut_lost_tombstone_is_held_until_ttl PowerCut "SPEC §3 durability: tombstones unflushed";
-    26 create_is_exclusive None "SPEC §4: atomic exclusive create";
-    27 records_round_trip None "SPEC §4: listing, reads and removal";
+    0 acquire_check_release None "docs/protocol.md §3.2 acquire/check/release; I3";
+    1 held_reports_holder None "docs/protocol.md §3.2 acquire: held → report who holds it";
+    2 released_is_claimable_with_higher_token None "docs/protocol.md §3.2 release; I2";
+    3 renew_keeps_token_and_moves_expiry None "docs/protocol.md I5";
+    4 keepalive_keeps_token_across_renewals None "docs/protocol.md I5, keepalive at ttl/3";
+    5 zombie_is_fenced None "docs/protocol.md I3: superseded holder refused by check, renew, release";
+    6 expired_lease_is_not_revived None "docs/protocol.md §3.2: an expired lease is lost";
+    7 clock_backwards_holds None "docs/protocol.md §3.3 liveness rule: backwards step holds";
+    8 clock_forward_fences_old_holder None "docs/protocol.md §3/§10: forward step ends early, fence holds";
+    9 clock_behind_newest_grant None "docs/protocol.md §3.3 liveness: now < granted_at is held";
+    10 future_stamped_newest_is_bounded_by_stagnation None "docs/protocol.md §3.4 stagnation bound";
+    11 corrupt_newest_is_superseded_not_restarted None "docs/protocol.md §3.5 undecodable newest; I2";
+    12 newer_format_is_held None "docs/protocol.md §3.5: newer v honoured, never free";
+    13 missing_middle_generation None "docs/protocol.md §5: readers parse numbers; I1";
+    14 deleted_newest_never_restarts None "docs/protocol.md I2";
+    15 lost_tombstone_is_held_until_ttl None "docs/protocol.md §3.6, durability: tombstone loss delays only";
+    16 sweep_never_removes_newest None "docs/protocol.md I2, sweep";
+    17 release_never_sweeps None "docs/protocol.md §3.2 release";
+    18 status_lists_every_key None "docs/protocol.md §3.2 status";
+    19 second_handle_contends None "docs/protocol.md §4 visibility across handles";
+    20 contention_threads None "docs/protocol.md I1/I2: 16 threads × 50 rounds, log oracle";
+    21 contention_processes SharedAcrossProcesses "docs/protocol.md I1/I2: 8 processes × 10 rounds, log oracle";
+    22 hard_kill SharedAcrossProcesses "docs/protocol.md §10: a killed holder blocks until ttl; I3";
+    23 kill_during_claim SharedAcrossProcesses "docs/protocol.md §3.5: crash mid-claim blocks ≤ one ttl; I2";
+    24 power_cut_keeps_claims PowerCut "docs/protocol.md §3.6, durability: claims are flushed";
+    25 power_cut_lost_tombstone_is_held_until_ttl PowerCut "docs/protocol.md §3.6, durability: tombstones unflushed";
+    26 create_is_exclusive None "docs/protocol.md §4: atomic exclusive create";
+    27 records_round_trip None "docs/protocol.md §4: listing, reads and removal";
 }
 
 const TTL_MS: u64 = 30_000;
@@ -855,10 +855,10 @@ fn contention_processes<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Resu
 fn wait_for_line(path: &std::path::Path, limit: Duration) -> Result<String, Failed> {
     let deadline = Instant::now() + limit;
     loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if let Some(line) = text.lines().next().filter(|_| text.ends_with('\n')) {
-                return Ok(line.to_string());
-            }
+        if let Ok(text) = std::fs::read_to_string(path)
+            && let Some(line) = text.lines().next().filter(|_| text.ends_with('\n'))
+        {
+            return Ok(line.to_string());
         }
         ensure!(
             Instant::now() < deadline,

@@ -1,4 +1,4 @@
-//! The randomized model check (SPEC §3 invariants after every step).
+//! The randomized model check (docs/protocol.md §3.1 invariants after every step).
 //! Default: 10,000+ operations. Stress: FENCEPOST_MODEL_OPS=1000000.
 //! Replay one seed: FENCEPOST_MODEL_SEED=<seed>.
 

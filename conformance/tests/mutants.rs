@@ -1,5 +1,5 @@
 //! The suite must fail against broken backends: each mutant breaks one promise of the
-//! `LeaseStore` contract (SPEC §4) and the scenario that pins that promise must catch
+//! `LeaseStore` contract (docs/protocol.md §4) and the scenario that pins that promise must catch
 //! it, while the honest memory backend passes the same scenario.
 
 use fencepost::{BackendError, CreateOutcome, Durability, Key, LeaseStore};
@@ -46,10 +46,10 @@ impl LeaseStore for Mutant {
     }
     fn generations(&self, key: &Key) -> Result<Vec<u64>, BackendError> {
         let mut generations = self.inner.generations(key)?;
-        if let Mutation::LosesNewest = self.mutation {
-            if let Some(max) = generations.iter().copied().max() {
-                generations.retain(|g| *g != max);
-            }
+        if let Mutation::LosesNewest = self.mutation
+            && let Some(max) = generations.iter().copied().max()
+        {
+            generations.retain(|g| *g != max);
         }
         Ok(generations)
     }

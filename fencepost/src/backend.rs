@@ -1,4 +1,4 @@
-//! The `LeaseStore` contract: what a backend must honour (SPEC §4).
+//! The `LeaseStore` contract: what a backend must honour (docs/protocol.md §4).
 //!
 //! A backend stores, for each [`Key`], a series of immutable records indexed by
 //! generation. The protocol ([`crate::Store`]) lives once in this crate and only
@@ -16,7 +16,7 @@ use crate::Key;
 ///
 /// Claims (acquire, renew) are created [`Durability::Flushed`]: losing one could
 /// hand its exact generation to a rival. Tombstones written by release are
-/// [`Durability::Unflushed`]: losing one only delays the next contender (SPEC §3).
+/// [`Durability::Unflushed`]: losing one only delays the next contender (docs/protocol.md §3.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Durability {
     /// Acknowledge only once the record survives power loss (file and, on POSIX,
@@ -69,7 +69,7 @@ impl BackendError {
     }
 }
 
-/// The exclusive-create contract a backend must honour (SPEC §4).
+/// The exclusive-create contract a backend must honour (docs/protocol.md §4).
 ///
 /// # What the protocol assumes
 ///
@@ -88,7 +88,7 @@ impl BackendError {
 ///   and never returns bytes that were not written for that generation.
 ///
 /// Any error from `create` means *unknown*: the record may or may not have landed.
-/// The protocol then re-reads the series (SPEC I4); it never assumes either way.
+/// The protocol then re-reads the series (docs/protocol.md I4); it never assumes either way.
 ///
 /// The conformance crate (`fencepost-conformance`) is the executable form of this
 /// contract; every backend should run it.

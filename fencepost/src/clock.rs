@@ -2,7 +2,7 @@
 //!
 //! Records carry wall-clock milliseconds (they are compared across processes); the
 //! stagnation bound and backoff use the caller's own monotonic clock, which never
-//! steps (SPEC §3).
+//! steps (docs/protocol.md §3.4).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -6,7 +6,7 @@ use crate::backend::BackendError;
 ///
 /// Carried by [`Error::Held`] and [`crate::TryAcquire::Held`] so a caller can say
 /// *who* is in the way. All fields come from the record; `owner` and `pid` are
-/// diagnostics only and never decide anything (SPEC §2).
+/// diagnostics only and never decide anything (docs/protocol.md §2).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Holder {
     /// Human-readable name the holder gave (`claude-code`, `ci`, `cli`).
@@ -35,7 +35,7 @@ impl std::fmt::Display for Holder {
 /// Variants are matchable: a caller tells "someone else holds it" ([`Error::Held`])
 /// from "your lease is gone" ([`Error::Superseded`], [`Error::Expired`],
 /// [`Error::NotHolder`]) from "the store could not be used" ([`Error::Backend`]).
-/// An I/O failure is never reported as held (SPEC §5).
+/// An I/O failure is never reported as held (docs/protocol.md §5).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -60,7 +60,7 @@ pub enum Error {
         newest: Option<Holder>,
     },
     /// The lease was written around: a newer tenure owns the resource now. The
-    /// lease's token will never pass [`crate::Store::check`] again (SPEC I3).
+    /// lease's token will never pass [`crate::Store::check`] again (docs/protocol.md I3).
     #[error("lease on {label} with token {token} was superseded by token {by_token}")]
     Superseded {
         /// The resource's label.
@@ -72,7 +72,7 @@ pub enum Error {
         by_token: u64,
     },
     /// The lease's ttl ran out before it was renewed. An expired lease is lost: it
-    /// is never silently revived (SPEC §3); acquire again for a new token.
+    /// is never silently revived (docs/protocol.md §3); acquire again for a new token.
     #[error("lease on {label} with token {token} expired at {expired_at_ms} ms")]
     Expired {
         /// The resource's label.

@@ -1,4 +1,4 @@
-//! Keeping a lease alive from a background thread (SPEC §3, keepalive).
+//! Keeping a lease alive from a background thread (docs/protocol.md §3.2, keepalive).
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -31,7 +31,7 @@ impl Shared {
 }
 
 /// A lease renewed every ttl/3 by a background thread until released, stopped or
-/// dropped. The token never changes across renewals (SPEC I5).
+/// dropped. The token never changes across renewals (docs/protocol.md I5).
 ///
 /// When the lease is lost (superseded, expired, released by someone else, or the
 /// store stayed unusable until the ttl ran out) the thread stops, calls the loss

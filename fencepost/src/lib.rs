@@ -39,8 +39,8 @@
 //! # Ok::<(), fencepost::Error>(())
 //! ```
 //!
-//! The rules this crate implements are in the project's `SPEC.md` (§3 protocol,
-//! §4 backend contract, §6 identity) and `docs/`.
+//! The rules this crate implements are in `docs/protocol.md` in the repository (§3 protocol,
+//! §4 backend contract, §6 identity), with the reasons in `docs/design-01-lease-and-fence.md`.
 
 #![warn(missing_docs)]
 

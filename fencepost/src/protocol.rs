@@ -1,4 +1,4 @@
-//! The lease protocol, once, generic over the backend (SPEC §3).
+//! The lease protocol, once, generic over the backend (docs/protocol.md §3).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,7 +64,7 @@ impl AcquireOptions {
 /// One tenure: proof that the holder created the newest record of a key (of every
 /// key of the resource, for an existing file: its path key and its file-id key).
 ///
-/// The [`token`](Lease::token) is constant for the whole tenure (SPEC I5); renewals
+/// The [`token`](Lease::token) is constant for the whole tenure (docs/protocol.md I5); renewals
 /// move [`generation`](Lease::generation) and [`expires_at_ms`](Lease::expires_at_ms).
 /// Token and generation are those of the primary key ([`Lease::key`]); the tenure's
 /// records in its other keys' series carry that series' own numbers.
@@ -326,7 +326,7 @@ impl Store {
     /// between create and return never gets an expired lease); then sweeps older
     /// records. While waiting, backs off with jitter, and treats a newest record that
     /// stayed newest for a full ttl of this process's monotonic clock as expired (the
-    /// stagnation bound of SPEC §3).
+    /// stagnation bound of docs/protocol.md §3.4).
     ///
     /// # Errors
     ///
@@ -335,7 +335,7 @@ impl Store {
     ///   resource without a key.
     /// - [`Error::Backend`] when the store fails. If the failure came after a create
     ///   that may have landed, the series is re-read and a landed claim of ours is
-    ///   given up with a tombstone (SPEC I4): an unconfirmed claim is never handed out.
+    ///   given up with a tombstone (docs/protocol.md I4): an unconfirmed claim is never handed out.
     pub fn acquire(&self, resource: &Resource, options: &AcquireOptions) -> Result<Lease> {
         match self.try_acquire(resource, options)? {
             TryAcquire::Acquired(lease) => Ok(lease),
@@ -399,7 +399,7 @@ impl Store {
             if held.is_none() {
                 // Sweep before the final liveness check, not after: a sweep that
                 // stalls (a slow disk, an etcd member without a leader) must not
-                // hand out a lease that expired meanwhile (SPEC §3; found by the
+                // hand out a lease that expired meanwhile (docs/protocol.md §3; found by the
                 // etcd cluster test).
                 for t in &taken {
                     self.remove_generations(t.key, &t.below);
@@ -492,7 +492,7 @@ impl Store {
 
     /// The holder of `newest` if it is live and has not stagnated: the same newest
     /// record seen for a full ttl of this process's monotonic clock counts as
-    /// expired (the stagnation bound of SPEC §3).
+    /// expired (the stagnation bound of docs/protocol.md §3.4).
     fn live_holder(&self, newest: &Newest, watch: &mut Watch) -> Option<Holder> {
         let envelope = newest
             .envelope()
@@ -598,7 +598,7 @@ impl Store {
     }
 
     /// True only if `token` is the token of the newest record of `resource`'s
-    /// (primary) series and that record is live (SPEC I3). A superseded, released or
+    /// (primary) series and that record is live (docs/protocol.md I3). A superseded, released or
     /// expired token returns false, as does any token when the newest record is
     /// unreadable.
     ///
@@ -638,7 +638,7 @@ impl Store {
     }
 
     /// Renews `lease`: writes generation newest+1 with the **same token** and a new
-    /// expiry of now + ttl, flushed, and updates `lease` (SPEC I5).
+    /// expiry of now + ttl, flushed, and updates `lease` (docs/protocol.md I5).
     ///
     /// # Errors
     ///
@@ -807,7 +807,7 @@ impl Store {
         let confirmed = self.read_newest(key)?;
         if created == CreateOutcome::Created && confirmed.generation == generation {
             // A renewal is a durable claim of ours that became the newest: the same
-            // moment acquire sweeps (SPEC §3). Without it a lease kept alive for hours
+            // moment acquire sweeps (docs/protocol.md §3.6). Without it a lease kept alive for hours
             // piles up thousands of records that every read lists (found by the
             // benchmark).
             self.remove_generations(key, &confirmed.below);
@@ -831,7 +831,7 @@ impl Store {
 
     /// Releases `lease`: if its tenure still owns the newest record, writes a
     /// tombstone as newest+1 (already expired, not flushed: losing it only delays the
-    /// next contender). Never deletes a record and never sweeps (SPEC §3).
+    /// next contender). Never deletes a record and never sweeps (docs/protocol.md §3.2).
     ///
     /// A lease whose ttl ran out but that nobody superseded is released normally.
     /// The lease's other keys (an existing file's file-id key) are released first,
@@ -1031,7 +1031,7 @@ impl Store {
     /// Removes the superseded records of `resource`'s series that lie below its newest
     /// *claim* (a flushed record); returns how many were removed. The newest record,
     /// and any tombstone above the newest claim, are kept: a lost unflushed tombstone
-    /// plus a surviving removal must never empty the series (SPEC §3).
+    /// plus a surviving removal must never empty the series (docs/protocol.md §3.6).
     ///
     /// Acquire already sweeps after each confirmed claim; this is for tidying by hand.
     ///
@@ -1052,12 +1052,11 @@ impl Store {
         let mut generations = self.backend.generations(&key)?;
         generations.sort_unstable_by(|a, b| b.cmp(a));
         for generation in generations {
-            if let Some(bytes) = self.backend.read(&key, generation)? {
-                if let Decoded::Record(r) = record::decode(&bytes, key.as_str(), generation) {
-                    if !r.released {
-                        return Ok(self.sweep_below(&key, generation));
-                    }
-                }
+            if let Some(bytes) = self.backend.read(&key, generation)?
+                && let Decoded::Record(r) = record::decode(&bytes, key.as_str(), generation)
+                && !r.released
+            {
+                return Ok(self.sweep_below(&key, generation));
             }
         }
         Ok(0)
@@ -1128,31 +1127,31 @@ impl Store {
         let Some(tombstone_generation) = generation.checked_add(1) else {
             return;
         };
-        if newest.generation == generation {
-            if let Some(record) = newest.claim().filter(|r| r.holder == holder_id) {
-                let now = self.clock.wall_ms();
-                let tombstone = Record {
-                    generation: tombstone_generation,
-                    granted_at_ms: now,
-                    expires_at_ms: now,
-                    ttl_ms: 0,
-                    released: true,
-                    ..record.clone()
-                };
-                let _ = self.backend.create(
-                    key,
-                    tombstone_generation,
-                    &tombstone.encode(),
-                    Durability::Unflushed,
-                );
-            }
+        if newest.generation == generation
+            && let Some(record) = newest.claim().filter(|r| r.holder == holder_id)
+        {
+            let now = self.clock.wall_ms();
+            let tombstone = Record {
+                generation: tombstone_generation,
+                granted_at_ms: now,
+                expires_at_ms: now,
+                ttl_ms: 0,
+                released: true,
+                ..record.clone()
+            };
+            let _ = self.backend.create(
+                key,
+                tombstone_generation,
+                &tombstone.encode(),
+                Durability::Unflushed,
+            );
         }
     }
 }
 
 /// The generation after `newest`, or a backend error when the series has reached
 /// `u64::MAX` (only a hand-made record can get there; wrapping would restart the
-/// numbering, SPEC I2).
+/// numbering, docs/protocol.md I2).
 fn next_generation(key: &Key, newest: u64) -> Result<u64> {
     newest.checked_add(1).ok_or_else(|| {
         Error::Backend(crate::BackendError::new(

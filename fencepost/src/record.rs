@@ -1,4 +1,4 @@
-//! The record format (v1) and its decode rules (SPEC §3, §5).
+//! The record format (v1) and its decode rules (docs/protocol.md §3, §5).
 //!
 //! One JSON object per record. A reader classifies the newest record as a v1
 //! [`Record`], a record of a *newer* format honoured through its envelope
@@ -20,7 +20,7 @@ pub struct Record {
     pub key: String,
     /// What the holder typed, for `status`.
     pub label: String,
-    /// The fencing token: the generation at which the tenure began (SPEC I5).
+    /// The fencing token: the generation at which the tenure began (docs/protocol.md I5).
     pub token: u64,
     /// This record's position in the series.
     pub generation: u64,
@@ -145,7 +145,7 @@ pub fn decode(bytes: &[u8], key: &str, generation: u64) -> Decoded {
     }
 }
 
-/// The liveness rule (SPEC §3): live while `now < expires_at`, or while `now` is
+/// The liveness rule (docs/protocol.md §3.3): live while `now < expires_at`, or while `now` is
 /// earlier than the record's `granted_at` (the clock stepped backwards, so expiry is
 /// unknowable and the record is held: wrongly blocking is recoverable, wrongly
 /// freeing is not).

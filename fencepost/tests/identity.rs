@@ -1,4 +1,4 @@
-//! Resource identity through the public API (SPEC §6, issue 5): every row claims one
+//! Resource identity through the public API (docs/protocol.md §6, issue 5): every row claims one
 //! spelling, then another, and asserts they contend (held) or are independent.
 
 use std::path::{Path, PathBuf};
@@ -362,12 +362,12 @@ mod hard_links {
             bytes: &[u8],
             durability: Durability,
         ) -> Result<CreateOutcome, BackendError> {
-            if *key == self.trigger {
-                if let Some(rival) = self.rival.lock().unwrap().take() {
-                    let inner: Arc<dyn LeaseStore> = self.inner.clone();
-                    let store = Store::from_parts(inner, Arc::new(SystemClock::new()));
-                    store.acquire(&rival, &options()).unwrap();
-                }
+            if *key == self.trigger
+                && let Some(rival) = self.rival.lock().unwrap().take()
+            {
+                let inner: Arc<dyn LeaseStore> = self.inner.clone();
+                let store = Store::from_parts(inner, Arc::new(SystemClock::new()));
+                store.acquire(&rival, &options()).unwrap();
             }
             self.inner.create(key, generation, bytes, durability)
         }
@@ -418,7 +418,11 @@ mod hard_links {
         let token = lease.token();
         assert!(store.check(&Resource::file(&a), token).unwrap());
         store.renew(&mut lease).unwrap();
-        assert_eq!(lease.token(), token, "renewal keeps the token (SPEC I5)");
+        assert_eq!(
+            lease.token(),
+            token,
+            "renewal keeps the token (docs/protocol.md I5)"
+        );
         let by_token = store.renew_token(&Resource::file(&a), token, None).unwrap();
         assert_eq!(
             by_token.keys().count(),

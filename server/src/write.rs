@@ -3,7 +3,7 @@
 //!
 //! The content goes to a staging file created exclusively next to the target,
 //! flushed, and then renamed over the target. Why a rename here, when the store
-//! never renames (SPEC §5)? The store's rule is about contention: many processes
+//! never renames (docs/protocol.md §5)? The store's rule is about contention: many processes
 //! race to create one claim name, and only an exclusive create (or a hard link that
 //! fails when the name exists) decides such a race on every platform. Here nothing
 //! races for a name: the fence already decided who may write, and the rename only

@@ -1,5 +1,5 @@
 //! `write` (and `file` claims) stay inside the root and out of the store, judged on
-//! the resolved location (SPEC §8).
+//! the resolved location (docs/protocol.md §8).
 
 use serde_json::json;
 

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::support::{Server, Tree, file, lock};
 
-/// SPEC §8: two server processes over one store contend through the backend alone.
+/// docs/protocol.md §8: two server processes over one store contend through the backend alone.
 /// First claim wins; the second is refused and told who holds it; the second sees
 /// the first's token through `assert` and cannot release it; after release the
 /// second claim gets a strictly higher token.
@@ -92,7 +92,7 @@ async fn two_servers_over_one_store_exclude_each_other() {
     assert!(a_rs["label"].as_str().unwrap().ends_with("a.rs"), "{a_rs}");
 }
 
-/// SPEC I5 through the server: the token from `claim` passes `assert` and `write`
+/// docs/protocol.md I5 through the server: the token from `claim` passes `assert` and `write`
 /// after several automatic renewals (ttl 1500 ms, renewed every 500 ms, 4 s).
 #[tokio::test]
 async fn token_stays_valid_across_automatic_renewals() {
@@ -139,7 +139,7 @@ async fn token_stays_valid_across_automatic_renewals() {
     assert!(server.authorized(file("notes.md"), token).await);
 }
 
-/// SPEC §1, the reason fencepost exists: a holder that was judged dead and written
+/// docs/protocol.md §1, the reason fencepost exists: a holder that was judged dead and written
 /// around cannot land a write. Server A is SIGKILLed while holding; B claims once
 /// the ttl ran out; a write through a fresh server with A's token is refused and
 /// the file keeps B's content.

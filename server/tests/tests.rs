@@ -1,5 +1,5 @@
 //! `fencepost-server` as agents meet it: real child processes over stdio, real
-//! JSON-RPC, one store shared through the filesystem (SPEC §8, issue 4).
+//! JSON-RPC, one store shared through the filesystem (docs/protocol.md §8, issue 4).
 
 mod support;
 

@@ -21,7 +21,7 @@ pub(crate) enum Retry {
     Idempotent,
     /// The exclusive create: only a failure that certainly happened before the
     /// request left (no connection) moves on; anything later is an unknown outcome
-    /// and is returned, so the protocol re-reads (SPEC I4).
+    /// and is returned, so the protocol re-reads (docs/protocol.md I4).
     OnlyUnsent,
 }
 

@@ -143,7 +143,7 @@ fn parse_generation(name: &[u8]) -> Option<u64> {
     std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
-/// The exclusive-create contract over etcd (SPEC §4).
+/// The exclusive-create contract over etcd (docs/protocol.md §4).
 ///
 /// Layout: record `g` of key `k` is the etcd key `<prefix>/claims/<k>/g<g>` (at
 /// least 8 digits, zero-padded), its value the record's bytes. Every request is
@@ -169,7 +169,7 @@ impl LeaseStore for EtcdStore {
     /// endpoint only when no connection could be made to this one (it certainly
     /// never left). Any later failure — a timeout, a reset connection, an etcd
     /// error such as "request timed out" — leaves the outcome unknown and is
-    /// returned as is: the protocol re-reads (SPEC I4). Never retried blindly.
+    /// returned as is: the protocol re-reads (docs/protocol.md I4). Never retried blindly.
     ///
     /// # Crash safety
     ///

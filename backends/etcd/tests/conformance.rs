@@ -1,4 +1,4 @@
-//! The shared behaviour suite (SPEC §3–§4) against one real etcd node: every
+//! The shared behaviour suite (docs/protocol.md §3–§4) against one real etcd node: every
 //! scenario, cross-process ones included. Each scenario gets a fresh key prefix in
 //! the one node this binary starts (lazily, on the first scenario); worker
 //! processes re-run this binary and reach that node through the locator, so they

@@ -18,7 +18,7 @@ pub(crate) const STAGE_SUFFIX: &str = ".tmp";
 
 /// A staging file older than this is taken as left behind by a crash and removed
 /// when a listing passes by. Removing one that is still in use is safe: its writer's
-/// hard link fails with "not found", an error, and the protocol re-reads (SPEC I4).
+/// hard link fails with "not found", an error, and the protocol re-reads (docs/protocol.md I4).
 pub(crate) const STALE_STAGING_AGE: Duration = Duration::from_secs(10 * 60);
 
 /// The file name of record `generation`: `g` + the decimal number zero-padded to at
@@ -65,7 +65,7 @@ mod tests {
 
     #[test]
     fn record_names_round_trip() {
-        // SPEC §5: `g` + at least 8 zero-padded digits; the number is parsed.
+        // docs/protocol.md §5: `g` + at least 8 zero-padded digits; the number is parsed.
         assert_eq!(record_file_name(1), "g00000001.json");
         assert_eq!(record_file_name(123_456_789), "g123456789.json");
         assert_eq!(record_file_name(u64::MAX), format!("g{}.json", u64::MAX));

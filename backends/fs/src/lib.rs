@@ -371,7 +371,7 @@ impl LeaseStore for FsStore {
     /// `Ok(`[`CreateOutcome::AlreadyExists`]`)` only when the record name exists.
     /// Everything else, including a full disk, permission denied, a read-only store
     /// and a key directory that is a symbolic link, is a [`BackendError`] naming the
-    /// path: the outcome is then unknown and the protocol re-reads (SPEC I4).
+    /// path: the outcome is then unknown and the protocol re-reads (docs/protocol.md I4).
     fn create(
         &self,
         key: &Key,
@@ -482,7 +482,7 @@ impl LeaseStore for FsStore {
         match fs::symlink_metadata(&path) {
             // A symlink, directory, FIFO or socket under a record's name occupies the
             // generation but holds no record: it reads as empty, which the protocol
-            // treats as torn and supersedes (SPEC §3), instead of blocking the key
+            // treats as torn and supersedes (docs/protocol.md §3.5), instead of blocking the key
             // and failing every `status` (found by the breaker trial). Never followed.
             Ok(meta) if !meta.file_type().is_file() => return Ok(Some(Vec::new())),
             Ok(_) => {}
@@ -506,7 +506,7 @@ impl LeaseStore for FsStore {
     ///
     /// Not flushed: a removal lost in a power cut leaves a superseded record behind,
     /// which is harmless. The protocol removes only records below a flushed claim of
-    /// its own, so the series never empties (SPEC §3).
+    /// its own, so the series never empties (docs/protocol.md §3.6).
     ///
     /// # Errors
     ///
@@ -748,7 +748,7 @@ mod tests {
         assert_eq!(fs::read(&free).unwrap(), b".stage-1-3.tmp");
     }
 
-    /// SPEC §3 durability: a flushed create flushes `claims/` and the root once per
+    /// docs/protocol.md §3.6, durability: a flushed create flushes `claims/` and the root once per
     /// process; unflushed creates and `with_flush(false)` flush nothing.
     #[test]
     fn staging_file_is_removed_and_names_are_flushed_once() {

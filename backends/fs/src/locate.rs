@@ -1,11 +1,11 @@
-//! Store discovery (SPEC §5).
+//! Store discovery (docs/protocol.md §5).
 
 use std::path::{Path, PathBuf};
 
 /// The name of a store directory found by walking up, and of the default one.
 pub const STORE_DIR_NAME: &str = ".fencepost";
 
-/// Finds the store directory for a process working in `cwd` (SPEC §5), in this
+/// Finds the store directory for a process working in `cwd` (docs/protocol.md §5), in this
 /// order:
 ///
 /// 1. `explicit` (from `--store` or `FENCEPOST_STORE`, already chosen by the

@@ -1,5 +1,5 @@
-//! Behaviour of the filesystem backend: the `LeaseStore` contract (SPEC §4) as the
-//! fs format (SPEC §5) implements it, store discovery, and the protocol on top.
+//! Behaviour of the filesystem backend: the `LeaseStore` contract (docs/protocol.md §4) as the
+//! fs format (docs/protocol.md §5) implements it, store discovery, and the protocol on top.
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -56,7 +56,7 @@ fn sorted(mut generations: Vec<u64>) -> Vec<u64> {
 
 #[test]
 fn create_is_exclusive_and_keeps_the_first_bytes() {
-    // SPEC §4: create only if absent; the loser writes nothing.
+    // docs/protocol.md §4: create only if absent; the loser writes nothing.
     let (_tmp, store) = fresh();
     let k = key("exclusive");
     assert_eq!(
@@ -83,7 +83,7 @@ fn create_is_exclusive_and_keeps_the_first_bytes() {
 
 #[test]
 fn concurrent_creates_of_one_generation_have_exactly_one_winner() {
-    // SPEC §4 atomic exclusive create: N workers × M rounds, then the exact count.
+    // docs/protocol.md §4 atomic exclusive create: N workers × M rounds, then the exact count.
     const WORKERS: usize = 8;
     const ROUNDS: u64 = 24;
     let (tmp, _store) = fresh();
@@ -175,7 +175,7 @@ fn creates_make_the_claims_and_key_directories() {
 
 #[test]
 fn records_are_named_g_plus_at_least_eight_digits() {
-    // SPEC §5 names; the number is parsed, so 9 digits sort after 8.
+    // docs/protocol.md §5 names; the number is parsed, so 9 digits sort after 8.
     let (_tmp, store) = fresh();
     let k = key("names");
     store.create(&k, 1, b"1", Durability::Unflushed).unwrap();
@@ -201,7 +201,7 @@ fn records_are_named_g_plus_at_least_eight_digits() {
 
 #[test]
 fn foreign_files_never_break_a_listing() {
-    // SPEC §5: readers ignore names that do not match, never fail the whole read.
+    // docs/protocol.md §5: readers ignore names that do not match, never fail the whole read.
     let (_tmp, store) = fresh();
     let k = key("foreign");
     store.create(&k, 1, b"1", Durability::Unflushed).unwrap();
@@ -263,7 +263,7 @@ fn an_empty_store_has_no_keys_and_no_generations() {
 
 #[test]
 fn missing_records_read_as_none_and_remove_as_success() {
-    // SPEC §4: read of a missing record is None; removing a missing record succeeds.
+    // docs/protocol.md §4: read of a missing record is None; removing a missing record succeeds.
     let (_tmp, store) = fresh();
     let k = key("missing");
     assert_eq!(store.read(&k, 1).unwrap(), None, "no claims/ at all");
@@ -354,7 +354,7 @@ fn stale_staging_files_are_removed_and_nothing_else() {
 }
 
 // ---------------------------------------------------------------------------------
-// symbolic links (SPEC §5: do not follow symlinks inside the store)
+// symbolic links (docs/protocol.md §5: do not follow symlinks inside the store)
 
 #[cfg(unix)]
 fn valid_record_bytes(key: &Key, generation: u64) -> Vec<u8> {
@@ -462,7 +462,7 @@ fn a_symlinked_key_directory_is_never_followed() {
 }
 
 // ---------------------------------------------------------------------------------
-// errors are errors, never "already exists" (SPEC §5)
+// errors are errors, never "already exists" (docs/protocol.md §5)
 
 #[test]
 fn open_under_a_regular_file_fails_naming_it() {
@@ -565,7 +565,7 @@ fn read_only_store_child() {
 #[cfg(unix)]
 #[test]
 fn a_read_only_store_is_an_error_not_already_exists() {
-    // SPEC §5: permission denied / read-only store is an I/O error, never "held".
+    // docs/protocol.md §5: permission denied / read-only store is an I/O error, never "held".
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let tmp = tempfile::tempdir().unwrap();
     fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
@@ -641,7 +641,7 @@ fn a_read_only_store_is_an_error_not_already_exists() {
 }
 
 // ---------------------------------------------------------------------------------
-// store discovery (SPEC §5)
+// store discovery (docs/protocol.md §5)
 
 /// The test directories live under the system temp dir: make sure nothing above it
 /// would be found first.
@@ -687,7 +687,7 @@ fn locate_finds_the_nearest_store_walking_up() {
 
 #[test]
 fn locate_uses_the_git_work_tree_root_from_a_subdirectory() {
-    // SPEC §5: two agents in different subdirectories must land in one store.
+    // docs/protocol.md §5: two agents in different subdirectories must land in one store.
     let tmp = isolated();
     let repo = tmp.path().join("repo");
     fs::create_dir_all(repo.join(".git")).unwrap();
@@ -758,7 +758,7 @@ fn protocol_smoke_acquire_check_release_acquire_again() {
 
 #[test]
 fn protocol_supersedes_a_torn_newest_record() {
-    // SPEC §3: an undecodable newest record is not live and is superseded by
+    // docs/protocol.md §3.5: an undecodable newest record is not live and is superseded by
     // newest+1, never treated as absent.
     let (_tmp, fs_store) = fresh();
     let k = key("torn");

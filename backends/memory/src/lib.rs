@@ -11,7 +11,7 @@
 //!
 //! Faults ([`Fault`]), each armed for the next create:
 //! - [`Fault::FailAfterLanding`]: the record lands, then the create reports an error
-//!   (the outcome-unknown case of SPEC I4).
+//!   (the outcome-unknown case of docs/protocol.md I4).
 //! - [`Fault::FailBeforeLanding`]: the create reports an error and nothing lands.
 //! - [`Fault::Torn`]: half of the bytes land (a crash mid-write), and the create
 //!   reports an error.

@@ -1,4 +1,4 @@
-//! The shared behaviour suite, run against the memory backend (SPEC §3–§4).
+//! The shared behaviour suite, run against the memory backend (docs/protocol.md §3–§4).
 use fencepost_conformance::{Backend, run};
 use fencepost_memory::MemoryStore;
 

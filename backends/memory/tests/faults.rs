@@ -1,5 +1,5 @@
 //! Memory-backend fault injection against the protocol: the outcome-unknown create
-//! (SPEC I4), torn records, and why claims must be flushed (SPEC §3 durability).
+//! (docs/protocol.md I4), torn records, and why claims must be flushed (docs/protocol.md §3.6, durability).
 
 use fencepost::{AcquireOptions, Error, Resource, Store, TryAcquire};
 use fencepost_memory::{Fault, MemoryStore};
@@ -52,7 +52,7 @@ fn flushed_claims_keep_their_number_across_a_power_cut() {
 
 #[test]
 fn a_create_that_failed_after_landing_is_reread_and_given_up() {
-    // SPEC I4: the outcome was unknown; acquire must re-read, must not hand out the
+    // docs/protocol.md I4: the outcome was unknown; acquire must re-read, must not hand out the
     // unconfirmed claim, and must not leave the resource blocked.
     let backend = MemoryStore::new();
     let store = Store::new(backend.clone());
@@ -89,7 +89,7 @@ fn a_create_that_failed_before_landing_is_an_error_not_held() {
 
 #[test]
 fn a_torn_record_is_superseded_at_once() {
-    // SPEC §3: a crash between create and write never blocks for longer than a ttl;
+    // docs/protocol.md §3.5: a crash between create and write never blocks for longer than a ttl;
     // torn is not live, and it is superseded, not reused.
     let backend = MemoryStore::new();
     let store = Store::new(backend.clone());
@@ -230,7 +230,7 @@ fn losing_a_renewal_race_to_the_same_tenure_is_not_a_loss() {
 
 #[test]
 fn a_sweep_that_stalls_past_the_ttl_never_yields_an_expired_lease() {
-    // SPEC §3: acquire returns only a lease confirmed newest and live. Reported by the
+    // docs/protocol.md §3.2: acquire returns only a lease confirmed newest and live. Reported by the
     // etcd cluster test, where a sweep stalled on a member without a leader.
     use fencepost::Clock;
     let clock = fencepost::ManualClock::new(1_800_000_000_000);

@@ -3,13 +3,13 @@
 //! N holders, each with its own manual clock (true time plus a per-holder offset),
 //! run random interleavings of acquire / check / renew / release / crash / time
 //! passing / clock steps / torn writes / failed-after-landing creates / power cuts.
-//! After every step the oracle checks SPEC §3:
+//! After every step the oracle checks docs/protocol.md §3:
 //! - at most one holder's token passes `check` at any instant;
 //! - tokens issued strictly increase (I2);
 //! - a superseded token never passes `check` again (I3);
 //! - the fence (highest token in the series) never goes down (I2, release);
 //! - a takeover only happens when the previous newest record was not live by the
-//!   taker's own clock under the SPEC §3 liveness rule (computed here, independently
+//!   taker's own clock under the docs/protocol.md §3.3 liveness rule (computed here, independently
 //!   of the implementation).
 //!
 //! A failure is shrunk by dropping steps while it still fails, and printed as the
@@ -184,7 +184,7 @@ impl World {
                                 self.max_issued
                             ));
                         }
-                        // SPEC §3 liveness, computed independently: live while
+                        // docs/protocol.md §3.3 liveness, computed independently: live while
                         // now < expires_at, or now < granted_at (clock behind).
                         let was_live = match &before {
                             Some(Decoded::Record(r)) if !r.released => {
@@ -214,15 +214,14 @@ impl World {
                 }
             }
             Op::Check(h) => {
-                if let Some(lease) = &self.holders[h].lease {
-                    if self.check(&self.holders[h].store, lease.token())?
-                        && lease.token() < self.max_issued
-                    {
-                        return Err(format!(
-                            "superseded token {} passed its holder's check",
-                            lease.token()
-                        ));
-                    }
+                if let Some(lease) = &self.holders[h].lease
+                    && self.check(&self.holders[h].store, lease.token())?
+                    && lease.token() < self.max_issued
+                {
+                    return Err(format!(
+                        "superseded token {} passed its holder's check",
+                        lease.token()
+                    ));
                 }
             }
             Op::Renew(h) => {
@@ -275,10 +274,10 @@ impl World {
     fn invariants(&mut self) -> Result<(), String> {
         let mut passing = Vec::new();
         for (h, holder) in self.holders.iter().enumerate() {
-            if let Some(lease) = &holder.lease {
-                if self.check(&self.observer, lease.token())? {
-                    passing.push((h, lease.token()));
-                }
+            if let Some(lease) = &holder.lease
+                && self.check(&self.observer, lease.token())?
+            {
+                passing.push((h, lease.token()));
             }
         }
         if passing.len() > 1 {

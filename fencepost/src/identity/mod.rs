@@ -1,4 +1,4 @@
-//! Resources, and the keys that name their claim series (SPEC §6).
+//! Resources, and the keys that name their claim series (docs/protocol.md §6).
 //!
 //! Two spellings of one resource must produce one key: a split identity gives two
 //! writers an uncontested lease each, and no fence repairs that. Where a step is
@@ -195,7 +195,7 @@ impl fmt::Display for Key {
     }
 }
 
-/// Trims, rejects, normalizes (NFC) and lowercases a lock name (SPEC §6).
+/// Trims, rejects, normalizes (NFC) and lowercases a lock name (docs/protocol.md §6).
 fn canonical_lock_name(name: &str) -> Result<String> {
     let trimmed = name.trim();
     if trimmed.is_empty() {
@@ -239,14 +239,14 @@ fn resolve(absolute: &Path, links_left: u32) -> PathBuf {
         if let Ok(resolved) = std::fs::canonicalize(&candidate) {
             break resolved;
         }
-        if links_left > 0 {
-            if let Some(target) = dangling_symlink_target(&candidate) {
-                let mut next = candidate.parent().unwrap_or(&candidate).join(target);
-                for name in pending.iter().rev() {
-                    next.push(name);
-                }
-                return resolve(&next, links_left - 1);
+        if links_left > 0
+            && let Some(target) = dangling_symlink_target(&candidate)
+        {
+            let mut next = candidate.parent().unwrap_or(&candidate).join(target);
+            for name in pending.iter().rev() {
+                next.push(name);
             }
+            return resolve(&next, links_left - 1);
         }
         match (candidate.file_name(), candidate.parent()) {
             (Some(name), Some(parent)) => {
@@ -307,7 +307,7 @@ mod tests {
 
     #[test]
     fn lock_names_are_trimmed_normalized_and_case_folded() {
-        // SPEC §6: `DB:Migrations ` and `db:migrations` are one lock.
+        // docs/protocol.md §6: `DB:Migrations ` and `db:migrations` are one lock.
         assert_eq!(
             key(Resource::lock("DB:Migrations ")),
             key(Resource::lock("db:migrations"))

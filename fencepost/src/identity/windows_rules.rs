@@ -1,4 +1,4 @@
-//! Windows spelling rules as pure functions on text (SPEC §6), so every platform's
+//! Windows spelling rules as pure functions on text (docs/protocol.md §6), so every platform's
 //! test run proves them; on Windows they are applied to the path that
 //! `std::fs::canonicalize` (or the deepest-existing-ancestor walk) produced.
 //!
@@ -192,7 +192,7 @@ mod tests {
     use super::normalize;
 
     /// Groups of spellings: every spelling in a group names one file, and no two
-    /// groups do (SPEC §6, Windows spelling rules).
+    /// groups do (docs/protocol.md §6, Windows spelling rules).
     const SAME_FILE: &[&[&str]] = &[
         &[
             r"C:\work\a.txt",
