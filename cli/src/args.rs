@@ -9,13 +9,19 @@ use fencepost::{AcquireOptions, Resource};
 /// Default lease duration for `claim` and `run`, in milliseconds.
 pub const DEFAULT_TTL_MS: u64 = 30_000;
 
+/// Default grace between SIGTERM and SIGKILL when `run` loses its lease.
+pub const DEFAULT_GRACE_MS: u64 = 5_000;
+
 const EXIT_CODES: &str = "\
 Exit codes:
-  0  success (for `run`: the child's own exit code)
-  1  error: bad usage or input, or the store could not be used (I/O);
-     one line on stderr says what went wrong
-  3  refused: the resource is held by someone else, the token is stale or
-     not the holder, or `run` lost its lease while the child ran
+    0  success (for `run`: the child's own exit code)
+    1  error: bad usage or input, or the store could not be used (I/O);
+       one line on stderr says what went wrong
+    3  refused: the resource is held by someone else, the token is stale or
+       not the holder, or `run` / `claim --hold` lost its lease
+       (for `claim` and `run`, --conflict-exit-code N replaces this 3)
+  126  run: the command was found but could not be executed
+  127  run: the command was not found
 
 Store: --store, else $FENCEPOST_STORE, else the nearest .fencepost directory
 walking up from the current directory, else .fencepost at the root of the
@@ -78,9 +84,12 @@ pub enum Command {
     /// Hold a lease while COMMAND runs, renewing it; exit with COMMAND's exit code
     ///
     /// The child gets FENCEPOST_TOKEN, FENCEPOST_STORE, FENCEPOST_RESOURCE and
-    /// FENCEPOST_LOCK or FENCEPOST_FILE. SIGINT, SIGTERM and SIGHUP are forwarded to
-    /// it. The lease is released when it ends. If the lease is lost meanwhile, that is
-    /// reported on stderr at once and the exit code is 3 whatever the child returned.
+    /// FENCEPOST_LOCK or FENCEPOST_FILE, and runs in its own process group (a job
+    /// object on Windows). SIGINT, SIGTERM and SIGHUP are forwarded to that group.
+    /// The lease is released when the child ends. If the lease is lost meanwhile
+    /// (taken over, broken, the store failed until it expired), that is reported on
+    /// stderr at once, the child's whole group gets SIGTERM and, after --grace,
+    /// SIGKILL (see --on-loss), and the exit code is 3 whatever the child returned.
     #[command(after_help = EXIT_CODES)]
     Run(RunArgs),
     /// List every resource in the store with its state, token, owner and expiry
@@ -117,10 +126,22 @@ pub struct Timing {
     /// Lease duration in milliseconds (`run` renews it every ttl/3)
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_TTL_MS, value_parser = parse_ttl, allow_negative_numbers = true)]
     pub ttl: u64,
-    /// How long to wait for a held resource, in milliseconds (0: fail at once)
-    #[arg(long, value_name = "MS", default_value_t = 0, value_parser = parse_wait, allow_negative_numbers = true)]
+    /// How long to wait for a held resource, in milliseconds, or `forever` (0: fail
+    /// at once). On a terminal, a status line shows who holds it while waiting
+    #[arg(long, value_name = "MS|forever", default_value = "0", value_parser = parse_wait, allow_negative_numbers = true)]
     pub wait: u64,
+    /// Wait out the ttl even when the holder's process provably died on this host
+    /// (pure ttl semantics; by default such a holder is taken over at once)
+    #[arg(long, env = "FENCEPOST_NO_DEAD_HOLDER_TAKEOVER", value_parser = clap::builder::FalseyValueParser::new())]
+    pub no_dead_holder_takeover: bool,
+    /// Exit with N instead of 3 when the resource is held (or `run` lost its
+    /// lease), for scripts whose own command may exit 3 (flock's -E)
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_exit_code)]
+    pub conflict_exit_code: u8,
 }
+
+/// `--wait forever`.
+pub const WAIT_FOREVER: u64 = u64::MAX;
 
 impl Timing {
     /// The acquire options for `owner`.
@@ -128,7 +149,20 @@ impl Timing {
         AcquireOptions::new(self.ttl)
             .owner(owner)
             .wait_ms(self.wait)
+            .dead_holder_takeover(!self.no_dead_holder_takeover)
     }
+}
+
+/// What `run` does to its child when the lease is lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnLoss {
+    /// SIGTERM to the child's process group, SIGKILL after --grace (on Windows:
+    /// Ctrl+Break, then the whole job is terminated)
+    Term,
+    /// SIGTERM to the child's process group only; the child decides
+    Signal,
+    /// Leave the child running (run still exits 3)
+    Keep,
 }
 
 /// Arguments of `claim`.
@@ -141,6 +175,10 @@ pub struct ClaimArgs {
     /// Print one JSON object instead of the bare token
     #[arg(long)]
     pub json: bool,
+    /// Keep the lease alive in the foreground until SIGINT or SIGTERM (Ctrl+C),
+    /// then release it; the token is printed first. Exit 3 if it is lost meanwhile
+    #[arg(long)]
+    pub hold: bool,
 }
 
 /// Arguments of `check` and `release`: a resource and a token.
@@ -179,6 +217,13 @@ pub struct RunArgs {
     pub target: Target,
     #[command(flatten)]
     pub timing: Timing,
+    /// What to do with the child when the lease is lost
+    #[arg(long, value_enum, value_name = "POLICY", default_value = "term")]
+    pub on_loss: OnLoss,
+    /// Milliseconds between SIGTERM and SIGKILL when the lease is lost (with
+    /// --on-loss term)
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_GRACE_MS, value_parser = parse_grace, allow_negative_numbers = true)]
+    pub grace: u64,
     /// The command to run while holding the lease, and its arguments (after `--`)
     #[arg(value_name = "COMMAND", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
@@ -211,9 +256,27 @@ fn parse_ttl(text: &str) -> Result<u64, String> {
 }
 
 fn parse_wait(text: &str) -> Result<u64, String> {
+    if text.trim().eq_ignore_ascii_case("forever") {
+        return Ok(WAIT_FOREVER);
+    }
     text.parse::<u64>().map_err(|_| {
-        "the wait is a whole number of milliseconds, 0 or more, such as 60000".to_string()
+        "the wait is a whole number of milliseconds, 0 or more, such as 60000, or `forever`"
+            .to_string()
     })
+}
+
+fn parse_grace(text: &str) -> Result<u64, String> {
+    text.parse::<u64>().map_err(|_| {
+        "the grace is a whole number of milliseconds, 0 or more, such as 5000".to_string()
+    })
+}
+
+fn parse_exit_code(text: &str) -> Result<u8, String> {
+    match text.parse::<u8>() {
+        Ok(0) => Err("the conflict exit code must not be 0, which means success".into()),
+        Ok(code) => Ok(code),
+        Err(_) => Err("the conflict exit code is a whole number from 1 to 255".into()),
+    }
 }
 
 fn parse_owner(text: &str) -> Result<String, String> {

@@ -1,15 +1,21 @@
 //! `claim`, `check`, `renew`, `release` and `status`: one store operation each.
 
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use fencepost::{ClaimState, Error, Resource, Store, TryAcquire};
+use fencepost::{ClaimState, Error, Lease, Resource, Store};
 
 use crate::Failure;
 use crate::args::{ClaimArgs, RenewArgs, StatusArgs, TokenArgs};
 use crate::output::{
-    LeaseJson, VerdictJson, describe_error, emit, emit_json, held_refusal, human_precise, now_ms,
-    refusal_holder, refusal_reason, resource_name, status_table, until_ms,
+    LeaseJson, VerdictJson, describe_error, emit, emit_json, held_refusal, human_precise,
+    loss_reason, now_ms, refusal_holder, refusal_reason, report, resource_name, status_table,
+    until_ms,
 };
+use crate::sys;
+use crate::waiting::{self, Acquired};
 
 /// An opened store and the string that opens it again (its directory).
 pub struct Context {
@@ -28,20 +34,19 @@ fn resource_label(resource: &Resource) -> Result<String, Failure> {
 pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
-    match ctx
-        .store
-        .try_acquire(&resource, &args.timing.options(&ctx.owner))?
-    {
-        TryAcquire::Acquired(lease) => {
-            if args.json {
-                emit_json(&LeaseJson::new(&lease, &ctx.locator))?;
-            } else {
-                emit(&lease.token().to_string())?;
+    // A held lease lives as long as this process: a waiter on this host may take it
+    // over once the process is provably gone. A plain claim outlives its process.
+    let options = args.timing.options(&ctx.owner).tied_to_process(args.hold);
+    match waiting::try_acquire(&ctx.store, &resource, &options)? {
+        Acquired::Lease(lease) => {
+            if args.hold {
+                return hold(ctx, args, lease);
             }
+            print_lease(ctx, args, &lease)?;
             Ok(ExitCode::SUCCESS)
         }
-        TryAcquire::Held(holder) => {
-            let message = held_refusal(&resource, &holder, args.timing.wait);
+        Acquired::Held(holder, waited_ms) => {
+            let message = held_refusal(&resource, &holder, args.timing.wait, waited_ms);
             if args.json {
                 emit_json(&VerdictJson {
                     ok: false,
@@ -53,8 +58,66 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
                     store: &ctx.locator,
                 })?;
             }
-            Err(Failure::Refused(message))
+            Err(Failure::Code(args.timing.conflict_exit_code, message))
         }
+    }
+}
+
+fn print_lease(ctx: &Context, args: &ClaimArgs, lease: &Lease) -> Result<(), Failure> {
+    if args.json {
+        emit_json(&LeaseJson::new(lease, &ctx.locator))
+    } else {
+        emit(&lease.token().to_string())
+    }
+}
+
+/// `claim --hold`: print the token, keep the lease alive until SIGINT or SIGTERM
+/// (Ctrl+C), then release it. A loss meanwhile is reported at once and ends the
+/// hold with the conflict exit code.
+fn hold(ctx: &Context, args: &ClaimArgs, lease: Lease) -> Result<ExitCode, Failure> {
+    let target = lease.resource().target();
+    // Catch the signals before anyone can learn the token and act on it.
+    let mut termination = match sys::Termination::install() {
+        Ok(termination) => termination,
+        Err(error) => {
+            let _ = ctx.store.release(&lease);
+            return Err(Failure::Error(format!(
+                "cannot catch termination signals for --hold: {error}; nothing is held"
+            )));
+        }
+    };
+    let lost = Arc::new(AtomicBool::new(false));
+    let keepalive = {
+        let lost = Arc::clone(&lost);
+        let target = target.clone();
+        ctx.store.keepalive_with(lease.clone(), move |error| {
+            report(&format!("lease on {target} lost: {}", loss_reason(error)));
+            lost.store(true, Ordering::SeqCst);
+        })
+    };
+    if let Err(failure) = print_lease(ctx, args, &lease) {
+        // Nobody learned the token: give the lease back.
+        let _ = keepalive.release();
+        return Err(failure);
+    }
+    termination.wait(&lost, Duration::from_millis(20));
+    let released = keepalive.release();
+    if lost.load(Ordering::SeqCst) {
+        return Ok(ExitCode::from(args.timing.conflict_exit_code));
+    }
+    match released {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(
+            error @ (Error::Superseded { .. } | Error::Expired { .. } | Error::NotHolder { .. }),
+        ) => {
+            report(&format!("lease on {target} lost: {}", loss_reason(&error)));
+            Ok(ExitCode::from(args.timing.conflict_exit_code))
+        }
+        Err(error) => Err(Failure::Error(format!(
+            "could not release {target} (it expires by itself within {} ms): {}",
+            args.timing.ttl,
+            describe_error(&error)
+        ))),
     }
 }
 

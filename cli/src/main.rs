@@ -10,6 +10,7 @@ mod output;
 mod run;
 mod store;
 mod sys;
+mod waiting;
 
 use std::process::ExitCode;
 
@@ -34,6 +35,10 @@ pub enum Failure {
     /// Exit 3 with this one-line message: the resource is held, the token is stale
     /// or not the holder.
     Refused(String),
+    /// Exit with this code and this one-line message: a refusal with the
+    /// caller's `--conflict-exit-code`, or `run`'s 126 / 127 for a command that
+    /// cannot be executed / was not found.
+    Code(u8, String),
     /// Stdout was closed by the reader (`fencepost status | head -1`): end quietly.
     BrokenPipe,
 }
@@ -63,6 +68,10 @@ fn main() -> ExitCode {
         Err(Failure::Refused(message)) => {
             report(&message);
             ExitCode::from(EXIT_REFUSED)
+        }
+        Err(Failure::Code(code, message)) => {
+            report(&message);
+            ExitCode::from(code)
         }
     }
 }

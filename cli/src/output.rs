@@ -166,14 +166,30 @@ pub fn held_message(label: &str, holder: &Holder) -> String {
     )
 }
 
-/// The refusal of `claim` or `run` when the resource stayed held: who holds it, and
-/// the hint to wait when no wait was given.
-pub fn held_refusal(resource: &fencepost::Resource, holder: &Holder, wait_ms: u64) -> String {
-    let mut message = held_message(&resource.target(), holder);
+/// The refusal of `claim` or `run` when the resource stayed held: who holds it and
+/// until when, and the next step. With a wait, it says that it waited and for how
+/// long (`waited_ms`, measured).
+pub fn held_refusal(
+    resource: &fencepost::Resource,
+    holder: &Holder,
+    wait_ms: u64,
+    waited_ms: u64,
+) -> String {
     if wait_ms == 0 {
-        message.push_str("; pass --wait MS to wait for it");
+        return format!(
+            "{}; pass --wait MS to wait for it",
+            held_message(&resource.target(), holder)
+        );
     }
-    message
+    format!(
+        "gave up after {} waiting for {} (held by {}, pid {}, token {}, expires in {}); wait longer with --wait MS or --wait forever",
+        human_precise(i64::try_from(waited_ms).unwrap_or(i64::MAX)),
+        printable(&resource.target()),
+        printable(&holder.owner),
+        holder.pid,
+        holder.token,
+        human_precise(until_ms(holder.expires_at_ms, now_ms()))
+    )
 }
 
 /// `cli (pid 123, token 4, expires in 29.1s)`.

@@ -1,52 +1,68 @@
 //! `run`: hold a lease for as long as a command runs (docs/protocol.md §7).
 //!
-//! Acquire (waiting if asked), keep the lease alive from a background thread
-//! (renewing every ttl/3 with the same token), spawn the child with the token in its
-//! environment, forward termination signals to it, wait, release. The exit code is
-//! the child's, except that a lease lost while the child ran is exit 3: the child's
-//! work was not protected, whatever it reported.
+//! Acquire (waiting if asked, with the waiting line on a terminal), keep the lease
+//! alive from a background thread (renewing every ttl/3 with the same token, and
+//! watching it in between), spawn the child in its own process tree with the token
+//! in its environment, forward termination signals to the tree, wait, release. The
+//! exit code is the child's, except that a lease lost while the child ran is exit 3
+//! (or `--conflict-exit-code`): the child's work was not protected, whatever it
+//! reported. On a loss the child's whole tree is stopped (`--on-loss`, `--grace`),
+//! so it does not go on writing unfenced.
 
 use std::ffi::OsString;
+use std::io;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use fencepost::{Error, Resource, TryAcquire};
+use fencepost::{Error, Resource};
 
 use crate::Failure;
-use crate::args::RunArgs;
+use crate::args::{OnLoss, RunArgs};
 use crate::commands::Context;
-use crate::output::{describe_error, held_refusal, loss_reason, report};
-use crate::sys;
+use crate::output::{describe_error, held_refusal, human_precise, loss_reason, report};
+use crate::sys::{self, ProcessTree};
+use crate::waiting::{self, Acquired};
+
+/// How often a stopping tree is looked at during the grace period.
+const GRACE_POLL: Duration = Duration::from_millis(20);
 
 pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let environment = child_environment(&resource)?;
-    let lease = match ctx
-        .store
-        .try_acquire(&resource, &args.timing.options(&ctx.owner))?
-    {
-        TryAcquire::Acquired(lease) => lease,
-        TryAcquire::Held(holder) => {
-            return Err(Failure::Refused(held_refusal(
-                &resource,
-                &holder,
-                args.timing.wait,
-            )));
+    let conflict = args.timing.conflict_exit_code;
+    // The lease lives exactly as long as this process keeps it alive.
+    let options = args.timing.options(&ctx.owner).tied_to_process(true);
+    let lease = match waiting::try_acquire(&ctx.store, &resource, &options)? {
+        Acquired::Lease(lease) => lease,
+        Acquired::Held(holder, waited_ms) => {
+            return Err(Failure::Code(
+                conflict,
+                held_refusal(&resource, &holder, args.timing.wait, waited_ms),
+            ));
         }
     };
     let token = lease.token();
 
-    // The loss is reported the moment the renewal thread sees it, not when the
-    // child ends: whoever watches stderr learns at once that the child's writes are
-    // no longer fenced.
-    let lost = Arc::new(AtomicBool::new(false));
+    // The loss is reported the moment the keepalive sees it, not when the child
+    // ends, and the child's tree is stopped: whoever watches stderr learns at once
+    // that the child's writes are no longer fenced, and the child stops making them.
+    let stopper = Arc::new(Stopper::new(
+        args.on_loss,
+        Duration::from_millis(args.grace),
+    ));
     let keepalive = {
-        let lost = Arc::clone(&lost);
+        let stopper = Arc::clone(&stopper);
         let target = resource.target();
+        let policy = describe_policy(args.on_loss, args.grace);
         ctx.store.keepalive_with(lease, move |error| {
-            lost.store(true, Ordering::SeqCst);
-            report(&format!("lease on {target} lost: {}", loss_reason(error)));
+            report(&format!(
+                "lease on {target} lost: {}; {policy}",
+                loss_reason(error)
+            ));
+            stopper.lost();
         })
     };
 
@@ -71,6 +87,13 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     for (name, value) in environment {
         command.env(name, value);
     }
+    let terminal = ProcessTree::prepare(&mut command);
+    if stopper.is_lost() {
+        // Lost before the child started: do not start it.
+        forwarder.finish();
+        let _ = keepalive.release();
+        return Ok(ExitCode::from(conflict));
+    }
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => {
@@ -83,30 +106,44 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
             if let Err(e) = released {
                 message.push_str(&format!(" (and the lease was not released: {e})"));
             }
-            return Err(Failure::Error(message));
+            // The shell's codes: 127 not found, 126 found but not executable.
+            let code = if error.kind() == io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            return Err(Failure::Code(code, message));
         }
     };
     forwarder.set_child(child.id());
+    match ProcessTree::adopt(&child, terminal) {
+        Ok(tree) => stopper.adopt(tree),
+        Err(error) => report(&format!(
+            "warning: the child's process tree cannot be stopped on a loss: {error}"
+        )),
+    }
     let status = child.wait();
     forwarder.finish();
+    // A stop under way goes on until the whole tree is gone (or was killed).
+    stopper.finish();
 
     // Stops the renewal thread (after it reported any loss), then releases.
     let released = keepalive.release();
-    if lost.load(Ordering::SeqCst) {
-        return Ok(ExitCode::from(3));
+    if stopper.is_lost() {
+        return Ok(ExitCode::from(conflict));
     }
     match released {
         Ok(()) => {}
         Err(
             error @ (Error::Superseded { .. } | Error::Expired { .. } | Error::NotHolder { .. }),
         ) => {
-            // Lost after the last renewal, before the release: still a loss.
+            // Lost after the last look, before the release: still a loss.
             report(&format!(
                 "lease on {} lost: {}",
                 resource.target(),
                 loss_reason(&error)
             ));
-            return Ok(ExitCode::from(3));
+            return Ok(ExitCode::from(conflict));
         }
         Err(error) => report(&format!(
             "warning: could not release {} (it expires by itself within {} ms): {}",
@@ -122,6 +159,121 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         ))
     })?;
     Ok(sys::exit_code(status))
+}
+
+/// What happens to the child on a loss, for the loss report.
+fn describe_policy(policy: OnLoss, grace_ms: u64) -> String {
+    let grace = human_precise(i64::try_from(grace_ms).unwrap_or(i64::MAX));
+    match policy {
+        OnLoss::Term if cfg!(windows) => {
+            format!("stopping the command (Ctrl+Break, then its job is terminated after {grace})")
+        }
+        OnLoss::Term => {
+            format!("stopping the command (SIGTERM to its process group, SIGKILL after {grace})")
+        }
+        OnLoss::Signal => "sent SIGTERM to the command's process group".into(),
+        OnLoss::Keep => {
+            "the command keeps running (--on-loss keep); its writes are not fenced".into()
+        }
+    }
+}
+
+/// Stops the child's tree once the lease is lost and the tree is known, whichever
+/// comes last, exactly once, on its own thread.
+struct Stopper {
+    policy: OnLoss,
+    grace: Duration,
+    tree: OnceLock<Arc<ProcessTree>>,
+    lost: AtomicBool,
+    started: AtomicBool,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Stopper {
+    fn new(policy: OnLoss, grace: Duration) -> Stopper {
+        Stopper {
+            policy,
+            grace,
+            tree: OnceLock::new(),
+            lost: AtomicBool::new(false),
+            started: AtomicBool::new(false),
+            thread: Mutex::new(None),
+        }
+    }
+
+    fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// The lease is lost.
+    fn lost(&self) {
+        self.lost.store(true, Ordering::SeqCst);
+        self.start_if_ready();
+    }
+
+    /// The child's tree exists.
+    fn adopt(&self, tree: ProcessTree) {
+        let _ = self.tree.set(Arc::new(tree));
+        self.start_if_ready();
+    }
+
+    fn start_if_ready(&self) {
+        if self.policy == OnLoss::Keep || !self.is_lost() {
+            return;
+        }
+        let Some(tree) = self.tree.get() else {
+            return;
+        };
+        if self.started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (policy, grace) = (self.policy, self.grace);
+        let thread = {
+            let tree = Arc::clone(tree);
+            std::thread::Builder::new()
+                .name("fencepost-stop".into())
+                .spawn(move || stop(&tree, policy, grace))
+        };
+        match thread {
+            Ok(thread) => {
+                *self.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
+            }
+            Err(error) => {
+                report(&format!(
+                    "cannot start stopping the command: {error}; killing it"
+                ));
+                tree.kill();
+            }
+        }
+    }
+
+    /// Waits for a stop under way, then hands the terminal back.
+    fn finish(&self) {
+        let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+        if let Some(tree) = self.tree.get() {
+            tree.finish();
+        }
+    }
+}
+
+/// SIGTERM to the tree; with `term`, SIGKILL once `grace` passed and something of
+/// the tree still runs.
+fn stop(tree: &ProcessTree, policy: OnLoss, grace: Duration) {
+    tree.terminate();
+    if policy != OnLoss::Term {
+        return;
+    }
+    let deadline = Instant::now() + grace;
+    while tree.is_alive() {
+        if Instant::now() >= deadline {
+            tree.kill();
+            return;
+        }
+        std::thread::sleep(GRACE_POLL);
+    }
 }
 
 /// FENCEPOST_RESOURCE (`lock:NAME` or `file:/abs/path`) and FENCEPOST_LOCK or

@@ -1,5 +1,6 @@
-//! A hard-killed holder blocks until its ttl, no longer (docs/protocol.md §10), and its token
-//! never passes again (docs/protocol.md I3).
+//! With dead-holder takeover switched off, a hard-killed holder blocks until its
+//! ttl, no longer, and its token never passes again (docs/protocol.md I3). (With it on, the
+//! default, see takeover.rs.)
 
 use std::time::Duration;
 
@@ -36,7 +37,14 @@ fn a_killed_run_blocks_until_its_ttl_and_its_token_is_dead() {
 
     // Still held: nobody may take it before the ttl.
     s.cmd()
-        .args(["claim", "--lock", "x", "--wait", "0"])
+        .args([
+            "claim",
+            "--lock",
+            "x",
+            "--wait",
+            "0",
+            "--no-dead-holder-takeover",
+        ])
         .assert()
         .code(3);
 
@@ -44,6 +52,7 @@ fn a_killed_run_blocks_until_its_ttl_and_its_token_is_dead() {
     let output = s
         .cmd()
         .args(["claim", "--lock", "x", "--wait", "5000", "--json"])
+        .arg("--no-dead-holder-takeover")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");

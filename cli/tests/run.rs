@@ -115,14 +115,14 @@ fn run_releases_after_the_child_ends() {
 }
 
 #[test]
-fn a_command_that_cannot_start_is_exit_1_and_releases() {
+fn a_command_that_cannot_start_is_exit_127_and_releases() {
     let s = Scratch::new();
     let output = s
         .cmd()
         .args(["run", "--lock", "x", "--", "./no-such-command-here"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(127));
     assert!(one_line_stderr(&output).contains("cannot run ./no-such-command-here"));
     assert_eq!(s.entry("x").unwrap()["state"], "released");
     s.cmd().args(["claim", "--lock", "x"]).assert().code(0);

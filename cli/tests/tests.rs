@@ -20,3 +20,12 @@ mod contention;
 mod hard_kill;
 #[cfg(unix)]
 mod run;
+
+// Issue 16: lease loss, dead-holder takeover, waiting, exit codes, hold. Linux only
+// where they read /proc or mount a tmpfs.
+#[cfg(target_os = "linux")]
+mod loss;
+#[cfg(target_os = "linux")]
+mod takeover;
+#[cfg(unix)]
+mod waiting;

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use fencepost::record::{self, Record};
 use fencepost::{
-    AcquireOptions, ClaimState, Durability, Error, Key, LeaseStore, ManualClock, Resource,
-    SteppedClock, Store, TryAcquire,
+    AcquireOptions, ClaimState, Durability, Error, Key, LeaseStore, Liveness, ManualClock,
+    ProcessEvidence, Resource, SteppedClock, Store, SystemLiveness, TryAcquire, Verdict,
 };
 
 use crate::{Failed, Fixture, Job, Requirement};
@@ -74,6 +74,9 @@ scenarios! {
     25 power_cut_lost_tombstone_is_held_until_ttl PowerCut "docs/protocol.md §3.6, durability: tombstones unflushed";
     26 create_is_exclusive None "docs/protocol.md §4: atomic exclusive create";
     27 records_round_trip None "docs/protocol.md §4: listing, reads and removal";
+    28 dead_holder_is_taken_over_early SharedAcrossProcesses "dead-holder takeover: SIGKILLed holder, ttl 60 s, successor < 1 s; I3";
+    29 paused_holder_is_not_taken_over_early SharedAcrossProcesses "dead-holder takeover: an alive (SIGSTOPped) holder keeps its ttl";
+    30 takeover_needs_same_host_and_a_definite_death None "dead-holder takeover: never across hosts or boots, never on doubt";
 }
 
 const TTL_MS: u64 = 30_000;
@@ -552,6 +555,7 @@ fn sample_record(key: &Key, token: u64, generation: u64, granted_at_ms: u64) -> 
         expires_at_ms: granted_at_ms + TTL_MS,
         ttl_ms: TTL_MS,
         released: false,
+        process: None,
     }
     .encode()
 }
@@ -876,6 +880,7 @@ fn hard_kill<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Fail
         lock: "killed-holder".into(),
         ttl_ms,
         token_file: token_file.clone(),
+        tied_to_process: false,
     })?;
     let dead_token: u64 = wait_for_line(&token_file, Duration::from_secs(30))?
         .parse()
@@ -1135,5 +1140,250 @@ fn records_round_trip<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result
             .is_empty(),
         "an unused key lists generations"
     );
+    Ok(())
+}
+
+/// A holder that keeps its lease alive (records with liveness evidence), ttl 60 s,
+/// in a worker process: the worker and its token (written to `token_file`).
+fn tied_holder<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+    lock: &str,
+    token_file: &str,
+) -> Result<(std::process::Child, u64), Failed> {
+    let token_file = f.scratch_file(token_file);
+    let worker = f.spawn_worker(&Job::Hold {
+        lock: lock.into(),
+        ttl_ms: 60_000,
+        token_file: token_file.clone(),
+        tied_to_process: true,
+    })?;
+    let token = wait_for_line(&token_file, Duration::from_secs(30))?
+        .parse()
+        .map_err(|_| "bad token from the holder")?;
+    Ok((worker, token))
+}
+
+fn dead_holder_is_taken_over_early<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let lock = Resource::lock("dead-holder");
+    let (mut worker, dead) = tied_holder(f, "dead-holder", "first")?;
+    worker.kill().map_err(|e| fail("SIGKILL", e))?;
+    let _ = worker.wait();
+    let killed = Instant::now();
+    let store = f.store();
+    let options = AcquireOptions::new(TTL_MS)
+        .owner("successor")
+        .wait_ms(5_000);
+    let outcome = store
+        .try_acquire(&lock, &options)
+        .map_err(|e| fail("acquire", e))?;
+    if SystemLiveness.this_process().is_none() {
+        // No evidence on this platform: the dead holder keeps plain ttl semantics.
+        ensure!(
+            matches!(outcome, TryAcquire::Held(_)),
+            "taken over early on a platform that gives no liveness evidence"
+        );
+        return Ok(());
+    }
+    let TryAcquire::Acquired(lease) = outcome else {
+        return Err("the SIGKILLed holder was not taken over within 5 s of its death".into());
+    };
+    ensure!(
+        killed.elapsed() < Duration::from_secs(1),
+        "the successor waited {:?} for a dead holder",
+        killed.elapsed()
+    );
+    ensure!(
+        lease.token() > dead,
+        "successor token {} not above the dead holder's {dead}",
+        lease.token()
+    );
+    ensure!(
+        !check(&store, &lock, dead)?,
+        "the dead holder's token passes check"
+    );
+    // The off switch: a second dead holder is waited out.
+    store.release(&lease).map_err(|e| fail("release", e))?;
+    let (mut worker, _) = tied_holder(f, "dead-holder", "second")?;
+    worker.kill().map_err(|e| fail("SIGKILL", e))?;
+    let _ = worker.wait();
+    let pure_ttl = AcquireOptions::new(TTL_MS)
+        .owner("patient")
+        .dead_holder_takeover(false);
+    ensure!(
+        matches!(
+            store
+                .try_acquire(&lock, &pure_ttl)
+                .map_err(|e| fail("acquire", e))?,
+            TryAcquire::Held(_)
+        ),
+        "dead_holder_takeover(false) took over before the ttl"
+    );
+    Ok(())
+}
+
+fn paused_holder_is_not_taken_over_early<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let lock = Resource::lock("paused-holder");
+    let (worker, token) = tied_holder(f, "paused-holder", "token")?;
+    let mut worker = KillOnDrop(worker);
+    // A paused process is alive: it may wake up and renew. (Where there is no
+    // SIGSTOP, a running holder is the same question.)
+    #[cfg(unix)]
+    signal(worker.0.id(), "STOP")?;
+    let outcome = f
+        .store()
+        .try_acquire(
+            &lock,
+            &AcquireOptions::new(TTL_MS).owner("waiter").wait_ms(1_500),
+        )
+        .map_err(|e| fail("acquire", e));
+    #[cfg(unix)]
+    signal(worker.0.id(), "CONT")?;
+    match outcome? {
+        TryAcquire::Held(holder) => ensure!(
+            holder.token == token,
+            "held by token {}, expected the paused holder's {token}",
+            holder.token
+        ),
+        TryAcquire::Acquired(_) => {
+            return Err("a paused (alive) holder was taken over before its ttl".into());
+        }
+    }
+    let _ = worker.0.kill();
+    let _ = worker.0.wait();
+    Ok(())
+}
+
+/// Kills a worker when the scenario ends, even when it fails.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[cfg(unix)]
+fn signal(pid: u32, name: &str) -> Result<(), Failed> {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .map_err(|e| fail("kill", e))?;
+    ensure!(status.success(), "kill -{name} {pid} failed");
+    Ok(())
+}
+
+/// A liveness probe that says what the scenario wants: this process is on host
+/// `this`, and every process it is asked about has `verdict`.
+#[derive(Debug)]
+struct Told {
+    this: ProcessEvidence,
+    verdict: Verdict,
+}
+
+impl Liveness for Told {
+    fn this_process(&self) -> Option<ProcessEvidence> {
+        Some(self.this.clone())
+    }
+    fn verdict(&self, _evidence: &ProcessEvidence) -> Verdict {
+        self.verdict
+    }
+}
+
+fn takeover_needs_same_host_and_a_definite_death<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let here = ProcessEvidence {
+        host: "host-a pid:[1]".into(),
+        boot: "boot-a".into(),
+        pid: 4242,
+        start: 7,
+    };
+    let cases = [
+        (
+            "another host",
+            ProcessEvidence {
+                host: "host-b pid:[1]".into(),
+                ..here.clone()
+            },
+            Verdict::Gone,
+            false,
+        ),
+        (
+            "another pid namespace",
+            ProcessEvidence {
+                host: "host-a pid:[2]".into(),
+                ..here.clone()
+            },
+            Verdict::Gone,
+            false,
+        ),
+        (
+            "another boot",
+            ProcessEvidence {
+                boot: "boot-b".into(),
+                ..here.clone()
+            },
+            Verdict::Gone,
+            false,
+        ),
+        ("an unknown verdict", here.clone(), Verdict::Unknown, false),
+        ("a running holder", here.clone(), Verdict::Running, false),
+        ("a dead holder here", here.clone(), Verdict::Gone, true),
+    ];
+    for (i, (case, evidence, verdict, taken_over)) in cases.into_iter().enumerate() {
+        let lock = Resource::lock(format!("evidence-{i}"));
+        let key = key_of(&lock)?;
+        let now = SteppedClock::new();
+        let granted = fencepost::Clock::wall_ms(&now);
+        let record = Record {
+            v: record::FORMAT_VERSION,
+            key: key.to_string(),
+            label: format!("evidence-{i}"),
+            token: 1,
+            generation: 1,
+            holder: "planted-1".into(),
+            owner: "planted".into(),
+            pid: evidence.pid,
+            granted_at_ms: granted,
+            expires_at_ms: granted + TTL_MS,
+            ttl_ms: TTL_MS,
+            released: false,
+            process: Some(evidence),
+        };
+        plant(f.raw(), &key, 1, &record.encode())?;
+        let store = f.store().with_liveness(Told {
+            this: here.clone(),
+            verdict,
+        });
+        let outcome = store
+            .try_acquire(&lock, &opts("waiter"))
+            .map_err(|e| fail(case, e))?;
+        match (outcome, taken_over) {
+            (TryAcquire::Acquired(lease), true) => {
+                ensure!(
+                    lease.token() == 2,
+                    "{case}: token {} after 1",
+                    lease.token()
+                );
+                ensure!(
+                    !check(&store, &lock, 1)?,
+                    "{case}: the dead token passes check"
+                );
+            }
+            (TryAcquire::Held(_), false) => {}
+            (TryAcquire::Acquired(_), false) => {
+                return Err(format!("{case}: taken over before its ttl").into());
+            }
+            (TryAcquire::Held(_), true) => {
+                return Err(format!("{case}: a provably dead holder was waited out").into());
+            }
+        }
+    }
     Ok(())
 }

@@ -40,6 +40,10 @@ pub enum Job {
         ttl_ms: u64,
         /// Where the token is written once held.
         token_file: PathBuf,
+        /// Acquire with [`AcquireOptions::tied_to_process`], so the records carry
+        /// this worker's liveness evidence (dead-holder takeover).
+        #[serde(default)]
+        tied_to_process: bool,
     },
     /// Forever: acquire, renew, release `lock` — to be killed at a random point.
     Churn {
@@ -112,9 +116,13 @@ pub(crate) fn run_job(encoded: &str, open: impl Fn(&str) -> Result<Store, Backen
                 lock,
                 ttl_ms,
                 token_file,
+                tied_to_process,
             } => {
                 let resource = Resource::lock(lock);
-                let options = AcquireOptions::new(ttl_ms).owner("worker").wait_ms(120_000);
+                let options = AcquireOptions::new(ttl_ms)
+                    .owner("worker")
+                    .wait_ms(120_000)
+                    .tied_to_process(tied_to_process);
                 let lease = store
                     .acquire(&resource, &options)
                     .map_err(|e| e.to_string())?;

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::{Error, Lease, Result, Store};
 
@@ -31,7 +31,9 @@ impl Shared {
 }
 
 /// A lease renewed every ttl/3 by a background thread until released, stopped or
-/// dropped. The token never changes across renewals (docs/protocol.md I5).
+/// dropped. The token never changes across renewals (docs/protocol.md I5). Between renewals the
+/// thread looks at the lease every [`Store::watch_interval`] (one read per key), so
+/// a loss is reported at once rather than at the next renewal.
 ///
 /// When the lease is lost (superseded, expired, released by someone else, or the
 /// store stayed unusable until the ttl ran out) the thread stops, calls the loss
@@ -103,12 +105,17 @@ fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
     let interval = Duration::from_millis((lease.ttl_ms() / 3).max(1));
     let retry = Duration::from_millis((lease.ttl_ms() / RETRY_FRACTION).max(1));
     let mut wait = interval;
+    // The last backend error since the last successful renewal.
+    let mut failure = None;
     loop {
-        state = shared
-            .wake
-            .wait_timeout_while(state, wait, |s| !s.stop)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
+        state = match watch_while_waiting(store, shared, state, wait) {
+            Ok(state) => state,
+            Err(loss) => {
+                on_loss(&loss);
+                shared.lock().loss = Some(loss);
+                return;
+            }
+        };
         if state.stop {
             return;
         }
@@ -126,18 +133,64 @@ fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
             Ok(()) => {
                 state.lease = Some(lease);
                 wait = interval;
+                failure = None;
             }
             Err(Error::Backend(error)) if store.clock().wall_ms() < lease.expires_at_ms() => {
                 // Transient until the lease would have expired anyway: retry soon.
-                let _ = error;
+                failure = Some(error);
                 wait = retry;
             }
             Err(loss) => {
+                // Expired after failed renewals: the cause is the store's failure
+                // (a full disk, say), not a pause; report that.
+                let loss = match (loss, failure.take()) {
+                    (Error::Expired { .. }, Some(error)) => Error::Backend(error),
+                    (loss, _) => loss,
+                };
                 drop(state);
                 on_loss(&loss);
                 shared.lock().loss = Some(loss);
                 return;
             }
+        }
+    }
+}
+
+/// Waits `wait` (or until stopped), looking at the lease every
+/// [`Store::watch_interval`] meanwhile, so a takeover, a break or a release from
+/// elsewhere is reported within about one watch interval instead of at the next
+/// renewal. Returns the lock when the wait is over or a stop was asked, or the loss.
+fn watch_while_waiting<'a>(
+    store: &Store,
+    shared: &'a Shared,
+    mut state: MutexGuard<'a, State>,
+    wait: Duration,
+) -> std::result::Result<MutexGuard<'a, State>, Error> {
+    let until = Instant::now() + wait;
+    loop {
+        let now = Instant::now();
+        if state.stop || now >= until {
+            return Ok(state);
+        }
+        let step = (until - now).min(store.watch_interval());
+        state = shared
+            .wake
+            .wait_timeout_while(state, step, |s| !s.stop)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+        if state.stop || Instant::now() >= until {
+            return Ok(state);
+        }
+        let lease = state
+            .lease
+            .clone()
+            .expect("the lease is present while renewing");
+        drop(state);
+        let loss = store.watch(&lease);
+        state = shared.lock();
+        if let Some(loss) = loss.filter(|_| !state.stop) {
+            drop(state);
+            return Err(loss);
         }
     }
 }

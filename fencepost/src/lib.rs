@@ -49,6 +49,7 @@ mod clock;
 mod error;
 mod identity;
 mod keepalive;
+mod liveness;
 mod protocol;
 pub mod record;
 
@@ -57,6 +58,7 @@ pub use clock::{Clock, ManualClock, SteppedClock, SystemClock};
 pub use error::{Error, Holder, Result};
 pub use identity::{Identity, Key, Resource};
 pub use keepalive::Keepalive;
+pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
 pub use protocol::{AcquireOptions, ClaimState, Lease, StatusEntry, Store, TryAcquire, nonce};
 
 #[cfg(feature = "planted-bugs")]
@@ -73,6 +75,9 @@ pub mod planted {
     /// The liveness rule treats a record granted in the reader's future as expired
     /// instead of held (ignores backwards clocks).
     pub static LIVENESS_IGNORES_BACKWARDS_CLOCK: AtomicBool = AtomicBool::new(false);
+    /// Dead-holder takeover trusts evidence from another host (or boot): a pid that
+    /// does not exist here is taken for a dead holder there.
+    pub static TAKEOVER_IGNORES_HOST: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::backend::{CreateOutcome, Durability, LeaseStore};
 use crate::clock::{Clock, SystemClock};
+use crate::liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict, same_host};
 use crate::record::{self, Decoded, Envelope, FORMAT_VERSION, Record};
 use crate::{Error, Holder, Key, Resource, Result};
 
@@ -36,6 +37,17 @@ pub struct AcquireOptions {
     pub owner: String,
     /// How long to wait for a held resource, in milliseconds; 0 fails at once.
     pub wait_ms: u64,
+    /// The tenure lives only as long as this process, which keeps it alive (a
+    /// [`crate::Keepalive`], `fencepost run`, the MCP server): its records carry this
+    /// process's [`crate::ProcessEvidence`], so a waiter on the same host may take
+    /// it over as soon as the process provably ended. Default `false`: a lease
+    /// meant to outlive the process that claimed it (the CLI's plain `claim`) must
+    /// never look dead.
+    pub tied_to_process: bool,
+    /// While waiting, treat a holder whose process provably no longer runs on this
+    /// host as expired (dead-holder takeover). Default `true`; `false` is pure ttl
+    /// semantics.
+    pub dead_holder_takeover: bool,
 }
 
 impl AcquireOptions {
@@ -45,7 +57,21 @@ impl AcquireOptions {
             ttl_ms,
             owner: "fencepost".into(),
             wait_ms: 0,
+            tied_to_process: false,
+            dead_holder_takeover: true,
         }
+    }
+
+    /// Sets [`AcquireOptions::tied_to_process`].
+    pub fn tied_to_process(mut self, tied: bool) -> Self {
+        self.tied_to_process = tied;
+        self
+    }
+
+    /// Sets [`AcquireOptions::dead_holder_takeover`].
+    pub fn dead_holder_takeover(mut self, enabled: bool) -> Self {
+        self.dead_holder_takeover = enabled;
+        self
     }
 
     /// Sets the owner name.
@@ -220,12 +246,18 @@ pub struct StatusEntry {
 /// A backend plus the protocol on top: acquire, check, renew, release, status,
 /// sweep and keepalive.
 ///
-/// Cheap to clone (two `Arc`s); clones share the backend and clock.
+/// Cheap to clone (a few `Arc`s); clones share the backend, clock and liveness probe.
 #[derive(Debug, Clone)]
 pub struct Store {
     backend: Arc<dyn LeaseStore>,
     clock: Arc<dyn Clock>,
+    liveness: Arc<dyn Liveness>,
+    watch_interval: Duration,
 }
+
+/// How often a [`crate::Keepalive`] looks at its lease between renewals by default,
+/// so a takeover or break is noticed within about this long.
+pub const DEFAULT_WATCH_INTERVAL: Duration = Duration::from_millis(40);
 
 /// The newest record of a series as read: its generation (0 for an empty series)
 /// and what it decoded to.
@@ -298,15 +330,36 @@ impl Store {
 
     /// The protocol over `backend`, with an injected clock (tests step it).
     pub fn with_clock(backend: impl LeaseStore + 'static, clock: impl Clock + 'static) -> Self {
-        Store {
-            backend: Arc::new(backend),
-            clock: Arc::new(clock),
-        }
+        Self::from_parts(Arc::new(backend), Arc::new(clock))
     }
 
     /// The protocol over an already shared backend and clock.
     pub fn from_parts(backend: Arc<dyn LeaseStore>, clock: Arc<dyn Clock>) -> Self {
-        Store { backend, clock }
+        Store {
+            backend,
+            clock,
+            liveness: Arc::new(SystemLiveness),
+            watch_interval: DEFAULT_WATCH_INTERVAL,
+        }
+    }
+
+    /// The same store with another liveness probe (tests and model checks decide
+    /// which processes are dead).
+    pub fn with_liveness(mut self, liveness: impl Liveness + 'static) -> Self {
+        self.liveness = Arc::new(liveness);
+        self
+    }
+
+    /// The same store with another watch interval for keepalives (at least 1 ms):
+    /// shorter notices a loss sooner, longer reads the backend less often.
+    pub fn with_watch_interval(mut self, interval: Duration) -> Self {
+        self.watch_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How often a keepalive looks at its lease between renewals.
+    pub fn watch_interval(&self) -> Duration {
+        self.watch_interval
     }
 
     /// The backend.
@@ -353,6 +406,23 @@ impl Store {
     ///
     /// As [`Store::acquire`], except [`Error::Held`].
     pub fn try_acquire(&self, resource: &Resource, options: &AcquireOptions) -> Result<TryAcquire> {
+        self.try_acquire_observed(resource, options, &mut |_, _| {})
+    }
+
+    /// Like [`Store::try_acquire`], and calls `on_wait(holder, waited_ms)` each time
+    /// it is about to back off because `holder` holds the resource (`waited_ms`: how
+    /// long this call has waited so far, by the monotonic clock). For progress
+    /// displays; it decides nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::try_acquire`].
+    pub fn try_acquire_observed(
+        &self,
+        resource: &Resource,
+        options: &AcquireOptions,
+        on_wait: &mut dyn FnMut(&Holder, u64),
+    ) -> Result<TryAcquire> {
         if options.ttl_ms == 0 {
             return Err(Error::InvalidArgument(
                 "ttl must be at least 1 millisecond".into(),
@@ -361,7 +431,8 @@ impl Store {
         let identity = resource.identity()?;
         let keys = identity.keys();
         let holder_id = new_holder_id(&options.owner);
-        let deadline = self.clock.monotonic_ms().saturating_add(options.wait_ms);
+        let started = self.clock.monotonic_ms();
+        let deadline = started.saturating_add(options.wait_ms);
         let mut backoff_ms = BACKOFF_START_MS;
         let mut lapses = 0;
         let mut watches: Vec<Watch> = keys.iter().map(|_| Watch::default()).collect();
@@ -372,7 +443,7 @@ impl Store {
             if keys.len() > 1 {
                 for (key, watch) in keys.iter().zip(&mut watches) {
                     let newest = self.read_newest(key)?;
-                    held = self.live_holder(&newest, watch);
+                    held = self.live_holder(&newest, watch, options);
                     if held.is_some() {
                         break;
                     }
@@ -437,6 +508,7 @@ impl Store {
             if mono >= deadline {
                 return Ok(TryAcquire::Held(holder));
             }
+            on_wait(&holder, mono.saturating_sub(started));
             let step = jittered(backoff_ms).min(deadline - mono).max(1);
             self.clock.sleep(Duration::from_millis(step));
             backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
@@ -493,10 +565,26 @@ impl Store {
     /// The holder of `newest` if it is live and has not stagnated: the same newest
     /// record seen for a full ttl of this process's monotonic clock counts as
     /// expired (the stagnation bound of docs/protocol.md §3.4).
-    fn live_holder(&self, newest: &Newest, watch: &mut Watch) -> Option<Holder> {
+    fn live_holder(
+        &self,
+        newest: &Newest,
+        watch: &mut Watch,
+        options: &AcquireOptions,
+    ) -> Option<Holder> {
         let envelope = newest
             .envelope()
             .filter(|e| record::is_live(e, self.clock.wall_ms()))?;
+        if options.dead_holder_takeover
+            && newest
+                .claim()
+                .and_then(|r| r.process.as_ref())
+                .is_some_and(|evidence| self.provably_dead(evidence))
+        {
+            // Dead-holder takeover: the holder's process is gone, so its record is
+            // treated as expired. Safe only because the fence refuses its token
+            // from our claim on (docs/design-01-lease-and-fence.md).
+            return None;
+        }
         let mono = self.clock.monotonic_ms();
         let first_seen = match watch.watched {
             Some((generation, since)) if generation == newest.generation => since,
@@ -514,6 +602,15 @@ impl Store {
         (!stagnant).then(|| newest.holder().expect("a live record has a holder"))
     }
 
+    /// True only when `evidence` names a process of this host and boot that the
+    /// liveness probe says definitely no longer runs; every doubt is `false`.
+    fn provably_dead(&self, evidence: &ProcessEvidence) -> bool {
+        self.liveness
+            .this_process()
+            .is_some_and(|ours| same_host(evidence, &ours))
+            && self.liveness.verdict(evidence) == Verdict::Gone
+    }
+
     /// Claims one key without waiting: creates generation newest+1 (token = that
     /// generation), flushed, and confirms it is the newest and live; or reports the
     /// live holder.
@@ -527,7 +624,7 @@ impl Store {
     ) -> Result<Claim> {
         loop {
             let newest = self.read_newest(key)?;
-            if let Some(holder) = self.live_holder(&newest, watch) {
+            if let Some(holder) = self.live_holder(&newest, watch, options) {
                 return Ok(Claim::Held(holder));
             }
 
@@ -559,6 +656,11 @@ impl Store {
                 expires_at_ms: granted_at_ms.saturating_add(options.ttl_ms),
                 ttl_ms: options.ttl_ms,
                 released: false,
+                process: if options.tied_to_process {
+                    self.liveness.this_process()
+                } else {
+                    None
+                },
             };
             match self
                 .backend
@@ -635,6 +737,43 @@ impl Store {
             .claim()
             .is_some_and(|r| Some(r.holder.as_str()) == holder_id);
         Ok(if live && !ours { newest.holder() } else { None })
+    }
+
+    /// A cheap look at whether `lease` was lost since its last renewal: one read of
+    /// the newest record of each of its keys. `Some(loss)` only on a definite
+    /// answer — a decodable newest record of another tenure (a takeover, or a
+    /// record of a newer format), or this tenure's own tombstone (released
+    /// elsewhere) — classified as [`Store::renew`] would report it. A torn newest
+    /// record (a create in progress) or a backend error is no answer: the next
+    /// renewal decides.
+    pub fn watch(&self, lease: &Lease) -> Option<Error> {
+        let keys = std::iter::once((&lease.key, lease.token))
+            .chain(lease.others.iter().map(|held| (&held.key, held.token)));
+        for (key, token) in keys {
+            let Ok(newest) = self.read_newest(key) else {
+                continue;
+            };
+            let lost = match &newest.decoded {
+                Some(Decoded::Record(r)) if r.token == token && r.holder == lease.holder_id => {
+                    if !r.released {
+                        continue;
+                    }
+                    Error::NotHolder {
+                        label: lease.label.clone(),
+                        token: lease.token,
+                        newest: None,
+                    }
+                }
+                Some(Decoded::Record(_) | Decoded::Newer { .. }) => Error::Superseded {
+                    label: lease.label.clone(),
+                    token: lease.token,
+                    by_token: newest.token(),
+                },
+                Some(Decoded::Torn(_)) | None => continue,
+            };
+            return Some(lost);
+        }
+        None
     }
 
     /// Renews `lease`: writes generation newest+1 with the **same token** and a new

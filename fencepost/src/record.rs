@@ -39,6 +39,10 @@ pub struct Record {
     /// True for a tombstone written by release: never live, whatever the clocks say.
     #[serde(default)]
     pub released: bool,
+    /// What proves the tenure's process still runs, for dead-holder takeover; only
+    /// in records of a tenure that lives as long as its process (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<crate::ProcessEvidence>,
 }
 
 /// The fields every format version must keep, by which a reader of an older version
@@ -175,6 +179,7 @@ mod tests {
             expires_at_ms: 31_000,
             ttl_ms: 30_000,
             released: false,
+            process: None,
         }
     }
 

@@ -372,9 +372,13 @@ impl Inner {
                 resource.target()
             ));
         }
+        // The server keeps its leases alive until released and has no shutdown
+        // hook: once it is gone, its leases are a dead holder's (taken over early by
+        // a waiter on this host).
         let options = AcquireOptions::new(ttl_ms)
             .owner(self.owner.clone())
-            .wait_ms(wait_ms);
+            .wait_ms(wait_ms)
+            .tied_to_process(true);
         let lease = self.store.acquire(&resource, &options).map_err(describe)?;
         if cancelled() {
             // The client gave up while we waited: nobody will learn this token, so

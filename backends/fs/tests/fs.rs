@@ -371,6 +371,7 @@ fn valid_record_bytes(key: &Key, generation: u64) -> Vec<u8> {
         expires_at_ms: u64::MAX,
         ttl_ms: u64::MAX,
         released: false,
+        process: None,
     }
     .encode()
 }

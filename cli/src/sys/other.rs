@@ -1,11 +1,43 @@
-//! Platforms without POSIX signals. On Windows a console Ctrl+C or Ctrl+Break is
-//! delivered to every process attached to the console, the child included, so
-//! there is nothing to forward.
+//! Platforms that are neither POSIX nor Windows: the child is a single process, and
+//! nothing is forwarded.
 
 use std::io;
-use std::process::{ExitCode, ExitStatus};
+use std::process::{Child, Command, ExitCode, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Does nothing here; see the module docs.
+/// The child alone.
+pub struct ProcessTree;
+
+impl ProcessTree {
+    /// Nothing to prepare.
+    pub fn prepare(_command: &mut Command) -> bool {
+        false
+    }
+
+    /// Cannot stop a child here.
+    pub fn adopt(_child: &Child, _terminal: bool) -> io::Result<ProcessTree> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "stopping a child is not supported on this platform",
+        ))
+    }
+
+    /// Nothing.
+    pub fn terminate(&self) {}
+
+    /// Nothing.
+    pub fn kill(&self) {}
+
+    /// Unknown: false.
+    pub fn is_alive(&self) -> bool {
+        false
+    }
+
+    /// Nothing.
+    pub fn finish(&self) {}
+}
+
+/// Does nothing here.
 pub struct SignalForwarder;
 
 impl SignalForwarder {
@@ -19,6 +51,24 @@ impl SignalForwarder {
 
     /// Does nothing.
     pub fn finish(self) {}
+}
+
+/// No termination signals here.
+pub struct Termination;
+
+impl Termination {
+    /// Nothing to install.
+    pub fn install() -> io::Result<Termination> {
+        Ok(Termination)
+    }
+
+    /// Waits until `stop` is set (false).
+    pub fn wait(&mut self, stop: &AtomicBool, poll: std::time::Duration) -> bool {
+        while !stop.load(Ordering::SeqCst) {
+            std::thread::sleep(poll);
+        }
+        false
+    }
 }
 
 /// The child's exit code; codes that do not fit in 0..=255 become 1.

@@ -1,0 +1,126 @@
+//! The waiting line: while `claim --wait` or `run --wait` waits on a terminal, one
+//! status line on stderr says what it waits for, who holds it and for how long it
+//! has waited, updated in place and cleared when the wait ends. Off a terminal
+//! nothing is printed until the result (scripts and agents read one line).
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use fencepost::{Holder, Resource};
+
+use crate::args::WAIT_FOREVER;
+use crate::output::{describe_holder, human_precise, printable};
+
+/// The longest line drawn, in characters: it must fit a common terminal row.
+const MAX_COLUMNS: usize = 79;
+
+/// How often the line is redrawn at most.
+const REDRAW: Duration = Duration::from_millis(200);
+
+/// The status line of one wait.
+pub struct WaitLine {
+    what: String,
+    wait_ms: u64,
+    enabled: bool,
+    drawn: bool,
+    last_draw: Option<Instant>,
+}
+
+impl WaitLine {
+    /// A line for waiting up to `wait_ms` for `resource`; drawn only when stderr is
+    /// a terminal and there is a wait.
+    pub fn new(resource: &Resource, wait_ms: u64) -> WaitLine {
+        WaitLine {
+            what: printable(&resource.target()),
+            wait_ms,
+            enabled: wait_ms > 0 && std::io::stderr().is_terminal(),
+            drawn: false,
+            last_draw: None,
+        }
+    }
+
+    /// Redraws the line (at most every [`REDRAW`]): `holder` is in the way and
+    /// `waited_ms` have passed.
+    pub fn update(&mut self, holder: &Holder, waited_ms: u64) {
+        if !self.enabled || self.last_draw.is_some_and(|at| at.elapsed() < REDRAW) {
+            return;
+        }
+        self.last_draw = Some(Instant::now());
+        let limit = if self.wait_ms == WAIT_FOREVER {
+            "(no limit)".to_string()
+        } else {
+            format!("of {}", seconds(self.wait_ms))
+        };
+        // The time first: a long holder description is what gets cut.
+        let line = format!(
+            "fencepost: waiting {} {limit} for {}, held by {}",
+            seconds(waited_ms),
+            self.what,
+            describe_holder(holder),
+        );
+        // One terminal row, or the in-place rewrite would leave wrapped rows behind.
+        let line: String = if line.chars().count() > MAX_COLUMNS {
+            line.chars()
+                .take(MAX_COLUMNS - 1)
+                .chain(std::iter::once('…'))
+                .collect()
+        } else {
+            line
+        };
+        // \r and "erase line": the line is rewritten in place.
+        let mut stderr = std::io::stderr().lock();
+        let _ = write!(stderr, "\r\x1b[2K{line}");
+        let _ = stderr.flush();
+        self.drawn = true;
+    }
+
+    /// Erases the line, if it was drawn, so the result starts on a clean line.
+    pub fn clear(&mut self) {
+        if self.drawn {
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(stderr, "\r\x1b[2K");
+            let _ = stderr.flush();
+            self.drawn = false;
+        }
+    }
+}
+
+impl Drop for WaitLine {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// `3.2s` under a minute, `4m05s` above.
+pub fn seconds(ms: u64) -> String {
+    human_precise(i64::try_from(ms).unwrap_or(i64::MAX))
+}
+
+/// The outcome of [`try_acquire`].
+pub enum Acquired {
+    /// Acquired.
+    Lease(fencepost::Lease),
+    /// Still held when the wait ended, after waiting this many milliseconds.
+    Held(Holder, u64),
+}
+
+/// Acquires `resource` with `options`, showing the waiting line meanwhile.
+pub fn try_acquire(
+    store: &fencepost::Store,
+    resource: &Resource,
+    options: &fencepost::AcquireOptions,
+) -> fencepost::Result<Acquired> {
+    let started = Instant::now();
+    let mut line = WaitLine::new(resource, options.wait_ms);
+    let outcome = store.try_acquire_observed(resource, options, &mut |holder, waited_ms| {
+        line.update(holder, waited_ms)
+    });
+    line.clear();
+    Ok(match outcome? {
+        fencepost::TryAcquire::Acquired(lease) => Acquired::Lease(lease),
+        fencepost::TryAcquire::Held(holder) => Acquired::Held(
+            holder,
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ),
+    })
+}

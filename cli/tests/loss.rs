@@ -1,0 +1,344 @@
+//! `run` when its lease is lost: the loss is reported at once (the keepalive
+//! watches the lease between renewals), the child's whole process group is
+//! stopped — a grandchild behind `sh -c` included — and `run` exits 3 with one
+//! line naming the cause (issue 16).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::{Background, PidFileGuard, Scratch, send_signal, wait_until};
+
+/// True while process `pid` exists and is not a zombie (an orphan's zombie may
+/// linger where pid 1 does not reap).
+pub fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+            !matches!(state.and_then(|s| s.chars().next()), Some('Z' | 'X') | None)
+        }
+        Err(_) => false,
+    }
+}
+
+/// The pid a script wrote to `path` (atomically, through a rename).
+pub fn read_pid(path: &Path) -> u32 {
+    wait_until(
+        &format!("{} is written", path.display()),
+        Duration::from_secs(10),
+        || path.exists(),
+    );
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// A child script for `run`: starts a grandchild through `sh -c` that ignores
+/// SIGTERM (so only SIGKILL ends it), records both pids and its token, then waits.
+/// `ignore_term` makes the child ignore SIGTERM too.
+fn tree_script(ignore_term: bool) -> String {
+    let trap = if ignore_term { r#"trap "" TERM"# } else { "" };
+    format!(
+        r#"{trap}
+        sh -c 'trap "" TERM; echo $$ > gc.tmp && mv gc.tmp gc; exec sleep 60' &
+        echo "$FENCEPOST_TOKEN" > token.tmp && mv token.tmp token
+        echo $$ > child.tmp && mv child.tmp child
+        wait"#
+    )
+}
+
+/// Takes the lease of the `run` holding `lock` with `token` away from outside: a
+/// release with its token, then a claim by `thief`. Returns when the thief holds.
+fn take_away(s: &Scratch, lock: &str, token: &str) {
+    s.cmd()
+        .args(["release", "--lock", lock, token])
+        .assert()
+        .code(0);
+    s.cmd()
+        .args([
+            "claim", "--lock", lock, "--ttl", "60000", "--owner", "thief",
+        ])
+        .assert()
+        .code(0);
+}
+
+struct Tree {
+    run: Background,
+    child: u32,
+    grandchild: u32,
+    token: String,
+    _guards: [PidFileGuard; 2],
+}
+
+fn start_tree(s: &Scratch, extra: &[&str], ignore_term: bool) -> Tree {
+    let guards = [
+        PidFileGuard(s.path().join("child")),
+        PidFileGuard(s.path().join("gc")),
+    ];
+    let mut run = s.spawn_cmd();
+    run.args(["run", "--lock", "x", "--ttl", "30000"])
+        .args(extra)
+        .args(["--", "sh", "-c", &tree_script(ignore_term)])
+        .stderr(Stdio::piped());
+    let run = Background(run.spawn().unwrap());
+    let child = read_pid(&s.path().join("child"));
+    let grandchild = read_pid(&s.path().join("gc"));
+    let token = std::fs::read_to_string(s.path().join("token"))
+        .unwrap()
+        .trim()
+        .to_string();
+    Tree {
+        run,
+        child,
+        grandchild,
+        token,
+        _guards: guards,
+    }
+}
+
+fn stderr_lines(tree: &mut Tree) -> Vec<String> {
+    let stderr = tree.run.0.stderr.take().unwrap();
+    BufReader::new(stderr).lines().map(Result::unwrap).collect()
+}
+
+/// Issue 16: on a loss the child and a grandchild behind `sh -c` are gone within
+/// grace + 1 s, though both ignore SIGTERM; run exits 3 with one line naming why.
+#[test]
+fn a_loss_stops_the_child_and_its_grandchild_within_the_grace() {
+    let s = Scratch::new();
+    let mut tree = start_tree(&s, &["--grace", "500"], true);
+    assert!(running(tree.child) && running(tree.grandchild));
+    take_away(&s, "x", &tree.token);
+    let taken = Instant::now();
+    wait_until(
+        "the child and the grandchild are gone",
+        Duration::from_millis(500 + 1000 + 2000),
+        || !running(tree.child) && !running(tree.grandchild),
+    );
+    let status = tree.run.0.wait().unwrap();
+    assert!(
+        taken.elapsed() < Duration::from_millis(500 + 1000 + 2000),
+        "run took {:?} to end",
+        taken.elapsed()
+    );
+    assert_eq!(status.code(), Some(3));
+    let lines = stderr_lines(&mut tree);
+    assert_eq!(lines.len(), 1, "expected one line, got {lines:?}");
+    // The watch saw the release, or the thief's claim right after it.
+    assert!(
+        lines[0].starts_with("fencepost: lease on x lost: it was released outside this run")
+            || lines[0].starts_with("fencepost: lease on x lost: superseded by token"),
+        "{lines:?}"
+    );
+    assert!(lines[0].contains("SIGKILL after 0.5s"), "{lines:?}");
+    // The thief's lease is untouched.
+    assert_eq!(s.entry("x").unwrap()["owner"], "thief");
+}
+
+/// Issue 16: a child that stops on SIGTERM ends long before the grace runs out;
+/// run does not wait the grace out.
+#[test]
+fn a_child_that_obeys_sigterm_ends_without_waiting_the_grace() {
+    let s = Scratch::new();
+    let guard = PidFileGuard(s.path().join("child"));
+    let mut run = s.spawn_cmd();
+    run.args([
+        "run", "--lock", "x", "--ttl", "30000", "--grace", "20000", "--",
+    ])
+    .args(["sh", "-c"])
+    .arg(
+        r#"echo "$FENCEPOST_TOKEN" > token.tmp && mv token.tmp token
+            echo $$ > child.tmp && mv child.tmp child
+            exec sleep 60"#,
+    )
+    .stderr(Stdio::null());
+    let mut run = Background(run.spawn().unwrap());
+    let child = read_pid(&guard.0);
+    let token = std::fs::read_to_string(s.path().join("token")).unwrap();
+    take_away(&s, "x", token.trim());
+    let taken = Instant::now();
+    let status = run.0.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+    assert!(!running(child));
+    assert!(
+        taken.elapsed() < Duration::from_secs(10),
+        "run waited {:?} with a 20 s grace for a child that obeyed SIGTERM",
+        taken.elapsed()
+    );
+}
+
+/// Issue 16: `--on-loss keep` leaves the child running; run still exits 3.
+#[test]
+fn on_loss_keep_leaves_the_child_running() {
+    let s = Scratch::new();
+    let mut tree = start_tree(&s, &["--on-loss", "keep", "--grace", "0"], false);
+    take_away(&s, "x", &tree.token);
+    let stderr = tree.run.0.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let first = lines.next().expect("no loss report").unwrap();
+    assert!(first.contains("lost"), "{first}");
+    assert!(first.contains("keeps running"), "{first}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(running(tree.child), "the child was stopped");
+    assert!(running(tree.grandchild), "the grandchild was stopped");
+    assert!(tree.run.0.try_wait().unwrap().is_none(), "run ended early");
+    // Let the child end (its `wait` returns once the grandchild is gone): run then
+    // exits 3, the loss still counts.
+    send_signal(tree.grandchild, "KILL");
+    let status = tree.run.0.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+}
+
+/// Issue 16: `--on-loss signal` sends SIGTERM to the group and never SIGKILL: a
+/// grandchild that ignores SIGTERM survives it.
+#[test]
+fn on_loss_signal_sends_sigterm_only() {
+    let s = Scratch::new();
+    let mut tree = start_tree(&s, &["--on-loss", "signal", "--grace", "0"], false);
+    take_away(&s, "x", &tree.token);
+    // The child (no trap) ends on SIGTERM; run then exits 3.
+    let status = tree.run.0.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+    assert!(!running(tree.child));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        running(tree.grandchild),
+        "the grandchild that ignores SIGTERM was killed with --on-loss signal"
+    );
+}
+
+/// Issue 16: a takeover of a run with ttl 30 s is reported well before the next
+/// renewal (10 s): the keepalive watches its lease between renewals. The real
+/// latency is measured by the benchmark.
+#[test]
+fn a_takeover_is_noticed_long_before_the_next_renewal() {
+    let s = Scratch::new();
+    let mut tree = start_tree(&s, &["--grace", "0"], false);
+    let stderr = tree.run.0.stderr.take().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let _ = sender.send((Instant::now(), line.unwrap()));
+        }
+    });
+    take_away(&s, "x", &tree.token);
+    let taken = Instant::now();
+    let (at, line) = receiver
+        .recv_timeout(Duration::from_secs(8))
+        .expect("the loss was not reported before the next renewal");
+    assert!(line.contains("lease on x lost"), "{line}");
+    let latency = at.saturating_duration_since(taken);
+    assert!(
+        latency < Duration::from_secs(2),
+        "the loss was reported {latency:?} after the takeover"
+    );
+    assert_eq!(tree.run.0.wait().unwrap().code(), Some(3));
+}
+
+/// Issue 16: a run paused (SIGSTOP) past its ttl and taken over meanwhile notices
+/// the takeover as soon as it resumes, and stops its child (which was not paused:
+/// it runs in its own process group).
+#[test]
+fn a_run_resumed_after_a_takeover_stops_its_child() {
+    let s = Scratch::new();
+    let guard = PidFileGuard(s.path().join("child"));
+    let mut run = s.spawn_cmd();
+    run.args([
+        "run", "--lock", "x", "--ttl", "1000", "--grace", "500", "--",
+    ])
+    .args(["sh", "-c"])
+    .arg(r#"echo $$ > child.tmp && mv child.tmp child; exec sleep 60"#)
+    .stderr(Stdio::piped());
+    let mut run = Background(run.spawn().unwrap());
+    let child = read_pid(&guard.0);
+    send_signal(run.id(), "STOP");
+    // A paused holder is alive: the thief waits out the ttl.
+    let output = s
+        .cmd()
+        .args([
+            "claim", "--lock", "x", "--owner", "thief", "--wait", "10000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(running(child), "the child runs on while run is paused");
+    send_signal(run.id(), "CONT");
+    let resumed = Instant::now();
+    let status = run.0.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+    assert!(!running(child), "the child survived the loss");
+    assert!(resumed.elapsed() < Duration::from_millis(500 + 1000 + 2000));
+    let stderr = std::io::read_to_string(run.0.stderr.take().unwrap()).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+    assert!(
+        stderr.contains("lease on x lost: superseded by token"),
+        "{stderr:?}"
+    );
+}
+
+/// Unmounts a tmpfs when the test ends, even when it fails.
+struct Mount(std::path::PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Issue 16: a store that fills up (a full tmpfs) until the lease expires is a
+/// loss too: reported, the child stopped, exit 3. Mounting needs root (CI is).
+#[test]
+fn a_full_disk_until_expiry_stops_the_child() {
+    let s = Scratch::new();
+    let mount_point = s.path().join("small");
+    std::fs::create_dir(&mount_point).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&mount_point)
+        .status()
+        .expect("running mount");
+    assert!(
+        mounted.success(),
+        "this test mounts a small tmpfs and needs root (CI runs as root)"
+    );
+    let _mount = Mount(mount_point.clone());
+    let store = mount_point.join("store");
+    let guard = PidFileGuard(s.path().join("child"));
+    let mut run = Command::new(crate::util::bin());
+    run.current_dir(s.path())
+        .env_remove("FENCEPOST_STORE")
+        .env_remove("FENCEPOST_TOKEN")
+        .arg("--store")
+        .arg(&store)
+        .args([
+            "run", "--lock", "x", "--ttl", "1500", "--grace", "500", "--",
+        ])
+        .args(["sh", "-c"])
+        .arg(r#"echo $$ > child.tmp && mv child.tmp child; exec sleep 60"#)
+        .stderr(Stdio::piped());
+    let mut run = Background(run.spawn().unwrap());
+    let child = read_pid(&guard.0);
+    // Fill the file system: every renewal from now on fails with ENOSPC.
+    let _ = Command::new("dd")
+        .args(["if=/dev/zero", "bs=4k"])
+        .arg(format!("of={}", mount_point.join("fill").display()))
+        .stderr(Stdio::null())
+        .status();
+    let filled = Instant::now();
+    let status = run.0.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+    assert!(!running(child), "the child survived the loss");
+    assert!(
+        filled.elapsed() < Duration::from_millis(1500 + 500 + 3000),
+        "took {:?}",
+        filled.elapsed()
+    );
+    let stderr = std::io::read_to_string(run.0.stderr.take().unwrap()).unwrap();
+    assert!(
+        stderr.contains("lease on x lost: the store stayed unusable until the lease expired"),
+        "{stderr:?}"
+    );
+}

@@ -1,0 +1,227 @@
+//! Dead-holder takeover through the real binary: a `run` or `claim --hold` whose
+//! process provably died on this host is taken over at once, with a higher token,
+//! and the dead token fails `check`; a paused (alive) holder, a record from another
+//! host or boot, a plain `claim` (whose lease outlives its process) and the off
+//! switch all keep ttl semantics (issue 16; docs/design-01-lease-and-fence.md).
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::loss::{read_pid, running};
+use crate::util::{Background, PidFileGuard, Scratch, json_of, send_signal, wait_until};
+
+/// A `run --ttl 60000` holding `lock` (its child sleeps), once it holds.
+fn holding_run(s: &Scratch, lock: &str) -> (Background, PidFileGuard, u64) {
+    let guard = PidFileGuard(s.path().join(format!("{lock}.child")));
+    let mut run = s.spawn_cmd();
+    run.args(["run", "--lock", lock, "--ttl", "60000", "--", "sh", "-c"])
+        .arg(format!(
+            r#"echo $$ > {lock}.tmp && mv {lock}.tmp {lock}.child; exec sleep 60"#
+        ));
+    let run = Background(run.spawn().unwrap());
+    read_pid(&guard.0);
+    wait_until("the run holds", Duration::from_secs(10), || {
+        s.entry(lock).is_some_and(|e| e["state"] == "held")
+    });
+    let token = s.entry(lock).unwrap()["token"].as_u64().unwrap();
+    (run, guard, token)
+}
+
+/// A `claim --hold --ttl 60000` of `lock`, and the token it printed.
+fn holding_claim(s: &Scratch, lock: &str) -> (Background, u64) {
+    let mut hold = s.spawn_cmd();
+    hold.args(["claim", "--lock", lock, "--ttl", "60000", "--hold"])
+        .stdout(Stdio::piped());
+    let mut hold = Background(hold.spawn().unwrap());
+    let mut line = String::new();
+    BufReader::new(hold.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (
+        hold,
+        line.trim().parse().expect("claim --hold printed no token"),
+    )
+}
+
+fn kill_and_reap(holder: &mut Background) {
+    holder.0.kill().unwrap();
+    holder.0.wait().unwrap();
+}
+
+/// Issue 16: SIGKILL a `run` holding with ttl 60 s; a waiter gets the lease within
+/// 1 s, with a higher token, and the dead token fails check.
+#[test]
+fn a_sigkilled_run_is_taken_over_within_a_second() {
+    let s = Scratch::new();
+    let (mut run, _child, dead) = holding_run(&s, "x");
+    kill_and_reap(&mut run);
+    let killed = Instant::now();
+    let output = s
+        .cmd()
+        .args([
+            "claim",
+            "--lock",
+            "x",
+            "--owner",
+            "successor",
+            "--wait",
+            "5000",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let took = killed.elapsed();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(took < Duration::from_secs(1), "taken over after {took:?}");
+    let successor = json_of(&output);
+    assert!(successor["token"].as_u64().unwrap() > dead);
+    s.cmd()
+        .args(["check", "--lock", "x", &dead.to_string()])
+        .assert()
+        .code(3);
+}
+
+/// Issue 16: the same for `claim --hold`, with no wait at all: the dead holder is
+/// not in the way.
+#[test]
+fn a_sigkilled_hold_is_taken_over_at_once() {
+    let s = Scratch::new();
+    let (mut hold, dead) = holding_claim(&s, "x");
+    kill_and_reap(&mut hold);
+    let token = s.claim("x", &["--owner", "successor"]);
+    assert!(token > dead);
+    s.cmd()
+        .args(["check", "--lock", "x", &dead.to_string()])
+        .assert()
+        .code(3);
+}
+
+/// Issue 16: a SIGSTOPped holder is alive, so it is not taken over before its ttl.
+#[test]
+fn a_sigstopped_run_is_not_taken_over_early() {
+    let s = Scratch::new();
+    let (run, _child, token) = holding_run(&s, "x");
+    send_signal(run.id(), "STOP");
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "x", "--wait", "1500"])
+        .output()
+        .unwrap();
+    send_signal(run.id(), "CONT");
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("gave up after"), "{stderr}");
+    assert_eq!(s.entry("x").unwrap()["token"], token);
+}
+
+/// Issue 16: the off switch (flag or environment) keeps pure ttl semantics.
+#[test]
+fn the_off_switch_waits_out_the_ttl() {
+    let s = Scratch::new();
+    let (mut run, _child, _) = holding_run(&s, "x");
+    kill_and_reap(&mut run);
+    s.cmd()
+        .args(["claim", "--lock", "x", "--no-dead-holder-takeover"])
+        .assert()
+        .code(3);
+    s.cmd()
+        .env("FENCEPOST_NO_DEAD_HOLDER_TAKEOVER", "1")
+        .args(["claim", "--lock", "x"])
+        .assert()
+        .code(3);
+    s.cmd()
+        .env("FENCEPOST_NO_DEAD_HOLDER_TAKEOVER", "false")
+        .args(["claim", "--lock", "x"])
+        .assert()
+        .code(0);
+}
+
+/// Issue 16: a plain `claim` lives until its ttl although its process exited at
+/// once: its records carry no liveness evidence.
+#[test]
+fn a_plain_claim_is_never_taken_over_early() {
+    let s = Scratch::new();
+    s.claim("x", &["--owner", "alice"]);
+    s.cmd().args(["claim", "--lock", "x"]).assert().code(3);
+}
+
+/// The newest record file of the only key in `s`'s store.
+fn newest_record(s: &Scratch) -> std::path::PathBuf {
+    let claims = s.store().join("claims");
+    let key = std::fs::read_dir(&claims)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut records: Vec<_> = std::fs::read_dir(&key)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    records.sort();
+    records.pop().unwrap()
+}
+
+/// Issue 16: a dead holder's record naming another host id, or another boot, keeps
+/// ttl semantics (never across hosts, never on doubt); the same record with this
+/// host's evidence is taken over.
+#[test]
+fn evidence_from_another_host_or_boot_keeps_ttl_semantics() {
+    let s = Scratch::new();
+    let (mut hold, _) = holding_claim(&s, "x");
+    kill_and_reap(&mut hold);
+    let path = newest_record(&s);
+    let original = std::fs::read(&path).unwrap();
+    let record: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    assert!(record["process"].is_object(), "no evidence in {record}");
+    for (field, value) in [("host", "another-host pid:[1]"), ("boot", "another-boot")] {
+        let mut planted = record.clone();
+        planted["process"][field] = value.into();
+        // Records are immutable in the protocol; the test rewrites one in place.
+        std::fs::write(&path, serde_json::to_vec(&planted).unwrap()).unwrap();
+        let output = s.cmd().args(["claim", "--lock", "x"]).output().unwrap();
+        assert_eq!(output.status.code(), Some(3), "{field}: {output:?}");
+    }
+    // The record as written, with this host's evidence: a dead holder.
+    std::fs::write(&path, &original).unwrap();
+    s.cmd().args(["claim", "--lock", "x"]).assert().code(0);
+}
+
+/// Issue 16: a record naming a running process with its start time is a live
+/// holder (held); with another start time the pid was reused, so the holder is
+/// dead (taken over).
+#[test]
+fn a_reused_pid_is_a_dead_holder_and_a_live_pid_is_not() {
+    let s = Scratch::new();
+    let (mut hold, _) = holding_claim(&s, "x");
+    kill_and_reap(&mut hold);
+    let path = newest_record(&s);
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let sleeper = Background(
+        std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap(),
+    );
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", sleeper.id())).unwrap();
+    let start: u64 = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(running(sleeper.id()));
+    record["process"]["pid"] = sleeper.id().into();
+    record["process"]["start"] = start.into();
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    s.cmd().args(["claim", "--lock", "x"]).assert().code(3);
+    record["process"]["start"] = (start + 1).into();
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    s.cmd().args(["claim", "--lock", "x"]).assert().code(0);
+}

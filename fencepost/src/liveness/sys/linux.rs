@@ -1,0 +1,105 @@
+//! Linux: evidence from `/proc`, verdicts from `kill(pid, 0)` and `/proc/<pid>/stat`.
+//!
+//! Every step that cannot be read with certainty gives no evidence or an unknown
+//! verdict, never "gone":
+//! - `kill(pid, 0)` decides existence (it sees through `hidepid`, which hides other
+//!   users' `/proc` entries): only `ESRCH` means no such process.
+//! - An existing pid is gone only if its `/proc` entry is readable and shows another
+//!   start time (the pid was reused) or a zombie (it exited and can never renew).
+//! - Our own evidence is given only when `/proc` belongs to our pid namespace
+//!   (`/proc/self/stat` names our own pid).
+
+use super::super::{ProcessEvidence, Verdict};
+
+/// Evidence for this process, or `None` when any part is unreadable.
+pub(crate) fn this_process() -> Option<ProcessEvidence> {
+    let pid = std::process::id();
+    let (stat_pid, _, start) = parse_stat(&std::fs::read_to_string("/proc/self/stat").ok()?)?;
+    if stat_pid != pid {
+        return None;
+    }
+    let machine = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
+        .iter()
+        .find_map(|path| read_trimmed(path))
+        .or_else(|| read_trimmed("/proc/sys/kernel/hostname"))?;
+    let namespace = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    let boot = read_trimmed("/proc/sys/kernel/random/boot_id")?;
+    Some(ProcessEvidence {
+        host: format!("{machine} {}", namespace.to_string_lossy()),
+        boot,
+        pid,
+        start,
+    })
+}
+
+/// Whether the process `evidence` names still runs (same host and boot assumed).
+pub(crate) fn verdict(evidence: &ProcessEvidence) -> Verdict {
+    let Ok(pid) = libc::pid_t::try_from(evidence.pid) else {
+        return Verdict::Unknown;
+    };
+    if pid <= 0 {
+        return Verdict::Unknown;
+    }
+    // SAFETY: kill(2) with signal 0 sends nothing; it only checks that the pid (a
+    // positive number: one process, never a group) exists.
+    let exists = unsafe { libc::kill(pid, 0) } == 0;
+    if !exists {
+        return match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::ESRCH) => Verdict::Gone,
+            // EPERM: it exists, owned by someone else. Anything else: doubt.
+            _ => stat_verdict(evidence).unwrap_or(Verdict::Unknown),
+        };
+    }
+    stat_verdict(evidence).unwrap_or(Verdict::Unknown)
+}
+
+/// The verdict from `/proc/<pid>/stat`, or `None` when it cannot be read (hidden,
+/// or vanished between the two looks: the next round decides).
+fn stat_verdict(evidence: &ProcessEvidence) -> Option<Verdict> {
+    let text = std::fs::read_to_string(format!("/proc/{}/stat", evidence.pid)).ok()?;
+    let (_, state, start) = parse_stat(&text)?;
+    Some(
+        if start != evidence.start || matches!(state, 'Z' | 'X' | 'x') {
+            Verdict::Gone
+        } else {
+            Verdict::Running
+        },
+    )
+}
+
+/// The start time of process `pid` (clock ticks since boot).
+#[allow(dead_code)] // used by the tests
+pub(crate) fn start_of(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text).map(|(_, _, start)| start)
+}
+
+/// (pid, state, start time) from a `/proc/<pid>/stat` line. The command name (field
+/// 2) may contain spaces and parentheses, so fields are counted after the last `)`.
+fn parse_stat(text: &str) -> Option<(u32, char, u64)> {
+    let (head, rest) = text.rsplit_once(')')?;
+    let pid = head.split_once(' ')?.0.trim().parse().ok()?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    // After the state (field 3) come fields 4..; the start time is field 22.
+    let start = fields.nth(18)?.parse().ok()?;
+    Some((pid, state, start))
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_stat;
+
+    #[test]
+    fn stat_fields_are_counted_after_the_command_name() {
+        let line = "4242 (a (weird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        assert_eq!(parse_stat(line), Some((4242, 'S', 987654)));
+        assert_eq!(parse_stat("garbage"), None);
+    }
+}
