@@ -50,17 +50,6 @@ pub struct Global {
     /// store URL etcd://host:2379[,host:2379…]/prefix (builds with the `etcd` feature)
     #[arg(long, global = true, env = "FENCEPOST_STORE", value_name = "DIR")]
     pub store: Option<PathBuf>,
-
-    /// Who is claiming, recorded for `status` and other claimants' error messages
-    #[arg(
-        long,
-        global = true,
-        env = "FENCEPOST_OWNER",
-        default_value = "cli",
-        value_name = "NAME",
-        value_parser = parse_owner
-    )]
-    pub owner: String,
 }
 
 /// The commands.
@@ -95,13 +84,29 @@ pub enum Command {
     /// List every resource in the store with its state, token, owner and expiry
     #[command(after_help = EXIT_CODES)]
     Status(StatusArgs),
+    /// Print a shell completion script to stdout
+    ///
+    /// bash: `fencepost completions bash > ~/.local/share/bash-completion/completions/fencepost`;
+    /// zsh: into a directory on $fpath as `_fencepost`; fish:
+    /// `~/.config/fish/completions/fencepost.fish`; PowerShell: add the output to $PROFILE.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) to stdout: `fencepost man > fencepost.1`
+    Man,
+}
+
+/// Arguments of `completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
 }
 
 /// `--lock NAME` or `--file PATH`, exactly one.
 #[derive(Debug, Args)]
 #[group(id = "resource", required = true, multiple = false)]
 pub struct Target {
-    /// A named lock such as db:migrations (trimmed and case-insensitive)
+    /// A named lock such as db:migrations (trimmed, case-folded, invisible characters ignored)
     #[arg(long, value_name = "NAME")]
     pub lock: Option<String>,
     /// A file, existing or not, relative to the current directory
@@ -130,6 +135,18 @@ pub struct Timing {
     /// at once). On a terminal, a status line shows who holds it while waiting
     #[arg(long, value_name = "MS|forever", default_value = "0", value_parser = parse_wait, allow_negative_numbers = true)]
     pub wait: u64,
+    /// Who is claiming, recorded for `status` and other claimants' error messages
+    ///
+    /// Offered only by the commands that write it (`claim`, `run`): elsewhere it would
+    /// do nothing.
+    #[arg(
+        long,
+        env = "FENCEPOST_OWNER",
+        default_value = "cli",
+        value_name = "NAME",
+        value_parser = parse_owner
+    )]
+    pub owner: String,
     /// Wait out the ttl even when the holder's process provably died on this host
     /// (pure ttl semantics; by default such a holder is taken over at once)
     #[arg(long, env = "FENCEPOST_NO_DEAD_HOLDER_TAKEOVER", value_parser = clap::builder::FalseyValueParser::new())]
@@ -144,10 +161,10 @@ pub struct Timing {
 pub const WAIT_FOREVER: u64 = u64::MAX;
 
 impl Timing {
-    /// The acquire options for `owner`.
-    pub fn options(&self, owner: &str) -> AcquireOptions {
+    /// The acquire options: ttl, wait and owner.
+    pub fn options(&self) -> AcquireOptions {
         AcquireOptions::new(self.ttl)
-            .owner(owner)
+            .owner(self.owner.clone())
             .wait_ms(self.wait)
             .dead_holder_takeover(!self.no_dead_holder_takeover)
     }

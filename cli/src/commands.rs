@@ -21,14 +21,30 @@ use crate::waiting::{self, Acquired};
 pub struct Context {
     pub store: Store,
     pub locator: String,
-    pub owner: String,
 }
 
 /// `lock:NAME` or `file:/abs/path` for `resource`, validating it first so a bad name
 /// is an error (exit 1) before anything touches the store.
 fn resource_label(resource: &Resource) -> Result<String, Failure> {
-    let identity = resource.identity()?;
+    let identity = identity_of(resource)?;
     Ok(resource_name(resource.kind(), &identity.label))
+}
+
+/// The resource's identity, with the CLI's own word for a directory given to
+/// `--file` (the core refuses it too, without naming flags).
+pub fn identity_of(resource: &Resource) -> Result<fencepost::Identity, Failure> {
+    if let Resource::File(path) = resource
+        && path.is_dir()
+    {
+        return Err(Failure::Error(format!(
+            "{} is a directory, and --file claims one file; claim a file in it, or a lock \
+             named after the directory (--lock 'dir:{}'); directory claims (--dir) are \
+             not supported yet",
+            path.display(),
+            path.display()
+        )));
+    }
+    Ok(resource.identity()?)
 }
 
 pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
@@ -36,7 +52,7 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
     let name = resource_label(&resource)?;
     // A held lease lives as long as this process: a waiter on this host may take it
     // over once the process is provably gone. A plain claim outlives its process.
-    let options = args.timing.options(&ctx.owner).tied_to_process(args.hold);
+    let options = args.timing.options().tied_to_process(args.hold);
     match waiting::try_acquire(&ctx.store, &resource, &options)? {
         Acquired::Lease(lease) => {
             if args.hold {

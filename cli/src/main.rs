@@ -15,7 +15,7 @@ mod waiting;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use fencepost::Error;
 
 use crate::args::{Cli, Command};
@@ -77,7 +77,10 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<ExitCode, Failure> {
-    let cli = match Cli::try_parse() {
+    let cli = match command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches))
+    {
         Ok(cli) => cli,
         Err(error) if !error.use_stderr() => {
             // --help and --version: clap's text on stdout, exit 0.
@@ -97,6 +100,12 @@ fn run() -> Result<ExitCode, Failure> {
         }
         Err(error) => return Err(Failure::Error(usage_error_line(&error))),
     };
+    // The commands that describe the CLI itself touch no store.
+    match &cli.command {
+        Command::Completions(args) => return output::completions(args.shell),
+        Command::Man => return output::man_page(),
+        _ => {}
+    }
     let ctx = open_store(&cli)?;
     match &cli.command {
         Command::Claim(args) => commands::claim(&ctx, args),
@@ -105,7 +114,25 @@ fn run() -> Result<ExitCode, Failure> {
         Command::Release(args) => commands::release(&ctx, args),
         Command::Status(args) => commands::status(&ctx, args),
         Command::Run(args) => run::run(&ctx, args),
+        Command::Completions(_) | Command::Man => unreachable!("handled before the store opens"),
     }
+}
+
+/// The command line definition, with an environment variable that is set but empty
+/// treated as unset (`FENCEPOST_STORE=` means "discover the store", as the server
+/// already reads it), instead of clap's "a value is required" (issue 19).
+fn command() -> clap::Command {
+    let empty = |name: &str| std::env::var_os(name).is_some_and(|v| v.is_empty());
+    let mut command = Cli::command();
+    if empty("FENCEPOST_STORE") {
+        command = command.mut_arg("store", |arg| arg.env(None));
+    }
+    if empty("FENCEPOST_OWNER") {
+        for sub in ["claim", "run"] {
+            command = command.mut_subcommand(sub, |c| c.mut_arg("owner", |arg| arg.env(None)));
+        }
+    }
+    command
 }
 
 /// Opens the store named by --store / FENCEPOST_STORE, or found by discovery from
@@ -121,7 +148,6 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
     Ok(Context {
         store: fencepost::Store::new(backend),
         locator,
-        owner: cli.global.owner.clone(),
     })
 }
 
@@ -137,7 +163,8 @@ fn usage_error_line(error: &clap::Error) -> String {
         .skip(1)
         .find_map(|arg| names.iter().find(|name| arg == name.as_str()).cloned())
         .map_or_else(|| "fencepost".to_string(), |sub| format!("fencepost {sub}"));
-    for line in rendered.lines().map(str::trim) {
+    for raw in rendered.lines() {
+        let line = raw.trim();
         if let Some(usage) = line.strip_prefix("Usage:") {
             // `Usage: fencepost claim <--lock ...>`: the words before the first
             // placeholder or flag name the (sub)command. The message came before.
@@ -150,11 +177,22 @@ fn usage_error_line(error: &clap::Error) -> String {
             }
             break;
         }
-        if !line.is_empty() && !line.starts_with("For more information") {
-            parts.push(line.strip_prefix("error: ").unwrap_or(line));
+        if line.is_empty() || line.starts_with("For more information") {
+            continue;
         }
+        if raw.starts_with(char::is_whitespace) && !line.starts_with("tip: ") && !parts.is_empty() {
+            // An indented line continues the one before (a list of missing arguments).
+            let last: &mut String = parts.last_mut().expect("checked non-empty");
+            last.push(' ');
+            last.push_str(line);
+            continue;
+        }
+        // Clap's hint ("tip: a similar argument exists: '--lock'") is its own clause,
+        // not glued onto the sentence before it (issue 19).
+        let clause = line.strip_prefix("error: ").unwrap_or(line);
+        parts.push(clause.strip_prefix("tip: ").unwrap_or(clause).to_string());
     }
-    let message = parts.join(" ");
+    let message = parts.join("; ");
     format!("{message}; see '{command_path} --help'")
 }
 

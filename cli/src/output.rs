@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use clap::CommandFactory;
 use fencepost::{ClaimState, Error, Holder, Key, Lease, StatusEntry};
 use serde::Serialize;
 
@@ -58,6 +59,43 @@ pub fn emit(text: &str) -> Result<(), Failure> {
                 Failure::Error(format!("cannot write to stdout: {e}"))
             }
         })
+}
+
+/// `fencepost completions SHELL`: the completion script, generated from the same clap
+/// definition that parses the command line.
+pub fn completions(shell: clap_complete::Shell) -> Result<std::process::ExitCode, Failure> {
+    let mut script = Vec::new();
+    clap_complete::generate(
+        shell,
+        &mut crate::args::Cli::command(),
+        "fencepost",
+        &mut script,
+    );
+    write_stdout(&script)
+}
+
+/// `fencepost man`: the manual page in roff, generated from the clap definition.
+pub fn man_page() -> Result<std::process::ExitCode, Failure> {
+    let mut page = Vec::new();
+    clap_mangen::Man::new(crate::args::Cli::command())
+        .render(&mut page)
+        .map_err(|e| Failure::Error(format!("cannot render the manual page: {e}")))?;
+    write_stdout(&page)
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<std::process::ExitCode, Failure> {
+    let mut stdout = io::stdout().lock();
+    stdout
+        .write_all(bytes)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| {
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                Failure::BrokenPipe
+            } else {
+                Failure::Error(format!("cannot write to stdout: {e}"))
+            }
+        })?;
+    Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// Writes `value` as one line of JSON to stdout.
@@ -277,17 +315,57 @@ pub fn loss_reason(error: &Error) -> String {
     }
 }
 
-/// The status table: resource, state, token, owner, pid, expires in.
+/// When a lease ends, relative to now, as a person says it: `in 29.1s`, `in 4m05s`,
+/// `expired 0.4s ago`, `expired 2m38s ago` (never `0s` for a live lease, never `-1s`).
+pub fn expiry_phrase(expires_at_ms: u64, now: u64) -> String {
+    let ms = until_ms(expires_at_ms, now);
+    if ms > 0 {
+        format!("in {}", human_duration(ms.unsigned_abs()))
+    } else {
+        format!("expired {} ago", human_duration(ms.unsigned_abs()))
+    }
+}
+
+/// `29.1s` under a minute (one decimal, so a 1 s ttl right after a claim is `1.0s`),
+/// else `4m05s` or `2h03m`.
+fn human_duration(ms: u64) -> String {
+    if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        human(ms as i64)
+    }
+}
+
+/// The widest a text column of the status table gets, in characters: a longer cell
+/// is elided in the middle, so one 60,000-character lock name cannot pad every row
+/// (issue 19: 1.4 MB of output for 22 rows). `--json` has every label whole.
+const MAX_RESOURCE_WIDTH: usize = 64;
+const MAX_NAME_WIDTH: usize = 24;
+
+/// `text` cut to at most `max` characters by replacing its middle with `…`, keeping
+/// both ends (a path's file name and a lock's distinguishing tail stay visible).
+pub fn elide_middle(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max || max < 3 {
+        return text.to_string();
+    }
+    let keep = max - 1;
+    let head = keep / 2;
+    let tail = keep - head;
+    let start: String = text.chars().take(head).collect();
+    let end: String = text.chars().skip(count - tail).collect();
+    format!("{start}…{end}")
+}
+
+/// The status table: resource, state, token, owner, the holder's pid and host, and
+/// when the lease ends.
 pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
-    let header = ["RESOURCE", "STATE", "TOKEN", "OWNER", "PID", "EXPIRES"].map(String::from);
+    let header = [
+        "RESOURCE", "STATE", "TOKEN", "OWNER", "PID", "HOST", "EXPIRES",
+    ]
+    .map(String::from);
     let mut rows = vec![header];
     for entry in entries {
-        let kind = entry.key.as_str().split('-').next().unwrap_or("");
-        let resource = if entry.label.is_empty() {
-            entry.key.to_string()
-        } else {
-            resource_name(kind, &entry.label)
-        };
         let state = match (entry.state, entry.live) {
             (ClaimState::Held, _) => "held",
             (ClaimState::Expired, _) => "expired",
@@ -298,29 +376,23 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
         };
         let expires = match entry.state {
             ClaimState::Held | ClaimState::Expired | ClaimState::NewerFormat => {
-                human(until_ms(entry.expires_at_ms, now))
+                expiry_phrase(entry.expires_at_ms, now)
             }
             ClaimState::Released | ClaimState::Unreadable => "-".into(),
         };
         let or_dash = |text: String| if text.is_empty() { "-".into() } else { text };
+        let number = |n: u64| if n == 0 { String::new() } else { n.to_string() };
         rows.push([
-            resource,
+            elide_middle(&printable(&entry.resource), MAX_RESOURCE_WIDTH),
             state.into(),
-            or_dash(if entry.token == 0 {
-                String::new()
-            } else {
-                entry.token.to_string()
-            }),
-            or_dash(printable(&entry.owner)),
-            or_dash(if entry.pid == 0 {
-                String::new()
-            } else {
-                entry.pid.to_string()
-            }),
+            or_dash(number(entry.token)),
+            or_dash(elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH)),
+            or_dash(number(u64::from(entry.pid))),
+            or_dash(elide_middle(&printable(&entry.host), MAX_NAME_WIDTH)),
             expires,
         ]);
     }
-    let mut widths = [0usize; 6];
+    let mut widths = [0usize; 7];
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
@@ -334,10 +406,10 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
                 line.push_str("  ");
             }
             // Numbers right-aligned, text left-aligned. Padded by hand: `{:width$}`
-            // panics for widths beyond u16, and a label can be that long (breaker
-            // trial: a 65,536-character lock name broke `status` for everyone).
+            // counts bytes of multi-byte characters differently on some versions, and
+            // the cells are already bounded.
             let padding = " ".repeat(width - cell.chars().count());
-            if i == 2 || i == 4 || i == 5 {
+            if i == 2 || i == 4 {
                 line.push_str(&padding);
                 line.push_str(cell);
             } else {
@@ -355,6 +427,21 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expiries_say_in_or_ago() {
+        assert_eq!(expiry_phrase(10_998, 10_000), "in 1.0s");
+        assert_eq!(expiry_phrase(10_000, 10_200), "expired 0.2s ago");
+        assert_eq!(expiry_phrase(0, 158_000), "expired 2m38s ago");
+        assert_eq!(expiry_phrase(300_000, 55_000), "in 4m05s");
+    }
+
+    #[test]
+    fn long_cells_are_elided_in_the_middle() {
+        assert_eq!(elide_middle("abcdefghij", 5), "ab…ij");
+        assert_eq!(elide_middle("abc", 5), "abc");
+        assert_eq!(elide_middle(&"x".repeat(60_000), 64).chars().count(), 64);
+    }
 
     #[test]
     fn durations_read_like_a_person_would_say_them() {

@@ -34,7 +34,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     let environment = child_environment(&resource)?;
     let conflict = args.timing.conflict_exit_code;
     // The lease lives exactly as long as this process keeps it alive.
-    let options = args.timing.options(&ctx.owner).tied_to_process(true);
+    let options = args.timing.options().tied_to_process(true);
     let lease = match waiting::try_acquire(&ctx.store, &resource, &options)? {
         Acquired::Lease(lease) => lease,
         Acquired::Held(holder, waited_ms) => {
@@ -281,17 +281,18 @@ fn stop(tree: &ProcessTree, policy: OnLoss, grace: Duration) {
 /// anything is claimed). File paths are made absolute here from the path as given,
 /// without a detour through text, so a non-UTF-8 path reaches the child intact.
 fn child_environment(resource: &Resource) -> Result<Vec<(&'static str, OsString)>, Failure> {
-    let identity = resource.identity()?;
+    let identity = crate::commands::identity_of(resource)?;
     Ok(match resource {
-        Resource::File(path) => {
-            let absolute = std::path::absolute(path).map_err(|e| {
-                Failure::Error(format!("cannot make {} absolute: {e}", path.display()))
-            })?;
+        Resource::File(_) => {
+            // The resolved path (no `..`, symbolic links resolved), as `status` shows it.
+            let resolved = identity
+                .path
+                .expect("a file identity has its resolved path");
             let mut tagged = OsString::from("file:");
-            tagged.push(absolute.as_os_str());
+            tagged.push(resolved.as_os_str());
             vec![
                 ("FENCEPOST_RESOURCE", tagged),
-                ("FENCEPOST_FILE", absolute.into_os_string()),
+                ("FENCEPOST_FILE", resolved.into_os_string()),
             ]
         }
         Resource::Lock(_) => vec![

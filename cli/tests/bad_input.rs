@@ -201,7 +201,7 @@ fn owners_with_control_characters_are_rejected() {
     let s = Scratch::new();
     rejects(
         &s,
-        &["--owner", "evil\u{1b}[31m", "claim", "--lock", "x"],
+        &["claim", "--lock", "x", "--owner", "evil\u{1b}[31m"],
         "control characters",
     );
 }

@@ -114,3 +114,23 @@ fn an_unreachable_or_malformed_etcd_store_is_exit_1_with_one_line() {
         stderr(&bad)
     );
 }
+
+#[test]
+fn two_spellings_of_one_prefix_are_one_store() {
+    // issue 19: `/./pfx` and `/pfx/../pfx` were stores apart from `/pfx`.
+    let etcd = EtcdCluster::single();
+    let endpoints = etcd.endpoints();
+    let plain = format!("etcd://{endpoints}/pfx");
+    let claimed = fencepost(
+        &["--store", &plain, "claim", "--lock", "x", "--ttl", "60000"],
+        &[],
+    );
+    assert_eq!(code(&claimed), 0, "{}", stderr(&claimed));
+    for spelling in ["/./pfx", "/pfx/../pfx", "/pfx/"] {
+        let url = format!("etcd://{endpoints}{spelling}");
+        let again = fencepost(&["--store", &url, "claim", "--lock", "x", "--json"], &[]);
+        assert_eq!(code(&again), 3, "{spelling}: {}", stderr(&again));
+        let verdict: serde_json::Value = serde_json::from_str(&stdout(&again)).unwrap();
+        assert_eq!(verdict["store"], plain.as_str(), "{spelling}");
+    }
+}

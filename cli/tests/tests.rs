@@ -13,6 +13,8 @@ mod bad_input;
 mod basics;
 mod discovery;
 mod identity;
+mod polish;
+mod status;
 
 #[cfg(unix)]
 mod contention;

@@ -90,6 +90,17 @@ impl Scratch {
         token_of(&output)
     }
 
+    /// Claims the file `path` (relative to the scratch directory) and returns the token.
+    pub fn claim_file(&self, path: &str) -> u64 {
+        let output = self
+            .cmd()
+            .args(["claim", "--file", path, "--ttl", "60000"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "claim failed: {output:?}");
+        token_of(&output)
+    }
+
     /// `status --json`, parsed.
     pub fn status(&self) -> Vec<Value> {
         let output = self.cmd().args(["status", "--json"]).output().unwrap();

@@ -61,6 +61,23 @@ pub use keepalive::Keepalive;
 pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
 pub use protocol::{AcquireOptions, ClaimState, Lease, StatusEntry, Store, TryAcquire, nonce};
 
+/// This machine's host name, for records and `status` (empty when it cannot be
+/// learned). Read once: from the kernel on Linux, `/etc/hostname`, or the
+/// `HOSTNAME` / `COMPUTERNAME` variables (no dependency, no process spawned).
+pub fn host_name() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        let from_file = |path: &str| std::fs::read_to_string(path).ok();
+        let from_env = |name: &str| std::env::var(name).ok();
+        from_file("/proc/sys/kernel/hostname")
+            .or_else(|| from_file("/etc/hostname"))
+            .or_else(|| from_env("HOSTNAME"))
+            .or_else(|| from_env("COMPUTERNAME"))
+            .map(|name| name.trim().chars().filter(|c| !c.is_control()).collect())
+            .unwrap_or_default()
+    })
+}
+
 #[cfg(feature = "planted-bugs")]
 #[doc(hidden)]
 pub mod planted {

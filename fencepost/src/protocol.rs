@@ -219,9 +219,12 @@ pub enum ClaimState {
     NewerFormat,
 }
 
-/// One key's line in [`Store::status`].
+/// One resource's line in [`Store::status`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct StatusEntry {
+    /// The resource as `claim --json` names it: `lock:NAME` or `file:PATH` (for an
+    /// unreadable series, its key).
+    pub resource: String,
     /// The key.
     pub key: Key,
     /// The label of the newest record (empty when unreadable).
@@ -236,11 +239,43 @@ pub struct StatusEntry {
     pub generation: u64,
     /// The owner of the newest record (empty when unknown).
     pub owner: String,
-    /// The pid recorded (0 when unknown).
+    /// The holder's process id: the process that began the tenure, whoever renewed
+    /// it since (0 when unknown).
     pub pid: u32,
+    /// The host the holder ran on (empty when unknown, or written by a version that
+    /// did not record it).
+    pub host: String,
     /// When the newest record expires, milliseconds since the Unix epoch (0 when
     /// unknown).
     pub expires_at_ms: u64,
+}
+
+impl StatusEntry {
+    fn unreadable(key: &Key, generation: u64) -> Self {
+        StatusEntry {
+            resource: key.to_string(),
+            key: key.clone(),
+            label: String::new(),
+            state: ClaimState::Unreadable,
+            live: false,
+            token: 0,
+            generation,
+            owner: String::new(),
+            pid: 0,
+            host: String::new(),
+            expires_at_ms: 0,
+        }
+    }
+}
+
+/// `lock:NAME` or `file:PATH` for a record's label under `key` (a file-id key names
+/// a file too).
+fn resource_of(key: &Key, label: &str) -> String {
+    let kind = match key.as_str().split('-').next() {
+        Some("lock") => "lock",
+        _ => "file",
+    };
+    format!("{kind}:{label}")
 }
 
 /// A backend plus the protocol on top: acquire, check, renew, release, status,
@@ -652,6 +687,7 @@ impl Store {
                 holder: holder_id.to_string(),
                 owner: options.owner.clone(),
                 pid: std::process::id(),
+                host: crate::host_name().to_string(),
                 granted_at_ms,
                 expires_at_ms: granted_at_ms.saturating_add(options.ttl_ms),
                 ttl_ms: options.ttl_ms,
@@ -937,7 +973,6 @@ impl Store {
             granted_at_ms: now,
             expires_at_ms: now.saturating_add(ttl_ms),
             ttl_ms,
-            pid: std::process::id(),
             ..current.clone()
         };
         let created =
@@ -1053,7 +1088,6 @@ impl Store {
                 expires_at_ms: now,
                 ttl_ms: 0,
                 released: true,
-                pid: std::process::id(),
                 ..current.clone()
             };
             match self
@@ -1088,39 +1122,79 @@ impl Store {
         })
     }
 
-    /// Every key in the store with what its newest record says, sorted by label then
-    /// key.
+    /// Every resource in the store with what its newest record says, one entry per
+    /// resource, sorted by label then key.
+    ///
+    /// An existing file's tenure holds two series (its path key and its file-id key);
+    /// the file-id series is shown only when it says something the path series does
+    /// not: a live tenure there that no shown path entry holds. File-id series of
+    /// replaced files, and ones whose tenure the path entry already shows, are left
+    /// out, so one claimed file is one line.
     ///
     /// # Errors
     ///
-    /// [`Error::Backend`] when the store cannot be listed or read.
+    /// [`Error::Backend`] when the store cannot be listed.
     pub fn status(&self) -> Result<Vec<StatusEntry>> {
-        let now = self.clock.wall_ms();
         let mut entries = Vec::new();
+        // File-id keys are decided once every path key is seen.
+        let mut file_ids = Vec::new();
+        let mut shown_holders = std::collections::HashSet::new();
+        for (entry, holder) in self.key_rows()? {
+            if entry.key.as_str().starts_with("inode-") {
+                file_ids.push((entry, holder));
+            } else {
+                if let Some(holder) = holder.filter(|_| entry.live) {
+                    shown_holders.insert(holder);
+                }
+                entries.push(entry);
+            }
+        }
+        for (entry, holder) in file_ids {
+            let shown = holder.as_ref().is_some_and(|h| shown_holders.contains(h));
+            if (entry.live && !shown) || entry.state == ClaimState::Unreadable {
+                entries.push(entry);
+            }
+        }
+        entries.sort_by(|a, b| (&a.label, &a.key).cmp(&(&b.label, &b.key)));
+        Ok(entries)
+    }
+
+    /// Every key in the store with what its newest record says, one entry per key
+    /// (an existing file's path key and file-id key apart), sorted by label then key:
+    /// the raw view behind [`Store::status`], for tests and tools that inspect series.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] when the store cannot be listed.
+    pub fn key_status(&self) -> Result<Vec<StatusEntry>> {
+        let mut entries: Vec<StatusEntry> = self
+            .key_rows()?
+            .into_iter()
+            .map(|(entry, _)| entry)
+            .collect();
+        entries.sort_by(|a, b| (&a.label, &a.key).cmp(&(&b.label, &b.key)));
+        Ok(entries)
+    }
+
+    /// Each key's entry and the holder id of its newest record, when it has one.
+    fn key_rows(&self) -> Result<Vec<(StatusEntry, Option<String>)>> {
+        let now = self.clock.wall_ms();
+        let mut rows = Vec::new();
         for key in self.backend.keys()? {
             // One unreadable series (permissions, a broken key directory) is shown as
             // unreadable rather than failing the listing of every other key.
             let Ok(newest) = self.read_newest(&key) else {
-                entries.push(StatusEntry {
-                    key: key.clone(),
-                    label: String::new(),
-                    state: ClaimState::Unreadable,
-                    live: false,
-                    token: 0,
-                    generation: 0,
-                    owner: String::new(),
-                    pid: 0,
-                    expires_at_ms: 0,
-                });
+                rows.push((StatusEntry::unreadable(&key, 0), None));
                 continue;
             };
             if newest.generation == 0 {
                 continue;
             }
-            let entry = match &newest.decoded {
+            let (entry, holder) = match &newest.decoded {
                 Some(Decoded::Record(r)) => {
                     let live = !r.released && record::is_live(&r.envelope(), now);
-                    StatusEntry {
+                    let entry = StatusEntry {
+                        resource: resource_of(&key, &r.label),
                         key: key.clone(),
                         label: r.label.clone(),
                         state: if r.released {
@@ -1135,36 +1209,32 @@ impl Store {
                         generation: newest.generation,
                         owner: r.owner.clone(),
                         pid: r.pid,
+                        host: r.host.clone(),
                         expires_at_ms: r.expires_at_ms,
-                    }
+                    };
+                    (entry, Some(r.holder.clone()))
                 }
-                Some(Decoded::Newer { envelope, .. }) => StatusEntry {
-                    key: key.clone(),
-                    label: String::new(),
-                    state: ClaimState::NewerFormat,
-                    live: record::is_live(envelope, now),
-                    token: envelope.token,
-                    generation: newest.generation,
-                    owner: String::new(),
-                    pid: 0,
-                    expires_at_ms: envelope.expires_at_ms,
-                },
-                _ => StatusEntry {
-                    key: key.clone(),
-                    label: String::new(),
-                    state: ClaimState::Unreadable,
-                    live: false,
-                    token: 0,
-                    generation: newest.generation,
-                    owner: String::new(),
-                    pid: 0,
-                    expires_at_ms: 0,
-                },
+                Some(Decoded::Newer { envelope, .. }) => (
+                    StatusEntry {
+                        resource: key.to_string(),
+                        key: key.clone(),
+                        label: String::new(),
+                        state: ClaimState::NewerFormat,
+                        live: record::is_live(envelope, now),
+                        token: envelope.token,
+                        generation: newest.generation,
+                        owner: String::new(),
+                        pid: 0,
+                        host: String::new(),
+                        expires_at_ms: envelope.expires_at_ms,
+                    },
+                    None,
+                ),
+                _ => (StatusEntry::unreadable(&key, newest.generation), None),
             };
-            entries.push(entry);
+            rows.push((entry, holder));
         }
-        entries.sort_by(|a, b| (&a.label, &a.key).cmp(&(&b.label, &b.key)));
-        Ok(entries)
+        Ok(rows)
     }
 
     /// Removes the superseded records of `resource`'s series that lie below its newest

@@ -28,8 +28,13 @@ pub struct Record {
     pub holder: String,
     /// Human-readable holder name.
     pub owner: String,
-    /// Process id of the writer.
+    /// Process id of the holder: the process that began the tenure (renewals and the
+    /// tombstone keep it, whoever writes them), so `status` names the holder.
     pub pid: u32,
+    /// The holder's host name (empty when unknown; absent in records written before
+    /// it was recorded).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub host: String,
     /// When this record was written, milliseconds since the Unix epoch.
     pub granted_at_ms: u64,
     /// When the lease ends, milliseconds since the Unix epoch.
@@ -175,6 +180,7 @@ mod tests {
             holder: "cli-1-abc".into(),
             owner: "cli".into(),
             pid: 1,
+            host: String::new(),
             granted_at_ms: 1_000,
             expires_at_ms: 31_000,
             ttl_ms: 30_000,

@@ -295,7 +295,7 @@ mod hard_links {
 
     fn live_keys(store: &Store) -> Vec<String> {
         store
-            .status()
+            .key_status()
             .unwrap()
             .into_iter()
             .filter(|e| e.live)

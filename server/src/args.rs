@@ -243,6 +243,12 @@ pub(crate) struct StatusClaim {
     pub(crate) label: String,
     /// `file` or `lock`.
     pub(crate) kind: String,
+    /// `lock:NAME` or `file:/absolute/path`, as `claim` names it.
+    pub(crate) resource: String,
+    /// The holder's process id (0 when unknown).
+    pub(crate) pid: u32,
+    /// The holder's host name (empty when unknown).
+    pub(crate) host: String,
     /// The token of the newest record (0 when unreadable).
     pub(crate) token: u64,
     /// Who holds or last held it.

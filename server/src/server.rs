@@ -566,13 +566,17 @@ impl Inner {
             .into_iter()
             .map(|entry| StatusClaim {
                 held_by_this_server: entry.live && held.get(&entry.key) == Some(&entry.token),
-                kind: entry
-                    .key
-                    .as_str()
-                    .split('-')
-                    .next()
-                    .unwrap_or_default()
-                    .to_string(),
+                // A file's file-id series is a file too: the schema has two kinds
+                // (core `Store::status` already folds a tenure's two series into one
+                // row).
+                kind: if entry.key.as_str().starts_with("lock-") {
+                    "lock".into()
+                } else {
+                    "file".into()
+                },
+                resource: entry.resource,
+                pid: entry.pid,
+                host: entry.host,
                 state: serde_json::to_value(entry.state)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))

@@ -5,4 +5,5 @@ mod support;
 
 mod confinement;
 mod contention;
+mod polish;
 mod protocol;

@@ -41,8 +41,11 @@ impl EtcdUrl {
     ///
     /// Hosts are names, IPv4 addresses or bracketed IPv6 addresses (`[::1]:2379`);
     /// the port defaults to 2379; the prefix defaults to `/fencepost`. The prefix may
-    /// hold letters, digits and `-._~/`; empty segments and trailing slashes are
-    /// dropped. There is no TLS and no authentication (see the crate docs).
+    /// hold letters, digits and `-._~/`. It is normalized like a path, so that one
+    /// store has one prefix however it is spelled: empty segments, trailing slashes and
+    /// `.` segments are dropped, and `..` removes the segment before it (`/./pfx`,
+    /// `/pfx/`, `/x/../pfx` are all `/pfx`); a `..` above the root is refused. There is
+    /// no TLS and no authentication (see the crate docs).
     pub fn parse(text: &str) -> Result<EtcdUrl, UrlError> {
         let bad = |why: &str| UrlError(format!("bad etcd store URL '{text}': {why}"));
         if !is_etcd_url(text) {
@@ -64,8 +67,8 @@ impl EtcdUrl {
             }
             endpoints.push(parse_endpoint(part).map_err(|why| bad(&why))?);
         }
-        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        for segment in &segments {
+        let mut segments: Vec<&str> = Vec::new();
+        for segment in path.split('/').filter(|s| !s.is_empty()) {
             if !segment
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c))
@@ -73,6 +76,16 @@ impl EtcdUrl {
                 return Err(bad(
                     "the prefix may only hold letters, digits, '-', '.', '_', '~' and '/'",
                 ));
+            }
+            // Two spellings of one prefix must not be two stores (issue 19).
+            match segment {
+                "." => {}
+                ".." => {
+                    if segments.pop().is_none() {
+                        return Err(bad("the prefix climbs above the root with '..'"));
+                    }
+                }
+                _ => segments.push(segment),
             }
         }
         let prefix = if segments.is_empty() {
@@ -142,6 +155,16 @@ mod tests {
             "etcd://127.0.0.1:2379,h2:2379,[::1]:4000/t/x"
         );
         assert_eq!(EtcdUrl::parse(&url.to_string()).unwrap(), url);
+    }
+
+    #[test]
+    fn prefixes_are_normalized_like_paths() {
+        for spelling in ["/./pfx", "/pfx/../pfx", "//pfx//", "/a/b/../../pfx/."] {
+            let url = EtcdUrl::parse(&format!("etcd://h{spelling}")).unwrap();
+            assert_eq!(url.prefix, "/pfx", "{spelling}");
+        }
+        assert!(EtcdUrl::parse("etcd://h/../pfx").is_err());
+        assert!(EtcdUrl::parse("etcd://h/pfx/../..").is_err());
     }
 
     #[test]

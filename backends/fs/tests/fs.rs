@@ -367,6 +367,7 @@ fn valid_record_bytes(key: &Key, generation: u64) -> Vec<u8> {
         holder: "intruder-1-0".into(),
         owner: "intruder".into(),
         pid: 1,
+        host: String::new(),
         granted_at_ms: 0,
         expires_at_ms: u64::MAX,
         ttl_ms: u64::MAX,

@@ -33,8 +33,9 @@ const KEY_HASH_HEX_DIGITS: usize = 32;
 /// What is claimed: a named lock, or a file in the working tree.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Resource {
-    /// A named lock such as `db:migrations`. Names are trimmed, NFC-normalized and
-    /// lowercased, so `DB:Migrations ` and `db:migrations` are one lock.
+    /// A named lock such as `db:migrations`. Names are trimmed, stripped of invisible
+    /// characters, normalized and case-folded, so `DB:Migrations `, `db:migrations`
+    /// and `db:\u{200B}migrations` are one lock, as are `Straße` and `STRASSE`.
     Lock(String),
     /// A file, existing or not yet created. Relative paths are resolved against the
     /// working directory at the time of each call.
@@ -72,8 +73,8 @@ impl Resource {
     /// Resolves the resource to the keys of its claim series, plus the label stored in
     /// records for `status`.
     ///
-    /// Locks: trimmed, NFC-normalized, lowercased; empty names and names with control
-    /// characters are rejected. Files: made absolute against the working directory,
+    /// Locks: trimmed, invisible characters dropped, case-folded (full Unicode case
+    /// folding); empty names and names with control characters are rejected. Files: made absolute against the working directory,
     /// the deepest existing ancestor resolved through the OS (symlinks and `..` the
     /// way the kernel resolves them; a dangling symlink is followed to the file it
     /// would create), the remaining components appended with `.` dropped and `..`
@@ -92,8 +93,14 @@ impl Resource {
             Resource::Lock(name) => {
                 let canonical = canonical_lock_name(name)?;
                 Ok(Identity {
+                    path: None,
                     key: Key::derive("lock", canonical.as_bytes()),
-                    label: name.trim().to_string(),
+                    label: name
+                        .chars()
+                        .filter(|&c| !is_default_ignorable(c))
+                        .collect::<String>()
+                        .trim()
+                        .to_string(),
                     file_id: None,
                 })
             }
@@ -105,10 +112,20 @@ impl Resource {
                     Error::InvalidResource(format!("cannot make {} absolute: {e}", path.display()))
                 })?;
                 let resolved = resolve(&absolute, SYMLINK_LIMIT);
+                if resolved.is_dir() {
+                    return Err(Error::InvalidResource(format!(
+                        "{} is a directory, and a file resource must be a file; claim a file \
+                         in it, or a lock named after the directory (directory claims are \
+                         not supported yet)",
+                        path.display()
+                    )));
+                }
+                let shown = sys::display_path(&resolved);
                 Ok(Identity {
                     key: Key::derive("file", &sys::path_material(&resolved)),
-                    label: absolute.display().to_string(),
+                    label: shown.display().to_string(),
                     file_id: sys::file_id(&resolved).map(|id| Key::derive("inode", id.as_bytes())),
+                    path: Some(shown),
                 })
             }
         }
@@ -128,13 +145,17 @@ pub struct Identity {
     /// The primary key: the lock name's, or the resolved path's. A lease's fencing
     /// token is a generation of this key's series.
     pub key: Key,
-    /// What the caller typed, made absolute for files; shown by `status`, never used
-    /// for identity.
+    /// What the caller typed (a lock name, trimmed and without invisible characters),
+    /// or for a file its resolved path (symbolic links and `..` resolved: what the OS
+    /// will open); shown by `status`, never used for identity.
     pub label: String,
     /// For a file that exists (on platforms with a stable file id: Unix), the key of
     /// its (device, inode) pair, shared by every hard link to it. A lease takes it
     /// together with [`key`](Identity::key), so two links to one file contend.
     pub file_id: Option<Key>,
+    /// For a file: the resolved path the label shows (exact, even where it is not
+    /// valid Unicode), for handing on to a child process (`FENCEPOST_FILE`).
+    pub path: Option<PathBuf>,
 }
 
 impl Identity {
@@ -195,25 +216,63 @@ impl fmt::Display for Key {
     }
 }
 
-/// Trims, rejects, normalizes (NFC) and lowercases a lock name (docs/protocol.md §6).
+/// Trims, rejects, drops invisible characters from, normalizes and case-folds a lock
+/// name (docs/protocol.md §6).
+///
+/// Case: full Unicode case folding (`Straße` = `STRASSE`, `σας` = `ΣΑΣ`), as a
+/// canonical caseless match: NFD, fold, NFC. Invisible characters (Unicode's
+/// Default_Ignorable_Code_Point: zero-width spaces and joiners, bidirectional
+/// controls, variation selectors, soft hyphens) are dropped before anything else:
+/// two names that look the same must be one lock (merge bias), and a name that is
+/// nothing but invisible characters is refused as empty.
 fn canonical_lock_name(name: &str) -> Result<String> {
-    let trimmed = name.trim();
-    if trimmed.is_empty() {
-        return Err(Error::InvalidResource(
-            "the lock name is empty; give a name such as db:migrations".into(),
-        ));
-    }
-    if let Some(bad) = trimmed.chars().find(|c| c.is_control()) {
+    if let Some(bad) = name.trim().chars().find(|c| c.is_control()) {
         return Err(Error::InvalidResource(format!(
             "the lock name contains the control character U+{:04X}; use printable characters",
             bad as u32
         )));
     }
-    Ok(fold(trimmed))
+    let visible: String = name.chars().filter(|&c| !is_default_ignorable(c)).collect();
+    let trimmed = visible.trim();
+    if trimmed.is_empty() {
+        return Err(Error::InvalidResource(if name.trim().is_empty() {
+            "the lock name is empty; give a name such as db:migrations".into()
+        } else {
+            "the lock name has no visible characters; give a name such as db:migrations".into()
+        }));
+    }
+    let decomposed: String = trimmed.nfd().collect();
+    Ok(caseless::default_case_fold_str(&decomposed).nfc().collect())
 }
 
-/// NFC, lowercase, NFC again (lowercasing can denormalize): the case folding shared by
-/// lock names and paths.
+/// Unicode's Default_Ignorable_Code_Point property (DerivedCoreProperties.txt): code
+/// points that render as nothing unless a font says otherwise.
+fn is_default_ignorable(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x00AD
+            | 0x034F
+            | 0x061C
+            | 0x115F..=0x1160
+            | 0x17B4..=0x17B5
+            | 0x180B..=0x180F
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x206F
+            | 0x3164
+            | 0xFE00..=0xFE0F
+            | 0xFEFF
+            | 0xFFA0
+            | 0xFFF0..=0xFFF8
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0000..=0xE0FFF
+    )
+}
+
+/// NFC, lowercase, NFC again (lowercasing can denormalize): the case folding of paths
+/// on case-insensitive platforms (simple lowercasing, as those filesystems compare
+/// names; lock names use full case folding instead).
 fn fold(text: &str) -> String {
     let lowered: String = text.nfc().collect::<String>().to_lowercase();
     lowered.nfc().collect()

@@ -1,18 +1,18 @@
 //! Platform parts of file identity, one module per platform family with identical
-//! signatures: `path_material(resolved) -> Vec<u8>` and `file_id(path) ->
-//! Option<String>`.
+//! signatures: `path_material(resolved) -> Vec<u8>`, `file_id(path) ->
+//! Option<String>` and `display_path(resolved) -> PathBuf`.
 
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub(crate) use unix::{file_id, path_material};
+pub(crate) use unix::{display_path, file_id, path_material};
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub(crate) use windows::{file_id, path_material};
+pub(crate) use windows::{display_path, file_id, path_material};
 
 #[cfg(not(any(unix, windows)))]
 mod other;
 #[cfg(not(any(unix, windows)))]
-pub(crate) use other::{file_id, path_material};
+pub(crate) use other::{display_path, file_id, path_material};

@@ -12,3 +12,8 @@ pub(crate) fn path_material(resolved: &Path) -> Vec<u8> {
 pub(crate) fn file_id(_path: &Path) -> Option<String> {
     None
 }
+
+/// The resolved path as people read it: itself.
+pub(crate) fn display_path(resolved: &Path) -> std::path::PathBuf {
+    resolved.to_path_buf()
+}

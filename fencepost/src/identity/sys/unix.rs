@@ -21,3 +21,8 @@ pub(crate) fn file_id(path: &Path) -> Option<String> {
     let metadata = std::fs::metadata(path).ok()?;
     Some(format!("{}:{}", metadata.dev(), metadata.ino()))
 }
+
+/// The resolved path as people read it: itself.
+pub(crate) fn display_path(resolved: &Path) -> std::path::PathBuf {
+    resolved.to_path_buf()
+}

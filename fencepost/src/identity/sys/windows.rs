@@ -17,3 +17,17 @@ pub(crate) fn path_material(resolved: &Path) -> Vec<u8> {
 pub(crate) fn file_id(_path: &Path) -> Option<String> {
     None
 }
+
+/// The resolved path as people read it: without the verbatim prefix that
+/// `canonicalize` adds (`\\?\C:\x` is shown `C:\x`, `\\?\UNC\srv\share` as
+/// `\\srv\share`).
+pub(crate) fn display_path(resolved: &Path) -> std::path::PathBuf {
+    let text = resolved.as_os_str().to_string_lossy();
+    if let Some(rest) = text.strip_prefix(r"\\?\UNC\") {
+        return format!(r"\\{rest}").into();
+    }
+    match text.strip_prefix(r"\\?\") {
+        Some(rest) if rest.as_bytes().get(1) == Some(&b':') => rest.into(),
+        _ => resolved.to_path_buf(),
+    }
+}

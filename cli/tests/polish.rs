@@ -1,0 +1,207 @@
+//! What a new user trips on (issue 19): lock-name folding, messages, conveniences.
+//! Each test goes through the real binary and failed before its fix.
+
+use crate::util::{Scratch, one_line_stderr};
+
+/// Claims `first`, then tries `second`; the second claim's exit code (3 = one lock).
+fn second_claim_exit(first: &str, second: &str) -> i32 {
+    let s = Scratch::new();
+    s.claim(first, &["--ttl", "60000"]);
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", second, "--ttl", "60000"])
+        .output()
+        .unwrap();
+    output.status.code().expect("exited")
+}
+
+#[test]
+fn lock_names_use_full_case_folding() {
+    // docs/protocol.md §6: case-folded, not lowercased.
+    assert_eq!(second_claim_exit("Straße", "STRASSE"), 3, "ß folds to ss");
+    assert_eq!(second_claim_exit("σας", "ΣΑΣ"), 3, "final sigma folds to σ");
+    assert_eq!(
+        second_claim_exit("ﬁle", "FILE"),
+        3,
+        "the fi ligature folds to fi"
+    );
+    assert_eq!(second_claim_exit("db:migrations", "db:seeds"), 0);
+}
+
+#[test]
+fn invisible_characters_do_not_split_a_lock() {
+    // docs/protocol.md §6, merge bias: names that look the same are one lock.
+    for invisible in [
+        "db:\u{200B}migrations",
+        "db:mig\u{200D}rations",
+        "\u{202E}db:migrations",
+        "db:migrations\u{FEFF}",
+    ] {
+        assert_eq!(
+            second_claim_exit("db:migrations", invisible),
+            3,
+            "{invisible:?}"
+        );
+    }
+}
+
+#[test]
+fn a_lock_name_of_only_invisible_characters_is_refused() {
+    let s = Scratch::new();
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "\u{200B}\u{200D}"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        one_line_stderr(&output).contains("no visible characters"),
+        "{output:?}"
+    );
+}
+
+#[test]
+fn completions_generate_for_every_shell() {
+    // issue 19: shell completions people expect, generated from the clap definition.
+    let s = Scratch::new();
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let output = s.cmd().args(["completions", shell]).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{shell}: {output:?}");
+        let script = String::from_utf8(output.stdout).unwrap();
+        for word in ["claim", "release", "status", "completions", "lock", "ttl"] {
+            assert!(script.contains(word), "{shell} completions lack {word}");
+        }
+    }
+    assert!(!s.store().exists(), "completions must not create a store");
+    // The bash script is valid bash.
+    let script = s.path().join("fencepost.bash");
+    let output = s.cmd().args(["completions", "bash"]).output().unwrap();
+    std::fs::write(&script, output.stdout).unwrap();
+    let syntax = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output();
+    if let Ok(syntax) = syntax {
+        assert!(syntax.status.success(), "bash -n: {syntax:?}");
+    }
+    let bad = s.cmd().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    one_line_stderr(&bad);
+}
+
+#[test]
+fn the_man_page_generates() {
+    let s = Scratch::new();
+    let output = s.cmd().arg("man").output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let page = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH fencepost"),
+        "{page:.200}"
+    );
+    for word in [
+        "claim",
+        "check",
+        "renew",
+        "release",
+        "run",
+        "status",
+        "Exit codes",
+    ] {
+        assert!(page.contains(word), "the man page lacks {word}");
+    }
+    assert!(!s.store().exists(), "man must not create a store");
+}
+
+#[test]
+fn owner_is_offered_only_where_it_acts() {
+    // issue 19: --owner was accepted by check, release and status, where it did nothing.
+    let s = Scratch::new();
+    let token = s.claim("x", &["--owner", "alice"]).to_string();
+    assert_eq!(s.entry("x").unwrap()["owner"], "alice");
+    for args in [
+        vec!["check", "--lock", "x", &token, "--owner", "bob"],
+        vec!["release", "--lock", "x", &token, "--owner", "bob"],
+        vec!["renew", "--lock", "x", &token, "--owner", "bob"],
+        vec!["status", "--owner", "bob"],
+        vec!["--owner", "bob", "status"],
+    ] {
+        let output = s.cmd().args(&args).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        assert!(one_line_stderr(&output).contains("--owner"), "{args:?}");
+    }
+    for command in ["check", "release", "renew", "status"] {
+        let help = s.cmd().args([command, "--help"]).output().unwrap();
+        let text = String::from_utf8(help.stdout).unwrap();
+        assert!(!text.contains("--owner"), "{command} --help offers --owner");
+    }
+    for command in ["claim", "run"] {
+        let help = s.cmd().args([command, "--help"]).output().unwrap();
+        let text = String::from_utf8(help.stdout).unwrap();
+        assert!(text.contains("--owner"), "{command} --help lacks --owner");
+    }
+}
+
+#[test]
+fn clap_tips_are_their_own_clause() {
+    // issue 19: "unexpected argument '--lok' found tip: a similar argument exists".
+    let s = Scratch::new();
+    let output = s.cmd().args(["claim", "--lok", "x"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let line = one_line_stderr(&output);
+    assert!(!line.contains("found tip"), "{line}");
+    assert!(
+        line.contains("found; a similar argument exists: '--lock'"),
+        "{line}"
+    );
+    let output = s.cmd().args(["claim"]).output().unwrap();
+    let line = one_line_stderr(&output);
+    assert!(line.contains("were not provided: <--lock"), "{line}");
+}
+
+#[test]
+fn an_empty_store_or_owner_variable_means_unset() {
+    // issue 19: FENCEPOST_STORE= gave clap's "a value is required".
+    let s = Scratch::new();
+    let repo = s.path().join("repo");
+    std::fs::create_dir_all(repo.join(".fencepost")).unwrap();
+    let output = s
+        .bare_cmd(&repo)
+        .env("FENCEPOST_STORE", "")
+        .env("FENCEPOST_OWNER", "")
+        .args(["claim", "--lock", "x", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let lease = crate::util::json_of(&output);
+    assert_eq!(
+        lease["owner"], "cli",
+        "an empty FENCEPOST_OWNER is the default"
+    );
+    assert_eq!(
+        lease["store"],
+        repo.join(".fencepost").display().to_string(),
+        "an empty FENCEPOST_STORE is discovery"
+    );
+}
+
+#[test]
+fn a_directory_is_not_a_file() {
+    // issue 19: `claim --file DIR` succeeded; directory claims will be --dir.
+    let s = Scratch::new();
+    std::fs::create_dir(s.path().join("sub")).unwrap();
+    for args in [
+        vec!["claim", "--file", "sub"],
+        vec!["check", "--file", "sub", "1"],
+        vec!["run", "--file", "sub", "--", "true"],
+    ] {
+        let output = s.cmd().args(&args).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        let line = one_line_stderr(&output);
+        assert!(
+            line.contains("is a directory") && line.contains("--dir"),
+            "{line}"
+        );
+    }
+    assert!(s.status().is_empty(), "nothing was claimed");
+}

@@ -1,0 +1,170 @@
+//! `status` tells the truth (issue 19): the holder's pid and host, one row per
+//! resource, readable expiries, resolved labels, bounded widths, the `resource` field.
+
+use crate::util::Scratch;
+
+#[test]
+fn labels_and_the_child_environment_show_the_resolved_path() {
+    // issue 19: `file:/repo/sub/../a.txt` in status, FENCEPOST_FILE and FENCEPOST_RESOURCE.
+    let s = Scratch::new();
+    std::fs::create_dir(s.path().join("sub")).unwrap();
+    std::fs::write(s.path().join("a.txt"), "a").unwrap();
+    let resolved = std::fs::canonicalize(s.path().join("a.txt")).unwrap();
+    let output = s
+        .cmd()
+        .args(["run", "--file", "sub/../a.txt", "--", "sh", "-c"])
+        .arg("printf '%s\\n%s\\n' \"$FENCEPOST_FILE\" \"$FENCEPOST_RESOURCE\"; \"$FP\" --store \"$FENCEPOST_STORE\" status --json")
+        .env("FP", crate::util::bin())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some(resolved.to_str().unwrap()));
+    assert_eq!(
+        lines.next(),
+        Some(format!("file:{}", resolved.display()).as_str())
+    );
+    let status: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    let labels: Vec<&str> = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, [resolved.to_str().unwrap()], "{status}");
+    assert!(!stdout.contains(".."), "{stdout}");
+}
+
+/// `status` (the table) as text.
+fn table(s: &Scratch) -> String {
+    let output = s.cmd().arg("status").output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn the_pid_is_the_holders_not_the_last_writers() {
+    // issue 19: the PID column showed the renewer's (or releaser's) pid.
+    let s = Scratch::new();
+    let claim = s
+        .spawn_cmd()
+        .args(["claim", "--lock", "x", "--ttl", "60000"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let holder_pid = claim.id();
+    let output = claim.wait_with_output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let token = String::from_utf8(output.stdout).unwrap().trim().to_string();
+    let renew = s
+        .cmd()
+        .args(["renew", "--lock", "x", &token])
+        .output()
+        .unwrap();
+    assert_eq!(renew.status.code(), Some(0), "{renew:?}");
+    let entry = s.entry("x").unwrap();
+    assert_eq!(entry["pid"], holder_pid, "{entry}");
+    assert!(table(&s).contains(&holder_pid.to_string()));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_holders_host_is_shown() {
+    let s = Scratch::new();
+    s.claim("x", &[]);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let host = host.trim();
+    assert!(!host.is_empty());
+    assert_eq!(s.entry("x").unwrap()["host"], host);
+    let table = table(&s);
+    assert!(table.lines().next().unwrap().contains("HOST"), "{table}");
+    assert!(table.lines().nth(1).unwrap().contains(host), "{table}");
+}
+
+#[test]
+fn one_claimed_file_is_one_row() {
+    // issue 19: an existing file showed `file:` and `inode:` rows, and the `inode:`
+    // rows of replaced files piled up.
+    let s = Scratch::new();
+    let file = s.path().join("a.txt");
+    std::fs::write(&file, "1").unwrap();
+    for round in 0..3 {
+        let token = s.claim_file("a.txt");
+        let rows = s.status();
+        assert_eq!(rows.len(), 1, "round {round}: {rows:?}");
+        assert_eq!(rows[0]["state"], "held");
+        assert_eq!(rows[0]["token"], token);
+        let release = s
+            .cmd()
+            .args(["release", "--file", "a.txt", &token.to_string()])
+            .output()
+            .unwrap();
+        assert_eq!(release.status.code(), Some(0), "{release:?}");
+        // Replace the file: a new inode, as editors and `write` do.
+        std::fs::write(s.path().join("a.new"), round.to_string()).unwrap();
+        std::fs::rename(s.path().join("a.new"), &file).unwrap();
+    }
+    let rows = s.status();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["state"], "released");
+    assert!(!table(&s).contains("inode"), "{}", table(&s));
+}
+
+#[test]
+fn expiries_read_in_and_ago() {
+    // issue 19: `--ttl 1000` showed `0s` right after the claim; expired rows `-1s`.
+    let s = Scratch::new();
+    s.claim("gone", &["--ttl", "200"]);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    s.claim("soon", &["--ttl", "1000"]);
+    let table = table(&s);
+    let soon = table.lines().find(|l| l.contains("lock:soon")).unwrap();
+    assert!(soon.contains("in 1.0s") || soon.contains("in 0."), "{soon}");
+    let gone = table.lines().find(|l| l.contains("lock:gone")).unwrap();
+    assert!(
+        gone.contains("expired 0.") && gone.ends_with("s ago"),
+        "{gone}"
+    );
+    assert!(!table.contains("-1s") && !table.contains(" 0s"), "{table}");
+}
+
+#[test]
+fn a_huge_label_does_not_pad_every_row() {
+    // issue 19: a 60,000-character lock name gave 1.4 MB of output for 22 rows.
+    let s = Scratch::new();
+    let huge = format!("{}-end", "n".repeat(60_000));
+    s.claim(&huge, &[]);
+    for name in ["a", "b", "c"] {
+        s.claim(name, &[]);
+    }
+    let table = table(&s);
+    assert!(table.len() < 2_000, "{} bytes", table.len());
+    let row = table.lines().find(|l| l.contains("-end")).unwrap();
+    assert!(row.contains("lock:nnn") && row.contains('…'), "{row}");
+    // --json keeps the label whole.
+    assert!(s.status().iter().any(|e| e["label"] == huge.as_str()));
+}
+
+#[test]
+fn status_json_rows_name_the_resource() {
+    // issue 19: claim --json and check --json have `resource`; status --json lacked it.
+    let s = Scratch::new();
+    s.claim("db:migrations", &[]);
+    std::fs::write(s.path().join("a.txt"), "a").unwrap();
+    s.claim_file("a.txt");
+    let file = std::fs::canonicalize(s.path().join("a.txt")).unwrap();
+    let mut resources: Vec<String> = s
+        .status()
+        .iter()
+        .map(|e| e["resource"].as_str().unwrap().to_string())
+        .collect();
+    resources.sort();
+    assert_eq!(
+        resources,
+        [
+            format!("file:{}", file.display()),
+            "lock:db:migrations".into()
+        ]
+    );
+}
