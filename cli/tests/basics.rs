@@ -431,13 +431,7 @@ fn status_survives_a_label_longer_than_any_format_width() {
     // CreateProcessW refuses a command line over 32,767 characters (issue 18).
     let s = Scratch::new();
     let long = "a".repeat(70_000);
-    let store = fencepost::Store::new(fencepost_fs::FsStore::open(s.store()).unwrap());
-    store
-        .acquire(
-            &fencepost::Resource::lock(long.as_str()),
-            &fencepost::AcquireOptions::new(60_000).owner("library"),
-        )
-        .unwrap();
+    crate::util::claim_through_the_library(&s, &long);
     let out = s.cmd().arg("status").output().unwrap();
     assert_eq!(
         out.status.code(),
