@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The main job, end to end: two real processes take turns on one lock through
-# `fencepost run`, over the default fs store of a scratch git work tree. Each critical
+# `fencepost run`, over the default fs store of a scratch git repository: one agent in
+# the main checkout, the other in a linked worktree (as agent tools set them up), both
+# landing in the repository's store, .git/fencepost. Each critical
 # section appends its FENCEPOST_TOKEN to a log; the script then checks that the
 # sections never overlapped and that the tokens strictly increase.
 set -euo pipefail
@@ -11,8 +13,13 @@ fencepost="$repo_root/target/release/fencepost"
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-mkdir -p "$scratch/tree/.git" "$scratch/tree/sub"   # a work tree: the store lands at its root
+command -v git >/dev/null || { echo "demo: git is required (apt-get install git)" >&2; exit 1; }
+quiet_git() { git -c user.name=demo -c user.email=demo@fencepost.invalid -c init.defaultBranch=main "$@" >/dev/null; }
+mkdir -p "$scratch/tree"
 cd "$scratch/tree"
+quiet_git init -q && quiet_git commit -q --allow-empty -m demo
+quiet_git worktree add -q "$scratch/tree-b" -b agent-b   # a second checkout, one repository
+mkdir -p "$scratch/tree-b/sub"
 unset FENCEPOST_STORE FENCEPOST_OWNER
 
 worker() { # $1 = name, $2 = directory to run from
@@ -25,7 +32,7 @@ worker() { # $1 = name, $2 = directory to run from
   done
 }
 worker agent-a "$scratch/tree" & a=$!
-worker agent-b "$scratch/tree/sub" & b=$!   # a subdirectory finds the same store
+worker agent-b "$scratch/tree-b/sub" & b=$!   # the worktree finds the same store
 wait "$a"; wait "$b"
 
 echo

@@ -16,6 +16,8 @@ mod contention;
 #[cfg(unix)]
 mod floor;
 #[cfg(unix)]
+mod loss;
+#[cfg(unix)]
 mod machine;
 #[cfg(unix)]
 mod report;
@@ -53,6 +55,8 @@ pub struct Iters {
     pub contention: Vec<(usize, usize)>,
     /// ttl / stale time in the wedged-holder scenario.
     pub stale_ms: u64,
+    /// Rounds of the loss-notice and dead-holder handoff rows.
+    pub loss: usize,
 }
 
 impl Iters {
@@ -68,6 +72,7 @@ impl Iters {
             process: 300,
             contention: [2, 4, 8, 16].iter().map(|&n| (n, 800 / n)).collect(),
             stale_ms: 300,
+            loss: 20,
         }
     }
 
@@ -83,6 +88,7 @@ impl Iters {
             process: 5,
             contention: vec![(2, 10), (4, 5)],
             stale_ms: 300,
+            loss: 2,
         }
     }
 }
@@ -117,7 +123,7 @@ mod app {
     use crate::machine::Machine;
     use crate::report::Report;
     use crate::rows::{Group, cli_rows, paired, protocol_rows};
-    use crate::{Iters, R, contention, rivals, wedged};
+    use crate::{Iters, R, contention, loss, rivals, wedged};
 
     const USAGE: &str = "\
 usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--keep]
@@ -293,6 +299,9 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
                 it.stale_ms,
             )?);
         }
+        step("loss notice and dead-holder handoff");
+        report.loss_notice = Some(loss::notice(bin, &dir.join("loss"), it.loss)?);
+        report.handoff = Some(loss::handoff(bin, &dir.join("loss"), it.loss)?);
         report.notes = notes;
         report.elapsed = started.elapsed();
         let verdict = report.fencepost_wedged_verdict();

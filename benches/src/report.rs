@@ -22,6 +22,10 @@ pub struct Report {
     pub contention: Vec<ContentionRow>,
     pub rivals: Vec<Row>,
     pub wedged: Vec<Outcome>,
+    /// Loss-notice latency of `run` (issue 16).
+    pub loss_notice: Option<Summary>,
+    /// Dead-holder handoff time (issue 16).
+    pub handoff: Option<Summary>,
     pub notes: Vec<String>,
     pub elapsed: Duration,
 }
@@ -45,6 +49,8 @@ impl Report {
             contention: Vec::new(),
             rivals: Vec::new(),
             wedged: Vec::new(),
+            loss_notice: None,
+            handoff: None,
             notes: Vec::new(),
             elapsed: Duration::ZERO,
         }
@@ -268,9 +274,49 @@ impl Report {
             );
         }
 
+        self.render_loss(&mut s);
         self.render_targets(&mut s);
         self.render_reading(&mut s);
         s
+    }
+
+    fn render_loss(&self, s: &mut String) {
+        let _ = writeln!(
+            s,
+            "\n## Losing a lease, and dead holders (real `fencepost` processes, fs store)\n\n\
+             - *loss notice*: a `fencepost run --ttl 30000` holds a lock; its tenure is ended \
+             from outside (a release with its token); timed from that record landing to \
+             `run`'s loss line on stderr. Without the keepalive's watch between renewals \
+             this is up to ttl/3 = 10 s.\n\
+             - *dead-holder handoff*: a `fencepost claim --hold --ttl 60000` is SIGKILLed; \
+             timed from its reaping to a waiter's acquire returning the lease. Without \
+             dead-holder takeover this is the rest of the ttl (about 60 s).\n\n\
+             | row | iterations | p50 | p95 | min | max |\n| --- | ---: | ---: | ---: | ---: | ---: |"
+        );
+        for (name, summary) in [
+            ("loss notice (run, ttl 30 s)", &self.loss_notice),
+            (
+                "dead-holder handoff (claim --hold, ttl 60 s)",
+                &self.handoff,
+            ),
+        ] {
+            match summary {
+                Some(m) => {
+                    let _ = writeln!(
+                        s,
+                        "| {name} | {} | {} | {} | {} | {} |",
+                        m.n,
+                        fmt(m.p50),
+                        fmt(m.p95),
+                        fmt(m.min),
+                        fmt(m.max)
+                    );
+                }
+                None => {
+                    let _ = writeln!(s, "| {name} | not run | — | — | — | — |");
+                }
+            }
+        }
     }
 
     fn render_targets(&self, s: &mut String) {

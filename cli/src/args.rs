@@ -23,9 +23,13 @@ Exit codes:
   126  run: the command was found but could not be executed
   127  run: the command was not found
 
-Store: --store, else $FENCEPOST_STORE, else the nearest .fencepost directory
-walking up from the current directory, else .fencepost at the root of the
-enclosing git work tree, else ./.fencepost.";
+Store (one resource, one store): --store, else $FENCEPOST_STORE; else the
+nearest .fencepost directory at or above the anchor (a --file's own directory,
+the current directory for --lock and status); else, inside a git repository,
+fencepost/ in its common git directory (shared by every worktree; the repository
+holding the file decides); else the per-user store ($XDG_STATE_HOME/fencepost or
+~/.local/state/fencepost; %LOCALAPPDATA%\\fencepost on Windows). check, status,
+renew and release never create a store.";
 
 /// Leases with fencing tokens for agents, scripts and humans sharing one working tree.
 ///
@@ -46,7 +50,7 @@ pub struct Cli {
 /// Options every command takes.
 #[derive(Debug, Args)]
 pub struct Global {
-    /// The store directory [default: discovered, see "Store" below], or an etcd
+    /// The store directory [default: located from the resource, see "Store" below], or an etcd
     /// store URL etcd://host:2379[,host:2379…]/prefix (builds with the `etcd` feature)
     #[arg(long, global = true, env = "FENCEPOST_STORE", value_name = "DIR")]
     pub store: Option<PathBuf>,

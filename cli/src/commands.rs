@@ -11,8 +11,8 @@ use crate::Failure;
 use crate::args::{ClaimArgs, RenewArgs, StatusArgs, TokenArgs};
 use crate::output::{
     LeaseJson, VerdictJson, describe_error, emit, emit_json, held_refusal, human_precise,
-    loss_reason, now_ms, refusal_holder, refusal_reason, report, resource_name, status_table,
-    until_ms,
+    loss_reason, now_ms, printable, refusal_holder, refusal_reason, report, resource_name,
+    status_table, until_ms,
 };
 use crate::sys;
 use crate::waiting::{self, Acquired};
@@ -21,6 +21,10 @@ use crate::waiting::{self, Acquired};
 pub struct Context {
     pub store: Store,
     pub locator: String,
+    /// The rule that picked a directory store (`None`: an etcd store).
+    pub scope: Option<fencepost_fs::StoreScope>,
+    /// False when the directory store does not exist (yet): it reads as empty.
+    pub exists: bool,
 }
 
 /// `lock:NAME` or `file:/abs/path` for `resource`, validating it first so a bad name
@@ -107,7 +111,10 @@ fn hold(ctx: &Context, args: &ClaimArgs, lease: Lease) -> Result<ExitCode, Failu
         let lost = Arc::clone(&lost);
         let target = target.clone();
         ctx.store.keepalive_with(lease.clone(), move |error| {
-            report(&format!("lease on {target} lost: {}", loss_reason(error)));
+            report(&crate::in_store(format!(
+                "lease on {target} lost: {}",
+                loss_reason(error)
+            )));
             lost.store(true, Ordering::SeqCst);
         })
     };
@@ -126,7 +133,10 @@ fn hold(ctx: &Context, args: &ClaimArgs, lease: Lease) -> Result<ExitCode, Failu
         Err(
             error @ (Error::Superseded { .. } | Error::Expired { .. } | Error::NotHolder { .. }),
         ) => {
-            report(&format!("lease on {target} lost: {}", loss_reason(&error)));
+            report(&crate::in_store(format!(
+                "lease on {target} lost: {}",
+                loss_reason(&error)
+            )));
             Ok(ExitCode::from(args.timing.conflict_exit_code))
         }
         Err(error) => Err(Failure::Error(format!(
@@ -146,7 +156,7 @@ pub fn check(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
             "token {} is not current for {}: {}",
             args.token,
             resource.target(),
-            why_not_current(&ctx.store, &resource, args.token)
+            why_not_current(ctx, &resource, args.token)
         )
     });
     if args.json {
@@ -166,18 +176,47 @@ pub fn check(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
     }
 }
 
-/// Best-effort explanation of a failed check, from the resource's status entry.
-fn why_not_current(store: &Store, resource: &Resource, token: u64) -> String {
-    let Ok(key) = resource.identity().map(|i| i.key) else {
+/// Best-effort explanation of why `token` does not hold `resource`, from what
+/// `status` shows, so the message and `status` agree.
+fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
+    let store = &ctx.store;
+    let Ok(identity) = resource.identity() else {
         return "the resource is invalid".into();
     };
+    let key = identity.key;
     let entry = store
-        .status()
+        .key_status()
         .ok()
         .and_then(|entries| entries.into_iter().find(|e| e.key == key));
     let Some(entry) = entry else {
-        return "it has never been claimed in this store".into();
+        return format!("it has never been claimed in the store {}", ctx.locator);
     };
+    // The same file held through another hard link: the rival's row in `status` is
+    // its own link's path, holding this file's file-id series (issue 19: `check`
+    // said "renewed or claimed again meanwhile" while `status` showed it held).
+    let through_another_link = identity.file_id.and_then(|file_id| {
+        let rows = store.key_status().ok()?;
+        let rival = rows
+            .iter()
+            .find(|e| e.key == file_id && e.live && e.label != entry.label)?;
+        // Show the rival as `status` does: its own link's row, with its token.
+        let shown = rows
+            .iter()
+            .find(|e| e.key.as_str().starts_with("file-") && e.live && e.label == rival.label)
+            .unwrap_or(rival);
+        Some(format!(
+            "the same file is held through another link, {}, by {} (pid {}, token {}, \
+             expires in {}); a lease on one link no longer covers the file",
+            printable(&shown.label),
+            printable(&shown.owner),
+            shown.pid,
+            shown.token,
+            human_precise(until_ms(shown.expires_at_ms, now_ms()))
+        ))
+    });
+    if let Some(message) = through_another_link.filter(|_| entry.token == token) {
+        return message;
+    }
     let now = now_ms();
     let ago = |at| human_precise(-until_ms(at, now));
     match entry.state {
@@ -214,7 +253,7 @@ pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(error) => Err(refuse(ctx, args.json, name, args.token, error)),
+        Err(error) => Err(refuse(ctx, args.json, name, &resource, args.token, error)),
     }
 }
 
@@ -236,17 +275,40 @@ pub fn release(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(error) => Err(refuse(ctx, args.json, name, args.token, error)),
+        Err(error) => Err(refuse(ctx, args.json, name, &resource, args.token, error)),
     }
 }
 
 /// Turns a failed renew or release into its exit: a refusal (3, with a JSON verdict
 /// when asked) or an error (1, nothing on stdout).
-fn refuse(ctx: &Context, json: bool, name: String, token: u64, error: Error) -> Failure {
+fn refuse(
+    ctx: &Context,
+    json: bool,
+    name: String,
+    resource: &Resource,
+    token: u64,
+    error: Error,
+) -> Failure {
     let Some(reason) = refusal_reason(&error) else {
         return Failure::from(error);
     };
-    let message = describe_error(&error);
+    let message = match &error {
+        // Nobody holds it: say what the series shows (never claimed, released,
+        // expired, superseded) instead of guessing (issue 19).
+        Error::NotHolder { newest: None, .. } => {
+            let why = why_not_current(ctx, resource, token);
+            let next = if why.starts_with("it has never been claimed") {
+                "claim it first"
+            } else {
+                "claim it again for a new token"
+            };
+            format!(
+                "token {token} does not hold {}: {why}; {next}",
+                resource.target()
+            )
+        }
+        _ => describe_error(&error),
+    };
     if json {
         let verdict = VerdictJson {
             ok: false,
@@ -269,9 +331,26 @@ pub fn status(ctx: &Context, args: &StatusArgs) -> Result<ExitCode, Failure> {
     if args.json {
         emit_json(&entries)?;
     } else if entries.is_empty() {
-        emit(&format!("no claims in {}", ctx.locator))?;
+        emit(&format!("no claims in {}", store_line(ctx)))?;
     } else {
-        emit(&status_table(&entries, now_ms()))?;
+        emit(&format!(
+            "{}\nstore: {}",
+            status_table(&entries, now_ms()),
+            store_line(ctx)
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The store `status` read, and why it is that one: `/repo/.git/fencepost (the
+/// repository's store, shared by all its worktrees)`.
+fn store_line(ctx: &Context) -> String {
+    match ctx.scope {
+        None => ctx.locator.clone(),
+        Some(_) if !ctx.exists => format!(
+            "{} (it does not exist yet; the first claim creates it)",
+            ctx.locator
+        ),
+        Some(scope) => format!("{} ({scope})", ctx.locator),
+    }
 }

@@ -21,6 +21,7 @@ use fencepost::Error;
 use crate::args::{Cli, Command};
 use crate::commands::Context;
 use crate::output::{describe_error, report};
+use crate::store::Access;
 
 /// Exit code for errors: usage, bad input, I/O.
 const EXIT_ERROR: u8 = 1;
@@ -66,13 +67,29 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
         Err(Failure::Refused(message)) => {
-            report(&message);
+            report(&in_store(message));
             ExitCode::from(EXIT_REFUSED)
         }
-        Err(Failure::Code(code, message)) => {
+        Err(Failure::Code(code @ (126 | 127), message)) => {
             report(&message);
             ExitCode::from(code)
         }
+        Err(Failure::Code(code, message)) => {
+            report(&in_store(message));
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// The store the command used, once it is open: every refusal names it, since "held"
+/// or "never claimed" is only true of one store (issue 19).
+static STORE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// `message`, naming the store unless it already does.
+pub(crate) fn in_store(message: String) -> String {
+    match STORE.get() {
+        Some(store) if !message.contains(store.as_str()) => format!("{message} (store {store})"),
+        _ => message,
     }
 }
 
@@ -119,7 +136,7 @@ fn run() -> Result<ExitCode, Failure> {
 }
 
 /// The command line definition, with an environment variable that is set but empty
-/// treated as unset (`FENCEPOST_STORE=` means "discover the store", as the server
+/// treated as unset (`FENCEPOST_STORE=` means "locate the store", as the server
 /// already reads it), instead of clap's "a value is required" (issue 19).
 fn command() -> clap::Command {
     let empty = |name: &str| std::env::var_os(name).is_some_and(|v| v.is_empty());
@@ -135,19 +152,33 @@ fn command() -> clap::Command {
     command
 }
 
-/// Opens the store named by --store / FENCEPOST_STORE, or found by discovery from
-/// the working directory (docs/protocol.md §5).
+/// Opens the store of the command's resource (`status`: of the working directory),
+/// named by --store / FENCEPOST_STORE or located by the store location rule.
+/// `claim` and `run` may create it; every other command creates nothing.
 fn open_store(cli: &Cli) -> Result<Context, Failure> {
     let cwd = std::env::current_dir().map_err(|e| {
         Failure::Error(format!(
             "cannot read the current directory: {e}; run from an existing directory or pass --store"
         ))
     })?;
-    let backend = store::open(cli.global.store.as_deref(), &cwd).map_err(Failure::Error)?;
-    let locator = backend.locator();
+    let (resource, access) = match &cli.command {
+        Command::Claim(args) => (Some(args.target.resource()), Access::Create),
+        Command::Run(args) => (Some(args.target.resource()), Access::Create),
+        Command::Check(args) | Command::Release(args) => {
+            (Some(args.target.resource()), Access::Existing)
+        }
+        Command::Renew(args) => (Some(args.target.resource()), Access::Existing),
+        Command::Status(_) | Command::Completions(_) | Command::Man => (None, Access::Existing),
+    };
+    let opened = store::open(cli.global.store.as_deref(), resource.as_ref(), &cwd, access)
+        .map_err(Failure::Error)?;
+    let locator = opened.backend.locator();
+    let _ = STORE.set(locator.clone());
     Ok(Context {
-        store: fencepost::Store::new(backend),
+        store: fencepost::Store::new(opened.backend),
         locator,
+        scope: opened.scope,
+        exists: opened.exists,
     })
 }
 

@@ -291,10 +291,31 @@ pub fn describe_error(error: &Error) -> String {
         Error::Backend(e) if e.location.contains("etcd://") => format!(
             "store error: {e}; check that the etcd endpoints of the store (--store or FENCEPOST_STORE) are reachable"
         ),
-        Error::Backend(e) => format!(
-            "store error: {e}; check that the store (--store or FENCEPOST_STORE) is a writable directory"
-        ),
+        Error::Backend(e) => format!("store error: {e}; {}", store_remedy(e)),
         other => other.to_string(),
+    }
+}
+
+/// What to do about a store failure, from its real cause (issue 19: every store
+/// error used to end "check that the store is a writable directory", even a full
+/// disk or a symbolic link inside the store).
+pub fn store_remedy(error: &fencepost::BackendError) -> &'static str {
+    use std::io::ErrorKind;
+    let text = error.source.to_string();
+    match error.kind() {
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => {
+            "the disk (or quota) holding the store is full; free space and try again"
+        }
+        ErrorKind::ReadOnlyFilesystem => {
+            "the store is on a read-only filesystem; pass a writable one with --store or FENCEPOST_STORE"
+        }
+        ErrorKind::PermissionDenied => {
+            "you lack permission on the store; fix its permissions or pass another with --store or FENCEPOST_STORE"
+        }
+        _ if text.contains("symbolic link") => {
+            "fencepost does not follow symbolic links inside the store; replace the link with the directory it points to, or remove it"
+        }
+        _ => "check that the store (--store or FENCEPOST_STORE) is a writable directory",
     }
 }
 

@@ -58,10 +58,10 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         let target = resource.target();
         let policy = describe_policy(args.on_loss, args.grace);
         ctx.store.keepalive_with(lease, move |error| {
-            report(&format!(
+            report(&crate::in_store(format!(
                 "lease on {target} lost: {}; {policy}",
                 loss_reason(error)
-            ));
+            )));
             stopper.lost();
         })
     };
@@ -138,11 +138,11 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
             error @ (Error::Superseded { .. } | Error::Expired { .. } | Error::NotHolder { .. }),
         ) => {
             // Lost after the last look, before the release: still a loss.
-            report(&format!(
+            report(&crate::in_store(format!(
                 "lease on {} lost: {}",
                 resource.target(),
                 loss_reason(&error)
-            ));
+            )));
             return Ok(ExitCode::from(conflict));
         }
         Err(error) => report(&format!(

@@ -205,3 +205,190 @@ fn a_directory_is_not_a_file() {
     }
     assert!(s.status().is_empty(), "nothing was claimed");
 }
+
+#[test]
+fn release_and_renew_of_a_never_claimed_lock_say_so_and_name_the_store() {
+    // issue 19: they said "it was released, expired or superseded".
+    let s = Scratch::new();
+    s.claim("other", &[]); // the store exists
+    let store = s.store().display().to_string();
+    for command in ["release", "renew"] {
+        let output = s
+            .cmd()
+            .args([command, "--lock", "never", "1"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(3), "{output:?}");
+        let line = one_line_stderr(&output);
+        assert!(line.contains("never been claimed"), "{command}: {line}");
+        assert!(line.contains("claim it first"), "{command}: {line}");
+        assert!(line.contains(&store), "{command}: {line}");
+    }
+    // A released one says released.
+    let token = s.claim("gone", &[]).to_string();
+    s.cmd()
+        .args(["release", "--lock", "gone", &token])
+        .assert()
+        .code(0);
+    let output = s
+        .cmd()
+        .args(["release", "--lock", "gone", &token])
+        .output()
+        .unwrap();
+    let line = one_line_stderr(&output);
+    assert!(line.contains("its lease was released"), "{line}");
+    assert!(line.contains(&store), "{line}");
+}
+
+#[test]
+fn every_refusal_names_the_store() {
+    let s = Scratch::new();
+    let store = s.store().display().to_string();
+    let token = s.claim("x", &["--ttl", "60000"]).to_string();
+    for args in [
+        vec!["claim", "--lock", "x"],
+        vec!["check", "--lock", "x", "99"],
+        vec!["check", "--lock", "never", "1"],
+        vec!["renew", "--lock", "x", "99"],
+    ] {
+        let output = s.cmd().args(&args).output().unwrap();
+        assert_eq!(output.status.code(), Some(3), "{args:?}: {output:?}");
+        assert!(
+            one_line_stderr(&output).contains(&store),
+            "{args:?}: {output:?}"
+        );
+    }
+    let _ = token;
+}
+
+#[cfg(unix)]
+#[test]
+fn a_lost_run_names_the_store() {
+    // issue 19: name the store in every refusal, the loss of `run` included.
+    let s = Scratch::new();
+    let output = s
+        .cmd()
+        .args(["run", "--lock", "x", "--ttl", "60000", "--", "sh", "-c"])
+        .arg(r#""$FP" release --lock x "$FENCEPOST_TOKEN"; sleep 0.5"#)
+        .env("FP", crate::util::bin())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let loss = stderr
+        .lines()
+        .find(|l| l.contains("lost:"))
+        .expect("a loss line");
+    assert!(loss.contains(&s.store().display().to_string()), "{loss}");
+}
+
+#[cfg(unix)]
+#[test]
+fn check_after_a_hard_link_split_agrees_with_status() {
+    // issue 19: `check` said "renewed or claimed again meanwhile" while `status`
+    // showed the lease held.
+    let s = Scratch::new();
+    let a_token = s.claim_file("new.txt").to_string();
+    std::fs::write(s.path().join("new.txt"), "x").unwrap();
+    std::fs::hard_link(s.path().join("new.txt"), s.path().join("other.txt")).unwrap();
+    let b_token = s.claim_file("other.txt").to_string();
+    let output = s
+        .cmd()
+        .args(["check", "--file", "new.txt", &a_token])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let line = one_line_stderr(&output);
+    assert!(!line.contains("renewed or claimed again"), "{line}");
+    assert!(line.contains("held through another link"), "{line}");
+    assert!(
+        line.contains("other.txt") && line.contains(&format!("token {b_token}")),
+        "{line}"
+    );
+    // status shows exactly that: other.txt held with B's token.
+    let rows = s.status();
+    let other = rows
+        .iter()
+        .find(|e| e["label"].as_str().unwrap().ends_with("other.txt"))
+        .unwrap();
+    assert_eq!(other["state"], "held");
+    assert_eq!(other["token"].to_string(), b_token);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_key_directory_is_shown_and_named_as_the_cause() {
+    // issue 19: status hid it ("no claims", rc 0) while every command on the key failed
+    // with "check that the store is a writable directory".
+    let s = Scratch::new();
+    s.claim("x", &["--ttl", "100"]);
+    let claims = s.store().join("claims");
+    let key = std::fs::read_dir(&claims)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let elsewhere = s.path().join("elsewhere");
+    std::fs::rename(&key, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &key).unwrap();
+    let rows = s.status();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["state"], "unreadable");
+    let output = s.cmd().args(["claim", "--lock", "x"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let line = one_line_stderr(&output);
+    assert!(line.contains("symbolic link"), "{line}");
+    assert!(!line.contains("writable directory"), "{line}");
+    assert!(line.contains("replace the link"), "{line}");
+}
+
+/// Unmounts a tmpfs when the test ends, even when it fails.
+#[cfg(target_os = "linux")]
+struct Mount(std::path::PathBuf);
+
+#[cfg(target_os = "linux")]
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_is_named_as_the_cause() {
+    // issue 19: a full disk was reported as "check that the store is a writable
+    // directory". Mounting a small tmpfs needs root (CI runs as root).
+    let s = Scratch::new();
+    let mount_point = s.path().join("small");
+    std::fs::create_dir(&mount_point).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&mount_point)
+        .status()
+        .expect("running mount");
+    assert!(
+        mounted.success(),
+        "this test mounts a tmpfs and needs root (CI runs as root)"
+    );
+    let _mount = Mount(mount_point.clone());
+    let _ = std::process::Command::new("dd")
+        .args(["if=/dev/zero", "bs=4k"])
+        .arg(format!("of={}", mount_point.join("fill").display()))
+        .stderr(std::process::Stdio::null())
+        .status();
+    let output = s
+        .bare_cmd(s.path())
+        .arg("--store")
+        .arg(mount_point.join("store"))
+        .args(["claim", "--lock", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let line = one_line_stderr(&output);
+    assert!(line.contains("full"), "{line}");
+    assert!(!line.contains("writable directory"), "{line}");
+}

@@ -50,7 +50,7 @@ fn run_exports_the_lease_to_the_child() {
         .assert()
         .code(0);
     // The child checks its own token through the store it was given: no --store,
-    // and its working directory would discover a different store.
+    // and its working directory would locate a different store (the per-user one).
     s.cmd()
         .env("FP", crate::util::bin())
         .args(["run", "--lock", "db:migrations", "--"])

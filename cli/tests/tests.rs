@@ -11,10 +11,10 @@ mod util;
 
 mod bad_input;
 mod basics;
-mod discovery;
 mod identity;
 mod polish;
 mod status;
+mod store_location;
 
 // Their children are `fencepost-test-child` steps (tests/child/main.rs), so they
 // run on Windows too (under Wine in CI: docs/windows.md).

@@ -90,14 +90,24 @@ impl Scratch {
         cmd
     }
 
-    /// `fencepost` without `--store`, in `cwd`: the store is discovered (docs/protocol.md §5).
+    /// `fencepost` without `--store`, in `cwd`: the store is located from the
+    /// resource. The per-user store is the scratch directory's `user-state/fencepost`
+    /// (`XDG_STATE_HOME`), never the developer's own.
     pub fn bare_cmd(&self, cwd: &Path) -> assert_cmd::Command {
         let mut cmd = assert_cmd::Command::new(bin());
-        cmd.current_dir(cwd);
+        cmd.current_dir(cwd)
+            .env("XDG_STATE_HOME", self.user_state())
+            .env("FP", bin());
         for name in OUR_VARIABLES {
             cmd.env_remove(name);
         }
         cmd
+    }
+
+    /// The `XDG_STATE_HOME` of [`Scratch::bare_cmd`]; the per-user store is
+    /// `fencepost/` in it.
+    pub fn user_state(&self) -> PathBuf {
+        self.path().join("user-state")
     }
 
     /// `fencepost --store <store>` as a std command, for processes a test runs in
@@ -106,6 +116,7 @@ impl Scratch {
         let mut cmd = std::process::Command::new(bin());
         cmd.current_dir(self.path())
             .env("FP", bin())
+            .env("XDG_STATE_HOME", self.user_state())
             .arg("--store")
             .arg(&self.store);
         for name in OUR_VARIABLES {

@@ -251,3 +251,48 @@ fn claim_hold_reports_a_loss_and_exits_3() {
         "{stderr:?}"
     );
 }
+
+/// Issue 16: the child runs in its own process group, and on a terminal that group
+/// is made the foreground one, so an interactive child reads the terminal (instead
+/// of being stopped by SIGTTIN) and `run` takes the terminal back after it.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_interactive_child_reads_the_terminal() {
+    let s = Scratch::new();
+    let command = format!(
+        "{} --store {} run --lock t -- sh -c 'read line; echo got:$line'; echo run-exit:$?",
+        crate::util::bin().display(),
+        s.store().display()
+    );
+    let mut script = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(s.path())
+        .env_remove("FENCEPOST_STORE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("running script(1)");
+    let mut stdin = script.stdin.take().unwrap();
+    wait_until("run holds t", Duration::from_secs(10), || {
+        s.entry("t").is_some_and(|e| e["state"] == "held")
+    });
+    std::io::Write::write_all(&mut stdin, b"hello\n").unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while script.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            // Leave nothing behind: the run (its pid is in its record) and script.
+            if let Some(pid) = s.entry("t").and_then(|e| e["pid"].as_u64()) {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+            }
+            let _ = script.kill();
+            panic!("the interactive child never read the terminal (stopped in the background?)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stdin);
+    let screen = std::io::read_to_string(script.stdout.take().unwrap()).unwrap();
+    assert!(screen.contains("got:hello"), "{screen:?}");
+    assert!(screen.contains("run-exit:0"), "{screen:?}");
+}

@@ -77,10 +77,17 @@ pub(crate) fn in_range(name: &str, value: i64, min: i64, max: i64) -> Result<u64
     }
 }
 
-/// Checks a fencing token argument: tokens start at 1.
-pub(crate) fn token(value: i64) -> Result<u64, String> {
+/// Checks a fencing token argument: tokens start at 1 and are u64s (read as i128 so
+/// a token above i64::MAX is a token, and a negative one gets this message instead
+/// of serde's "expected u64").
+pub(crate) fn token(value: i128) -> Result<u64, String> {
     if value >= 1 {
-        Ok(value.unsigned_abs())
+        u64::try_from(value).map_err(|_| {
+            format!(
+                "invalid arguments: token must be at most {}, got {value}",
+                u64::MAX
+            )
+        })
     } else {
         Err(format!(
             "invalid arguments: token must be a positive integer (tokens start at 1), got {value}"
@@ -144,9 +151,9 @@ pub(crate) struct ClaimArgs {
 pub(crate) struct TokenArgs {
     /// The resource the token was issued for.
     pub(crate) resource: ResourceArg,
-    /// The fencing token `claim` returned.
-    #[schemars(range(min = 1))]
-    pub(crate) token: i64,
+    /// The fencing token `claim` returned (a whole number from 1 to 2^64-1).
+    #[schemars(range(min = 1, max = 18_446_744_073_709_551_615u64))]
+    pub(crate) token: i128,
 }
 
 /// Arguments of `write`.
@@ -157,9 +164,10 @@ pub(crate) struct WriteArgs {
     /// The resource whose lease authorizes the write: a lock guarding the file, or
     /// the file itself (then `path` must be that file).
     pub(crate) resource: ResourceArg,
-    /// The fencing token `claim` returned for `resource`.
-    #[schemars(range(min = 1))]
-    pub(crate) token: i64,
+    /// The fencing token `claim` returned for `resource` (a whole number from 1 to
+    /// 2^64-1).
+    #[schemars(range(min = 1, max = 18_446_744_073_709_551_615u64))]
+    pub(crate) token: i128,
     /// The file to write, relative to the server's root. Missing parent directories
     /// are created. Refused: absolute paths, paths that leave the root (`..`, or a
     /// symbolic link leading outside), paths into the lease store, directories.

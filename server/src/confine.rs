@@ -12,6 +12,8 @@ use std::fmt;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use fencepost::Resource;
+
 /// Why a path was refused. Each variant displays as one line naming the path.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -201,6 +203,20 @@ impl Confinement {
                 path: relative.to_string(),
                 store: self.store.clone(),
             });
+        }
+        // Any store the location rule would pick for this very path (a
+        // `.fencepost` marker further down, a nested repository's store) is
+        // fencepost's too.
+        let located =
+            fencepost_fs::locate_store(None, Some(&Resource::file(&resolved)), &self.root);
+        if let Ok(location) = located {
+            let store = std::fs::canonicalize(&location.path).unwrap_or(location.path);
+            if resolved.starts_with(&store) {
+                return Err(Refusal::IntoStore {
+                    path: relative.to_string(),
+                    store,
+                });
+            }
         }
         Ok(resolved)
     }

@@ -12,6 +12,7 @@ mod args;
 pub mod confine;
 mod server;
 mod store;
+pub mod transport;
 mod write;
 
 pub use confine::{Confinement, Refusal};

@@ -16,10 +16,11 @@ struct Cli {
     /// confined to it.
     #[arg(long, value_name = "DIR")]
     root: PathBuf,
-    /// The lease store directory; relative to --root. Default: the store found from
-    /// the root (nearest .fencepost, else the git work tree's, else ROOT/.fencepost).
-    /// Or an etcd store, `etcd://host:2379[,host:2379…]/prefix` (built with the
-    /// `etcd` feature).
+    /// The lease store directory; relative to --root. Default: each resource's store
+    /// by the location rule the CLI follows (a .fencepost directory at or above the
+    /// file's directory, or the root for locks; else the repository's common git
+    /// directory; else the per-user store). Or an etcd store,
+    /// `etcd://host:2379[,host:2379…]/prefix` (built with the `etcd` feature).
     #[arg(long, env = "FENCEPOST_STORE", value_name = "DIR")]
     store: Option<PathBuf>,
     /// Owner name recorded with each claim (diagnostics only).
@@ -27,22 +28,56 @@ struct Cli {
         long,
         env = "FENCEPOST_OWNER",
         default_value = "mcp",
-        value_name = "NAME"
+        value_name = "NAME",
+        value_parser = parse_owner
     )]
     owner: String,
 }
 
-/// `etcd://…`, in any case.
-fn is_etcd_url(text: &str) -> bool {
-    text.get(..7)
-        .is_some_and(|s| s.eq_ignore_ascii_case("etcd://"))
+/// Owners are printed in other agents' terminals and messages ("held by …"), so,
+/// as the CLI does, an empty one or one with control characters is refused.
+fn parse_owner(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        Err("the owner name is empty; give a name such as claude-code".into())
+    } else if text.chars().any(char::is_control) {
+        Err("the owner name contains control characters; use printable characters".into())
+    } else {
+        Ok(text.to_string())
+    }
+}
+
+/// Clap's usage error as one line, as the CLI prints its own: the message, clap's
+/// hint as its own clause, and where to read the usage.
+fn usage_error_line(error: &clap::Error) -> String {
+    let rendered = error.render().to_string();
+    let mut parts: Vec<String> = Vec::new();
+    for raw in rendered.lines() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with("For more information") {
+            continue;
+        }
+        if line.starts_with("Usage:") {
+            break;
+        }
+        if raw.starts_with(char::is_whitespace)
+            && !line.starts_with("tip: ")
+            && let Some(last) = parts.last_mut()
+        {
+            last.push(' ');
+            last.push_str(line);
+            continue;
+        }
+        let clause = line.strip_prefix("error: ").unwrap_or(line);
+        parts.push(clause.strip_prefix("tip: ").unwrap_or(clause).to_string());
+    }
+    format!("{}; see 'fencepost-server --help'", parts.join("; "))
 }
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
-            let _ = e.print();
+            eprintln!("fencepost-server: {}", usage_error_line(&e));
             return ExitCode::from(1);
         }
         Err(e) => {
@@ -53,15 +88,9 @@ fn main() -> ExitCode {
     };
     init_logging();
     let root = std::path::absolute(&cli.root).unwrap_or(cli.root);
-    let named = cli.store.as_deref().filter(|s| !s.as_os_str().is_empty());
-    let store = match named {
-        // An etcd store URL is not a path: passed through as is.
-        Some(url) if url.to_str().is_some_and(is_etcd_url) => url.to_path_buf(),
-        _ => fencepost_fs::locate_store(named, &root),
-    };
     let server = match FencepostServer::new(Config {
         root,
-        store,
+        store: cli.store.filter(|s| !s.as_os_str().is_empty()),
         owner: cli.owner,
     }) {
         Ok(server) => server,
@@ -95,10 +124,11 @@ fn main() -> ExitCode {
 /// Serves until the client disconnects or a termination signal arrives, then
 /// releases the leases this server holds.
 async fn serve(server: FencepostServer) -> ExitCode {
+    let (transport, writer) = fencepost_server::transport::stdio();
     let session = {
         let server = server.clone();
         async move {
-            let running = server.serve(rmcp::transport::stdio()).await?;
+            let running = server.serve(transport).await?;
             running.waiting().await?;
             Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
         }
@@ -116,6 +146,8 @@ async fn serve(server: FencepostServer) -> ExitCode {
             ExitCode::SUCCESS
         }
     };
+    // The last responses rmcp wrote reach stdout before the process ends.
+    writer.flush(std::time::Duration::from_secs(2)).await;
     let released = tokio::task::spawn_blocking(move || server.release_all())
         .await
         .unwrap_or(0);
@@ -150,21 +182,54 @@ async fn shutdown_signal() -> &'static str {
     }
 }
 
-/// Logs to stderr only: stdout is the protocol. `FENCEPOST_LOG` picks the level.
+/// What is logged when neither `FENCEPOST_LOG` nor `RUST_LOG` says: one line per
+/// request from this server at info, and only warnings from the libraries (rmcp logs
+/// every message it handles as a Rust `Debug` dump at info).
+const DEFAULT_LOG: &str = "warn,fencepost_server=info";
+
+/// The log filter: `FENCEPOST_LOG`, else `RUST_LOG`, else [`DEFAULT_LOG`]; each a
+/// level (`debug`) or directives (`warn,fencepost_server=debug,rmcp=info`). An
+/// empty variable counts as unset; one that does not parse is reported and the
+/// default used.
+fn log_filter() -> (tracing_subscriber::filter::Targets, Option<String>) {
+    let chosen = ["FENCEPOST_LOG", "RUST_LOG"].into_iter().find_map(|name| {
+        std::env::var(name)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| (name, v))
+    });
+    let default = || DEFAULT_LOG.parse().expect("the default log filter parses");
+    match chosen {
+        None => (default(), None),
+        Some((name, value)) => match value.trim().parse() {
+            Ok(filter) => (filter, None),
+            Err(e) => (
+                default(),
+                Some(format!(
+                    "{name}={value:?} is not a log filter ({e}); using {DEFAULT_LOG:?}"
+                )),
+            ),
+        },
+    }
+}
+
+/// Logs to stderr only: stdout is the protocol.
 fn init_logging() {
-    let level = match std::env::var("FENCEPOST_LOG").as_deref() {
-        Ok("error") => tracing::Level::ERROR,
-        Ok("warn") => tracing::Level::WARN,
-        Ok("debug") => tracing::Level::DEBUG,
-        Ok("trace") => tracing::Level::TRACE,
-        _ => tracing::Level::INFO,
-    };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_max_level(level)
-        .with_target(false)
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let (filter, problem) = log_filter();
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(false)
+                .with_target(false),
+        )
+        .with(filter)
         .init();
+    if let Some(problem) = problem {
+        tracing::warn!("{problem}");
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use crate::args::{
     input_schema,
 };
 use crate::confine::Confinement;
+use crate::store::{Access, Stores};
 use crate::write::{self, WriteFailure};
 
 /// How the server was started: the tree it mediates, the store, and who it is.
@@ -24,9 +25,11 @@ pub struct Config {
     /// The working tree: `file` targets and `write` paths are relative to it and
     /// confined to it.
     pub root: PathBuf,
-    /// The store directory (`.fencepost`), opened with the fs backend, or an
-    /// `etcd://host:2379[,…]/prefix` URL (needs the `etcd` feature).
-    pub store: PathBuf,
+    /// The store: a directory (relative to the root), opened with the fs backend,
+    /// or an `etcd://host:2379[,…]/prefix` URL (needs the `etcd` feature). `None`:
+    /// each resource's store is located from the root by the store location rule
+    /// (`fencepost_fs::locate_store`), as the CLI locates it.
+    pub store: Option<PathBuf>,
     /// The owner name recorded with every claim (diagnostics only).
     pub owner: String,
 }
@@ -44,7 +47,11 @@ pub enum StartError {
 impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StartError::Root(path, e) => write!(f, "root {}: {e}", path.display()),
+            StartError::Root(path, e) => write!(
+                f,
+                "--root {}: {e}; pass the existing directory of the working tree to serve",
+                path.display()
+            ),
             StartError::Store(e) => write!(f, "store: {e}"),
         }
     }
@@ -55,9 +62,7 @@ impl std::error::Error for StartError {}
 /// The state shared by every request: the store, the confinement, and the leases
 /// this server claimed and keeps alive (one per key).
 struct Inner {
-    store: Store,
-    /// How `status` names a store that is not a directory (an etcd URL).
-    store_label: Option<String>,
+    stores: Stores,
     confinement: Confinement,
     owner: String,
     leases: Mutex<Held>,
@@ -107,20 +112,22 @@ impl std::fmt::Debug for FencepostServer {
 }
 
 impl FencepostServer {
-    /// Opens the store and resolves the root.
+    /// Resolves the root, then opens the named store (a located store is opened
+    /// per call, and created by the first claim).
     ///
     /// # Errors
     ///
-    /// [`StartError::Store`] when the store cannot be opened or created;
-    /// [`StartError::Root`] when the root is not an existing directory.
+    /// [`StartError::Root`] when the root is not an existing directory (checked
+    /// first: nothing is created for a root that does not exist);
+    /// [`StartError::Store`] when the named store cannot be opened or created.
     pub fn new(config: Config) -> Result<Self, StartError> {
-        let opened = crate::store::open(&config.store, &config.root).map_err(StartError::Store)?;
-        let confinement = Confinement::new(&config.root, &opened.guarded_dir)
-            .map_err(|e| StartError::Root(config.root.clone(), e))?;
+        let root_error = |e| StartError::Root(config.root.clone(), e);
+        let root = std::fs::canonicalize(&config.root).map_err(root_error)?;
+        let stores = Stores::new(config.store.as_deref(), &root).map_err(StartError::Store)?;
+        let confinement = Confinement::new(&root, stores.guarded_dir()).map_err(root_error)?;
         Ok(FencepostServer {
             inner: Arc::new(Inner {
-                store: Store::new(opened.backend),
-                store_label: opened.label,
+                stores,
                 confinement,
                 owner: config.owner,
                 leases: Mutex::default(),
@@ -134,7 +141,7 @@ impl FencepostServer {
         self.inner.confinement.root()
     }
 
-    /// The store directory.
+    /// The named store directory, or the store located for the root.
     pub fn store_dir(&self) -> &std::path::Path {
         self.inner.confinement.store()
     }
@@ -345,11 +352,18 @@ impl Inner {
         Ok((resource, key))
     }
 
-    /// Renews `lease` every ttl/3 until released; a loss is logged.
-    fn keep_alive(&self, lease: fencepost::Lease) -> Keepalive {
+    /// The store of `resource`; only `claim` may create it.
+    fn store(&self, resource: &Resource, access: Access) -> Result<Store, String> {
+        self.stores
+            .open(Some(resource), access)
+            .map(|(store, _)| store)
+    }
+
+    /// Renews `lease` (in `store`) every ttl/3 until released; a loss is logged.
+    fn keep_alive(store: &Store, lease: fencepost::Lease) -> Keepalive {
         let label = lease.label().to_string();
         let token = lease.token();
-        self.store.keepalive_with(lease, move |loss| {
+        store.keepalive_with(lease, move |loss| {
             tracing::warn!(label, token, "lease lost: {loss}");
         })
     }
@@ -379,11 +393,12 @@ impl Inner {
             .owner(self.owner.clone())
             .wait_ms(wait_ms)
             .tied_to_process(true);
-        let lease = self.store.acquire(&resource, &options).map_err(describe)?;
+        let store = self.store(&resource, Access::Create)?;
+        let lease = store.acquire(&resource, &options).map_err(describe)?;
         if cancelled() {
             // The client gave up while we waited: nobody will learn this token, so
             // do not keep it alive.
-            let _ = self.store.release(&lease);
+            let _ = store.release(&lease);
             return Err("cancelled: the claim was cancelled by the client; nothing is held".into());
         }
         let result = ClaimResult {
@@ -393,10 +408,11 @@ impl Inner {
             owner: lease.owner().to_string(),
             label: lease.label().to_string(),
         };
-        if !self.keep(key, self.keep_alive(lease)) {
+        if !self.keep(key, Self::keep_alive(&store, lease)) {
             return Err("cancelled: the server is shutting down; nothing is held".into());
         }
-        tracing::info!(
+        // At debug: the request's one info line is logged by `transport`.
+        tracing::debug!(
             label = result.label,
             token = result.token,
             ttl_ms,
@@ -408,13 +424,17 @@ impl Inner {
     fn assert(&self, args: TokenArgs) -> Result<AssertResult, String> {
         let token = args::token(args.token)?;
         let (resource, _) = self.resource(&args.resource)?;
-        let authorized = self.store.check(&resource, token).map_err(describe)?;
+        let authorized = self
+            .store(&resource, Access::Existing)?
+            .check(&resource, token)
+            .map_err(describe)?;
         Ok(AssertResult { authorized })
     }
 
     fn renew(&self, args: TokenArgs) -> Result<RenewResult, String> {
         let token = args::token(args.token)?;
         let (resource, key) = self.resource(&args.resource)?;
+        let store = self.store(&resource, Access::Existing)?;
         let mut leases = self.leases();
         let ours = match leases.get(&key) {
             Some(k) if k.token() == token => leases.remove(&key),
@@ -422,8 +442,7 @@ impl Inner {
         };
         let Some(keepalive) = ours else {
             drop(leases);
-            let lease = self
-                .store
+            let lease = store
                 .renew_token(&resource, token, None)
                 .map_err(describe)?;
             return Ok(RenewResult {
@@ -436,7 +455,7 @@ impl Inner {
         // and keep it alive again. The map stays locked throughout, so no other
         // call sees the lease missing (one renewal: milliseconds).
         let mut lease = keepalive.stop();
-        let outcome = self.store.renew(&mut lease);
+        let outcome = store.renew(&mut lease);
         let result = RenewResult {
             token: lease.token(),
             expires_at_ms: lease.expires_at_ms(),
@@ -444,7 +463,7 @@ impl Inner {
         // A store failure leaves the lease as it was (maybe still live): keep
         // renewing it. Any other failure means the lease is lost.
         if matches!(outcome, Ok(()) | Err(Error::Backend(_))) {
-            leases.insert(key, self.keep_alive(lease));
+            leases.insert(key, Self::keep_alive(&store, lease));
         }
         drop(leases);
         outcome.map_err(describe)?;
@@ -476,7 +495,7 @@ impl Inner {
             ));
         };
         keepalive.release().map_err(describe)?;
-        tracing::info!(label = resource.target(), token, "released");
+        tracing::debug!(label = resource.target(), token, "released");
         Ok(ReleaseResult { released: true })
     }
 
@@ -490,7 +509,8 @@ impl Inner {
                 resource.target()
             )
         };
-        if !self.store.check(&resource, token).map_err(describe)? {
+        let store = self.store(&resource, Access::Existing)?;
+        if !store.check(&resource, token).map_err(describe)? {
             return Err(not_current());
         }
         let target = self
@@ -510,7 +530,7 @@ impl Inner {
         }
         let relative = self.confinement.relative(&target);
         let mut check_error = None;
-        let recheck = || match self.store.check(&resource, token) {
+        let recheck = || match store.check(&resource, token) {
             Ok(current) => current,
             Err(e) => {
                 check_error = Some(e);
@@ -546,7 +566,7 @@ impl Inner {
                 ));
             }
         }
-        tracing::info!(path = relative, token, bytes = args.content.len(), "wrote");
+        tracing::debug!(path = relative, token, bytes = args.content.len(), "wrote");
         Ok(WriteResult {
             written: true,
             bytes: args.content.len() as u64,
@@ -555,7 +575,8 @@ impl Inner {
     }
 
     fn status(&self) -> Result<StatusResult, String> {
-        let entries = self.store.status().map_err(describe)?;
+        let (store, locator) = self.stores.open(None, Access::Existing)?;
+        let entries = store.status().map_err(describe)?;
         let held: HashMap<Key, u64> = self
             .leases()
             .iter()
@@ -590,10 +611,7 @@ impl Inner {
             .collect();
         Ok(StatusResult {
             root: self.confinement.root().display().to_string(),
-            store: self
-                .store_label
-                .clone()
-                .unwrap_or_else(|| self.confinement.store().display().to_string()),
+            store: locator,
             claims,
         })
     }

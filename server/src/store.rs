@@ -1,37 +1,89 @@
-//! Opens the store named in [`Config::store`](crate::Config): an `etcd://` URL (the
-//! etcd backend, with the `etcd` cargo feature) or a directory (the fs backend).
+//! The stores a server uses: the one named by `--store` (a directory, or an
+//! `etcd://` URL with the `etcd` cargo feature), or, when none is named, the store
+//! the location rule picks for each resource (`fencepost_fs::locate_store`, anchored
+//! at a file's own directory, and at the root for locks and `status`) — the same
+//! store the `fencepost` CLI picks, so a server and a CLI never split a resource.
 
 use std::path::{Path, PathBuf};
 
-use fencepost::{BackendError, LeaseStore};
+use fencepost::{BackendError, LeaseStore, Resource, Store};
 
-/// An opened backend, the directory writes must stay out of, and how `status`
-/// names the store.
-pub(crate) struct Opened {
-    pub(crate) backend: Box<dyn LeaseStore>,
-    /// The fs store directory; for an etcd store, the tree's default `.fencepost`
-    /// directory (still fencepost's, so still not writable through `write`).
-    pub(crate) guarded_dir: PathBuf,
-    /// The etcd URL; `None` for a directory (named by the guarded directory).
-    pub(crate) label: Option<String>,
+/// Where the server's stores come from: the store named by `--store`, or, without
+/// one, the store located for each resource from the root. A located store is
+/// opened afresh on each call, never cached: a `.fencepost` marker created later
+/// must be obeyed, as the CLI obeys it.
+pub(crate) struct Stores {
+    /// `--store`: one store for every resource, and how `status` names it (the
+    /// directory, or the etcd URL).
+    named: Option<(Store, String)>,
+    root: PathBuf,
+    guarded: PathBuf,
 }
 
-/// Opens `store` (a directory, or an etcd URL) for the tree at `root`.
-pub(crate) fn open(store: &Path, root: &Path) -> Result<Opened, BackendError> {
-    if let Some(url) = store.to_str().filter(|s| is_etcd_url(s)) {
-        let backend = open_etcd(url)?;
-        return Ok(Opened {
-            label: Some(backend.locator()),
-            backend,
-            guarded_dir: fencepost_fs::locate_store(None, root),
-        });
+/// Whether a call may create the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// `claim`: the store is created if missing.
+    Create,
+    /// Every other tool: nothing is created; a missing store reads as empty.
+    Existing,
+}
+
+impl Stores {
+    /// Opens `named` (a directory relative to `root`, or an etcd URL), or prepares
+    /// to locate stores from `root`. Nothing is created until a claim.
+    pub(crate) fn new(named: Option<&Path>, root: &Path) -> Result<Stores, BackendError> {
+        let located_for_root = || {
+            fencepost_fs::locate_store(None, None, root)
+                .map_or_else(|_| root.join(fencepost_fs::STORE_DIR_NAME), |l| l.path)
+        };
+        let named = named.filter(|p| !p.as_os_str().is_empty());
+        let (named, guarded) = match named {
+            None => (None, located_for_root()),
+            Some(url) if url.to_str().is_some_and(is_etcd_url) => {
+                let backend = open_etcd(url.to_str().unwrap_or_default())?;
+                let label = backend.locator();
+                (Some((Store::new(backend), label)), located_for_root())
+            }
+            Some(dir) => {
+                let backend = fencepost_fs::FsStore::open(root.join(dir))?;
+                let guarded = backend.root().to_path_buf();
+                let label = fencepost::LeaseStore::locator(&backend);
+                (Some((Store::new(backend), label)), guarded)
+            }
+        };
+        Ok(Stores {
+            named,
+            root: root.to_path_buf(),
+            guarded,
+        })
     }
-    let backend = fencepost_fs::FsStore::open(store)?;
-    Ok(Opened {
-        guarded_dir: backend.root().to_path_buf(),
-        label: None,
-        backend: Box::new(backend),
-    })
+
+    /// The named store directory, or the store located for the root: `write` stays
+    /// out of it (and out of every store located for a target, see `confine`).
+    pub(crate) fn guarded_dir(&self) -> &Path {
+        &self.guarded
+    }
+
+    /// The store of `resource` (`None`: the root's, for `status`) and its locator.
+    pub(crate) fn open(
+        &self,
+        resource: Option<&Resource>,
+        access: Access,
+    ) -> Result<(Store, String), String> {
+        if let Some((store, label)) = &self.named {
+            return Ok((store.clone(), label.clone()));
+        }
+        let location = fencepost_fs::locate_store(None, resource, &self.root)
+            .map_err(|e| format!("store error: cannot choose a store: {e}"))?;
+        let opened = match access {
+            Access::Create => fencepost_fs::FsStore::open(&location.path),
+            Access::Existing => fencepost_fs::FsStore::open_existing(&location.path),
+        };
+        let backend = opened.map_err(|e| format!("store error: {e}"))?;
+        let locator = fencepost::LeaseStore::locator(&backend);
+        Ok((Store::new(backend), locator))
+    }
 }
 
 /// `etcd://…`, in any case (checked without the etcd crate, so a build without the

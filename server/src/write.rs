@@ -109,6 +109,7 @@ pub(crate) fn replace(
         return Err(WriteFailure::Moved(dir.to_path_buf()));
     }
 
+    remove_stale_staging(dir);
     let (mut staged, mut file) =
         Staged::create(dir, &name.to_string_lossy()).map_err(io("create staging file in", dir))?;
     file.write_all(content).map_err(io("write", &staged.path))?;
@@ -130,6 +131,65 @@ pub(crate) fn replace(
     staged.published = true;
     flush_dir(dir);
     Ok(())
+}
+
+/// How old a staging file must be before a write in its directory removes it: far
+/// longer than any write takes, so a concurrent writer's file is never touched.
+const STALE_STAGING_AGE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// True for a name this module gives staging files: `.<name>.<pid>-<16 hex>.fencepost-tmp`.
+fn is_staging_name(name: &str) -> bool {
+    let Some(rest) = name
+        .strip_prefix('.')
+        .and_then(|n| n.strip_suffix(".fencepost-tmp"))
+    else {
+        return false;
+    };
+    let Some((_, tail)) = rest.rsplit_once('.') else {
+        return false;
+    };
+    let Some((pid, nonce)) = tail.split_once('-') else {
+        return false;
+    };
+    !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && nonce.len() == 16
+        && nonce
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Removes staging files left in `dir` by a writer that died mid-write (a killed
+/// server): ours by name, regular files (never a link), older than
+/// [`STALE_STAGING_AGE`]. Best effort; nothing else in the directory is touched.
+fn remove_stale_staging(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_str().is_some_and(is_staging_name) {
+            continue;
+        }
+        let Ok(metadata) = fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        let stale = metadata
+            .modified()
+            .ok()
+            .and_then(|at| at.elapsed().ok())
+            .is_some_and(|age| age >= STALE_STAGING_AGE);
+        if metadata.is_file() && stale {
+            match fs::remove_file(entry.path()) {
+                Ok(()) => {
+                    tracing::info!(path = %entry.path().display(), "removed a stale staging file")
+                }
+                Err(e) => {
+                    tracing::debug!(path = %entry.path().display(), "cannot remove a stale staging file: {e}")
+                }
+            }
+        }
+    }
 }
 
 /// Flushes a directory so a rename in it is durable (POSIX); best effort, the

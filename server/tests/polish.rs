@@ -34,3 +34,256 @@ async fn status_has_one_row_per_claimed_file_and_agrees_with_its_schema() {
     }
     server.disconnect().await;
 }
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crate::support::{BIN, Raw};
+
+/// issue 19: a request with a lone surrogate escape, or nested 100,000 deep, got no
+/// reply at all, so the client hung. Both are answered with their id now.
+#[test]
+fn undecodable_complete_requests_are_answered_with_their_id() {
+    let tree = Tree::new();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    raw.send_line(
+        r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"claim","arguments":{"resource":{"kind":"lock","target":"\ud800"}}}}"#,
+    );
+    let reply = raw.next().expect("a reply to a lone surrogate");
+    assert_eq!(reply["id"], 11, "{reply}");
+    assert_eq!(reply["error"]["code"], -32700, "{reply}");
+
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{{"name":"status","arguments":{{"x":{}1{}}}}}}}"#,
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    raw.send_line(&deep);
+    let reply = raw.next().expect("a reply to 100,000-deep nesting");
+    assert_eq!(reply["id"], 12, "{reply}");
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+
+    raw.send(json!({"jsonrpc": "2.0", "id": 13, "method": "tools/call",
+        "params": {"name": "status", "arguments": {}}}));
+    let status = raw.next().expect("still serving");
+    assert_eq!(status["id"], 13);
+    assert_eq!(status["result"]["isError"], false, "{status}");
+}
+
+/// issue 19: `tools/call` with `params` null, an array or a string got -32601
+/// (method not found); -32602 (invalid params) is right.
+#[test]
+fn tools_call_with_params_of_the_wrong_shape_is_invalid_params() {
+    let tree = Tree::new();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    for (id, params) in [(21, json!(null)), (22, json!([])), (23, json!("status"))] {
+        raw.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+        let reply = raw.next().expect("a reply");
+        assert_eq!(reply["id"], id, "{reply}");
+        assert_eq!(reply["error"]["code"], -32602, "{params}: {reply}");
+    }
+    raw.send(json!({"jsonrpc": "2.0", "id": 24, "method": "tools/call"}));
+    let reply = raw.next().expect("a reply");
+    assert_eq!(reply["error"]["code"], -32602, "no params: {reply}");
+}
+
+/// issue 19: tokens above i64::MAX were refused with "expected i64"; the schema
+/// says a token is a u64.
+#[tokio::test]
+async fn tokens_are_u64() {
+    let tree = Tree::new();
+    let server = Server::start(&tree, "agent").await;
+    server.claim_lock("x", 60_000).await;
+    let big = u64::MAX - 1;
+    let outcome = server
+        .call(
+            "assert",
+            json!({"resource": crate::support::lock("x"), "token": big}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome["authorized"], false, "{outcome}");
+    let negative = server
+        .call(
+            "assert",
+            json!({"resource": crate::support::lock("x"), "token": -1}),
+        )
+        .await
+        .unwrap_err();
+    assert!(negative.contains("positive"), "{negative}");
+    server.disconnect().await;
+}
+
+fn server_stderr(args: &[&str], env: &[(&str, &str)], input: &str) -> (Option<i32>, String) {
+    let tree = Tree::new();
+    let mut command = Command::new(BIN);
+    command
+        .arg("--root")
+        .arg(&tree.root)
+        .arg("--store")
+        .arg(&tree.store)
+        .args(args)
+        .env_remove("FENCEPOST_LOG")
+        .env_remove("RUST_LOG")
+        .env_remove("FENCEPOST_OWNER")
+        .env_remove("FENCEPOST_STORE")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    // Every request answered before end of input (rmcp ends the session at end of
+    // input and drops requests still running).
+    let mut unanswered: Vec<serde_json::Value> = input
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|m| m.get("id").cloned())
+        .collect();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    while !unanswered.is_empty() {
+        let Some(Ok(line)) = lines.next() else { break };
+        let Ok(reply) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        unanswered.retain(|id| reply.get("id") != Some(id));
+    }
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+const SESSION: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+    "\n",
+    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    "\n",
+    r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"status","arguments":{}}}"#,
+    "\n",
+    r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"claim","arguments":{"resource":{"kind":"dir","target":"x"}}}}"#,
+    "\n",
+);
+
+/// issue 19: the default log dumped the client's InitializeRequestParams as a Rust
+/// Debug struct. One readable line per request at info; RUST_LOG honoured, with
+/// FENCEPOST_LOG first.
+#[test]
+fn the_log_has_one_readable_line_per_request_and_honours_rust_log() {
+    let (code, log) = server_stderr(&[], &[], SESSION);
+    assert_eq!(code, Some(0), "{log}");
+    assert!(!log.contains("InitializeRequestParams"), "{log}");
+    assert!(!log.contains("Implementation {"), "{log}");
+    let requests: Vec<&str> = log.lines().filter(|l| l.contains("(id ")).collect();
+    assert_eq!(requests.len(), 3, "{log}");
+    // Requests run concurrently: any order.
+    for line in [
+        "initialize (id 1): ok",
+        "tools/call status (id 2): ok",
+        "tools/call claim (id 3): tool error: invalid arguments",
+    ] {
+        assert!(requests.iter().any(|l| l.contains(line)), "{line}: {log}");
+    }
+
+    let (_, quiet) = server_stderr(&[], &[("RUST_LOG", "warn")], SESSION);
+    assert!(
+        !quiet.contains("(id 2)"),
+        "RUST_LOG=warn is honoured: {quiet}"
+    );
+    let (_, first) = server_stderr(
+        &[],
+        &[("RUST_LOG", "warn"), ("FENCEPOST_LOG", "info")],
+        SESSION,
+    );
+    assert!(
+        first.contains("(id 2): ok"),
+        "FENCEPOST_LOG wins over RUST_LOG: {first}"
+    );
+    let (_, verbose) = server_stderr(&[], &[("FENCEPOST_LOG", "debug")], SESSION);
+    assert!(verbose.lines().count() > log.lines().count(), "{verbose}");
+}
+
+/// issue 19: usage errors were clap's multi-line block; --owner with control
+/// characters was accepted (the CLI refuses them).
+#[test]
+fn usage_errors_are_one_line_and_owners_are_printable() {
+    for args in [
+        vec!["--nope"],
+        vec!["--owner", "evil\u{1b}[31m"],
+        vec!["--owner", " "],
+    ] {
+        let (code, stderr) = server_stderr(&args, &[], "");
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr:?}");
+        assert!(stderr.starts_with("fencepost-server: "), "{stderr:?}");
+    }
+    let (_, stderr) = server_stderr(&["--owner", "evil\u{1b}[31m"], &[], "");
+    assert!(stderr.contains("control characters"), "{stderr}");
+}
+
+/// issue 19: staging files left by a killed server were never cleaned; the next
+/// write in that directory removes stale ones (ours by name, older than 15 min).
+#[tokio::test]
+async fn a_write_removes_stale_staging_files_beside_it() {
+    let tree = Tree::new();
+    let dir = tree.root.join("sub");
+    let stale = dir.join(".a.txt.4242-0123456789abcdef.fencepost-tmp");
+    let fresh = dir.join(".a.txt.4243-fedcba9876543210.fencepost-tmp");
+    let foreign = dir.join(".a.txt.backup-fencepost-tmp");
+    for path in [&stale, &fresh, &foreign] {
+        std::fs::write(path, "half").unwrap();
+    }
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for path in [&stale, &foreign] {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+    }
+    let server = Server::start(&tree, "agent").await;
+    let token = server.claim_lock("w", 60_000).await;
+    server
+        .call(
+            "write",
+            json!({"resource": crate::support::lock("w"), "token": token, "path": "sub/a.txt", "content": "new"}),
+        )
+        .await
+        .unwrap();
+    assert!(!stale.exists(), "the stale staging file is still there");
+    assert!(
+        fresh.exists(),
+        "a fresh staging file (a writer at work) was removed"
+    );
+    assert!(foreign.exists(), "a file that is not ours was removed");
+    assert_eq!(std::fs::read_to_string(dir.join("a.txt")).unwrap(), "new");
+    server.disconnect().await;
+}
+
+/// issue 19: the server's default ttl (60 s) differs from the CLI's (30 s) on
+/// purpose, and its README says why; a claim without ttl_ms gets 60 s.
+#[tokio::test]
+async fn the_default_ttl_is_the_documented_one() {
+    let tree = Tree::new();
+    let server = Server::start(&tree, "agent").await;
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let claimed = server
+        .call("claim", json!({"resource": crate::support::lock("d")}))
+        .await
+        .unwrap();
+    let ttl = claimed["expires_at_ms"].as_u64().unwrap() - before;
+    assert!((59_000..=61_000).contains(&ttl), "{claimed}");
+    let readme = include_str!("../README.md");
+    assert!(readme.contains("Default ttl: 60000 ms, where the CLI's `claim` defaults to 30000 ms"));
+    server.disconnect().await;
+}

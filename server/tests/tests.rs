@@ -7,3 +7,4 @@ mod confinement;
 mod contention;
 mod polish;
 mod protocol;
+mod store_location;

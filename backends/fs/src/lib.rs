@@ -1,6 +1,7 @@
 //! The filesystem backend of fencepost, and its default: a
-//! [`LeaseStore`] kept in a directory of the working tree, shared by every process
-//! that opens the same directory.
+//! [`LeaseStore`] kept in a directory (by default in the repository's git directory,
+//! see "Store location" below), shared by every process that opens the same
+//! directory.
 //!
 //! Use it when processes on one machine (coding agents, scripts, CI jobs, humans)
 //! share a working tree and need leases on things in it. Each claim generation is
@@ -53,14 +54,27 @@
 //!
 //! # let tmp = tempfile::tempdir()?;
 //! # let cwd = tmp.path();
-//! // --store / FENCEPOST_STORE would be passed as the first argument.
-//! let root = locate_store(None, cwd);
-//! let store = Store::new(FsStore::open(&root)?);
-//! let lease = store.acquire(&Resource::lock("db:migrations"), &AcquireOptions::new(30_000))?;
-//! assert!(store.check(&Resource::lock("db:migrations"), lease.token())?);
+//! # std::fs::create_dir(cwd.join(".fencepost"))?; // keep the example out of the user's store
+//! let migrations = Resource::lock("db:migrations");
+//! // --store / FENCEPOST_STORE would be passed as the first argument. The resource
+//! // decides the store: a file's own directory, a lock's working directory.
+//! let location = locate_store(None, Some(&migrations), cwd)?;
+//! let store = Store::new(FsStore::open(&location.path)?);
+//! let lease = store.acquire(&migrations, &AcquireOptions::new(30_000))?;
+//! assert!(store.check(&migrations, lease.token())?);
 //! store.release(&lease)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Store location
+//!
+//! [`locate_store`] implements the rule every fencepost program follows, so that one
+//! resource has one store whatever the caller's working directory, worktree or
+//! nesting: an explicit store; else the nearest `.fencepost` directory at or above
+//! the anchor (a file's resolved parent, or the working directory for a lock); else
+//! `fencepost/` in the common git directory of the repository containing the anchor
+//! (shared by all its worktrees, never in the work tree); else the per-user state
+//! store. Details: `docs/format-v1.md`.
 
 #![warn(missing_docs)]
 
@@ -83,7 +97,10 @@ use std::time::SystemTime;
 
 use fencepost::{BackendError, CreateOutcome, Durability, Key, LeaseStore};
 
-pub use locate::{STORE_DIR_NAME, locate_store};
+pub use locate::{
+    LocateError, REPOSITORY_STORE_NAME, STORE_DIR_NAME, StoreLocation, StoreScope, locate_store,
+    locate_with,
+};
 
 use layout::{CLAIMS_DIR, STALE_STAGING_AGE};
 
@@ -127,19 +144,40 @@ impl FsStore {
     /// locator, [`root`](FsStore::root) and error locations all use that spelling
     /// (pinned by `open_creates_missing_parents_and_reports_an_absolute_root`).
     ///
-    /// Nothing else is written: `claims/` and key directories are created by the
-    /// first [`create`](LeaseStore::create). Directories created here are flushed to
-    /// their parents (POSIX).
+    /// Nothing else is written, except a `.gitignore` holding `*` when the store
+    /// lies in a git work tree (not inside `.git`) and this call created it, or it
+    /// is a `.fencepost` directory that has none: a store must never be one `git add
+    /// -A` away from being committed. `claims/` and key directories are created by
+    /// the first [`create`](LeaseStore::create). Directories created here are
+    /// flushed to their parents (POSIX).
     ///
     /// # Errors
     ///
     /// A [`BackendError`] with operation `open store` and the path as location when
-    /// the path is empty, exists and is not a directory, lies under a regular file
-    /// (the message names that file), cannot be created (permission denied,
-    /// read-only filesystem), or holds a `claims` entry that is not a real directory.
-    /// The error keeps the [`io::ErrorKind`].
+    /// the path is empty or not valid UTF-8 (its locator could not round-trip), exists
+    /// and is not a directory, lies under a regular file (the message names that
+    /// file), cannot be created (permission denied, read-only filesystem), or holds a
+    /// `claims` entry that is not a real directory. The error keeps the
+    /// [`io::ErrorKind`].
     pub fn open(root: impl AsRef<Path>) -> Result<FsStore, BackendError> {
-        let given = root.as_ref();
+        FsStore::open_with(root.as_ref(), true)
+    }
+
+    /// Opens the store directory `root` for reading, creating nothing: a `root` that
+    /// does not exist reads as an empty store (no keys, no generations), and a
+    /// [`create`](LeaseStore::create) through it then fails naming the path. For
+    /// commands that only read (`check`, `status`) or that act on an existing claim
+    /// (`renew`, `release`): a typo or a fresh directory must not leave a store
+    /// behind.
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](FsStore::open), except that a missing root is not an error.
+    pub fn open_existing(root: impl AsRef<Path>) -> Result<FsStore, BackendError> {
+        FsStore::open_with(root.as_ref(), false)
+    }
+
+    fn open_with(given: &Path, create: bool) -> Result<FsStore, BackendError> {
         let fail = |e: io::Error| BackendError::new("open store", given.display(), e);
         if given.as_os_str().is_empty() {
             return Err(fail(io::Error::new(
@@ -149,17 +187,34 @@ impl FsStore {
         }
         let root = std::path::absolute(given).map_err(fail)?;
         let fail = |e: io::Error| BackendError::new("open store", root.display(), e);
+        if root.to_str().is_none() {
+            return Err(fail(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the path is not valid UTF-8, so the store's locator (FENCEPOST_STORE for \
+                 child processes) could not name it exactly; use a store path that is valid UTF-8",
+            )));
+        }
         match fs::metadata(&root) {
-            Ok(metadata) if metadata.is_dir() => {}
+            Ok(metadata) if metadata.is_dir() => {
+                if create && root.file_name() == Some(STORE_DIR_NAME.as_ref()) {
+                    // A legacy or hand-made `.fencepost`: best effort, it may be
+                    // read-only to us and still readable.
+                    let _ = ignore_in_work_tree(&root);
+                }
+            }
             Ok(_) => {
                 return Err(fail(io::Error::new(
                     io::ErrorKind::NotADirectory,
                     "exists and is not a directory",
                 )));
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                create_store_dir(&root).map_err(fail)?
+            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
+                create_store_dir(&root).map_err(fail)?;
+                ignore_in_work_tree(&root).map_err(|e| {
+                    BackendError::new("open store", root.join(".gitignore").display(), e)
+                })?;
             }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(fail(explain_non_directory_ancestor(&root, e))),
         }
         let claims = root.join(CLAIMS_DIR);
@@ -532,8 +587,10 @@ impl LeaseStore for FsStore {
     }
 
     /// Lists the directories in `claims/` whose names are keys
-    /// ([`Key::parse`]). Other names, and key-named entries that are symbolic links
-    /// or files, are skipped.
+    /// ([`Key::parse`]), and key-named symbolic links: such a link is never followed,
+    /// so every operation on its key fails, and listing it lets `status` show the key
+    /// as unreadable instead of hiding it (issue 19). Other names, and key-named
+    /// regular files, are skipped.
     ///
     /// # Errors
     ///
@@ -553,14 +610,18 @@ impl LeaseStore for FsStore {
                 continue;
             };
             // `DirEntry::file_type` does not follow links.
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if entry
+                .file_type()
+                .is_ok_and(|t| t.is_dir() || t.is_symlink())
+            {
                 keys.push(key);
             }
         }
         Ok(keys)
     }
 
-    /// The store root as an absolute path (lossy if it is not valid Unicode).
+    /// The store root as an absolute path. Exact: [`FsStore::open`] refuses a root
+    /// that is not valid UTF-8, so the locator opens this same directory again.
     fn locator(&self) -> String {
         self.root.to_string_lossy().into_owned()
     }
@@ -631,6 +692,23 @@ fn create_store_dir(root: &Path) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Writes `<root>/.gitignore` holding `*` when `root` lies in a git work tree and
+/// has no `.gitignore` yet (an existing one, whatever it says, is the user's).
+fn ignore_in_work_tree(root: &Path) -> io::Result<()> {
+    if !locate::in_work_tree(root) {
+        return Ok(());
+    }
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(root.join(".gitignore"))
+    {
+        Ok(mut file) => file.write_all(b"*\n"),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Rewrites "not a directory" into "`<ancestor>` is a file, not a directory" when a

@@ -1,5 +1,5 @@
 //! Behaviour of the filesystem backend: the `LeaseStore` contract (docs/protocol.md §4) as the
-//! fs format (docs/protocol.md §5) implements it, store discovery, and the protocol on top.
+//! fs format (docs/protocol.md §5) implements it, store location, and the protocol on top.
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, SystemTime};
 
 use fencepost::{AcquireOptions, CreateOutcome, Durability, Key, LeaseStore, Resource, Store};
-use fencepost_fs::{FsStore, locate_store};
+use fencepost_fs::{FsStore, LocateError, StoreLocation, StoreScope, locate_store, locate_with};
 
 fn key(name: &str) -> Key {
     Resource::lock(name).identity().unwrap().key
@@ -238,7 +238,8 @@ fn keys_lists_key_directories_only() {
     write_new(&claims.join(key("a file").as_str()), b"");
     #[cfg(unix)]
     {
-        // A symbolic link named like a key is not followed out of the store.
+        // A symbolic link named like a key is listed (so `status` can say it is
+        // unreadable) but never followed out of the store.
         let outside = tmp.path().join("outside");
         fs::create_dir(&outside).unwrap();
         std::os::unix::fs::symlink(&outside, claims.join(key("a link").as_str())).unwrap();
@@ -246,6 +247,9 @@ fn keys_lists_key_directories_only() {
     let _ = tmp;
     let mut keys = store.keys().unwrap();
     keys.sort();
+    #[cfg(unix)]
+    let mut expected = vec![a, b, key("a link")];
+    #[cfg(not(unix))]
     let mut expected = vec![a, b];
     expected.sort();
     assert_eq!(keys, expected);
@@ -426,7 +430,8 @@ fn a_symlinked_record_is_never_followed() {
 #[cfg(unix)]
 #[test]
 fn a_symlinked_key_directory_is_never_followed() {
-    // Decision: every operation on the key is an error; keys() skips it.
+    // Decision: every operation on the key is an error; keys() lists it, so status
+    // shows it unreadable instead of hiding it (issue 19).
     let (tmp, store) = fresh();
     let k = key("symlinked-dir");
     let outside = tmp.path().join("outside");
@@ -455,7 +460,11 @@ fn a_symlinked_key_directory_is_never_followed() {
         );
         assert_eq!(error.operation, operation);
     }
-    assert_eq!(store.keys().unwrap(), [key("other")]);
+    let mut keys = store.keys().unwrap();
+    keys.sort();
+    let mut expected = vec![key("other"), k.clone()];
+    expected.sort();
+    assert_eq!(keys, expected);
     assert_eq!(
         names_in(&outside),
         ["g00000001.json"],
@@ -643,89 +652,248 @@ fn a_read_only_store_is_an_error_not_already_exists() {
 }
 
 // ---------------------------------------------------------------------------------
-// store discovery (docs/protocol.md §5)
+// store location (docs/format-v1.md, "Store location"): one resource, one store
 
 /// The test directories live under the system temp dir: make sure nothing above it
-/// would be found first.
-fn isolated() -> tempfile::TempDir {
+/// would be found first. Canonical, because the rule resolves anchors.
+fn isolated() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
-    for dir in tmp.path().ancestors() {
+    let top = fs::canonicalize(tmp.path()).unwrap();
+    for dir in top.ancestors() {
         assert!(
             !dir.join(".fencepost").is_dir() && fs::symlink_metadata(dir.join(".git")).is_err(),
             "{} holds a .fencepost or .git; these tests need a clean temp dir",
             dir.display()
         );
     }
-    tmp
+    (tmp, top)
+}
+
+/// An environment with only `HOME` set (to `home`).
+fn home_env(home: &Path) -> impl Fn(&str) -> Option<std::ffi::OsString> + '_ {
+    move |name| (name == "HOME").then(|| home.as_os_str().to_owned())
+}
+
+fn locate(resource: Option<&Resource>, cwd: &Path, home: &Path) -> StoreLocation {
+    locate_with(None, resource, cwd, &home_env(home)).unwrap()
 }
 
 #[test]
 fn locate_explicit_wins_and_is_made_absolute() {
-    let tmp = isolated();
-    let cwd = tmp.path().join("work");
+    let (_tmp, top) = isolated();
+    let cwd = top.join("work");
     fs::create_dir_all(cwd.join(".fencepost")).unwrap();
     fs::create_dir(cwd.join(".git")).unwrap();
-    let explicit = tmp.path().join("elsewhere");
-    assert_eq!(locate_store(Some(&explicit), &cwd), explicit);
+    let explicit = top.join("elsewhere");
+    let lock = Resource::lock("x");
+    let found = locate_store(Some(&explicit), Some(&lock), &cwd).unwrap();
+    assert_eq!(found.path, explicit);
+    assert_eq!(found.scope, StoreScope::Explicit);
     assert_eq!(
-        locate_store(Some(Path::new("rel/store")), &cwd),
+        locate_store(Some(Path::new("rel/store")), None, &cwd)
+            .unwrap()
+            .path,
         cwd.join("rel/store")
+    );
+    // An empty explicit path counts as not given.
+    assert_eq!(
+        locate_store(Some(Path::new("")), None, &cwd).unwrap().scope,
+        StoreScope::Marker
     );
 }
 
 #[test]
-fn locate_finds_the_nearest_store_walking_up() {
-    let tmp = isolated();
-    let top = tmp.path();
+fn locate_finds_the_nearest_marker_from_the_anchor() {
+    let (_tmp, top) = isolated();
     let cwd = top.join("a/b/c");
     fs::create_dir_all(&cwd).unwrap();
+    fs::create_dir_all(top.join("other")).unwrap();
     fs::create_dir(top.join(".fencepost")).unwrap();
     fs::create_dir(top.join("a/.fencepost")).unwrap();
     // A file named .fencepost is not a store.
     write_new(&top.join("a/b/.fencepost"), b"");
-    assert_eq!(locate_store(None, &cwd), top.join("a/.fencepost"));
-    assert_eq!(locate_store(None, top), top.join(".fencepost"));
+    let home = top.join("home");
+    let found = locate(None, &cwd, &home);
+    assert_eq!(found.path, top.join("a/.fencepost"));
+    assert_eq!(found.scope, StoreScope::Marker);
+    assert_eq!(locate(None, &top, &home).path, top.join(".fencepost"));
+    // A file's anchor is its own parent, not the caller's working directory.
+    let file = Resource::file(top.join("a/b/c/f.txt"));
+    assert_eq!(
+        locate(Some(&file), &top.join("other"), &home).path,
+        top.join("a/.fencepost")
+    );
+    // ... resolved: `..` and relative spellings from anywhere land on one anchor.
+    let relative = Resource::file("../a/b/c/../c/f.txt");
+    assert_eq!(
+        locate(Some(&relative), &top.join("other"), &home).path,
+        top.join("a/.fencepost")
+    );
 }
 
 #[test]
-fn locate_uses_the_git_work_tree_root_from_a_subdirectory() {
-    // docs/protocol.md §5: two agents in different subdirectories must land in one store.
-    let tmp = isolated();
-    let repo = tmp.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
+fn locate_uses_the_common_git_directory() {
+    let (_tmp, top) = isolated();
+    let home = top.join("home");
+    let repo = top.join("repo");
+    fs::create_dir_all(repo.join(".git/worktrees/w")).unwrap();
     fs::create_dir_all(repo.join("src/deep")).unwrap();
-    fs::create_dir_all(repo.join("docs")).unwrap();
-    let expected = repo.join(".fencepost");
-    assert_eq!(locate_store(None, &repo.join("src/deep")), expected);
-    assert_eq!(locate_store(None, &repo.join("docs")), expected);
-    assert_eq!(locate_store(None, &repo), expected);
+    let expected = repo.join(".git/fencepost");
+    let found = locate(None, &repo.join("src/deep"), &home);
+    assert_eq!(found.path, expected);
+    assert_eq!(found.scope, StoreScope::Repository);
+    assert_eq!(locate(None, &repo, &home).path, expected);
 
-    // A worktree or submodule has a `.git` file; its root is the nearest one.
-    let worktree = tmp.path().join("worktree");
+    // A linked worktree: its `.git` file names its git directory, whose
+    // `commondir` names the main repository's `.git`.
+    let worktree = top.join("worktree");
     fs::create_dir_all(worktree.join("sub")).unwrap();
     write_new(
         &worktree.join(".git"),
-        b"gitdir: ../repo/.git/worktrees/w\n",
+        format!("gitdir: {}\n", repo.join(".git/worktrees/w").display()).as_bytes(),
     );
-    assert_eq!(
-        locate_store(None, &worktree.join("sub")),
-        worktree.join(".fencepost")
-    );
+    write_new(&repo.join(".git/worktrees/w/commondir"), b"../..\n");
+    assert_eq!(locate(None, &worktree.join("sub"), &home).path, expected);
+    let file = Resource::file(worktree.join("sub/f.txt"));
+    assert_eq!(locate(Some(&file), &top, &home).path, expected);
 
-    // An existing store below the work tree root is nearer, and wins.
-    fs::create_dir(repo.join("src/.fencepost")).unwrap();
+    // A submodule: a relative `gitdir:` and no `commondir`; its own store.
+    let sub = repo.join("sub");
+    fs::create_dir_all(repo.join(".git/modules/sub")).unwrap();
+    fs::create_dir_all(&sub).unwrap();
+    write_new(&sub.join(".git"), b"gitdir: ../.git/modules/sub\n");
+    let inner = repo.join(".git/modules/sub/fencepost");
+    // The file's repository decides, whatever the working directory.
+    let shared = Resource::file(sub.join("shared.txt"));
+    assert_eq!(locate(Some(&shared), &repo, &home).path, inner);
+    assert_eq!(locate(Some(&shared), &sub, &home).path, inner);
     assert_eq!(
-        locate_store(None, &repo.join("src/deep")),
-        repo.join("src/.fencepost")
+        locate(Some(&Resource::file("sub/shared.txt")), &repo, &home).path,
+        inner
+    );
+    assert_eq!(locate(None, &sub, &home).path, inner);
+
+    // A marker above the repository wins over it.
+    fs::create_dir(top.join(".fencepost")).unwrap();
+    assert_eq!(
+        locate(Some(&shared), &repo, &home).path,
+        top.join(".fencepost")
     );
 }
 
 #[test]
-fn locate_falls_back_to_the_working_directory() {
-    let tmp = isolated();
-    let cwd = tmp.path().join("plain/dir");
-    fs::create_dir_all(&cwd).unwrap();
-    assert_eq!(locate_store(None, &cwd), cwd.join(".fencepost"));
+fn locate_refuses_a_git_file_that_leads_nowhere() {
+    let (_tmp, top) = isolated();
+    let home = top.join("home");
+    let cases: [(&str, &[u8], &str); 3] = [
+        ("garbage", b"not a link\n", "does not start with `gitdir:`"),
+        ("missing", b"gitdir: ../gone/.git\n", "is not a directory"),
+        ("empty", b"", "does not start with `gitdir:`"),
+    ];
+    for (name, contents, says) in cases {
+        let tree = top.join(name);
+        fs::create_dir_all(&tree).unwrap();
+        write_new(&tree.join(".git"), contents);
+        let error = locate_with(None, None, &tree, &home_env(&home)).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            matches!(error, LocateError::Repository { .. }),
+            "{name}: {message}"
+        );
+        assert!(message.contains(says), "{name}: {message}");
+        assert!(message.contains("--store"), "{name}: {message}");
+    }
+}
+
+#[test]
+fn locate_outside_any_repository_is_the_per_user_store() {
+    let (_tmp, top) = isolated();
+    let home = top.join("home");
+    let one = top.join("one");
+    let two = top.join("two/deep");
+    fs::create_dir_all(&one).unwrap();
+    fs::create_dir_all(&two).unwrap();
+    let expected = home.join(".local/state/fencepost");
+    let found = locate(None, &one, &home);
+    assert_eq!(found.path, expected);
+    assert_eq!(found.scope, StoreScope::User);
+    assert_eq!(
+        locate(Some(&Resource::lock("x")), &two, &home).path,
+        expected
+    );
+    // XDG_STATE_HOME wins when set.
+    let state = top.join("state");
+    let env = |name: &str| match name {
+        "HOME" => Some(home.clone().into_os_string()),
+        "XDG_STATE_HOME" => Some(state.clone().into_os_string()),
+        _ => None,
+    };
+    assert_eq!(
+        locate_with(None, None, &one, &env).unwrap().path,
+        state.join("fencepost")
+    );
+    // Neither set: a clear error, never a store in `/` or the working directory.
+    let error = locate_with(None, None, &one, &|_| None).unwrap_err();
+    assert!(matches!(error, LocateError::NoUserStore { .. }), "{error}");
+    assert!(error.to_string().contains("HOME"), "{error}");
+    assert!(!one.join(".fencepost").exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn locate_refuses_a_store_path_that_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let (_tmp, top) = isolated();
+    let bad = top.join(std::ffi::OsStr::from_bytes(b"st\xffre"));
+    let error = locate_store(Some(&bad), None, &top).unwrap_err();
+    assert!(matches!(error, LocateError::NotUtf8 { .. }), "{error}");
+    assert!(error.to_string().contains("not valid UTF-8"), "{error}");
+    // Discovered, too: a marker in a directory whose name is not UTF-8.
+    fs::create_dir_all(bad.join(".fencepost")).unwrap();
+    let error = locate_store(None, None, &bad).unwrap_err();
+    assert!(matches!(error, LocateError::NotUtf8 { .. }), "{error}");
+    // And the backend itself never opens such a root (its locator would be lossy).
+    let error = FsStore::open(bad.join(".fencepost")).unwrap_err();
+    assert!(error.to_string().contains("not valid UTF-8"), "{error}");
+}
+
+#[test]
+fn open_existing_creates_nothing_and_reads_empty() {
+    let (_tmp, top) = isolated();
+    let root = top.join("missing/store");
+    let store = FsStore::open_existing(&root).unwrap();
+    assert!(store.keys().unwrap().is_empty());
+    assert!(store.generations(&key("k")).unwrap().is_empty());
+    assert_eq!(store.read(&key("k"), 1).unwrap(), None);
+    assert!(
+        store
+            .create(&key("k"), 1, b"x", Durability::Flushed)
+            .is_err()
+    );
+    assert!(!top.join("missing").exists());
+}
+
+#[test]
+fn a_store_created_in_a_work_tree_ignores_itself() {
+    let (_tmp, top) = isolated();
+    let repo = top.join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    let explicit = repo.join("tmp/leases");
+    FsStore::open(&explicit).unwrap();
+    assert_eq!(fs::read(explicit.join(".gitignore")).unwrap(), b"*\n");
+    // A hand-made .fencepost marker gets one at its first writing open; an
+    // existing .gitignore is the user's and is kept.
+    let marker = repo.join(".fencepost");
+    fs::create_dir(&marker).unwrap();
+    FsStore::open_existing(&marker).unwrap();
+    assert!(!marker.join(".gitignore").exists(), "a reading open wrote");
+    FsStore::open(&marker).unwrap();
+    assert_eq!(fs::read(marker.join(".gitignore")).unwrap(), b"*\n");
+    // Inside .git, and outside any work tree: nothing to ignore.
+    FsStore::open(repo.join(".git/fencepost")).unwrap();
+    assert!(!repo.join(".git/fencepost/.gitignore").exists());
+    FsStore::open(top.join("plain")).unwrap();
+    assert!(!top.join("plain/.gitignore").exists());
 }
 
 // ---------------------------------------------------------------------------------

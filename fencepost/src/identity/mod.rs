@@ -132,6 +132,35 @@ impl Resource {
     }
 }
 
+impl Resource {
+    /// For a file: the absolute path its key is derived from, resolved the way
+    /// [`Resource::identity`] resolves it (deepest existing ancestor through the OS,
+    /// the rest appended) but before case folding. `None` for a lock.
+    ///
+    /// A backend that keeps its store near the files (the fs backend's store
+    /// location) anchors on this path's parent, so every spelling of one file finds
+    /// one store.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidResource`] for an empty path, or one that cannot be made
+    /// absolute (no working directory).
+    pub fn resolved_path(&self) -> Result<Option<PathBuf>> {
+        match self {
+            Resource::Lock(_) => Ok(None),
+            Resource::File(path) => {
+                if path.as_os_str().is_empty() {
+                    return Err(Error::InvalidResource("the file path is empty".into()));
+                }
+                let absolute = std::path::absolute(path).map_err(|e| {
+                    Error::InvalidResource(format!("cannot make {} absolute: {e}", path.display()))
+                })?;
+                Ok(Some(resolve(&absolute, SYMLINK_LIMIT)))
+            }
+        }
+    }
+}
+
 impl fmt::Display for Resource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.kind(), self.target())

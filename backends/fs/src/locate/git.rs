@@ -1,0 +1,75 @@
+//! The common git directory of a repository, read from the files git itself keeps,
+//! without running git (git may be absent, slow, or a different version).
+//!
+//! - A main checkout has a `.git` directory: that is the git directory, and the
+//!   common one.
+//! - A linked worktree (`git worktree add`) and a submodule have a `.git` *file*
+//!   holding `gitdir: <path>` (relative to the directory holding the file). That
+//!   git directory may hold a `commondir` file (relative to it): a linked worktree's
+//!   names the main repository's `.git`; a submodule's git directory usually has
+//!   none and is its own common directory.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::{LocateError, sys};
+
+/// Longest `.git` or `commondir` file read (git writes a line of one path).
+const LINK_FILE_LIMIT: u64 = 64 * 1024;
+
+/// The common git directory of the repository whose work tree contains `anchor`
+/// (the nearest `.git` entry at or above it), resolved; `None` outside every
+/// repository.
+pub(super) fn common_dir(anchor: &Path) -> Result<Option<PathBuf>, LocateError> {
+    let Some(work_tree) = anchor
+        .ancestors()
+        .find(|dir| fs::symlink_metadata(dir.join(".git")).is_ok())
+    else {
+        return Ok(None);
+    };
+    let dot_git = work_tree.join(".git");
+    let fail = |path: &Path, reason: String| LocateError::Repository {
+        work_tree: work_tree.to_path_buf(),
+        path: path.to_path_buf(),
+        reason,
+    };
+    let metadata = fs::metadata(&dot_git).map_err(|e| fail(&dot_git, format!("({e})")))?;
+    let git_dir = if metadata.is_dir() {
+        dot_git.clone()
+    } else {
+        let text = read_link_file(&dot_git).map_err(|reason| fail(&dot_git, reason))?;
+        let Some(target) = text.strip_prefix("gitdir:").map(str::trim) else {
+            return Err(fail(
+                &dot_git,
+                "is a file that does not start with `gitdir:`".into(),
+            ));
+        };
+        work_tree.join(target)
+    };
+    if !git_dir.is_dir() {
+        return Err(fail(&git_dir, "is not a directory".into()));
+    }
+    let commondir_file = git_dir.join("commondir");
+    let common = if fs::symlink_metadata(&commondir_file).is_ok() {
+        let text =
+            read_link_file(&commondir_file).map_err(|reason| fail(&commondir_file, reason))?;
+        git_dir.join(text.trim())
+    } else {
+        git_dir
+    };
+    match fs::canonicalize(&common) {
+        Ok(resolved) if resolved.is_dir() => Ok(Some(sys::plain(resolved))),
+        Ok(_) => Err(fail(&common, "is not a directory".into())),
+        Err(e) => Err(fail(&common, format!("cannot be resolved ({e})"))),
+    }
+}
+
+/// The first line of a small text file git wrote, or why it cannot be read.
+fn read_link_file(path: &Path) -> Result<String, String> {
+    let mut text = String::new();
+    fs::File::open(path)
+        .and_then(|file| file.take(LINK_FILE_LIMIT).read_to_string(&mut text))
+        .map_err(|e| format!("cannot be read ({e})"))?;
+    Ok(text.lines().next().unwrap_or_default().to_string())
+}

@@ -1,0 +1,297 @@
+//! Store location: one resource, one store, whatever the caller's working
+//! directory, worktree or nesting (`docs/format-v1.md`, "Store location").
+//!
+//! - `git` — finds a repository's common git directory by reading `.git` files and
+//!   `commondir`, without running git.
+//! - `unix` / `windows` / `other` — per platform: the per-user state directory, and
+//!   the plain spelling of a resolved path. Same signatures on every platform.
+
+mod git;
+
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+use unix as sys;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows as sys;
+
+#[cfg(not(any(unix, windows)))]
+mod other;
+#[cfg(not(any(unix, windows)))]
+use other as sys;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use fencepost::Resource;
+
+/// The name of a deliberate store marker: an existing directory by this name, at
+/// the anchor or above it, is the store (rule 2).
+pub const STORE_DIR_NAME: &str = ".fencepost";
+
+/// The name of a repository's store inside its common git directory (rule 3).
+pub const REPOSITORY_STORE_NAME: &str = "fencepost";
+
+/// Which rule picked a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreScope {
+    /// Rule 1: named by the caller (`--store` / `FENCEPOST_STORE`).
+    Explicit,
+    /// Rule 2: the nearest existing `.fencepost` directory at or above the anchor.
+    Marker,
+    /// Rule 3: `fencepost/` in the common git directory of the repository that
+    /// contains the anchor, shared by every worktree of that repository.
+    Repository,
+    /// Rule 4: the per-user store, outside any repository.
+    User,
+}
+
+impl fmt::Display for StoreScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StoreScope::Explicit => "named by --store or FENCEPOST_STORE",
+            StoreScope::Marker => "a .fencepost directory",
+            StoreScope::Repository => "the repository's store, shared by all its worktrees",
+            StoreScope::User => "the per-user store",
+        })
+    }
+}
+
+/// Where a resource's store is, and which rule said so.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StoreLocation {
+    /// The store directory: absolute, valid UTF-8 (so its locator round-trips). It
+    /// may not exist yet; [`FsStore::open`](crate::FsStore::open) creates it,
+    /// [`FsStore::open_existing`](crate::FsStore::open_existing) does not.
+    pub path: PathBuf,
+    /// The rule that picked it.
+    pub scope: StoreScope,
+}
+
+/// Why no store could be located. Each variant displays as one line that says what
+/// to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LocateError {
+    /// The store path is not valid Unicode, so it cannot be handed to other
+    /// processes exactly (the locator, and `FENCEPOST_STORE`, are text).
+    #[error(
+        "the store path {} is not valid UTF-8, so it cannot be passed on to other processes \
+         exactly (FENCEPOST_STORE is text); use a store path that is valid UTF-8 (--store or \
+         FENCEPOST_STORE)",
+        .path.display()
+    )]
+    NotUtf8 {
+        /// The path (displayed lossily).
+        path: PathBuf,
+    },
+    /// The resource itself is invalid (an empty file path, no working directory).
+    #[error(transparent)]
+    Resource(#[from] fencepost::Error),
+    /// A `.git` file or `commondir` could not be read or does not lead to a git
+    /// directory.
+    #[error(
+        "cannot find the git directory of the repository at {}: {} {reason}; repair the \
+         repository (git worktree repair), or name a store with --store or FENCEPOST_STORE",
+        .work_tree.display(), .path.display()
+    )]
+    Repository {
+        /// The work tree whose `.git` entry was followed.
+        work_tree: PathBuf,
+        /// The file or directory that was wrong.
+        path: PathBuf,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// Outside any repository, and the per-user state directory is unknown.
+    #[error(
+        "no store for {anchor}: it is outside any git repository, and there is no per-user \
+         store because {reason}; set {fix}, or name a store with --store or FENCEPOST_STORE",
+        anchor = .anchor.display()
+    )]
+    NoUserStore {
+        /// The anchor that is outside every repository.
+        anchor: PathBuf,
+        /// Why the per-user directory is unknown (which variable is unset).
+        reason: String,
+        /// The variable(s) to set.
+        fix: &'static str,
+    },
+}
+
+/// Finds the store for `resource` (`None`: for `status`, which reads the store of
+/// the working directory), for a process working in `cwd`.
+///
+/// The *anchor* is the file's own resolved parent directory for a file resource
+/// (every spelling of one file, from any working directory, has one anchor), and
+/// `cwd` for a lock or `None`. First match wins:
+///
+/// 1. `explicit` (from `--store` / `FENCEPOST_STORE`, chosen by the caller; an empty
+///    path counts as not given), made absolute against `cwd`;
+/// 2. the nearest existing `.fencepost` **directory** at or above the anchor (a
+///    deliberate marker of a store's scope);
+/// 3. inside a git repository: `fencepost/` in the repository's **common git
+///    directory**, found from the nearest `.git` entry at or above the anchor (a
+///    directory, or a file whose `gitdir:` line names one) and that directory's
+///    `commondir` file, without running git. Every linked worktree of a repository
+///    shares it; for a file, the repository containing the file decides, so a
+///    nested repository or submodule cannot split one file into two stores;
+/// 4. outside any repository: the per-user store, `$XDG_STATE_HOME/fencepost`, else
+///    `$HOME/.local/state/fencepost` (`%LOCALAPPDATA%\fencepost` on Windows).
+///
+/// Nothing is created or written. Pass [`StoreLocation::path`] to
+/// [`FsStore::open`](crate::FsStore::open) to claim, or to
+/// [`FsStore::open_existing`](crate::FsStore::open_existing) to only read.
+///
+/// # Errors
+///
+/// [`LocateError::NotUtf8`] when the store path is not valid UTF-8 (never passed on
+/// lossily); [`LocateError::Resource`] for an empty file path;
+/// [`LocateError::Repository`] when a `.git` file or `commondir` is unreadable or
+/// leads nowhere; [`LocateError::NoUserStore`] outside every repository when
+/// `HOME` (and `XDG_STATE_HOME`; `LOCALAPPDATA` on Windows) is unset — never a
+/// store in `/`.
+///
+/// Pinned by the tests of `backends/fs/tests/fs.rs` (`locate_*`) and, with real git
+/// repositories and processes, `cli/tests/store_location.rs`.
+///
+/// # Examples
+///
+/// ```
+/// # let tmp = tempfile::tempdir()?;
+/// # let top = tmp.path().canonicalize()?;
+/// # std::fs::create_dir_all(top.join(".fencepost"))?;
+/// # std::fs::create_dir_all(top.join("src/deep"))?;
+/// use fencepost::Resource;
+/// use fencepost_fs::{StoreScope, locate_store};
+///
+/// // A .fencepost directory above the file marks the store.
+/// let file = Resource::file(top.join("src/deep/a.txt"));
+/// let found = locate_store(None, Some(&file), &top)?;
+/// assert_eq!(found.path, top.join(".fencepost"));
+/// assert_eq!(found.scope, StoreScope::Marker);
+/// // An explicit path always wins, made absolute against the working directory.
+/// let lock = Resource::lock("db:migrations");
+/// assert_eq!(locate_store(Some("s".as_ref()), Some(&lock), &top)?.path, top.join("s"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn locate_store(
+    explicit: Option<&Path>,
+    resource: Option<&Resource>,
+    cwd: &Path,
+) -> Result<StoreLocation, LocateError> {
+    locate_with(explicit, resource, cwd, &|name| std::env::var_os(name))
+}
+
+/// [`locate_store`] with the environment given as a function (for tests).
+#[doc(hidden)]
+pub fn locate_with(
+    explicit: Option<&Path>,
+    resource: Option<&Resource>,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<StoreLocation, LocateError> {
+    let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let location = match explicit.filter(|p| !p.as_os_str().is_empty()) {
+        Some(explicit) => StoreLocation {
+            path: cwd.join(explicit),
+            scope: StoreScope::Explicit,
+        },
+        None => discover(&anchor(resource, &cwd)?, env)?,
+    };
+    if location.path.to_str().is_none() {
+        return Err(LocateError::NotUtf8 {
+            path: location.path,
+        });
+    }
+    Ok(location)
+}
+
+/// Rules 2 to 4, from `anchor`.
+fn discover(
+    anchor: &Path,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<StoreLocation, LocateError> {
+    if let Some(marker) = anchor
+        .ancestors()
+        .map(|dir| dir.join(STORE_DIR_NAME))
+        .find(|candidate| candidate.is_dir())
+    {
+        return Ok(StoreLocation {
+            path: marker,
+            scope: StoreScope::Marker,
+        });
+    }
+    if let Some(common) = git::common_dir(anchor)? {
+        return Ok(StoreLocation {
+            path: common.join(REPOSITORY_STORE_NAME),
+            scope: StoreScope::Repository,
+        });
+    }
+    match sys::user_state_dir(env) {
+        Ok(dir) => Ok(StoreLocation {
+            path: dir.join("fencepost"),
+            scope: StoreScope::User,
+        }),
+        Err(reason) => Err(LocateError::NoUserStore {
+            anchor: anchor.to_path_buf(),
+            reason,
+            fix: sys::USER_DIR_FIX,
+        }),
+    }
+}
+
+/// The directory whose surroundings decide the store: a file's resolved parent,
+/// else the (resolved) working directory.
+fn anchor(resource: Option<&Resource>, cwd: &Path) -> Result<PathBuf, LocateError> {
+    if let Some(Resource::File(path)) = resource {
+        let absolute = Resource::file(cwd.join(path));
+        if let Some(resolved) = absolute.resolved_path()? {
+            let parent = resolved.parent().unwrap_or(&resolved);
+            return Ok(sys::plain(parent.to_path_buf()));
+        }
+    }
+    Ok(std::fs::canonicalize(cwd).map_or_else(|_| cwd.to_path_buf(), sys::plain))
+}
+
+/// True when `path` lies in a git work tree (below a directory holding a `.git`
+/// entry) and not inside that `.git` itself: a store created there needs a
+/// `.gitignore`, or `git add -A` would commit it.
+pub(crate) fn in_work_tree(path: &Path) -> bool {
+    let nearest = path
+        .ancestors()
+        .skip(1)
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok());
+    nearest.is_some_and(|work_tree| {
+        path.strip_prefix(work_tree)
+            .ok()
+            .and_then(|rest| rest.components().next())
+            .is_none_or(|first| first.as_os_str() != ".git")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_inside_dot_git_is_not_in_the_work_tree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git/modules/sub")).unwrap();
+        assert!(in_work_tree(&repo.join("store")));
+        assert!(in_work_tree(&repo.join("a/b/.fencepost")));
+        assert!(!in_work_tree(&repo.join(".git/fencepost")));
+        assert!(!in_work_tree(&repo.join(".git/modules/sub/fencepost")));
+        assert!(!in_work_tree(&tmp.path().join("elsewhere")));
+        // A repository nested in another's work tree: its own .git decides.
+        std::fs::create_dir_all(repo.join("inner/.git")).unwrap();
+        assert!(!in_work_tree(&repo.join("inner/.git/fencepost")));
+        assert!(in_work_tree(&repo.join("inner/x/.fencepost")));
+    }
+}

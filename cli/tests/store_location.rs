@@ -1,0 +1,520 @@
+//! Store location (issue 12: one resource, one store): with real git repositories —
+//! linked worktrees, a submodule added from a local path, a nested repository — and
+//! real processes, every working directory and every spelling of a resource lands
+//! in one store, and commands that only read create nothing.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::util::{Scratch, json_of, one_line_stderr, token_of};
+
+/// Runs real git in `dir` with no user or system configuration, failing the test
+/// when git fails.
+fn git(dir: &Path, args: &[&str]) {
+    let output = std::process::Command::new("git")
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .args([
+            "-c",
+            "user.name=fencepost tests",
+            "-c",
+            "user.email=tests@fencepost.invalid",
+            "-c",
+            "init.defaultBranch=main",
+            // `git submodule add` from a local path (CVE-2022-39253 hardening).
+            "-c",
+            "protocol.file.allow=always",
+        ])
+        .args(args)
+        .output()
+        .expect("git is required for these tests (apt-get install git)");
+    assert!(
+        output.status.success(),
+        "git {args:?} in {} failed: {}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// `git status --porcelain` (untracked files included).
+fn porcelain(dir: &Path) -> String {
+    let output = std::process::Command::new("git")
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .args(["status", "--porcelain", "--untracked-files=all"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// A new repository at `dir` with one committed file per name in `files`.
+fn repository(dir: &Path, files: &[&str]) {
+    fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q"]);
+    for name in files {
+        let path = dir.join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, format!("{name}\n")).unwrap();
+    }
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "--allow-empty", "-m", "initial"]);
+}
+
+/// The scratch directory, resolved (the store location rule resolves anchors), with
+/// nothing above it that the rule would find first.
+fn top(s: &Scratch) -> PathBuf {
+    let top = fs::canonicalize(s.path()).unwrap();
+    for dir in top.ancestors() {
+        assert!(
+            !dir.join(".fencepost").is_dir() && fs::symlink_metadata(dir.join(".git")).is_err(),
+            "{} holds a .fencepost or .git; these tests need a clean temp dir",
+            dir.display()
+        );
+    }
+    top
+}
+
+fn run(s: &Scratch, cwd: &Path, args: &[&str]) -> Output {
+    s.bare_cmd(cwd).args(args).output().unwrap()
+}
+
+/// `claim` from `cwd`; asserts the exit code, returns the output.
+fn claim(s: &Scratch, cwd: &Path, target: &[&str], code: i32) -> Output {
+    let output = s.bare_cmd(cwd).arg("claim").args(target).output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "claim {target:?} from {}: {output:?}",
+        cwd.display()
+    );
+    output
+}
+
+/// The store a `claim --json` reports.
+fn store_of(output: &Output) -> String {
+    json_of(output)["store"].as_str().unwrap().to_string()
+}
+
+/// Labels listed by `status --json` from `cwd`.
+fn status_labels(s: &Scratch, cwd: &Path) -> Vec<String> {
+    let output = run(s, cwd, &["status", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let mut labels: Vec<String> = json_of(&output)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["label"].as_str().unwrap().to_string())
+        .collect();
+    // A file that exists has two keys (its path and its file id), one label.
+    labels.sort();
+    labels.dedup();
+    labels
+}
+
+#[test]
+fn linked_worktrees_share_the_repository_store() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let main = top.join("main");
+    repository(&main, &["a.txt", "src/lib.rs"]);
+    git(&main, &["worktree", "add", "-q", "../wt1", "-b", "one"]);
+    git(&main, &["worktree", "add", "-q", "../wt2", "-b", "two"]);
+    let (wt1, wt2) = (top.join("wt1"), top.join("wt2"));
+    let store = main.join(".git/fencepost");
+
+    // A lock claimed in one checkout is held in every other, from any directory.
+    let first = claim(&s, &main, &["--lock", "db:migrations", "--json"], 0);
+    assert_eq!(store_of(&first), store.to_str().unwrap());
+    claim(&s, &wt1, &["--lock", "db:migrations"], 3);
+    claim(&s, &wt2.join("src"), &["--lock", "DB:Migrations"], 3);
+
+    // Files: one store, but each worktree holds its own files. wt1's a.txt and
+    // main's a.txt are different files, so both claims succeed; wt1's a.txt
+    // spelled from the main checkout is the same file, and is held.
+    let wt1_file = claim(&s, &wt1, &["--file", "a.txt", "--json"], 0);
+    assert_eq!(store_of(&wt1_file), store.to_str().unwrap());
+    claim(&s, &main, &["--file", "a.txt"], 0);
+    claim(&s, &main, &["--file", "../wt1/a.txt"], 3);
+    claim(
+        &s,
+        &wt2,
+        &["--file", wt1.join("a.txt").to_str().unwrap()],
+        3,
+    );
+
+    // `status` from any worktree reads the one store, and names it.
+    let labels = status_labels(&s, &wt2);
+    let expected = [
+        "db:migrations".to_string(),
+        main.join("a.txt").display().to_string(),
+        wt1.join("a.txt").display().to_string(),
+    ];
+    let mut expected = expected.to_vec();
+    expected.sort();
+    assert_eq!(labels, expected);
+    assert_eq!(labels, status_labels(&s, &main));
+    assert_eq!(labels, status_labels(&s, &wt1.join("src")));
+    let text = run(&s, &wt2, &["status"]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains(&format!("store: {} (", store.display())),
+        "status does not name its store:\n{text}"
+    );
+    // Nothing was written into any work tree.
+    for tree in [&main, &wt1, &wt2] {
+        assert_eq!(porcelain(tree), "", "{}", tree.display());
+        assert!(!tree.join(".fencepost").exists());
+    }
+}
+
+/// Every spelling in `spellings` (a working directory and a path) claims one file:
+/// for every ordered pair, the first claim wins and the second is refused.
+fn all_spellings_contend(s: &Scratch, spellings: &[(PathBuf, String)]) {
+    for (i, (first_cwd, first)) in spellings.iter().enumerate() {
+        for (j, (second_cwd, second)) in spellings.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let won = claim(s, first_cwd, &["--file", first], 0);
+            let refused = claim(s, second_cwd, &["--file", second], 3);
+            assert!(
+                String::from_utf8_lossy(&refused.stderr).contains("held"),
+                "{refused:?}"
+            );
+            let token = token_of(&won).to_string();
+            let released = s
+                .bare_cmd(first_cwd)
+                .args(["release", "--file", first, &token])
+                .output()
+                .unwrap();
+            assert_eq!(released.status.code(), Some(0), "{released:?}");
+        }
+    }
+}
+
+#[test]
+fn every_spelling_of_a_submodule_file_contends() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let upstream = top.join("upstream");
+    repository(&upstream, &["shared.txt"]);
+    let outer = top.join("super");
+    repository(&outer, &["README"]);
+    git(
+        &outer,
+        &["submodule", "add", "-q", upstream.to_str().unwrap(), "sub"],
+    );
+    git(&outer, &["commit", "-q", "-m", "add sub"]);
+    let sub = outer.join("sub");
+    assert!(sub.join(".git").is_file(), "a submodule has a .git file");
+    fs::create_dir(sub.join("deeper")).unwrap();
+
+    let spellings = [
+        (outer.clone(), "sub/shared.txt".to_string()),
+        (outer.clone(), "./sub/deeper/../shared.txt".to_string()),
+        (sub.clone(), "shared.txt".to_string()),
+        (sub.join("deeper"), "../shared.txt".to_string()),
+        (top.clone(), sub.join("shared.txt").display().to_string()),
+    ];
+    all_spellings_contend(&s, &spellings);
+    // The submodule's own git directory holds its store: nothing in either work
+    // tree, nothing in the superproject's store.
+    let inner_store = outer.join(".git/modules/sub/fencepost");
+    let output = claim(&s, &outer, &["--file", "sub/shared.txt", "--json"], 0);
+    assert_eq!(store_of(&output), inner_store.to_str().unwrap());
+    assert!(!outer.join(".git/fencepost").exists());
+    assert_eq!(porcelain(&outer), "");
+    assert_eq!(porcelain(&sub), "");
+}
+
+#[test]
+fn every_spelling_of_a_nested_repository_file_contends() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let outer = top.join("outer");
+    repository(&outer, &["README"]);
+    fs::write(outer.join(".gitignore"), "nested/\nlink\n").unwrap();
+    let nested = outer.join("nested");
+    repository(&nested, &["shared.txt"]);
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&nested, outer.join("link")).unwrap();
+
+    let mut spellings = vec![
+        (outer.clone(), "nested/shared.txt".to_string()),
+        (nested.clone(), "shared.txt".to_string()),
+        (
+            nested.clone(),
+            nested.join("shared.txt").display().to_string(),
+        ),
+    ];
+    if cfg!(unix) {
+        spellings.push((outer.clone(), "link/shared.txt".to_string()));
+    }
+    all_spellings_contend(&s, &spellings);
+    let output = claim(&s, &outer, &["--file", "nested/shared.txt", "--json"], 0);
+    assert_eq!(
+        store_of(&output),
+        nested.join(".git/fencepost").to_str().unwrap()
+    );
+}
+
+#[test]
+fn a_marker_above_two_repositories_shares_their_locks() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let (one, two) = (top.join("one"), top.join("two"));
+    repository(&one, &[]);
+    repository(&two, &[]);
+    // Without a marker: two repositories, two lock namespaces.
+    claim(&s, &one, &["--lock", "release-tag"], 0);
+    claim(&s, &two, &["--lock", "release-tag"], 0);
+    // A deliberate .fencepost above both makes one store for both.
+    fs::create_dir(top.join(".fencepost")).unwrap();
+    let output = claim(&s, &one, &["--lock", "port:8080", "--json"], 0);
+    assert_eq!(store_of(&output), top.join(".fencepost").to_str().unwrap());
+    claim(&s, &two, &["--lock", "port:8080"], 3);
+}
+
+#[test]
+fn outside_any_repository_one_user_store_serves_every_directory() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let (left, right) = (top.join("left"), top.join("right/deep"));
+    fs::create_dir_all(&left).unwrap();
+    fs::create_dir_all(&right).unwrap();
+    fs::create_dir_all(top.join("shared")).unwrap();
+    let user_store = s.user_state().join("fencepost");
+
+    let output = claim(&s, &left, &["--file", "../shared/f.txt", "--json"], 0);
+    assert_eq!(store_of(&output), user_store.to_str().unwrap());
+    claim(
+        &s,
+        &right,
+        &["--file", top.join("shared/f.txt").to_str().unwrap()],
+        3,
+    );
+    claim(&s, &left, &["--lock", "x"], 0);
+    claim(&s, &right, &["--lock", "x"], 3);
+    assert!(!left.join(".fencepost").exists() && !right.join(".fencepost").exists());
+
+    // No HOME and no XDG_STATE_HOME: a clear error, and no store anywhere.
+    let fresh = top.join("fresh");
+    fs::create_dir(&fresh).unwrap();
+    for args in [&["claim", "--lock", "y"][..], &["status"]] {
+        let output = s
+            .bare_cmd(&fresh)
+            .env_remove("HOME")
+            .env_remove("XDG_STATE_HOME")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        let stderr = one_line_stderr(&output);
+        assert!(
+            stderr.contains("HOME") && stderr.contains("--store"),
+            "{stderr}"
+        );
+        assert_eq!(fs::read_dir(&fresh).unwrap().count(), 0);
+    }
+}
+
+/// Every path under `dir` with the bytes of each file: what `find` and `cat` see.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            let metadata = fs::symlink_metadata(&path).unwrap();
+            if metadata.is_dir() {
+                pending.push(path.clone());
+                out.insert(path, None);
+            } else {
+                out.insert(path.clone(), Some(fs::read(&path).unwrap_or_default()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn commands_that_only_read_create_nothing() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let plain = top.join("plain");
+    fs::create_dir(&plain).unwrap();
+    let repo = top.join("repo");
+    repository(&repo, &["a.txt"]);
+    let read_only: [&[&str]; 6] = [
+        &["status"],
+        &["status", "--json"],
+        &["check", "--lock", "x", "1"],
+        &["check", "--file", "a.txt", "1"],
+        &["renew", "--lock", "x", "1"],
+        &["release", "--file", "new/b.txt", "1"],
+    ];
+    for cwd in [&plain, &repo] {
+        let before = snapshot(&top);
+        for args in read_only {
+            let output = run(&s, cwd, args);
+            assert!(
+                matches!(output.status.code(), Some(0 | 3)),
+                "{args:?}: {output:?}"
+            );
+        }
+        assert_eq!(
+            before,
+            snapshot(&top),
+            "a read-only command wrote under {}",
+            top.display()
+        );
+    }
+    // `status` names the store it read, and says it does not exist yet.
+    let output = run(&s, &repo, &["status"]);
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(
+        stdout,
+        format!(
+            "no claims in {} (it does not exist yet; the first claim creates it)\n",
+            repo.join(".git/fencepost").display()
+        )
+    );
+
+    // A named store that does not exist: an empty store, named, and not created.
+    let missing = top.join("nonexistent/x");
+    let output = run(
+        &s,
+        &plain,
+        &["--store", missing.to_str().unwrap(), "status"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).starts_with(&format!(
+            "no claims in {} (it does not exist yet",
+            missing.display()
+        )),
+        "{output:?}"
+    );
+    assert!(!top.join("nonexistent").exists());
+}
+
+#[test]
+fn a_store_in_a_work_tree_is_never_seen_by_git() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let repo = top.join("repo");
+    repository(&repo, &["a.txt"]);
+
+    // The default: the store is in the git directory; the work tree is untouched.
+    claim(&s, &repo, &["--file", "a.txt"], 0);
+    claim(&s, &repo, &["--lock", "x"], 0);
+    assert!(repo.join(".git/fencepost/claims").is_dir());
+    assert_eq!(porcelain(&repo), "");
+
+    // A named store inside the work tree is created with a .gitignore of `*`.
+    let named = repo.join("tmp/leases");
+    let output = run(
+        &s,
+        &repo,
+        &["--store", "tmp/leases", "claim", "--lock", "y"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(fs::read_to_string(named.join(".gitignore")).unwrap(), "*\n");
+    assert_eq!(porcelain(&repo), "");
+
+    // A legacy .fencepost at the work tree root keeps working (rule 2) and is
+    // ignored from its first claim on.
+    fs::create_dir(repo.join(".fencepost")).unwrap();
+    let output = claim(&s, &repo.join("."), &["--lock", "z", "--json"], 0);
+    assert_eq!(store_of(&output), repo.join(".fencepost").to_str().unwrap());
+    assert_eq!(
+        fs::read_to_string(repo.join(".fencepost/.gitignore")).unwrap(),
+        "*\n"
+    );
+    assert_eq!(porcelain(&repo), "");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_store_path_that_is_not_utf8_is_refused_never_split() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    let s = Scratch::new();
+    let top = top(&s);
+    let bad = top.join(OsStr::from_bytes(b"st\xffre"));
+    // Named, by flag or environment: exit 1 before anything is claimed or run.
+    let marker = top.join("child-ran");
+    let script = format!("touch {}", marker.display());
+    for named_by_env in [false, true] {
+        let mut cmd = s.bare_cmd(&top);
+        if named_by_env {
+            cmd.env("FENCEPOST_STORE", &bad);
+        } else {
+            cmd.arg("--store").arg(&bad);
+        }
+        let output = cmd
+            .args(["run", "--lock", "x", "--", "sh", "-c", &script])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        assert!(one_line_stderr(&output).contains("not valid UTF-8"));
+        assert!(!marker.exists(), "the child ran");
+        assert!(!bad.exists(), "the store was created");
+    }
+    // Located: a repository whose path is not UTF-8.
+    repository(&bad, &["a.txt"]);
+    for args in [
+        &["claim", "--lock", "x"][..],
+        &["run", "--file", "a.txt", "--", "sh", "-c", &script],
+    ] {
+        let output = run(&s, &bad, args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        assert!(one_line_stderr(&output).contains("not valid UTF-8"));
+    }
+    assert!(!marker.exists(), "the child ran");
+    assert!(!bad.join(".git/fencepost").exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn run_hands_its_child_the_same_store() {
+    // A store path that is UTF-8 but not ASCII reaches the child exactly: the
+    // child's own claim meets its parent's lease.
+    let s = Scratch::new();
+    let top = top(&s);
+    let repo = top.join("dépôt ✓");
+    repository(&repo, &["a.txt"]);
+    let store = repo.join(".git/fencepost");
+    let script =
+        r#"printf '%s' "$FENCEPOST_STORE" > seen; "$FP" claim --lock db; echo "rc=$?" >> seen"#;
+    let output = run(
+        &s,
+        &repo,
+        &["run", "--lock", "db", "--", "sh", "-c", script],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let seen = fs::read_to_string(repo.join("seen")).unwrap();
+    assert_eq!(seen, format!("{}rc=3\n", store.display()));
+    // A child that drops FENCEPOST_STORE and moves into a linked worktree locates
+    // the same store on its own.
+    git(&repo, &["worktree", "add", "-q", "../wt", "-b", "wt"]);
+    let script = r#"cd ../wt && env -u FENCEPOST_STORE "$FP" claim --lock db; echo "rc=$?" > ../seen-from-wt"#;
+    let output = run(
+        &s,
+        &repo,
+        &["run", "--lock", "db", "--", "sh", "-c", script],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(
+        fs::read_to_string(top.join("seen-from-wt")).unwrap(),
+        "rc=3\n"
+    );
+}

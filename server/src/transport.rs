@@ -1,0 +1,344 @@
+//! The stdio framing in front of rmcp: every request gets an answer, and one
+//! readable log line.
+//!
+//! rmcp reads one JSON-RPC message per line and drops a line it cannot decode
+//! without replying. For a truncated line that is right (it is not a message), but a
+//! complete request that `serde_json` refuses — a lone surrogate escape such as
+//! `"\ud800"`, or nesting deeper than its recursion limit — then hangs its client
+//! forever, and `tools/call` whose `params` is `null`, an array or a string is
+//! answered "method not found". This layer sits between stdin/stdout and rmcp:
+//!
+//! - a complete JSON object that cannot be decoded is answered here with its own
+//!   `id`: `-32700` (parse error) for a bad string, `-32600` (invalid request) for
+//!   nesting too deep; a line that is not a complete JSON object is still dropped
+//!   (a peer that echoes errors cannot start a storm);
+//! - `tools/call` without an object `params` is answered `-32602` (invalid params);
+//! - everything else goes to rmcp unchanged, and each request's outcome is logged
+//!   once, at info, when its response goes out (`tools/call claim (id 3): ok`).
+//!
+//! Pinned by `server/tests/polish.rs`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Bytes buffered between this layer and rmcp in each direction.
+const PIPE_BYTES: usize = 1 << 16;
+
+/// What a request was, by id, until its response is logged.
+type Pending = Arc<Mutex<HashMap<String, String>>>;
+
+/// The task that writes rmcp's output (and this layer's answers) to stdout.
+pub struct Writer(JoinHandle<()>);
+
+impl Writer {
+    /// Waits (at most `limit`) until everything rmcp wrote is on stdout, so the last
+    /// response before end of input is not lost when the process exits.
+    pub async fn flush(self, limit: std::time::Duration) {
+        let _ = tokio::time::timeout(limit, self.0).await;
+    }
+}
+
+/// Starts the layer over the process's stdin and stdout: the transport rmcp serves
+/// on (it reads requests from the first stream and writes responses to the second),
+/// and the stdout writer.
+pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
+    let (input, mut to_rmcp) = tokio::io::duplex(PIPE_BYTES);
+    let (output, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
+    let (lines, mut outgoing) = mpsc::unbounded_channel::<String>();
+    let pending: Pending = Arc::default();
+
+    // stdin → rmcp, answering here what rmcp would drop or misanswer.
+    let answers = lines.clone();
+    let requests = Arc::clone(&pending);
+    tokio::spawn(async move {
+        let mut stdin = BufReader::new(tokio::io::stdin());
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match stdin.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let text = String::from_utf8_lossy(&line);
+            match screen(text.trim()) {
+                Screened::Forward(what) => {
+                    if let Some((id, what)) = what {
+                        requests.lock().unwrap().insert(id, what);
+                    }
+                    if to_rmcp.write_all(&line).await.is_err() {
+                        break;
+                    }
+                    if !line.ends_with(b"\n") && to_rmcp.write_all(b"\n").await.is_err() {
+                        break;
+                    }
+                }
+                Screened::Answer(reply, summary) => {
+                    tracing::info!("{summary}");
+                    let _ = answers.send(reply.to_string());
+                }
+                Screened::Drop(why) => {
+                    tracing::warn!("dropped a line that is not a JSON-RPC message: {why}")
+                }
+            }
+        }
+        // End of input: rmcp sees it and ends the session.
+        let _ = to_rmcp.shutdown().await;
+    });
+
+    // rmcp → the line queue, logging each response against its request.
+    tokio::spawn(async move {
+        let mut from_rmcp = BufReader::new(from_rmcp).lines();
+        while let Ok(Some(line)) = from_rmcp.next_line().await {
+            log_response(&pending, &line);
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+
+    // The line queue → stdout: one writer, so our answers never interleave with
+    // rmcp's.
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(line) = outgoing.recv().await {
+            let written = async {
+                stdout.write_all(line.as_bytes()).await?;
+                stdout.write_all(b"\n").await?;
+                stdout.flush().await
+            };
+            if written.await.is_err() {
+                break;
+            }
+        }
+    });
+    ((input, output), Writer(writer))
+}
+
+/// What to do with one input line.
+#[derive(Debug, PartialEq)]
+enum Screened {
+    /// Pass it to rmcp; for a request, its id and what it asks, for the log.
+    Forward(Option<(String, String)>),
+    /// Answer it here with this response, logging this summary.
+    Answer(Value, String),
+    /// Not a message: drop it, saying why at warn.
+    Drop(String),
+}
+
+fn screen(line: &str) -> Screened {
+    if line.is_empty() {
+        return Screened::Drop("an empty line".into());
+    }
+    match serde_json::from_str::<Value>(line) {
+        Ok(message) => screen_message(&message),
+        Err(error) => match complete_object_id(line) {
+            Some(id) => {
+                let (code, message) = if error.to_string().contains("recursion limit") {
+                    (
+                        -32600,
+                        "Invalid Request: the message nests deeper than 128 levels".to_string(),
+                    )
+                } else {
+                    (-32700, format!("Parse error: {error}"))
+                };
+                let summary = format!("request (id {id}): {message}");
+                Screened::Answer(
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+                    summary,
+                )
+            }
+            None => Screened::Drop(error.to_string()),
+        },
+    }
+}
+
+fn screen_message(message: &Value) -> Screened {
+    let (Some(method), Some(id)) = (
+        message.get("method").and_then(Value::as_str),
+        message.get("id"),
+    ) else {
+        if let Some(method) = message.get("method").and_then(Value::as_str) {
+            tracing::debug!("notification {method}");
+        }
+        return Screened::Forward(None);
+    };
+    let params = message.get("params");
+    if method == "tools/call" && !params.is_some_and(Value::is_object) {
+        let message = "Invalid params: tools/call takes an object, \
+                       {\"name\": TOOL, \"arguments\": {...}}";
+        return Screened::Answer(
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": message}}),
+            format!("tools/call (id {id}): {message}"),
+        );
+    }
+    let tool = params
+        .filter(|_| method == "tools/call")
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .map(|name| format!(" {name}"))
+        .unwrap_or_default();
+    Screened::Forward(Some((id.to_string(), format!("{method}{tool}"))))
+}
+
+/// Logs, at info, how the request a response answers ended.
+fn log_response(pending: &Pending, line: &str) {
+    let Ok(response) = serde_json::from_str::<Value>(line) else {
+        return;
+    };
+    let Some(id) = response.get("id") else {
+        return;
+    };
+    let Some(what) = pending.lock().unwrap().remove(&id.to_string()) else {
+        return;
+    };
+    let outcome = if let Some(error) = response.get("error") {
+        format!(
+            "error {}: {}",
+            error["code"],
+            error["message"].as_str().unwrap_or_default()
+        )
+    } else if response["result"]["isError"] == true {
+        let text = response["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        format!("tool error: {text}")
+    } else {
+        "ok".to_string()
+    };
+    tracing::info!("{what} (id {id}): {outcome}");
+}
+
+/// The `id` of `line` when it is one complete JSON object (its closing brace ends
+/// the line) whose top level has an `id` that is a number, a string or null; found
+/// by scanning, without building the nesting `serde_json` refused. `None` for a
+/// truncated line or anything else.
+fn complete_object_id(line: &str) -> Option<Value> {
+    let bytes = line.as_bytes();
+    if bytes.first() != Some(&b'{') {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut i = 0;
+    let mut id = None;
+    let mut expect_key = false;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let end = string_end(bytes, i)?;
+                if depth == 1 && expect_key {
+                    let key = &line[i + 1..end];
+                    let mut j = end + 1;
+                    while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+                        j += 1;
+                    }
+                    if key == "id" && bytes.get(j) == Some(&b':') {
+                        id = Some(scalar_at(line, j + 1)?);
+                    }
+                }
+                expect_key = false;
+                i = end;
+            }
+            b'{' => {
+                depth += 1;
+                expect_key = true;
+            }
+            b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return (line[i + 1..].trim().is_empty()).then_some(id).flatten();
+                }
+            }
+            b',' if depth == 1 => expect_key = true,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The index of the quote closing the string that opens at `start`.
+fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// A number, string or null starting at `from` (after whitespace), as JSON.
+fn scalar_at(line: &str, from: usize) -> Option<Value> {
+    let rest = line[from..].trim_start();
+    let start = line.len() - rest.len();
+    let bytes = line.as_bytes();
+    let end = if rest.starts_with('"') {
+        string_end(bytes, start)? + 1
+    } else {
+        start
+            + rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || "+-.".contains(c)))
+                .unwrap_or(rest.len())
+    };
+    match serde_json::from_str::<Value>(&line[start..end]).ok()? {
+        id @ (Value::Number(_) | Value::String(_) | Value::Null) => Some(id),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_id_of_a_complete_object_is_found_past_deep_nesting_and_bad_strings() {
+        let deep = format!(
+            "{{\"jsonrpc\":\"2.0\",\"params\":{}1{},\"id\":7}}",
+            "[".repeat(1000),
+            "]".repeat(1000)
+        );
+        assert_eq!(complete_object_id(&deep), Some(json!(7)));
+        assert_eq!(
+            complete_object_id(r#"{"id":"a\"b","method":"x","params":{"s":"\ud800"}}"#),
+            Some(json!("a\"b"))
+        );
+        assert_eq!(
+            complete_object_id(r#"{"params":{"id":3},"id":4}"#),
+            Some(json!(4))
+        );
+        assert_eq!(
+            complete_object_id(r#"{"jsonrpc":"2.0","id":4,"method":"x""#),
+            None
+        );
+        assert_eq!(complete_object_id(r#"{"method":"x"}"#), None);
+        assert_eq!(complete_object_id("not json"), None);
+    }
+
+    #[test]
+    fn tools_call_without_object_params_is_invalid_params() {
+        for params in ["null", "[]", "\"x\""] {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{params}}}"#);
+            match screen(&line) {
+                Screened::Answer(reply, _) => {
+                    assert_eq!(reply["error"]["code"], -32602, "{params}");
+                    assert_eq!(reply["id"], 9);
+                }
+                other => panic!("{params}: {other:?}"),
+            }
+        }
+        let ok = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"status"}}"#;
+        assert_eq!(
+            screen(ok),
+            Screened::Forward(Some(("1".into(), "tools/call status".into())))
+        );
+    }
+}
