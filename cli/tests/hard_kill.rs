@@ -13,7 +13,7 @@ fn a_killed_run_blocks_until_its_ttl_and_its_token_is_dead() {
     // The child outlives the killed run; it ends when `stop` appears.
     let orphan = StopFile(s.path().join("stop"));
     let mut run = s.spawn_cmd();
-    run.args(["run", "--lock", "x", "--ttl", "1500", "--"])
+    run.args(["run", "--lock", "x", "--ttl", "4000", "--"])
         .arg(child_bin())
         .args(["pid=pidfile", "wait-for=stop"]);
     let mut holder = Background(crate::util::spawn(&mut run));
@@ -34,7 +34,16 @@ fn a_killed_run_blocks_until_its_ttl_and_its_token_is_dead() {
     assert_eq!(dead["token"], token);
     let dead_expires = dead["expires_at_ms"].as_u64().unwrap();
 
-    // Still held: nobody may take it before the ttl.
+    // Windows records no process evidence (fencepost/src/liveness/sys/windows.rs),
+    // so even with dead-holder takeover on, the killed holder keeps its ttl there.
+    #[cfg(windows)]
+    s.cmd()
+        .args(["claim", "--lock", "x", "--wait", "0"])
+        .assert()
+        .code(3);
+
+    // Still held: nobody may take it before the ttl (4 s: spawns are slow under
+    // Wine).
     s.cmd()
         .args([
             "claim",
@@ -47,18 +56,10 @@ fn a_killed_run_blocks_until_its_ttl_and_its_token_is_dead() {
         .assert()
         .code(3);
 
-    // Windows records no process evidence (fencepost/src/liveness/sys/windows.rs),
-    // so even with dead-holder takeover on, the killed holder keeps its ttl there.
-    #[cfg(windows)]
-    s.cmd()
-        .args(["claim", "--lock", "x", "--wait", "0"])
-        .assert()
-        .code(3);
-
     // Waiting gets it, with a larger token, and not before the dead lease expired.
     let output = s
         .cmd()
-        .args(["claim", "--lock", "x", "--wait", "5000", "--json"])
+        .args(["claim", "--lock", "x", "--wait", "10000", "--json"])
         .arg("--no-dead-holder-takeover")
         .output()
         .unwrap();

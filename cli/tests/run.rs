@@ -3,7 +3,7 @@
 //!
 //! The children are `fencepost-test-child` steps (tests/child/main.rs), not `sh`
 //! scripts, so these run on Windows too; signals are POSIX-only. Windows' own
-//! `cmd /c` children: run_windows.rs.
+//! `cmd /c` children: windows.rs.
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

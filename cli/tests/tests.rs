@@ -14,6 +14,9 @@ mod basics;
 mod identity;
 mod polish;
 mod status;
+// Builds repositories with the git CLI, which the Windows run under Wine does not
+// have; the location rule itself runs there (backends/fs/tests/fs.rs, locate_*).
+#[cfg(unix)]
 mod store_location;
 
 // Their children are `fencepost-test-child` steps (tests/child/main.rs), so they
@@ -22,7 +25,7 @@ mod contention;
 mod hard_kill;
 mod run;
 #[cfg(windows)]
-mod run_windows;
+mod windows;
 
 // Issue 16: lease loss, dead-holder takeover, waiting, exit codes, hold. Linux only
 // where they read /proc or mount a tmpfs (and Windows records no process evidence,

@@ -46,6 +46,15 @@ pub enum Refusal {
         /// The link.
         link: PathBuf,
     },
+    /// On Windows: a component is a reserved device name (`CON`, `NUL.json`), which
+    /// opens that device in every directory instead of a file
+    /// ([`fencepost::reserved_device_name`]).
+    Device {
+        /// The path as given.
+        path: String,
+        /// The device it names.
+        device: &'static str,
+    },
     /// A component could not be resolved (a regular file used as a directory, a
     /// symbolic link loop, permission denied, a NUL byte).
     Unresolvable {
@@ -82,6 +91,10 @@ impl fmt::Display for Refusal {
                 f,
                 "refused path {path:?}: {} is a symbolic link to a missing target",
                 link.display()
+            ),
+            Refusal::Device { path, device } => write!(
+                f,
+                "refused path {path:?}: on Windows it names the device {device}, not a file; pick another name"
             ),
             Refusal::Unresolvable { path, source } => {
                 write!(f, "refused path {path:?}: cannot resolve it: {source}")
@@ -162,6 +175,15 @@ impl Confinement {
                     resolved.pop();
                 }
                 Component::Normal(name) => {
+                    if cfg!(windows)
+                        && let Some(device) =
+                            name.to_str().and_then(fencepost::reserved_device_name)
+                    {
+                        return Err(Refusal::Device {
+                            path: relative.to_string(),
+                            device,
+                        });
+                    }
                     resolved.push(name);
                     match std::fs::canonicalize(&resolved) {
                         Ok(real) => resolved = real,

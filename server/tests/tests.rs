@@ -7,4 +7,7 @@ mod confinement;
 mod contention;
 mod polish;
 mod protocol;
+// Builds repositories with the git CLI, which the Windows run under Wine does not
+// have (docs/windows.md).
+#[cfg(unix)]
 mod store_location;

@@ -472,6 +472,34 @@ fn a_symlinked_key_directory_is_never_followed() {
     );
 }
 
+/// docs/format-v1.md §2: a record name in another case (`G00000002.JSON`) is listed
+/// exactly where it takes the record name (a filesystem that ignores case, such as
+/// NTFS under the Windows run), so an exclusive create refused there is never
+/// retried forever; where case matters the generation stays free.
+#[test]
+fn a_record_name_in_another_case_is_listed_where_it_takes_the_name() {
+    let (_tmp, store) = fresh();
+    let k = key("case");
+    store.create(&k, 1, b"x", Durability::Flushed).unwrap();
+    let dir = key_dir(&store, &k);
+    write_new(&dir.join("G00000002.JSON"), b"foreign");
+    let takes_the_name = dir.join("g00000002.json").exists();
+    assert_eq!(
+        takes_the_name,
+        cfg!(windows),
+        "a filesystem of an unexpected kind"
+    );
+    let created = store.create(&k, 2, b"y", Durability::Flushed).unwrap();
+    if takes_the_name {
+        assert_eq!(sorted(store.generations(&k).unwrap()), [1, 2]);
+        assert_eq!(created, CreateOutcome::AlreadyExists);
+    } else {
+        assert_eq!(created, CreateOutcome::Created);
+        assert_eq!(sorted(store.generations(&k).unwrap()), [1, 2]);
+        assert_eq!(store.read(&k, 2).unwrap().unwrap(), b"y");
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // errors are errors, never "already exists" (docs/protocol.md §5)
 
@@ -658,7 +686,7 @@ fn a_read_only_store_is_an_error_not_already_exists() {
 /// would be found first. Canonical, because the rule resolves anchors.
 fn isolated() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
-    let top = fs::canonicalize(tmp.path()).unwrap();
+    let top = shown(fs::canonicalize(tmp.path()).unwrap());
     for dir in top.ancestors() {
         assert!(
             !dir.join(".fencepost").is_dir() && fs::symlink_metadata(dir.join(".git")).is_err(),
@@ -667,6 +695,18 @@ fn isolated() -> (tempfile::TempDir, PathBuf) {
         );
     }
     (tmp, top)
+}
+
+/// A canonical path as the location rule spells what it resolved: on Windows
+/// without the verbatim prefix `canonicalize` adds (`\\?\C:\x` is `C:\x`).
+fn shown(canonical: PathBuf) -> PathBuf {
+    match canonical
+        .to_str()
+        .and_then(|text| text.strip_prefix(r"\\?\"))
+    {
+        Some(rest) if cfg!(windows) && rest.as_bytes().get(1) == Some(&b':') => rest.into(),
+        _ => canonical,
+    }
 }
 
 /// An environment with only `HOME` set (to `home`).
@@ -805,6 +845,8 @@ fn locate_refuses_a_git_file_that_leads_nowhere() {
     }
 }
 
+/// POSIX: `$XDG_STATE_HOME/fencepost`, else `~/.local/state/fencepost`.
+#[cfg(unix)]
 #[test]
 fn locate_outside_any_repository_is_the_per_user_store() {
     let (_tmp, top) = isolated();
@@ -983,4 +1025,19 @@ fn protocol_mutual_exclusion_across_store_instances() {
         WORKERS * TURNS,
         "a token was handed out twice"
     );
+}
+
+/// Windows: `%LOCALAPPDATA%\\fencepost`, and a clear error when it is not set.
+#[cfg(windows)]
+#[test]
+fn locate_outside_any_repository_is_the_per_user_store_under_localappdata() {
+    let (_tmp, top) = isolated();
+    let one = top.join("one");
+    fs::create_dir_all(&one).unwrap();
+    let local = top.join("local");
+    let env = |name: &str| (name == "LOCALAPPDATA").then(|| local.clone().into_os_string());
+    let found = locate_with(None, None, &one, &env).unwrap();
+    assert_eq!(found.path, local.join("fencepost"));
+    assert_eq!(found.scope, StoreScope::User);
+    assert!(locate_with(None, None, &one, &|_: &str| None).is_err());
 }

@@ -1,11 +1,12 @@
-//! `run` with Windows' own shell as the child (`cmd /c …`), the way a Windows user
-//! or agent calls it: the child's exit code comes back, the lease reaches the
-//! child's environment, and the token it was given passes `check` from inside.
-//! (The portable `run` tests, under Wine in CI: run.rs; docs/windows.md.)
+//! Windows only (under Wine in CI; docs/windows.md). `run` with Windows' own shell as
+//! the child (`cmd /c …`), the way a Windows user or agent calls it: the child's exit
+//! code comes back, the lease reaches the child's environment, and the token it was
+//! given passes `check` from inside (the portable `run` tests: run.rs). And the
+//! reserved device names: fine as lock names, refused as files.
 
 use std::collections::BTreeMap;
 
-use crate::util::Scratch;
+use crate::util::{Scratch, one_line_stderr};
 
 #[test]
 fn run_exits_with_the_exit_code_of_a_cmd_child() {
@@ -73,4 +74,48 @@ fn a_cmd_child_whose_check_fails_fails_the_run() {
         .args(["--lock", "x", "999"])
         .assert()
         .code(3);
+}
+
+#[test]
+fn reserved_device_names_are_lock_names_but_never_files() {
+    // `NUL.json` in any directory is the NUL device on Windows: a file claim on it
+    // would guard nothing (issue 18).
+    let s = Scratch::new();
+    for name in ["CON", "NUL.json"] {
+        let token = s.claim(name, &[]);
+        s.cmd()
+            .args(["check", "--lock", name, &token.to_string()])
+            .assert()
+            .code(0);
+    }
+    std::fs::create_dir(s.path().join("sub")).unwrap();
+    for (path, device) in [
+        ("NUL.json", "NUL"),
+        ("sub/con.txt", "CON"),
+        ("COM1", "COM1"),
+    ] {
+        let output = s.cmd().args(["claim", "--file", path]).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{path}: {output:?}");
+        assert!(
+            one_line_stderr(&output).contains(&format!("names the Windows device {device}")),
+            "{path}: {output:?}"
+        );
+        let output = s
+            .cmd()
+            .args([
+                "run",
+                "--file",
+                path,
+                "--",
+                "cmd",
+                "/c",
+                "echo",
+                "ran>ran.txt",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{path}: {output:?}");
+        assert!(!s.path().join("ran.txt").exists(), "{path}: the child ran");
+    }
+    assert_eq!(s.status().len(), 2, "only the two locks were claimed");
 }
