@@ -7,7 +7,7 @@
 # sections never overlapped and that the tokens strictly increase.
 set -euo pipefail
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
-echo "building the fencepost binary (release; the first build takes a minute or two)..."
+echo "building the fencepost binary (release; the first build takes about 3 minutes on 2 cores)..."
 cargo build --release --quiet --manifest-path "$repo_root/Cargo.toml" -p fencepost-cli
 fencepost="$repo_root/target/release/fencepost"
 

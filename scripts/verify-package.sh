@@ -15,8 +15,9 @@ publishable=(fencepost fencepost-fs fencepost-memory fencepost-conformance fence
 
 echo "== 1. dependency budget (docs/protocol.md §9)"
 # The core may use std plus these crates and their own dependencies; anything else is a
-# new dependency that must be argued for here.
-core_allowed='^(fencepost|thiserror|thiserror-impl|serde|serde_core|serde_derive|serde_json|sha2|unicode-normalization|caseless|tinyvec|tinyvec_macros|digest|block-buffer|crypto-common|generic-array|hybrid-array|typenum|cpufeatures|libc|version_check|itoa|memchr|ryu|zmij|proc-macro2|quote|syn|unicode-ident|const-oid|cfg-if)$'
+# new dependency that must be argued for here. getrandom: the per-tenure secret (proof of
+# holding) must come from the operating system's random source, not from std's hash keys.
+core_allowed='^(fencepost|thiserror|thiserror-impl|serde|serde_core|serde_derive|serde_json|sha2|getrandom|r-efi|unicode-normalization|caseless|tinyvec|tinyvec_macros|digest|block-buffer|crypto-common|generic-array|hybrid-array|typenum|cpufeatures|libc|version_check|itoa|memchr|ryu|zmij|proc-macro2|quote|syn|unicode-ident|const-oid|cfg-if)$'
 core_tree=$(cargo tree -p fencepost -e normal --prefix none --format '{p}' | awk '{print $1}' | sort -u)
 echo "fencepost (core): $(echo "$core_tree" | wc -l) crates in its normal dependency tree"
 unexpected=$(echo "$core_tree" | grep -Ev "$core_allowed" || true)

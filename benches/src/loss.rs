@@ -83,11 +83,13 @@ pub fn notice(bin: &Path, dir: &Path, rounds: usize) -> R<Summary> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
         let mut run = Reaped(run.spawn()?);
-        let token: u64 = line_of(&token_file)?
+        let _token: u64 = line_of(&token_file)?
             .parse()
             .map_err(|_| "the child wrote no token")?;
         let stderr = run.0.stderr.take().ok_or("no stderr")?;
-        store.release_token(&lock, token)?;
+        // An operator's break: the loss `run` must notice (a token alone releases
+        // nothing).
+        store.break_lease(&lock, "bench", "loss-notice measurement")?;
         let ended = Instant::now();
         let mut line = String::new();
         BufReader::new(stderr).read_line(&mut line)?;
@@ -123,10 +125,12 @@ pub fn handoff(bin: &Path, dir: &Path, rounds: usize) -> R<Summary> {
         let mut hold = Reaped(hold.spawn()?);
         let mut line = String::new();
         BufReader::new(hold.0.stdout.take().ok_or("no stdout")?).read_line(&mut line)?;
+        // `claim --hold` prints the lease handle, TOKEN.SECRET.
         let dead: u64 = line
             .trim()
-            .parse()
-            .map_err(|_| format!("no token: {line:?}"))?;
+            .split_once('.')
+            .and_then(|(token, _)| token.parse().ok())
+            .ok_or_else(|| format!("no lease handle: {line:?}"))?;
         hold.0.kill()?;
         hold.0.wait()?;
         let killed = Instant::now();

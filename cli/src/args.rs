@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use fencepost::{AcquireOptions, Resource};
+use fencepost::{AcquireOptions, LeaseHandle, Resource};
 
 /// Default lease duration for `claim` and `run`, in milliseconds.
 pub const DEFAULT_TTL_MS: u64 = 30_000;
@@ -17,11 +17,17 @@ Exit codes:
     0  success (for `run`: the child's own exit code)
     1  error: bad usage or input, or the store could not be used (I/O);
        one line on stderr says what went wrong
-    3  refused: the resource is held by someone else, the token is stale or
-       not the holder, or `run` / `claim --hold` lost its lease
+    3  refused: the resource is held by someone else, the token is stale,
+       the handle is not the holder's, there is nothing to break, or `run`
+       / `claim --hold` lost its lease
        (for `claim` and `run`, --conflict-exit-code N replaces this 3)
   126  run: the command was found but could not be executed
   127  run: the command was not found
+
+Authority: `claim` prints a lease handle, TOKEN.SECRET (e.g. 7.3f9a...).
+The token (the number) is public: `status` and messages show it, and anyone
+may `check` it. Only the handle renews or releases the lease, so keep it to
+yourself. `break` is for a human operator ending someone else's lease.
 
 Store (one resource, one store): --store, else $FENCEPOST_STORE; else the
 nearest .fencepost directory at or above the anchor (a --file's own directory,
@@ -59,24 +65,40 @@ pub struct Global {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Claim a lease and print its fencing token (exit 3 if someone else holds it)
+    /// Claim a lease and print its handle, TOKEN.SECRET (exit 3 if someone else holds it)
     ///
-    /// The lease lives until its ttl runs out unless renewed: this process exits and
-    /// nothing renews it. Use `run` to hold a lease for as long as a command runs.
+    /// The handle's number is the fencing token; the rest is the secret that proves
+    /// you hold the lease (`renew` and `release` need it). The lease lives until its
+    /// ttl runs out unless renewed: this process exits and nothing renews it. Use
+    /// `run` to hold a lease for as long as a command runs.
     #[command(after_help = EXIT_CODES)]
     Claim(ClaimArgs),
     /// Exit 0 if TOKEN is the current, live token of the resource, 3 otherwise
+    ///
+    /// Anyone may check any token; a lease handle (TOKEN.SECRET) is accepted too,
+    /// and only its number is used.
     #[command(after_help = EXIT_CODES)]
-    Check(TokenArgs),
-    /// Extend the lease held with TOKEN; the token stays the same
+    Check(CheckArgs),
+    /// Extend your lease, given the handle `claim` printed; the token stays the same
     #[command(after_help = EXIT_CODES)]
     Renew(RenewArgs),
-    /// Release the lease held with TOKEN (exit 3 if TOKEN is not the holder)
+    /// Release your lease, given the handle `claim` printed (exit 3 if it is not the
+    /// holder's)
     #[command(after_help = EXIT_CODES)]
-    Release(TokenArgs),
+    Release(ReleaseArgs),
+    /// End someone else's lease on purpose, recording who, when and why (for a human
+    /// operator; exit 3 if nothing holds the resource)
+    ///
+    /// The holder's next renew, check or mediated write reports "broken by WHO at
+    /// TIME: REASON", `status` shows it, and the next claim gets a higher token. Use
+    /// it when a holder is wedged or gone and waiting for its ttl is not an option;
+    /// the fencing token keeps the broken holder from landing a write afterwards.
+    #[command(name = "break", after_help = EXIT_CODES)]
+    Break(BreakArgs),
     /// Hold a lease while COMMAND runs, renewing it; exit with COMMAND's exit code
     ///
-    /// The child gets FENCEPOST_TOKEN, FENCEPOST_STORE, FENCEPOST_RESOURCE and
+    /// The child gets FENCEPOST_TOKEN, FENCEPOST_LEASE (the lease handle, so it can
+    /// renew or release the lease itself), FENCEPOST_STORE, FENCEPOST_RESOURCE and
     /// FENCEPOST_LOCK or FENCEPOST_FILE, and runs in its own process group (a job
     /// object on Windows). SIGINT, SIGTERM and SIGHUP are forwarded to that group.
     /// The lease is released when the child ends. If the lease is lost meanwhile
@@ -202,14 +224,47 @@ pub struct ClaimArgs {
     pub hold: bool,
 }
 
-/// Arguments of `check` and `release`: a resource and a token.
+/// Arguments of `check`: a resource and a token.
 #[derive(Debug, Args)]
-pub struct TokenArgs {
+pub struct CheckArgs {
     #[command(flatten)]
     pub target: Target,
-    /// The fencing token `claim` printed
+    /// The fencing token (or the whole handle `claim` printed; only its number is used)
     #[arg(value_name = "TOKEN", value_parser = parse_token, allow_negative_numbers = true)]
     pub token: u64,
+    /// Print one JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `renew` and `release` were given: the holder's handle, or (refused with
+/// an explanation, exit 3) a bare token.
+#[derive(Debug, Clone)]
+pub enum Proof {
+    /// TOKEN.SECRET, as `claim` printed it.
+    Handle(LeaseHandle),
+    /// A number alone: public, so it proves nothing.
+    TokenOnly(u64),
+}
+
+impl Proof {
+    /// The token, either way.
+    pub fn token(&self) -> u64 {
+        match self {
+            Proof::Handle(handle) => handle.token(),
+            Proof::TokenOnly(token) => *token,
+        }
+    }
+}
+
+/// Arguments of `release`.
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The lease handle `claim` printed (TOKEN.SECRET)
+    #[arg(value_name = "HANDLE", value_parser = parse_proof, allow_negative_numbers = true)]
+    pub handle: Proof,
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
@@ -220,9 +275,9 @@ pub struct TokenArgs {
 pub struct RenewArgs {
     #[command(flatten)]
     pub target: Target,
-    /// The fencing token `claim` printed
-    #[arg(value_name = "TOKEN", value_parser = parse_token, allow_negative_numbers = true)]
-    pub token: u64,
+    /// The lease handle `claim` printed (TOKEN.SECRET)
+    #[arg(value_name = "HANDLE", value_parser = parse_proof, allow_negative_numbers = true)]
+    pub handle: Proof,
     /// New lease duration in milliseconds [default: the lease's own ttl]
     #[arg(long, value_name = "MS", value_parser = parse_ttl, allow_negative_numbers = true)]
     pub ttl: Option<u64>,
@@ -250,6 +305,29 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
+/// Arguments of `break`.
+#[derive(Debug, Args)]
+pub struct BreakArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Why, in one line; recorded and shown to the holder and in `status`
+    #[arg(long, value_name = "TEXT")]
+    pub reason: String,
+    /// Who breaks it, recorded with the reason (the login name is added when it
+    /// differs)
+    #[arg(
+        long,
+        env = "FENCEPOST_OWNER",
+        default_value = "cli",
+        value_name = "NAME",
+        value_parser = parse_owner
+    )]
+    pub owner: String,
+    /// Print one JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Arguments of `status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -262,10 +340,27 @@ pub struct StatusArgs {
 /// passes (`check` exits 3 for it, as for any stale token: `check N-1` after the first
 /// claim must say "stale", not "bad input").
 fn parse_token(text: &str) -> Result<u64, String> {
+    if text.contains('.') {
+        // A whole handle: only its number is used (anyone may check any token).
+        return text.parse::<LeaseHandle>().map(|h| h.token()).map_err(|_| {
+            "a token is a whole number (or the whole handle TOKEN.SECRET `claim` printed)".into()
+        });
+    }
     match text.parse::<u64>() {
         Ok(token) => Ok(token),
         Err(_) => Err("a token is a whole number; pass the number `claim` printed".into()),
     }
+}
+
+/// A lease handle, or a bare token (refused later with the reason, exit 3: the
+/// caller is told why a token is not enough rather than that its input is malformed).
+fn parse_proof(text: &str) -> Result<Proof, String> {
+    if let Ok(token) = text.parse::<u64>() {
+        return Ok(Proof::TokenOnly(token));
+    }
+    text.parse::<LeaseHandle>()
+        .map(Proof::Handle)
+        .map_err(|e| format!("{e}; pass the whole handle `claim` printed, such as 7.3f9a…"))
 }
 
 fn parse_ttl(text: &str) -> Result<u64, String> {

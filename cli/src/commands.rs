@@ -1,4 +1,5 @@
-//! `claim`, `check`, `renew`, `release` and `status`: one store operation each.
+//! `claim`, `check`, `renew`, `release`, `break` and `status`: one store operation
+//! each.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use fencepost::{ClaimState, Error, Lease, Resource, Store};
 
 use crate::Failure;
-use crate::args::{ClaimArgs, RenewArgs, StatusArgs, TokenArgs};
+use crate::args::{BreakArgs, CheckArgs, ClaimArgs, Proof, ReleaseArgs, RenewArgs, StatusArgs};
 use crate::output::{
     LeaseJson, VerdictJson, describe_error, emit, emit_json, held_refusal, human_precise,
     loss_reason, now_ms, printable, refusal_holder, refusal_reason, report, resource_name,
@@ -87,7 +88,7 @@ fn print_lease(ctx: &Context, args: &ClaimArgs, lease: &Lease) -> Result<(), Fai
     if args.json {
         emit_json(&LeaseJson::new(lease, &ctx.locator))
     } else {
-        emit(&lease.token().to_string())
+        emit(&lease.handle().to_string())
     }
 }
 
@@ -106,16 +107,22 @@ fn hold(ctx: &Context, args: &ClaimArgs, lease: Lease) -> Result<ExitCode, Failu
             )));
         }
     };
+    // `ended` stops the wait: on a loss, or when the lease was released through its
+    // handle (by another process of the holder), which ends the hold without a loss.
+    let ended = Arc::new(AtomicBool::new(false));
     let lost = Arc::new(AtomicBool::new(false));
     let keepalive = {
-        let lost = Arc::clone(&lost);
+        let (ended, lost) = (Arc::clone(&ended), Arc::clone(&lost));
         let target = target.clone();
         ctx.store.keepalive_with(lease.clone(), move |error| {
-            report(&crate::in_store(format!(
-                "lease on {target} lost: {}",
-                loss_reason(error)
-            )));
-            lost.store(true, Ordering::SeqCst);
+            if !matches!(error, Error::Released { .. }) {
+                report(&crate::in_store(format!(
+                    "lease on {target} lost: {}",
+                    loss_reason(error)
+                )));
+                lost.store(true, Ordering::SeqCst);
+            }
+            ended.store(true, Ordering::SeqCst);
         })
     };
     if let Err(failure) = print_lease(ctx, args, &lease) {
@@ -123,15 +130,18 @@ fn hold(ctx: &Context, args: &ClaimArgs, lease: Lease) -> Result<ExitCode, Failu
         let _ = keepalive.release();
         return Err(failure);
     }
-    termination.wait(&lost, Duration::from_millis(20));
+    termination.wait(&ended, Duration::from_millis(20));
     let released = keepalive.release();
     if lost.load(Ordering::SeqCst) {
         return Ok(ExitCode::from(args.timing.conflict_exit_code));
     }
     match released {
-        Ok(()) => Ok(ExitCode::SUCCESS),
+        Ok(()) | Err(Error::Released { .. }) => Ok(ExitCode::SUCCESS),
         Err(
-            error @ (Error::Superseded { .. } | Error::Expired { .. } | Error::NotHolder { .. }),
+            error @ (Error::Superseded { .. }
+            | Error::Expired { .. }
+            | Error::NotHolder { .. }
+            | Error::Broken { .. }),
         ) => {
             report(&crate::in_store(format!(
                 "lease on {target} lost: {}",
@@ -147,7 +157,7 @@ fn hold(ctx: &Context, args: &ClaimArgs, lease: Lease) -> Result<ExitCode, Failu
     }
 }
 
-pub fn check(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
+pub fn check(ctx: &Context, args: &CheckArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
     let passes = ctx.store.check(&resource, args.token)?;
@@ -232,6 +242,10 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
             format!("its lease expired {} ago", ago(entry.expires_at_ms))
         }
         ClaimState::Released if entry.token == token => "its lease was released".into(),
+        ClaimState::Broken if entry.token == token => match &entry.broken {
+            Some(note) => format!("its lease was {}", printable(&note.to_string())),
+            None => "its lease was broken".into(),
+        },
         ClaimState::Unreadable => "the newest record is unreadable".into(),
         _ if token > entry.token => format!(
             "no lease with that token was granted (the newest token is {})",
@@ -244,29 +258,39 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
 pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
-    match ctx.store.renew_token(&resource, args.token, args.ttl) {
+    let token = args.handle.token();
+    let renewed = resume(ctx, &resource, &args.handle).and_then(|mut lease| {
+        if let Some(ttl) = args.ttl {
+            lease.set_ttl_ms(ttl)?;
+        }
+        ctx.store.renew(&mut lease)?;
+        Ok(lease)
+    });
+    match renewed {
         Ok(lease) => {
             if args.json {
                 emit_json(&LeaseJson::new(&lease, &ctx.locator))?;
             } else {
-                emit(&lease.token().to_string())?;
+                emit(&lease.handle().to_string())?;
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(error) => Err(refuse(ctx, args.json, name, &resource, args.token, error)),
+        Err(error) => Err(refuse(ctx, args.json, name, &resource, token, error)),
     }
 }
 
-pub fn release(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
+pub fn release(ctx: &Context, args: &ReleaseArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
-    match ctx.store.release_token(&resource, args.token) {
+    let token = args.handle.token();
+    let released = resume(ctx, &resource, &args.handle).and_then(|lease| ctx.store.release(&lease));
+    match released {
         Ok(()) => {
             if args.json {
                 emit_json(&VerdictJson {
                     ok: true,
                     resource: name,
-                    token: Some(args.token),
+                    token: Some(token),
                     reason: None,
                     holder: None,
                     message: None,
@@ -275,7 +299,66 @@ pub fn release(ctx: &Context, args: &TokenArgs) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(error) => Err(refuse(ctx, args.json, name, &resource, args.token, error)),
+        Err(error) => Err(refuse(ctx, args.json, name, &resource, token, error)),
+    }
+}
+
+/// The lease `proof` stands for. A bare token is refused as not the holder, with
+/// the live holder (if any) named, so the message can say what to do instead.
+fn resume(ctx: &Context, resource: &Resource, proof: &Proof) -> Result<fencepost::Lease, Error> {
+    match proof {
+        Proof::Handle(handle) => ctx.store.resume(resource, handle),
+        Proof::TokenOnly(token) => Err(Error::NotHolder {
+            label: resource.target(),
+            token: *token,
+            newest: ctx.store.holder(resource)?,
+        }),
+    }
+}
+
+pub fn break_lease(ctx: &Context, args: &BreakArgs) -> Result<ExitCode, Failure> {
+    let resource = args.target.resource();
+    let name = resource_label(&resource)?;
+    let by = breaker(&args.owner);
+    match ctx.store.break_lease(&resource, &by, &args.reason) {
+        Ok(holder) => {
+            let message = format!(
+                "broke the lease of {} on {name} (token {}, pid {}); that token never passes again, its holder is told why at its next renew, check or write, and the next claim gets a higher token",
+                printable(&holder.owner),
+                holder.token,
+                holder.pid
+            );
+            if args.json {
+                emit_json(&VerdictJson {
+                    ok: true,
+                    resource: name,
+                    token: Some(holder.token),
+                    reason: None,
+                    holder: Some(&holder),
+                    message: Some(&message),
+                    store: &ctx.locator,
+                })?;
+            } else {
+                emit(&message)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error @ Error::NotHeld { .. }) => {
+            Err(refuse(ctx, args.json, name, &resource, 0, error))
+        }
+        Err(error) => Err(Failure::from(error)),
+    }
+}
+
+/// Who breaks: the owner name, and the login name when it says more.
+fn breaker(owner: &str) -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("USERNAME"))
+        .ok()
+        .filter(|u| !u.trim().is_empty() && !u.chars().any(char::is_control));
+    match user {
+        Some(user) if user != owner => format!("{owner} (user {user})"),
+        _ => owner.to_string(),
     }
 }
 

@@ -51,7 +51,10 @@ impl From<Error> for Failure {
             Error::Held { .. }
             | Error::NotHolder { .. }
             | Error::Superseded { .. }
-            | Error::Expired { .. } => Failure::Refused(message),
+            | Error::Expired { .. }
+            | Error::Broken { .. }
+            | Error::Released { .. }
+            | Error::NotHeld { .. } => Failure::Refused(message),
             // Bad input, and every I/O failure: never a refusal (docs/protocol.md §5).
             _ => Failure::Error(message),
         }
@@ -131,6 +134,7 @@ fn run() -> Result<ExitCode, Failure> {
         Command::Release(args) => commands::release(&ctx, args),
         Command::Status(args) => commands::status(&ctx, args),
         Command::Run(args) => run::run(&ctx, args),
+        Command::Break(args) => commands::break_lease(&ctx, args),
         Command::Completions(_) | Command::Man => unreachable!("handled before the store opens"),
     }
 }
@@ -164,10 +168,11 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
     let (resource, access) = match &cli.command {
         Command::Claim(args) => (Some(args.target.resource()), Access::Create),
         Command::Run(args) => (Some(args.target.resource()), Access::Create),
-        Command::Check(args) | Command::Release(args) => {
-            (Some(args.target.resource()), Access::Existing)
-        }
+        Command::Check(args) => (Some(args.target.resource()), Access::Existing),
+        Command::Release(args) => (Some(args.target.resource()), Access::Existing),
         Command::Renew(args) => (Some(args.target.resource()), Access::Existing),
+        // Nothing to break in a store that does not exist (exit 3, "not held").
+        Command::Break(args) => (Some(args.target.resource()), Access::Existing),
         Command::Status(_) | Command::Completions(_) | Command::Man => (None, Access::Existing),
     };
     let opened = store::open(cli.global.store.as_deref(), resource.as_ref(), &cwd, access)

@@ -118,7 +118,12 @@ pub struct LeaseJson<'a> {
     pub ok: bool,
     /// `lock:NAME` or `file:/absolute/path`.
     pub resource: String,
+    /// The fencing token: public, what guarded writes check.
     pub token: u64,
+    /// The tenure's secret: the proof of holding that renew and release need.
+    pub secret: &'a str,
+    /// `token.secret`, what `renew` and `release` take.
+    pub handle: String,
     pub generation: u64,
     pub key: &'a Key,
     pub label: &'a str,
@@ -138,6 +143,8 @@ impl<'a> LeaseJson<'a> {
             ok: true,
             resource: resource_name(lease.resource().kind(), lease.label()),
             token: lease.token(),
+            secret: lease.secret().expose(),
+            handle: lease.handle().to_string(),
             generation: lease.generation(),
             key: lease.key(),
             label: lease.label(),
@@ -195,7 +202,7 @@ pub fn printable(text: &str) -> String {
         .collect()
 }
 
-/// `db:migrations is held by cli (pid 123, token 4, expires in 29.1s)`.
+/// `db:migrations is held by cli (pid 123, token 4) until 2026-12-01T12:30:05Z (in 29.1s)`.
 pub fn held_message(label: &str, holder: &Holder) -> String {
     format!(
         "{} is held by {}",
@@ -205,7 +212,8 @@ pub fn held_message(label: &str, holder: &Holder) -> String {
 }
 
 /// The refusal of `claim` or `run` when the resource stayed held: who holds it and
-/// until when, and the next step. With a wait, it says that it waited and for how
+/// until when, and the next steps (written for a model as much as for a person;
+/// never "release it yourself"). With a wait, it says that it waited and for how
 /// long (`waited_ms`, measured).
 pub fn held_refusal(
     resource: &fencepost::Resource,
@@ -215,28 +223,66 @@ pub fn held_refusal(
 ) -> String {
     if wait_ms == 0 {
         return format!(
-            "{}; pass --wait MS to wait for it",
-            held_message(&resource.target(), holder)
+            "{}; {}",
+            held_message(&resource.target(), holder),
+            next_steps(resource, wait_ms)
         );
     }
     format!(
-        "gave up after {} waiting for {} (held by {}, pid {}, token {}, expires in {}); wait longer with --wait MS or --wait forever",
+        "gave up after {} waiting for {} (held by {}, pid {}, token {}, until {}, expires in {}); {}",
         human_precise(i64::try_from(waited_ms).unwrap_or(i64::MAX)),
         printable(&resource.target()),
         printable(&holder.owner),
         holder.pid,
         holder.token,
-        human_precise(until_ms(holder.expires_at_ms, now_ms()))
+        fencepost::utc_timestamp(holder.expires_at_ms),
+        human_precise(until_ms(holder.expires_at_ms, now_ms())),
+        next_steps(resource, wait_ms)
     )
 }
 
-/// `cli (pid 123, token 4, expires in 29.1s)`.
+/// What a caller refused by a live holder can do: wait, do other work, or ask a
+/// human to break the lease.
+pub fn next_steps(resource: &fencepost::Resource, wait_ms: u64) -> String {
+    let wait = if wait_ms == 0 {
+        "pass --wait MS to wait for it"
+    } else {
+        "wait longer with --wait MS or --wait forever"
+    };
+    format!(
+        "{wait}, work on something else meanwhile, or, if its holder is gone or stuck, ask a human to run `{}`",
+        break_command(resource)
+    )
+}
+
+/// [`next_steps`] where the resource is known only by its label.
+const NEXT_STEPS_ANY: &str = "claim it with --wait MS to wait for it, work on something else meanwhile, or, if its holder is gone or stuck, ask a human to run `fencepost break`";
+
+/// `fencepost break --lock NAME --reason '…'` for `resource`.
+fn break_command(resource: &fencepost::Resource) -> String {
+    let target = resource.target();
+    let quoted = if target
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+,=".contains(c))
+    {
+        printable(&target)
+    } else {
+        format!("'{}'", printable(&target).replace('\'', r"'\''"))
+    };
+    format!(
+        "fencepost break --{} {quoted} --reason '…'",
+        resource.kind()
+    )
+}
+
+/// `cli (pid 123, token 4) until 2026-12-01T12:30:05Z (in 29.1s)`.
 pub fn describe_holder(holder: &Holder) -> String {
     format!(
-        "{} (pid {}, token {}, expires in {})",
+        "{} (pid {}, token {}) until {} (in {})",
         printable(&holder.owner),
         holder.pid,
         holder.token,
+        fencepost::utc_timestamp(holder.expires_at_ms),
         human_precise(until_ms(holder.expires_at_ms, now_ms()))
     )
 }
@@ -246,6 +292,9 @@ pub fn refusal_reason(error: &Error) -> Option<&'static str> {
     match error {
         Error::Held { .. } => Some("held"),
         Error::NotHolder { .. } => Some("not_holder"),
+        Error::Broken { .. } => Some("broken"),
+        Error::Released { .. } => Some("released"),
+        Error::NotHeld { .. } => Some("not_held"),
         Error::Superseded { .. } => Some("superseded"),
         Error::Expired { .. } => Some("expired"),
         _ => None,
@@ -271,14 +320,29 @@ pub fn describe_error(error: &Error) -> String {
             token,
             newest,
         } => match newest {
+            // The token is the holder's, but the secret was not: a token is public.
+            Some(holder) if holder.token == *token => format!(
+                "token {token} is the lease of {} on {label} (pid {}, until {}); renewing or releasing it needs the lease handle (TOKEN.SECRET) that claim printed to its holder alone: a token is public, not a key. Nothing was changed. To use {label} yourself: {}",
+                printable(&holder.owner),
+                holder.pid,
+                fencepost::utc_timestamp(holder.expires_at_ms),
+                NEXT_STEPS_ANY
+            ),
             Some(holder) => format!(
-                "token {token} does not hold {label}: it is held by {}",
+                "token {token} does not hold {label}: it is held by {}; nothing was changed",
                 describe_holder(holder)
             ),
             None => format!(
                 "token {token} does not hold {label}: it was released, expired or superseded; claim it again for a new token"
             ),
         },
+        Error::Broken { .. } => format!("{error}; claim it again for a new token"),
+        Error::Released { label, token } => format!(
+            "token {token} does not hold {label}: its lease was released by its holder; claim it again for a new token"
+        ),
+        Error::NotHeld { label } => format!(
+            "{label} is not held by anyone (never claimed, released or expired): there is nothing to break"
+        ),
         Error::Superseded { .. } => format!("{error}; claim it again for a new token"),
         Error::Expired {
             label,
@@ -331,6 +395,8 @@ pub fn loss_reason(error: &Error) -> String {
             human_precise(-until_ms(*expired_at_ms, now_ms()))
         ),
         Error::NotHolder { .. } => "it was released outside this run".into(),
+        Error::Broken { note, .. } => printable(&note.to_string()),
+        Error::Released { .. } => "it was released by a process given its handle".into(),
         Error::Backend(e) => format!("the store stayed unusable until the lease expired: {e}"),
         other => other.to_string(),
     }
@@ -386,11 +452,23 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
     ]
     .map(String::from);
     let mut rows = vec![header];
+    // Who broke what, when and why: one line each under the table (a reason does not
+    // fit a column).
+    let mut notes = Vec::new();
     for entry in entries {
+        if let Some(note) = &entry.broken {
+            notes.push(format!(
+                "{} token {}: {}",
+                elide_middle(&printable(&entry.resource), MAX_RESOURCE_WIDTH),
+                entry.token,
+                printable(&note.to_string())
+            ));
+        }
         let state = match (entry.state, entry.live) {
             (ClaimState::Held, _) => "held",
             (ClaimState::Expired, _) => "expired",
             (ClaimState::Released, _) => "released",
+            (ClaimState::Broken, _) => "broken",
             (ClaimState::Unreadable, _) => "unreadable",
             (ClaimState::NewerFormat, true) => "held (newer format)",
             (ClaimState::NewerFormat, false) => "expired (newer format)",
@@ -399,7 +477,7 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
             ClaimState::Held | ClaimState::Expired | ClaimState::NewerFormat => {
                 expiry_phrase(entry.expires_at_ms, now)
             }
-            ClaimState::Released | ClaimState::Unreadable => "-".into(),
+            ClaimState::Released | ClaimState::Broken | ClaimState::Unreadable => "-".into(),
         };
         let or_dash = |text: String| if text.is_empty() { "-".into() } else { text };
         let number = |n: u64| if n == 0 { String::new() } else { n.to_string() };
@@ -439,6 +517,10 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
             }
         }
         out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    for note in notes {
+        out.push_str(&note);
         out.push('\n');
     }
     out.pop();

@@ -45,6 +45,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     let token = lease.token();
+    let handle = lease.handle().to_string();
 
     // The loss is reported the moment the keepalive sees it, not when the child
     // ends, and the child's tree is stopped: whoever watches stderr learns at once
@@ -58,6 +59,11 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         let target = resource.target();
         let policy = describe_policy(args.on_loss, args.grace);
         ctx.store.keepalive_with(lease, move |error| {
+            // The child was given the handle and released the lease itself: its
+            // choice, not a loss.
+            if matches!(error, Error::Released { .. }) {
+                return;
+            }
             report(&crate::in_store(format!(
                 "lease on {target} lost: {}; {policy}",
                 loss_reason(error)
@@ -80,6 +86,8 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     command
         .args(&args.command[1..])
         .env("FENCEPOST_TOKEN", token.to_string())
+        // The proof of holding, so the child can renew or release its own lease.
+        .env("FENCEPOST_LEASE", &handle)
         .env("FENCEPOST_STORE", &ctx.locator)
         // A nested `run` must not pass the outer resource's variables on.
         .env_remove("FENCEPOST_LOCK")
@@ -133,9 +141,13 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::from(conflict));
     }
     match released {
-        Ok(()) => {}
+        // Released by the child, through the handle it was given.
+        Ok(()) | Err(Error::Released { .. }) => {}
         Err(
-            error @ (Error::Superseded { .. } | Error::Expired { .. } | Error::NotHolder { .. }),
+            error @ (Error::Superseded { .. }
+            | Error::Expired { .. }
+            | Error::NotHolder { .. }
+            | Error::Broken { .. }),
         ) => {
             // Lost after the last look, before the release: still a loss.
             report(&crate::in_store(format!(

@@ -42,8 +42,11 @@ pub fn open(
             exists: true,
         });
     }
-    let location = fencepost_fs::locate_store(store, resource, cwd)
-        .map_err(|e| format!("cannot choose a store: {e}"))?;
+    let location = fencepost_fs::locate_store(store, resource, cwd).map_err(|e| match e {
+        // A bad resource reads as it does everywhere else, not as a store problem.
+        fencepost_fs::LocateError::Resource(e) => crate::output::describe_error(&e),
+        e => format!("cannot choose a store: {e}"),
+    })?;
     let opened = match access {
         Access::Create => fencepost_fs::FsStore::open(&location.path),
         Access::Existing => fencepost_fs::FsStore::open_existing(&location.path),

@@ -48,8 +48,9 @@ fn lock_and_file_exclude_each_other() {
 fn tokens_are_whole_numbers() {
     let s = Scratch::new();
     for bad in ["abc", "-1", "1.5", "", "18446744073709551616"] {
-        for command in ["check", "renew", "release"] {
-            rejects(&s, &[command, "--lock", "x", bad], "token");
+        rejects(&s, &["check", "--lock", "x", bad], "token");
+        for command in ["renew", "release"] {
+            rejects(&s, &[command, "--lock", "x", bad], "handle");
         }
     }
     rejects(&s, &["check", "--lock", "x"], "TOKEN");

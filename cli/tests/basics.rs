@@ -15,7 +15,7 @@ fn claim_prints_the_token_alone_and_exits_0() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0));
-    assert_eq!(output.stdout, b"1\n");
+    assert_eq!(token_of(&output), 1, "the handle starts with the token");
     assert!(output.stderr.is_empty(), "{output:?}");
 }
 
@@ -39,6 +39,9 @@ fn claim_json_describes_the_lease() {
     let lease = json_of(&output);
     assert_eq!(lease["ok"], true);
     assert_eq!(lease["token"], 1);
+    let secret = lease["secret"].as_str().unwrap();
+    assert_eq!(secret.len(), 32);
+    assert_eq!(lease["handle"], format!("1.{secret}"));
     assert_eq!(lease["generation"], 1);
     assert_eq!(lease["label"], "DB:Migrations");
     assert_eq!(lease["resource"], "lock:DB:Migrations");
@@ -64,7 +67,7 @@ fn second_claim_exits_3_and_names_the_holder() {
     assert!(output.stdout.is_empty(), "{output:?}");
     let stderr = one_line_stderr(&output);
     let expected = predicate::str::is_match(
-        r"^fencepost: db:migrations is held by alice \(pid \d+, token 1, expires in \d+\.\ds\)",
+        r"^fencepost: db:migrations is held by alice \(pid \d+, token 1\) until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(in \d+\.\ds\); pass --wait MS to wait for it, work on something else meanwhile, or, if its holder is gone or stuck, ask a human to run `fencepost break --lock db:migrations --reason '…'` \(store [^)]+\)\n",
     )
     .unwrap();
     assert!(expected.eval(&stderr), "{stderr}");
@@ -111,13 +114,18 @@ fn owner_comes_from_fencepost_owner_unless_given() {
 #[test]
 fn check_passes_only_the_current_live_token() {
     let s = Scratch::new();
-    let first = s.claim("x", &[]);
+    let (first, first_handle) = s.claim_handle("x", &[]);
     s.cmd()
-        .args(["release", "--lock", "x", &first.to_string()])
+        .args(["release", "--lock", "x", &first_handle])
         .assert()
         .code(0);
-    let token = s.claim("x", &[]);
+    let (token, handle) = s.claim_handle("x", &[]);
     assert!(token > first + 1, "the tombstone took a generation");
+    // The whole handle is accepted too; only its number is used.
+    s.cmd()
+        .args(["check", "--lock", "x", &handle])
+        .assert()
+        .code(0);
     s.cmd()
         .args(["check", "--lock", "x", &token.to_string()])
         .assert()
@@ -165,13 +173,14 @@ fn check_json_says_whether_the_token_passes() {
 #[test]
 fn check_of_a_released_token_exits_3() {
     let s = Scratch::new();
-    let token = s.claim("x", &[]).to_string();
+    let (token, handle) = s.claim_handle("x", &[]);
+    let token = token.to_string();
     s.cmd()
         .args(["check", "--lock", "x", &token])
         .assert()
         .code(0);
     s.cmd()
-        .args(["release", "--lock", "x", &token])
+        .args(["release", "--lock", "x", &handle])
         .assert()
         .code(0);
     s.cmd()
@@ -203,10 +212,11 @@ fn renew_keeps_the_token_and_moves_the_expiry() {
         .unwrap();
     let claimed = json_of(&claimed);
     let token = claimed["token"].as_u64().unwrap();
+    let handle = claimed["handle"].as_str().unwrap();
     std::thread::sleep(Duration::from_millis(20));
     let renewed = s
         .cmd()
-        .args(["renew", "--lock", "x", &token.to_string(), "--ttl", "60000"])
+        .args(["renew", "--lock", "x", handle, "--ttl", "60000"])
         .arg("--json")
         .output()
         .unwrap();
@@ -222,14 +232,14 @@ fn renew_keeps_the_token_and_moves_the_expiry() {
         renewed["expires_at_ms"].as_u64().unwrap()
             >= claimed["expires_at_ms"].as_u64().unwrap() + 55_000
     );
-    // Without --json: the token alone; and the token still passes.
+    // Without --json: the same handle alone; and the token still passes.
     let plain = s
         .cmd()
-        .args(["renew", "--lock", "x", &token.to_string()])
+        .args(["renew", "--lock", "x", handle])
         .output()
         .unwrap();
     assert_eq!(plain.status.code(), Some(0));
-    assert_eq!(token_of(&plain), token);
+    assert_eq!(crate::util::handle_of(&plain), handle);
     s.cmd()
         .args(["check", "--lock", "x", &token.to_string()])
         .assert()
@@ -240,7 +250,7 @@ fn renew_keeps_the_token_and_moves_the_expiry() {
 fn renew_of_a_stale_released_or_expired_token_exits_3() {
     let s = Scratch::new();
     // Expired: never revived (docs/protocol.md §3.2).
-    let expired = s.claim("x", &["--ttl", "100"]).to_string();
+    let expired = s.claim_handle("x", &["--ttl", "100"]).1;
     std::thread::sleep(Duration::from_millis(200));
     let output = s
         .cmd()
@@ -250,7 +260,7 @@ fn renew_of_a_stale_released_or_expired_token_exits_3() {
     assert_eq!(output.status.code(), Some(3));
     assert!(one_line_stderr(&output).contains("expired"));
     // Superseded by a new tenure.
-    let current = s.claim("x", &["--owner", "alice"]).to_string();
+    let current = s.claim_handle("x", &["--owner", "alice"]).1;
     let output = s
         .cmd()
         .args(["renew", "--lock", "x", &expired, "--json"])
@@ -276,7 +286,7 @@ fn renew_of_a_stale_released_or_expired_token_exits_3() {
 #[test]
 fn release_twice_exits_3_the_second_time() {
     let s = Scratch::new();
-    let token = s.claim("x", &[]).to_string();
+    let token = s.claim_handle("x", &[]).1;
     s.cmd()
         .args(["release", "--lock", "x", &token])
         .assert()
@@ -289,8 +299,8 @@ fn release_twice_exits_3_the_second_time() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(3));
-    assert_eq!(json_of(&output)["reason"], "not_holder");
-    assert!(one_line_stderr(&output).contains("does not hold x"));
+    assert_eq!(json_of(&output)["reason"], "released");
+    assert!(one_line_stderr(&output).contains("its lease was released by its holder"));
 }
 
 #[test]
@@ -315,10 +325,10 @@ fn a_claim_after_release_gets_a_larger_token() {
     let s = Scratch::new();
     let mut previous = 0;
     for _ in 0..3 {
-        let token = s.claim("x", &[]);
+        let (token, handle) = s.claim_handle("x", &[]);
         assert!(token > previous, "token {token} after {previous}");
         s.cmd()
-            .args(["release", "--lock", "x", &token.to_string()])
+            .args(["release", "--lock", "x", &handle])
             .assert()
             .code(0);
         previous = token;
@@ -366,7 +376,7 @@ fn status_lists_every_resource() {
     assert!(s.status().is_empty());
 
     s.claim("held-one", &["--owner", "alice"]);
-    let gone = s.claim("gone", &[]).to_string();
+    let gone = s.claim_handle("gone", &[]).1;
     s.cmd()
         .args(["release", "--lock", "gone", &gone])
         .assert()

@@ -43,11 +43,13 @@ fn claim_check_renew_release_status_and_run_with_fs_exit_codes() {
     let store = ["--store", url.as_str()];
     let with = |args: &[&str]| fencepost(&[&store[..], args].concat(), &[]);
 
-    // claim → 0, the token alone on stdout.
+    // claim → 0, the lease handle (token 1 and its secret) alone on stdout.
     let claimed = with(&["claim", "--lock", "x", "--ttl", "60000"]);
     assert_eq!(code(&claimed), 0, "{}", stderr(&claimed));
     let token = stdout(&claimed);
-    assert_eq!(token, "1");
+    assert!(token.starts_with("1.") && token.len() == 34, "{token}");
+    // Another's release with the bare token is refused (only the handle proves).
+    assert_eq!(code(&with(&["release", "--lock", "x", "1"])), 3);
 
     // Again → 3 (held), one line naming the holder.
     let again = with(&["claim", "--lock", "x"]);

@@ -251,6 +251,7 @@ fn release_through_one_hard_link_frees_the_other() {
     links_to_a(s.path());
     let output = s.cmd().args(["claim", "--file", "a.txt"]).output().unwrap();
     let token = crate::util::token_of(&output);
+    let handle = crate::util::handle_of(&output);
     assert_eq!(claim(&s, FILE, "hardlink-to-a.txt"), 3);
     let check = s
         .cmd()
@@ -260,7 +261,7 @@ fn release_through_one_hard_link_frees_the_other() {
     assert_eq!(check.status.code(), Some(0), "{check:?}");
     let release = s
         .cmd()
-        .args(["release", "--file", "a.txt", &token.to_string()])
+        .args(["release", "--file", "a.txt", &handle])
         .output()
         .unwrap();
     assert_eq!(release.status.code(), Some(0), "{release:?}");

@@ -50,13 +50,24 @@ fn tree_script(ignore_term: bool) -> String {
     )
 }
 
-/// Takes the lease of the `run` holding `lock` with `token` away from outside: a
-/// release with its token, then a claim by `thief`. Returns when the thief holds.
+/// Takes the lease of the `run` holding `lock` with `token` away from outside: an
+/// operator's break (a token alone releases nobody's lease), then a claim by
+/// `thief`. Returns when the thief holds.
 fn take_away(s: &Scratch, lock: &str, token: &str) {
-    s.cmd()
-        .args(["release", "--lock", lock, token])
-        .assert()
-        .code(0);
+    let broke = s
+        .cmd()
+        .args([
+            "break",
+            "--lock",
+            lock,
+            "--reason",
+            "taken away by the test",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(broke.status.code(), Some(0), "{broke:?}");
+    let said = String::from_utf8_lossy(&broke.stdout);
+    assert!(said.contains(&format!("token {token}")), "{said}");
     s.cmd()
         .args([
             "claim", "--lock", lock, "--ttl", "60000", "--owner", "thief",
@@ -127,9 +138,9 @@ fn a_loss_stops_the_child_and_its_grandchild_within_the_grace() {
     assert_eq!(status.code(), Some(3));
     let lines = stderr_lines(&mut tree);
     assert_eq!(lines.len(), 1, "expected one line, got {lines:?}");
-    // The watch saw the release, or the thief's claim right after it.
+    // The watch saw the break, or the thief's claim right after it.
     assert!(
-        lines[0].starts_with("fencepost: lease on x lost: it was released outside this run")
+        lines[0].starts_with("fencepost: lease on x lost: broken by ")
             || lines[0].starts_with("fencepost: lease on x lost: superseded by token"),
         "{lines:?}"
     );

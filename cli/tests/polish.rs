@@ -225,7 +225,7 @@ fn release_and_renew_of_a_never_claimed_lock_say_so_and_name_the_store() {
         assert!(line.contains(&store), "{command}: {line}");
     }
     // A released one says released.
-    let token = s.claim("gone", &[]).to_string();
+    let token = s.claim_handle("gone", &[]).1;
     s.cmd()
         .args(["release", "--lock", "gone", &token])
         .assert()
@@ -269,7 +269,7 @@ fn a_lost_run_names_the_store() {
     let output = s
         .cmd()
         .args(["run", "--lock", "x", "--ttl", "60000", "--", "sh", "-c"])
-        .arg(r#""$FP" release --lock x "$FENCEPOST_TOKEN"; sleep 0.5"#)
+        .arg(r#""$FP" break --lock x --reason "lost for the test"; sleep 0.5"#)
         .env("FP", crate::util::bin())
         .output()
         .unwrap();

@@ -44,7 +44,7 @@ fn a_child_killed_by_a_signal_is_128_plus_the_signal() {
 fn run_exports_the_lease_to_the_child() {
     let s = Scratch::new();
     // Make the token something other than 1.
-    let earlier = s.claim("db:migrations", &[]).to_string();
+    let earlier = s.claim_handle("db:migrations", &[]).1;
     s.cmd()
         .args(["release", "--lock", "db:migrations", &earlier])
         .assert()
@@ -180,11 +180,12 @@ fn run_holds_past_many_ttls_and_the_token_keeps_passing() {
 #[test]
 fn a_lost_lease_is_reported_at_once_and_exits_3() {
     let s = Scratch::new();
-    // The child gives the lease away behind run's back (release with its token,
-    // then a fresh claim by someone else), then waits for the test's go-ahead.
-    // `--on-loss keep`: with the default, run stops the child as soon as it sees
-    // the release, often before the thief's claim (loss.rs tests that policy).
+    // An operator breaks the lease behind run's back, then someone else claims it
+    // (a token alone no longer releases anyone's lease); the child waits for the
+    // test's go-ahead.
     let mut run = s.spawn_cmd();
+    // `--on-loss keep`: the child must still run when the loss is reported, however
+    // slowly this test reads it (the default policy stops the child at once).
     run.args([
         "run",
         "--lock",
@@ -196,9 +197,29 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
         "--",
     ])
     .arg(child_bin())
-    .args(["release", "claim-as=thief", "wait-for=go"])
+    .args(["touch=started", "wait-for=go"])
     .stderr(Stdio::piped());
     let mut child = Background(run.spawn().unwrap());
+    // The child runs only once the lease is confirmed (a break before that would
+    // only make run claim again).
+    let started = s.path().join("started");
+    wait_until("the child started", Duration::from_secs(10), || {
+        started.exists()
+    });
+    s.cmd()
+        .args([
+            "break",
+            "--lock",
+            "x",
+            "--reason",
+            "taken away for the test",
+        ])
+        .assert()
+        .code(0);
+    s.cmd()
+        .args(["claim", "--lock", "x", "--ttl", "60000", "--owner", "thief"])
+        .assert()
+        .code(0);
     let stderr = child.0.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
     let first = lines
@@ -235,7 +256,11 @@ fn a_lost_lease_stops_the_child_by_default() {
     let mut run = s.spawn_cmd();
     run.args(["run", "--lock", "x", "--ttl", "300", "--grace", "500", "--"])
         .arg(child_bin())
-        .args(["release", "wait-for=go", "touch=survived"]);
+        .args([
+            "break=taken away for the test",
+            "wait-for=go",
+            "touch=survived",
+        ]);
     let mut child = Background(crate::util::spawn(&mut run));
     let status = child.0.wait().unwrap();
     assert_eq!(status.code(), Some(3));

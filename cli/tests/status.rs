@@ -96,14 +96,14 @@ fn one_claimed_file_is_one_row() {
     let file = s.path().join("a.txt");
     std::fs::write(&file, "1").unwrap();
     for round in 0..3 {
-        let token = s.claim_file("a.txt");
+        let (token, handle) = s.claim_file_handle("a.txt");
         let rows = s.status();
         assert_eq!(rows.len(), 1, "round {round}: {rows:?}");
         assert_eq!(rows[0]["state"], "held");
         assert_eq!(rows[0]["token"], token);
         let release = s
             .cmd()
-            .args(["release", "--file", "a.txt", &token.to_string()])
+            .args(["release", "--file", "a.txt", &handle])
             .output()
             .unwrap();
         assert_eq!(release.status.code(), Some(0), "{release:?}");

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::util::{Scratch, json_of, one_line_stderr, token_of};
+use crate::util::{Scratch, handle_of, json_of, one_line_stderr};
 
 /// Runs real git in `dir` with no user or system configuration, failing the test
 /// when git fails.
@@ -188,10 +188,10 @@ fn all_spellings_contend(s: &Scratch, spellings: &[(PathBuf, String)]) {
                 String::from_utf8_lossy(&refused.stderr).contains("held"),
                 "{refused:?}"
             );
-            let token = token_of(&won).to_string();
+            let handle = handle_of(&won);
             let released = s
                 .bare_cmd(first_cwd)
-                .args(["release", "--file", first, &token])
+                .args(["release", "--file", first, &handle])
                 .output()
                 .unwrap();
             assert_eq!(released.status.code(), Some(0), "{released:?}");
@@ -304,9 +304,16 @@ fn outside_any_repository_one_user_store_serves_every_directory() {
     claim(&s, &right, &["--lock", "x"], 3);
     assert!(!left.join(".fencepost").exists() && !right.join(".fencepost").exists());
 
-    // No HOME and no XDG_STATE_HOME: a clear error, and no store anywhere.
+    // No HOME and no XDG_STATE_HOME: a clear error, and no store anywhere (not in
+    // the working directory, not under `/`).
     let fresh = top.join("fresh");
     fs::create_dir(&fresh).unwrap();
+    let under_root = [
+        Path::new("/.local/state/fencepost"),
+        Path::new("/fencepost"),
+        Path::new("/.fencepost"),
+    ];
+    let existed: Vec<bool> = under_root.iter().map(|p| p.exists()).collect();
     for args in [&["claim", "--lock", "y"][..], &["status"]] {
         let output = s
             .bare_cmd(&fresh)
@@ -322,6 +329,8 @@ fn outside_any_repository_one_user_store_serves_every_directory() {
             "{stderr}"
         );
         assert_eq!(fs::read_dir(&fresh).unwrap().count(), 0);
+        let exist: Vec<bool> = under_root.iter().map(|p| p.exists()).collect();
+        assert_eq!(exist, existed, "a store appeared under / ({under_root:?})");
     }
 }
 
@@ -517,4 +526,68 @@ fn run_hands_its_child_the_same_store() {
         fs::read_to_string(top.join("seen-from-wt")).unwrap(),
         "rc=3\n"
     );
+}
+
+/// The README's fresh-user walk-through, run as written: each line of the block in
+/// a shell, in a fresh repository, with the exit code its comment promises.
+#[test]
+fn the_readme_walk_through_works_as_written() {
+    let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let start = readme
+        .find("A fresh user, in a repository with a linked worktree:")
+        .expect("the walk-through is in the README");
+    let block = &readme[start..];
+    let block = &block[block.find("```sh\n").unwrap() + 6..];
+    let block = &block[..block.find("```").unwrap()];
+
+    let s = Scratch::new();
+    let top = top(&s);
+    let repo = top.join("repo");
+    repository(&repo, &["a.txt"]);
+    let bin_dir = crate::util::bin().parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let mut cwd = repo.clone();
+    let mut ran = 0;
+    for line in block.lines() {
+        let (command, comment) = line.split_once('#').unwrap_or((line, ""));
+        let command = command.trim();
+        if let Some(dir) = command.strip_prefix("cd ") {
+            cwd = fs::canonicalize(cwd.join(dir)).unwrap();
+            continue;
+        }
+        let expected = comment
+            .split("exit ")
+            .nth(1)
+            .and_then(|rest| rest.chars().next())
+            .and_then(|c| c.to_digit(10))
+            .unwrap_or(0) as i32;
+        let output = std::process::Command::new("sh")
+            .args(["-c", command])
+            .current_dir(&cwd)
+            .env("PATH", &path)
+            .env("XDG_STATE_HOME", s.user_state())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env_remove("FENCEPOST_STORE")
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(expected),
+            "{command}: {output:?}"
+        );
+        if command == "fencepost status" {
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let last = stdout.lines().last().unwrap_or_default();
+            assert!(
+                last.starts_with(&format!("store: {}", repo.join(".git/fencepost").display())),
+                "{stdout}"
+            );
+        }
+        ran += 1;
+    }
+    assert_eq!(ran, 4, "the walk-through changed; update this test");
 }

@@ -40,7 +40,10 @@ fn holding_claim(s: &Scratch, lock: &str) -> (Background, u64) {
         .unwrap();
     (
         hold,
-        line.trim().parse().expect("claim --hold printed no token"),
+        line.trim()
+            .split_once('.')
+            .and_then(|(token, _)| token.parse().ok())
+            .expect("claim --hold printed no lease handle"),
     )
 }
 

@@ -9,13 +9,14 @@
 
 mod util;
 
+mod authority;
 mod bad_input;
 mod basics;
 mod identity;
 mod polish;
 mod status;
-// Builds repositories with the git CLI, which the Windows run under Wine does not
-// have; the location rule itself runs there (backends/fs/tests/fs.rs, locate_*).
+// Real git repositories and POSIX shells (not available to the Windows test
+// executables under Wine; the rule itself is tested there by backends/fs/tests/fs.rs).
 #[cfg(unix)]
 mod store_location;
 

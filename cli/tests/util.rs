@@ -50,10 +50,11 @@ impl Drop for StopFile {
 
 /// Variables of ours that must never leak from the developer's (or a `fencepost
 /// run`'s) environment into a test.
-const OUR_VARIABLES: [&str; 6] = [
+const OUR_VARIABLES: [&str; 7] = [
     "FENCEPOST_STORE",
     "FENCEPOST_OWNER",
     "FENCEPOST_TOKEN",
+    "FENCEPOST_LEASE",
     "FENCEPOST_RESOURCE",
     "FENCEPOST_LOCK",
     "FENCEPOST_FILE",
@@ -92,11 +93,12 @@ impl Scratch {
 
     /// `fencepost` without `--store`, in `cwd`: the store is located from the
     /// resource. The per-user store is the scratch directory's `user-state/fencepost`
-    /// (`XDG_STATE_HOME`), never the developer's own.
+    /// (`XDG_STATE_HOME`; `LOCALAPPDATA` on Windows), never the developer's own.
     pub fn bare_cmd(&self, cwd: &Path) -> assert_cmd::Command {
         let mut cmd = assert_cmd::Command::new(bin());
         cmd.current_dir(cwd)
             .env("XDG_STATE_HOME", self.user_state())
+            .env("LOCALAPPDATA", self.user_state())
             .env("FP", bin());
         for name in OUR_VARIABLES {
             cmd.env_remove(name);
@@ -104,8 +106,8 @@ impl Scratch {
         cmd
     }
 
-    /// The `XDG_STATE_HOME` of [`Scratch::bare_cmd`]; the per-user store is
-    /// `fencepost/` in it.
+    /// The `XDG_STATE_HOME` (and `LOCALAPPDATA`) of [`Scratch::bare_cmd`]; the
+    /// per-user store is `fencepost/` in it.
     pub fn user_state(&self) -> PathBuf {
         self.path().join("user-state")
     }
@@ -117,6 +119,7 @@ impl Scratch {
         cmd.current_dir(self.path())
             .env("FP", bin())
             .env("XDG_STATE_HOME", self.user_state())
+            .env("LOCALAPPDATA", self.user_state())
             .arg("--store")
             .arg(&self.store);
         for name in OUR_VARIABLES {
@@ -127,6 +130,11 @@ impl Scratch {
 
     /// Claims `lock` and returns the token.
     pub fn claim(&self, lock: &str, extra: &[&str]) -> u64 {
+        self.claim_handle(lock, extra).0
+    }
+
+    /// Claims `lock` and returns the token and the whole handle `claim` printed.
+    pub fn claim_handle(&self, lock: &str, extra: &[&str]) -> (u64, String) {
         let output = self
             .cmd()
             .args(["claim", "--lock", lock])
@@ -134,18 +142,23 @@ impl Scratch {
             .output()
             .unwrap();
         assert_eq!(output.status.code(), Some(0), "claim failed: {output:?}");
-        token_of(&output)
+        (token_of(&output), handle_of(&output))
     }
 
     /// Claims the file `path` (relative to the scratch directory) and returns the token.
     pub fn claim_file(&self, path: &str) -> u64 {
+        self.claim_file_handle(path).0
+    }
+
+    /// Claims the file `path` (ttl 60 s) and returns the token and the handle.
+    pub fn claim_file_handle(&self, path: &str) -> (u64, String) {
         let output = self
             .cmd()
             .args(["claim", "--file", path, "--ttl", "60000"])
             .output()
             .unwrap();
         assert_eq!(output.status.code(), Some(0), "claim failed: {output:?}");
-        token_of(&output)
+        (token_of(&output), handle_of(&output))
     }
 
     /// `status --json`, parsed.
@@ -195,17 +208,33 @@ pub fn claim_through_the_library(s: &Scratch, name: &str) {
         .unwrap();
 }
 
-/// The token a `claim` or `renew` printed: the whole of stdout, one number.
-pub fn token_of(output: &Output) -> u64 {
+/// The lease handle a `claim` or `renew` printed: the whole of stdout, one line
+/// `TOKEN.SECRET` (32 lowercase hex digits of secret).
+pub fn handle_of(output: &Output) -> String {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.ends_with('\n') && stdout.lines().count() == 1,
-        "expected the token alone on one line, got {stdout:?}"
+        "expected the handle alone on one line, got {stdout:?}"
     );
-    stdout
-        .trim_end()
-        .parse()
-        .unwrap_or_else(|_| panic!("stdout is not a token: {stdout:?}"))
+    let handle = stdout.trim_end().to_string();
+    let (token, secret) = handle
+        .split_once('.')
+        .unwrap_or_else(|| panic!("stdout is not a handle: {stdout:?}"));
+    assert!(token.parse::<u64>().is_ok(), "no token in {stdout:?}");
+    assert!(
+        secret.len() == 32
+            && secret
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        "no secret in {stdout:?}"
+    );
+    handle
+}
+
+/// The token of the handle a `claim` or `renew` printed.
+pub fn token_of(output: &Output) -> u64 {
+    let handle = handle_of(output);
+    handle.split_once('.').unwrap().0.parse().unwrap()
 }
 
 /// Stdout parsed as exactly one JSON value on one line.

@@ -29,7 +29,7 @@ fn run_exits_with_the_exit_code_of_a_cmd_child() {
 #[test]
 fn a_cmd_child_sees_the_lease_and_its_token_passes() {
     let s = Scratch::new();
-    let earlier = s.claim("db:migrations", &[]).to_string();
+    let earlier = s.claim_handle("db:migrations", &[]).1;
     s.cmd()
         .args(["release", "--lock", "db:migrations", &earlier])
         .assert()

@@ -227,10 +227,16 @@ fn renew_keeps_token_and_moves_expiry<S: LeaseStore + Clone + 'static>(
         check(&store, &lock, token)?,
         "renewed lease does not pass check past its first expiry"
     );
-    let renewed = store
-        .renew_token(&lock, token, None)
-        .map_err(|e| fail("renew_token", e))?;
-    ensure!(renewed.token() == token, "renew by token changed the token");
+    let mut resumed = store
+        .resume(&lock, &lease.handle())
+        .map_err(|e| fail("resume", e))?;
+    store
+        .renew(&mut resumed)
+        .map_err(|e| fail("renew a resumed lease", e))?;
+    ensure!(
+        resumed.token() == token,
+        "renewing a resumed lease changed the token"
+    );
     for _ in 0..20 {
         store.renew(&mut lease).map_err(|e| fail("renew", e))?;
     }
@@ -311,8 +317,8 @@ fn zombie_is_fenced<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(
         other => return Err(format!("zombie release returned {other:?}").into()),
     }
     ensure!(
-        store.release_token(&lock, zombie.token()).is_err(),
-        "release by the zombie's token succeeded"
+        store.resume(&lock, &zombie.handle()).is_err(),
+        "the zombie's handle resumed a lease"
     );
     ensure!(
         check(&store, &lock, successor.token())?,
@@ -556,6 +562,8 @@ fn sample_record(key: &Key, token: u64, generation: u64, granted_at_ms: u64) -> 
         expires_at_ms: granted_at_ms + TTL_MS,
         ttl_ms: TTL_MS,
         released: false,
+        secret_sha256: None,
+        broken: None,
         process: None,
     }
     .encode()
@@ -1356,6 +1364,8 @@ fn takeover_needs_same_host_and_a_definite_death<S: LeaseStore + Clone + 'static
             expires_at_ms: granted + TTL_MS,
             ttl_ms: TTL_MS,
             released: false,
+            secret_sha256: None,
+            broken: None,
             process: Some(evidence),
         };
         plant(f.raw(), &key, 1, &record.encode())?;

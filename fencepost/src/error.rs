@@ -26,7 +26,14 @@ pub struct Holder {
 
 impl std::fmt::Display for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (pid {}, token {})", self.owner, self.pid, self.token)
+        write!(
+            f,
+            "{} (pid {}, token {}) until {}",
+            self.owner,
+            self.pid,
+            self.token,
+            crate::utc_timestamp(self.expires_at_ms)
+        )
     }
 }
 
@@ -41,15 +48,22 @@ impl std::fmt::Display for Holder {
 pub enum Error {
     /// The resource is held by a live lease of someone else, and the wait (if any)
     /// ran out.
-    #[error("{label} is held by {holder}")]
+    ///
+    /// Its message says who, until when, and what to do next; it never suggests
+    /// acting as the holder.
+    #[error(
+        "{label} is held by {holder}; wait for it (acquire with a wait), work on something else meanwhile, or ask a human operator to break the lease if its holder is gone"
+    )]
     Held {
         /// The resource's label, as given by the caller.
         label: String,
         /// Who holds it.
         holder: Holder,
     },
-    /// Release or renew was asked for a lease whose tenure is not the newest record:
-    /// someone else claimed after it, or the token never held the resource.
+    /// Release or renew was asked for a tenure that is not the newest record, or
+    /// without its proof: someone else claimed after it, the token never held the
+    /// resource, or the secret presented is not the tenure's (a token alone is
+    /// public and proves nothing). Nothing was written.
     #[error("not the holder of {label} with token {token}{}", describe_newest(.newest))]
     NotHolder {
         /// The resource's label.
@@ -70,6 +84,34 @@ pub enum Error {
         /// The token of the tenure that replaced it (0 when the newest record is
         /// unreadable).
         by_token: u64,
+    },
+    /// An operator broke the lease on purpose (`fencepost break`): the tenure is
+    /// over, and its token never passes again. Acquire again for a new token, once
+    /// whatever the operator wanted is done.
+    #[error("lease on {label} with token {token} was {note}")]
+    Broken {
+        /// The resource's label.
+        label: String,
+        /// The broken lease's token.
+        token: u64,
+        /// Who broke it, when and why.
+        note: crate::record::BreakNote,
+    },
+    /// The tenure was already released by a holder of its secret (for a lease
+    /// handed to a child process: the child released it).
+    #[error("lease on {label} with token {token} was already released by its holder")]
+    Released {
+        /// The resource's label.
+        label: String,
+        /// The released lease's token.
+        token: u64,
+    },
+    /// A break found no live lease to end: the resource is free (never claimed,
+    /// released or expired), or the tenure it saw ended before the break landed.
+    #[error("{label} is not held by anyone: there is nothing to break")]
+    NotHeld {
+        /// The resource's label.
+        label: String,
     },
     /// The lease's ttl ran out before it was renewed. An expired lease is lost: it
     /// is never silently revived (docs/protocol.md §3); acquire again for a new token.

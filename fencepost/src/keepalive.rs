@@ -64,7 +64,9 @@ impl Store {
 
     /// Like [`Store::keepalive`], and calls `on_loss` on the renewal thread as soon
     /// as the lease is lost, with the reason ([`Error::Superseded`],
-    /// [`Error::Expired`], [`Error::NotHolder`], or the last [`Error::Backend`] when
+    /// [`Error::Expired`], [`Error::Broken`] (an operator broke it),
+    /// [`Error::Released`] (a process given the lease's handle released it),
+    /// [`Error::NotHolder`], or the last [`Error::Backend`] when
     /// the store stayed unusable past the lease's expiry).
     pub fn keepalive_with(
         &self,

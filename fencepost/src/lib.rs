@@ -24,18 +24,32 @@
 //! is a new generation of an append-only series, and the token of the newest live
 //! claim is the only one that passes.
 //!
+//! # Tokens are public; the lease's secret proves holding
+//!
+//! A token is an ordering, not a key: anyone may [`Store::check`] any token. Renew and
+//! release act only for the tenure's secret, which the [`Lease`] carries (its SHA-256
+//! alone is in the records). Another process of the holder gets the lease back from
+//! its [`LeaseHandle`] (`TOKEN.SECRET`) with [`Store::resume`]; an operator ends a
+//! lease on purpose with [`Store::break_lease`], and its holder learns who, when and
+//! why ([`Error::Broken`]).
+//!
 //! # Example
 //!
 //! ```
 //! use fencepost::{AcquireOptions, Resource, Store};
 //! # fn open_store() -> Store { Store::new(fencepost::doc_support::TinyStore::default()) }
-//! let store: Store = open_store(); // e.g. Store::new(fencepost_fs::FsStore::open(".fencepost")?)
+//! let store: Store = open_store(); // e.g. fencepost_fs::FsStore::open(location.path), where
+//!                                   // location = fencepost_fs::locate_store(None, Some(&resource), cwd)
 //! let migrations = Resource::lock("db:migrations");
 //! let lease = store.acquire(&migrations, &AcquireOptions::new(30_000).owner("ci"))?;
 //! if store.check(&migrations, lease.token())? {
 //!     // the only party whose write is authorized
 //! }
-//! store.release(&lease)?;
+//! // Another process of the holder, given `lease.handle().to_string()`:
+//! let handle: fencepost::LeaseHandle = lease.handle().to_string().parse().unwrap();
+//! let mut resumed = store.resume(&migrations, &handle)?;
+//! store.renew(&mut resumed)?;
+//! store.release(&resumed)?;
 //! # Ok::<(), fencepost::Error>(())
 //! ```
 //!
@@ -50,6 +64,7 @@ mod error;
 mod identity;
 mod keepalive;
 mod liveness;
+mod proof;
 mod protocol;
 pub mod record;
 
@@ -59,6 +74,7 @@ pub use error::{Error, Holder, Result};
 pub use identity::{Identity, Key, Resource, reserved_device_name};
 pub use keepalive::Keepalive;
 pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
+pub use proof::{LeaseHandle, Secret, utc_timestamp};
 pub use protocol::{AcquireOptions, ClaimState, Lease, StatusEntry, Store, TryAcquire, nonce};
 
 /// This machine's host name, for records and `status` (empty when it cannot be

@@ -6,7 +6,8 @@ use std::time::Duration;
 use crate::backend::{CreateOutcome, Durability, LeaseStore};
 use crate::clock::{Clock, SystemClock};
 use crate::liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict, same_host};
-use crate::record::{self, Decoded, Envelope, FORMAT_VERSION, Record};
+use crate::proof::{LeaseHandle, Secret};
+use crate::record::{self, BreakNote, Decoded, Envelope, FORMAT_VERSION, Record};
 use crate::{Error, Holder, Key, Resource, Result};
 
 /// First backoff step while waiting for a held resource, in milliseconds.
@@ -19,6 +20,9 @@ const BACKOFF_CAP_MS: u64 = 64;
 const VANISHED_RELIST_ATTEMPTS: usize = 8;
 /// How often release retries when a concurrent create takes its generation.
 const RELEASE_ATTEMPTS: usize = 8;
+/// Longest break reason, in characters: it is printed in every later message about
+/// the resource.
+const BREAK_REASON_MAX_CHARS: usize = 1_000;
 /// How many times acquire retries a claim that lapsed before it was confirmed even
 /// when the wait is over: one pause (a GC, a swapped-out process) should not fail an
 /// acquire with no wait, but creates that are always slower than the ttl must end.
@@ -108,6 +112,8 @@ pub struct Lease {
     pub(crate) ttl_ms: u64,
     pub(crate) granted_at_ms: u64,
     pub(crate) expires_at_ms: u64,
+    /// The tenure's secret: the proof of holding (its hash is in every record).
+    pub(crate) secret: Secret,
 }
 
 impl Lease {
@@ -156,6 +162,35 @@ impl Lease {
     pub fn expires_at_ms(&self) -> u64 {
         self.expires_at_ms
     }
+    /// The handle (`<token>.<secret>`) that lets another process of the holder's
+    /// act on this lease through [`Store::resume`]. Give it only to processes
+    /// acting for the holder: it is the proof of holding, where the token is public.
+    pub fn handle(&self) -> LeaseHandle {
+        LeaseHandle::new(self.token, self.secret.clone())
+    }
+    /// The tenure's secret, the proof of holding (see [`Lease::handle`]).
+    pub fn secret(&self) -> &Secret {
+        &self.secret
+    }
+    /// Sets the ttl later renewals use, in milliseconds (at least 1).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for 0.
+    pub fn set_ttl_ms(&mut self, ttl_ms: u64) -> Result<()> {
+        if ttl_ms == 0 {
+            return Err(Error::InvalidArgument(
+                "ttl must be at least 1 millisecond".into(),
+            ));
+        }
+        self.ttl_ms = ttl_ms;
+        Ok(())
+    }
+    /// Every key of this tenure with its token in that key's series, primary first.
+    fn tenures(&self) -> impl Iterator<Item = (&Key, u64)> {
+        std::iter::once((&self.key, self.token))
+            .chain(self.others.iter().map(|held| (&held.key, held.token)))
+    }
 }
 
 /// A key other than the primary that a tenure holds, with that series' numbers.
@@ -187,6 +222,7 @@ struct Taken<'k> {
 }
 
 /// One key's outcome within an acquisition.
+#[allow(clippy::large_enum_variant)] // short-lived, one per key per attempt
 enum Claim {
     /// Our claim, confirmed newest (possibly lapsed), with the generations below it.
     Taken(Record, Vec<u64>),
@@ -213,6 +249,9 @@ pub enum ClaimState {
     Expired,
     /// Released (the newest record is a tombstone).
     Released,
+    /// Broken by an operator (the newest record is a break's tombstone; see
+    /// [`StatusEntry::broken`]).
+    Broken,
     /// The newest record is torn or corrupt; the next acquire supersedes it.
     Unreadable,
     /// A record of a newer format version (see [`Decoded::Newer`]).
@@ -248,6 +287,9 @@ pub struct StatusEntry {
     /// When the newest record expires, milliseconds since the Unix epoch (0 when
     /// unknown).
     pub expires_at_ms: u64,
+    /// Who broke the lease, when and why, while the break's tombstone is newest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broken: Option<BreakNote>,
 }
 
 impl StatusEntry {
@@ -264,6 +306,7 @@ impl StatusEntry {
             pid: 0,
             host: String::new(),
             expires_at_ms: 0,
+            broken: None,
         }
     }
 }
@@ -344,6 +387,26 @@ impl Newest {
             _ => 0,
         }
     }
+}
+
+/// How the tenure of `record` (already matched by token and proof) ended, if its
+/// record is a tombstone: broken by an operator, or released by a holder of its
+/// secret.
+fn ended(record: &Record, label: &str) -> Option<Error> {
+    if !record.released {
+        return None;
+    }
+    Some(match &record.broken {
+        Some(note) => Error::Broken {
+            label: label.to_string(),
+            token: record.token,
+            note: note.clone(),
+        },
+        None => Error::Released {
+            label: label.to_string(),
+            token: record.token,
+        },
+    })
 }
 
 fn holder_of(record: &Record) -> Holder {
@@ -466,6 +529,10 @@ impl Store {
         let identity = resource.identity()?;
         let keys = identity.keys();
         let holder_id = new_holder_id(&options.owner);
+        // One secret per tenure, whatever the number of keys and attempts: its hash
+        // in every record of the tenure is the proof of holding.
+        let secret = Secret::generate();
+        let proof = secret.sha256();
         let started = self.clock.monotonic_ms();
         let deadline = started.saturating_add(options.wait_ms);
         let mut backoff_ms = BACKOFF_START_MS;
@@ -489,14 +556,14 @@ impl Store {
             let mut taken: Vec<Taken> = Vec::new();
             if held.is_none() {
                 for (key, watch) in keys.iter().zip(&mut watches) {
-                    match self.claim_key(key, &identity.label, &holder_id, options, watch) {
+                    match self.claim_key(key, &identity.label, &holder_id, &proof, options, watch) {
                         Ok(Claim::Taken(claim, below)) => taken.push(Taken { key, claim, below }),
                         Ok(Claim::Held(holder)) => {
                             held = Some(holder);
                             break;
                         }
                         Err(error) => {
-                            self.give_back(&taken);
+                            self.give_back(&taken, &secret);
                             return Err(error);
                         }
                     }
@@ -516,11 +583,11 @@ impl Store {
                 .iter()
                 .all(|t| record::is_live(&t.claim.envelope(), now));
             if held.is_none() && all_live {
-                return Ok(TryAcquire::Acquired(
-                    self.confirmed_lease(resource, identity, taken, holder_id, options),
-                ));
+                return Ok(TryAcquire::Acquired(self.confirmed_lease(
+                    resource, identity, taken, holder_id, secret, options,
+                )));
             }
-            self.give_back(&taken);
+            self.give_back(&taken, &secret);
             let mono = self.clock.monotonic_ms();
             let Some(holder) = held else {
                 // Our claims lapsed before they were confirmed (a pause, or creates
@@ -557,6 +624,7 @@ impl Store {
         identity: crate::Identity,
         taken: Vec<Taken>,
         holder_id: String,
+        secret: Secret,
         options: &AcquireOptions,
     ) -> Lease {
         let mut primary = None;
@@ -585,15 +653,16 @@ impl Store {
             ttl_ms: options.ttl_ms,
             granted_at_ms: claim.granted_at_ms,
             expires_at_ms: claim.expires_at_ms,
+            secret,
         }
     }
 
     /// Releases claims taken by an acquisition that cannot complete, best effort: a
     /// tombstone that fails to land leaves a claim that expires with its ttl, as a
     /// crashed holder's would.
-    fn give_back(&self, taken: &[Taken]) {
+    fn give_back(&self, taken: &[Taken], secret: &Secret) {
         for Taken { key, claim, .. } in taken {
-            let _ = self.release_tenure(key, &claim.label, claim.token, Some(&claim.holder));
+            let _ = self.release_tenure(key, &claim.label, claim.token, secret);
         }
     }
 
@@ -654,6 +723,7 @@ impl Store {
         key: &Key,
         label: &str,
         holder_id: &str,
+        proof: &str,
         options: &AcquireOptions,
         watch: &mut Watch,
     ) -> Result<Claim> {
@@ -692,6 +762,8 @@ impl Store {
                 expires_at_ms: granted_at_ms.saturating_add(options.ttl_ms),
                 ttl_ms: options.ttl_ms,
                 released: false,
+                secret_sha256: Some(proof.to_string()),
+                broken: None,
                 process: if options.tied_to_process {
                     self.liveness.this_process()
                 } else {
@@ -778,8 +850,8 @@ impl Store {
     /// A cheap look at whether `lease` was lost since its last renewal: one read of
     /// the newest record of each of its keys. `Some(loss)` only on a definite
     /// answer — a decodable newest record of another tenure (a takeover, or a
-    /// record of a newer format), or this tenure's own tombstone (released
-    /// elsewhere) — classified as [`Store::renew`] would report it. A torn newest
+    /// record of a newer format), or this tenure's own tombstone (broken, or
+    /// released through its handle) — classified as [`Store::renew`] would report it. A torn newest
     /// record (a create in progress) or a backend error is no answer: the next
     /// renewal decides.
     pub fn watch(&self, lease: &Lease) -> Option<Error> {
@@ -790,14 +862,14 @@ impl Store {
                 continue;
             };
             let lost = match &newest.decoded {
-                Some(Decoded::Record(r)) if r.token == token && r.holder == lease.holder_id => {
-                    if !r.released {
-                        continue;
-                    }
-                    Error::NotHolder {
-                        label: lease.label.clone(),
-                        token: lease.token,
-                        newest: None,
+                Some(Decoded::Record(r))
+                    if r.token == token && lease.secret.proves(r.secret_sha256.as_deref()) =>
+                {
+                    // This tenure's own tombstone: broken by an operator, or
+                    // released through its handle.
+                    match ended(r, &lease.label) {
+                        Some(ended) => ended,
+                        None => continue,
                     }
                 }
                 Some(Decoded::Record(_) | Decoded::Newer { .. }) => Error::Superseded {
@@ -815,16 +887,20 @@ impl Store {
     /// Renews `lease`: writes generation newest+1 with the **same token** and a new
     /// expiry of now + ttl, flushed, and updates `lease` (docs/protocol.md I5).
     ///
+    /// Acts only for the tenure: the newest record must carry the lease's token and
+    /// the hash of its secret.
+    ///
     /// # Errors
     ///
     /// - [`Error::Expired`] when the lease's ttl ran out (an expired lease is never
     ///   revived; acquire again).
     /// - [`Error::Superseded`] when a newer tenure owns the resource, or a rival
     ///   created the next generation first.
-    /// - [`Error::NotHolder`] when this tenure already released it.
+    /// - [`Error::Broken`] when an operator broke the lease; [`Error::Released`]
+    ///   when a holder of its secret already released it.
     /// - [`Error::Backend`] when the store fails; `lease` is unchanged and a later
-    ///   renew may still succeed (it matches the newest record by holder id and
-    ///   token, not by generation).
+    ///   renew may still succeed (it matches the newest record by token and proof,
+    ///   not by generation).
     pub fn renew(&self, lease: &mut Lease) -> Result<()> {
         // The other keys first: if one of them is lost, the primary is left to expire
         // rather than renewed for a lease that no longer holds the whole file.
@@ -833,7 +909,7 @@ impl Store {
                 &held.key,
                 &lease.label,
                 held.token,
-                Some(&lease.holder_id),
+                &lease.secret,
                 lease.ttl_ms,
             )?;
             held.generation = renewed.generation;
@@ -842,7 +918,7 @@ impl Store {
             &lease.key,
             &lease.label,
             lease.token,
-            Some(&lease.holder_id),
+            &lease.secret,
             lease.ttl_ms,
         )?;
         lease.generation = renewed.generation;
@@ -851,83 +927,279 @@ impl Store {
         Ok(())
     }
 
-    /// Renews the tenure holding `resource` with `token`, whoever started it (the CLI
-    /// and the MCP server renew by token). The ttl is `ttl_ms`, or the tenure's own
-    /// when `None`.
+    /// The lease that `handle` proves, read back from the store: how another process
+    /// of the holder (a CLI `renew` or `release`, `run`'s child) acts on a lease it
+    /// did not acquire itself. Then [`Store::renew`] or [`Store::release`] it.
+    ///
+    /// The newest record of the resource must be the handle's tenure: its token,
+    /// and the hash of its secret. A token alone is never enough.
     ///
     /// # Errors
     ///
-    /// As [`Store::renew`]; a token that is not the newest record's is
-    /// [`Error::NotHolder`].
-    pub fn renew_token(
-        &self,
-        resource: &Resource,
-        token: u64,
-        ttl_ms: Option<u64>,
-    ) -> Result<Lease> {
-        if ttl_ms == Some(0) {
-            return Err(Error::InvalidArgument(
-                "ttl must be at least 1 millisecond".into(),
-            ));
-        }
+    /// - [`Error::NotHolder`] when the newest record is another tenure's, or has
+    ///   the token but not the hash of the handle's secret (`newest` names the live
+    ///   holder, if any); nothing is changed.
+    /// - [`Error::Broken`] / [`Error::Released`] when the tenure already ended that
+    ///   way.
+    /// - [`Error::Superseded`] when a rival holds the file through another link.
+    /// - [`Error::InvalidResource`] and [`Error::Backend`] as for every operation.
+    pub fn resume(&self, resource: &Resource, handle: &LeaseHandle) -> Result<Lease> {
         let identity = resource.identity()?;
+        let label = resource.target();
+        let token = handle.token();
+        let secret = handle.secret();
         let newest = self.read_newest(&identity.key)?;
-        let Some(record) = newest.claim().filter(|r| r.token == token) else {
-            return Err(Error::NotHolder {
-                label: resource.target(),
-                token,
-                newest: newest.holder().filter(|_| newest.envelope().is_some()),
-            });
+        let record = match &newest.decoded {
+            Some(Decoded::Record(r))
+                if r.token == token && secret.proves(r.secret_sha256.as_deref()) =>
+            {
+                if let Some(ended) = ended(r, &label) {
+                    return Err(ended);
+                }
+                r
+            }
+            _ => {
+                let now = self.clock.wall_ms();
+                return Err(Error::NotHolder {
+                    label,
+                    token,
+                    newest: newest
+                        .holder()
+                        .filter(|_| newest.envelope().is_some_and(|e| record::is_live(&e, now))),
+                });
+            }
         };
-        let holder_id = record.holder.clone();
-        let owner = record.owner.clone();
-        let ttl_ms = ttl_ms.unwrap_or(record.ttl_ms);
         let mut others = Vec::new();
         if let Some(file_id) = &identity.file_id {
             // The tenure's record in the file-id series, if it has one (not when the
             // file was created after the claim); a live rival there is a takeover.
             let newest = self.read_newest(file_id)?;
-            if let Some(held) = newest.claim().filter(|r| r.holder == holder_id) {
-                let renewed = self.renew_tenure(
-                    file_id,
-                    &resource.target(),
-                    held.token,
-                    Some(&holder_id),
-                    ttl_ms,
-                )?;
-                others.push(HeldKey {
-                    key: file_id.clone(),
-                    token: held.token,
-                    generation: renewed.generation,
-                });
-            } else if let Some(rival) = self.rival(file_id, Some(&holder_id))? {
-                return Err(Error::Superseded {
-                    label: resource.target(),
-                    token,
-                    by_token: rival.token,
-                });
+            match newest.claim() {
+                Some(held) if secret.proves(held.secret_sha256.as_deref()) => {
+                    others.push(HeldKey {
+                        key: file_id.clone(),
+                        token: held.token,
+                        generation: held.generation,
+                    });
+                }
+                _ => {
+                    if let Some(rival) = self.rival(file_id, Some(&record.holder))? {
+                        return Err(Error::Superseded {
+                            label,
+                            token,
+                            by_token: rival.token,
+                        });
+                    }
+                }
             }
         }
-        let renewed = self.renew_tenure(
-            &identity.key,
-            &resource.target(),
-            token,
-            Some(&holder_id),
-            ttl_ms,
-        )?;
         Ok(Lease {
             resource: resource.clone(),
             key: identity.key,
             others,
-            label: renewed.label,
+            label: record.label.clone(),
             token,
-            generation: renewed.generation,
-            holder_id,
-            owner,
-            ttl_ms,
-            granted_at_ms: renewed.granted_at_ms,
-            expires_at_ms: renewed.expires_at_ms,
+            generation: record.generation,
+            holder_id: record.holder.clone(),
+            owner: record.owner.clone(),
+            ttl_ms: record.ttl_ms,
+            granted_at_ms: record.granted_at_ms,
+            expires_at_ms: record.expires_at_ms,
+            secret: secret.clone(),
         })
+    }
+
+    /// Checks that `lease` is still current, saying why not: [`Store::check`] with
+    /// reasons, for the holder itself (a mediated write checks this immediately
+    /// before publishing). Every key of the tenure must still be its newest record,
+    /// live, and no rival may hold the file through another link.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Superseded`], [`Error::Expired`], [`Error::Broken`],
+    /// [`Error::Released`] for a lease that is no longer current; [`Error::Backend`]
+    /// when the store cannot be read.
+    pub fn check_lease(&self, lease: &Lease) -> Result<()> {
+        for (key, token) in lease.tenures() {
+            let newest = self.read_newest(key)?;
+            let current = match &newest.decoded {
+                Some(Decoded::Record(r))
+                    if r.token == token && lease.secret.proves(r.secret_sha256.as_deref()) =>
+                {
+                    r
+                }
+                _ => {
+                    return Err(Error::Superseded {
+                        label: lease.label.clone(),
+                        token: lease.token,
+                        by_token: newest.token(),
+                    });
+                }
+            };
+            if let Some(ended) = ended(current, &lease.label) {
+                return Err(ended);
+            }
+            if !record::is_live(&current.envelope(), self.clock.wall_ms()) {
+                return Err(Error::Expired {
+                    label: lease.label.clone(),
+                    token: lease.token,
+                    expired_at_ms: current.expires_at_ms,
+                });
+            }
+        }
+        // A file-id series the tenure does not hold (the file was created after the
+        // claim): a live rival there fences this tenure, as in `check`.
+        if lease.others.is_empty()
+            && let Some(file_id) = lease.resource.identity()?.file_id
+            && let Some(rival) = self.rival(&file_id, Some(&lease.holder_id))?
+        {
+            return Err(Error::Superseded {
+                label: lease.label.clone(),
+                token: lease.token,
+                by_token: rival.token,
+            });
+        }
+        Ok(())
+    }
+
+    /// The live holder of `resource`, if any: the newest record of any of its keys
+    /// that is live (for an existing file, its path key or its file-id key). For a
+    /// mediated write with a lock, which a file lease always overrides.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidResource`] or [`Error::Backend`].
+    pub fn holder(&self, resource: &Resource) -> Result<Option<Holder>> {
+        let now = self.clock.wall_ms();
+        for key in resource.identity()?.keys() {
+            let newest = self.read_newest(&key)?;
+            if newest.envelope().is_some_and(|e| record::is_live(&e, now)) {
+                return Ok(newest.holder());
+            }
+        }
+        Ok(None)
+    }
+
+    /// Breaks the live lease on `resource` on purpose: the operator's recorded
+    /// override. Writes, as newest+1 of each key the tenure holds, a tombstone that
+    /// records `by`, the time and `reason` ([`BreakNote`]), **flushed** (a lost break
+    /// would silently give the lease back to a holder who was told it is over).
+    /// Returns who held it. The broken holder's next renew, release or
+    /// [`Store::check_lease`] fails with [`Error::Broken`]; its token never passes
+    /// [`Store::check`] again, and the next acquire gets a higher token.
+    ///
+    /// A break ends the tenure it saw: if that tenure ends and another begins while
+    /// the break is being written, the new one is not broken.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NotHeld`] when no live lease holds the resource.
+    /// - [`Error::InvalidArgument`] for an empty `by` or `reason`, one with control
+    ///   characters, or a reason longer than 1000 characters.
+    /// - [`Error::InvalidResource`] and [`Error::Backend`] as for every operation.
+    pub fn break_lease(&self, resource: &Resource, by: &str, reason: &str) -> Result<Holder> {
+        for (what, text) in [("breaker's name", by), ("reason", reason)] {
+            if text.trim().is_empty() {
+                return Err(Error::InvalidArgument(format!(
+                    "the {what} is empty; say who breaks the lease and why"
+                )));
+            }
+            if text.chars().any(char::is_control) {
+                return Err(Error::InvalidArgument(format!(
+                    "the {what} contains control characters; use one line of printable text"
+                )));
+            }
+        }
+        if reason.chars().count() > BREAK_REASON_MAX_CHARS {
+            return Err(Error::InvalidArgument(format!(
+                "the reason is longer than {BREAK_REASON_MAX_CHARS} characters; keep it to one sentence"
+            )));
+        }
+        let identity = resource.identity()?;
+        let note = BreakNote {
+            by: by.trim().to_string(),
+            at_ms: self.clock.wall_ms(),
+            reason: reason.trim().to_string(),
+        };
+        // The file-id key before the path key: a holder renews its other keys first,
+        // so once the file id is broken it can no longer renew either.
+        let mut broken = None;
+        for key in identity
+            .file_id
+            .iter()
+            .chain(std::iter::once(&identity.key))
+        {
+            if let Some(holder) = self.break_key(key, &note)? {
+                broken = Some(holder);
+            }
+        }
+        broken.ok_or(Error::NotHeld {
+            label: resource.target(),
+        })
+    }
+
+    /// Breaks the live tenure newest in `key`, if there is one; returns its holder.
+    fn break_key(&self, key: &Key, note: &BreakNote) -> Result<Option<Holder>> {
+        let now = self.clock.wall_ms();
+        let first = self.read_newest(key)?;
+        let target = match &first.decoded {
+            Some(Decoded::Record(r)) if !r.released && record::is_live(&r.envelope(), now) => {
+                r.clone()
+            }
+            Some(Decoded::Newer { v, envelope }) if record::is_live(envelope, now) => {
+                return Err(Error::InvalidArgument(format!(
+                    "the lease on {key} was written by a newer fencepost (format v{v}); break it with that version"
+                )));
+            }
+            _ => return Ok(None),
+        };
+        let mut newest = first;
+        for _ in 0..RELEASE_ATTEMPTS {
+            let Some(current) = newest
+                .claim()
+                .filter(|r| r.token == target.token && r.holder == target.holder)
+            else {
+                // The tenure ended by itself meanwhile: nothing of it left to break.
+                return Ok(None);
+            };
+            let generation = next_generation(key, newest.generation)?;
+            let now = self.clock.wall_ms();
+            let tombstone = Record {
+                generation,
+                granted_at_ms: now,
+                expires_at_ms: now,
+                ttl_ms: 0,
+                released: true,
+                broken: Some(note.clone()),
+                ..current.clone()
+            };
+            match self
+                .backend
+                .create(key, generation, &tombstone.encode(), Durability::Flushed)
+            {
+                Ok(CreateOutcome::Created) => return Ok(Some(holder_of(&target))),
+                // A renewal (or release) landed first: look again.
+                Ok(CreateOutcome::AlreadyExists) => newest = self.read_newest(key)?,
+                Err(error) => {
+                    let landed = self.read_newest(key).ok().is_some_and(|n| {
+                        n.generation == generation
+                            && matches!(&n.decoded, Some(Decoded::Record(r)) if r.broken.as_ref() == Some(note))
+                    });
+                    return if landed {
+                        Ok(Some(holder_of(&target)))
+                    } else {
+                        Err(error.into())
+                    };
+                }
+            }
+        }
+        Err(Error::Backend(crate::BackendError::new(
+            "create",
+            key,
+            std::io::Error::other(
+                "the lease was renewed every time the break tried to land; try again",
+            ),
+        )))
     }
 
     fn renew_tenure(
@@ -935,7 +1207,7 @@ impl Store {
         key: &Key,
         label: &str,
         token: u64,
-        holder_id: Option<&str>,
+        secret: &Secret,
         ttl_ms: u64,
     ) -> Result<Record> {
         let newest = self.read_newest(key)?;
@@ -944,20 +1216,13 @@ impl Store {
             token,
             by_token: newest.token(),
         };
+        let ours = |r: &Record| r.token == token && secret.proves(r.secret_sha256.as_deref());
         let current = match &newest.decoded {
-            Some(Decoded::Record(r))
-                if r.token == token && Some(r.holder.as_str()) == holder_id =>
-            {
-                r
-            }
+            Some(Decoded::Record(r)) if ours(r) => r,
             _ => return Err(superseded(&newest)),
         };
-        if current.released {
-            return Err(Error::NotHolder {
-                label: label.to_string(),
-                token,
-                newest: None,
-            });
+        if let Some(ended) = ended(current, label) {
+            return Err(ended);
         }
         let now = self.clock.wall_ms();
         if !record::is_live(&current.envelope(), now) {
@@ -991,14 +1256,12 @@ impl Store {
         // still this same tenure, live (a concurrent renewal of it by the CLI, the
         // server or another keepalive), the lease is renewed, not superseded.
         let now = self.clock.wall_ms();
-        match confirmed.claim() {
-            Some(r)
-                if r.token == token
-                    && Some(r.holder.as_str()) == holder_id
-                    && record::is_live(&r.envelope(), now) =>
-            {
-                Ok(r.clone())
-            }
+        match &confirmed.decoded {
+            Some(Decoded::Record(r)) if ours(r) => match ended(r, label) {
+                Some(ended) => Err(ended),
+                None if record::is_live(&r.envelope(), now) => Ok(r.clone()),
+                None => Err(superseded(&confirmed)),
+            },
             _ => Err(superseded(&confirmed)),
         }
     }
@@ -1014,71 +1277,42 @@ impl Store {
     /// # Errors
     ///
     /// - [`Error::NotHolder`] when the newest record is not this tenure's (it was
-    ///   superseded, or already released); nothing is written.
+    ///   superseded); nothing is written.
+    /// - [`Error::Broken`] / [`Error::Released`] when the tenure already ended that
+    ///   way.
     /// - [`Error::Backend`] when the store fails and a re-read cannot show that the
     ///   tombstone landed.
     pub fn release(&self, lease: &Lease) -> Result<()> {
         // The other keys best effort: the outcome is the primary key's, and a
         // tombstone that does not land leaves a claim that expires with its ttl.
         for held in &lease.others {
-            let _ =
-                self.release_tenure(&held.key, &lease.label, held.token, Some(&lease.holder_id));
+            let _ = self.release_tenure(&held.key, &lease.label, held.token, &lease.secret);
         }
-        self.release_tenure(
-            &lease.key,
-            &lease.label,
-            lease.token,
-            Some(&lease.holder_id),
-        )
+        self.release_tenure(&lease.key, &lease.label, lease.token, &lease.secret)
     }
 
-    /// Releases the tenure holding `resource` with `token`, whoever started it (the
-    /// CLI and the MCP server release by token).
-    ///
-    /// # Errors
-    ///
-    /// As [`Store::release`].
-    pub fn release_token(&self, resource: &Resource, token: u64) -> Result<()> {
-        let identity = resource.identity()?;
-        if let Some(file_id) = &identity.file_id {
-            // The tenure's record in the file-id series, if it has one, best effort.
-            let primary = self.read_newest(&identity.key)?;
-            if let Some(holder) = primary.claim().filter(|r| r.token == token) {
-                let newest = self.read_newest(file_id)?;
-                if let Some(held) = newest.claim().filter(|r| r.holder == holder.holder) {
-                    let _ = self.release_tenure(
-                        file_id,
-                        &resource.target(),
-                        held.token,
-                        Some(&holder.holder),
-                    );
-                }
-            }
-        }
-        self.release_tenure(&identity.key, &resource.target(), token, None)
-    }
-
-    fn release_tenure(
-        &self,
-        key: &Key,
-        label: &str,
-        token: u64,
-        holder_id: Option<&str>,
-    ) -> Result<()> {
+    fn release_tenure(&self, key: &Key, label: &str, token: u64, secret: &Secret) -> Result<()> {
         for _ in 0..RELEASE_ATTEMPTS {
             let newest = self.read_newest(key)?;
-            let Some(current) = newest
-                .claim()
-                .filter(|r| r.token == token && holder_id.is_none_or(|h| r.holder == h))
-            else {
-                let now = self.clock.wall_ms();
-                return Err(Error::NotHolder {
-                    label: label.to_string(),
-                    token,
-                    newest: newest
-                        .holder()
-                        .filter(|_| newest.envelope().is_some_and(|e| record::is_live(&e, now))),
-                });
+            let current = match &newest.decoded {
+                Some(Decoded::Record(r))
+                    if r.token == token && secret.proves(r.secret_sha256.as_deref()) =>
+                {
+                    if let Some(ended) = ended(r, label) {
+                        return Err(ended);
+                    }
+                    r
+                }
+                _ => {
+                    let now = self.clock.wall_ms();
+                    return Err(Error::NotHolder {
+                        label: label.to_string(),
+                        token,
+                        newest: newest.holder().filter(|_| {
+                            newest.envelope().is_some_and(|e| record::is_live(&e, now))
+                        }),
+                    });
+                }
             };
             let generation = next_generation(key, newest.generation)?;
             let now = self.clock.wall_ms();
@@ -1197,7 +1431,9 @@ impl Store {
                         resource: resource_of(&key, &r.label),
                         key: key.clone(),
                         label: r.label.clone(),
-                        state: if r.released {
+                        state: if r.broken.is_some() {
+                            ClaimState::Broken
+                        } else if r.released {
                             ClaimState::Released
                         } else if live {
                             ClaimState::Held
@@ -1211,6 +1447,7 @@ impl Store {
                         pid: r.pid,
                         host: r.host.clone(),
                         expires_at_ms: r.expires_at_ms,
+                        broken: r.broken.clone(),
                     };
                     (entry, Some(r.holder.clone()))
                 }
@@ -1227,6 +1464,7 @@ impl Store {
                         pid: 0,
                         host: String::new(),
                         expires_at_ms: envelope.expires_at_ms,
+                        broken: None,
                     },
                     None,
                 ),

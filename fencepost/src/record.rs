@@ -41,13 +41,47 @@ pub struct Record {
     pub expires_at_ms: u64,
     /// The lease duration in milliseconds.
     pub ttl_ms: u64,
-    /// True for a tombstone written by release: never live, whatever the clocks say.
+    /// True for a tombstone written by release or break: never live, whatever the
+    /// clocks say.
     #[serde(default)]
     pub released: bool,
+    /// SHA-256 of the tenure's secret, 64 lowercase hex digits: the proof of holding.
+    /// Renew and release act only for a caller presenting the secret whose hash this
+    /// is; a record without it (written before proofs existed) can be checked by
+    /// token but never acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_sha256: Option<String>,
+    /// Set on the tombstone written by a break: who ended the tenure, when and why.
+    /// A broken record is always `released`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broken: Option<BreakNote>,
     /// What proves the tenure's process still runs, for dead-holder takeover; only
     /// in records of a tenure that lives as long as its process (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<crate::ProcessEvidence>,
+}
+
+/// Who broke a tenure, when and why (the tombstone of `fencepost break`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BreakNote {
+    /// Who broke it, as the operator named themselves.
+    pub by: String,
+    /// When, milliseconds since the Unix epoch (the breaker's clock).
+    pub at_ms: u64,
+    /// Why, in the operator's words.
+    pub reason: String,
+}
+
+impl std::fmt::Display for BreakNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "broken by {} at {}: {}",
+            self.by,
+            crate::utc_timestamp(self.at_ms),
+            self.reason
+        )
+    }
 }
 
 /// The fields every format version must keep, by which a reader of an older version
@@ -65,6 +99,9 @@ pub struct Envelope {
 }
 
 /// A record as read back.
+// A record is read, matched and dropped; boxing it would only add an allocation
+// per read and change the public shape.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decoded {
     /// A well-formed v1 record.
@@ -131,6 +168,9 @@ pub fn decode(bytes: &[u8], key: &str, generation: u64) -> Decoded {
                     record.token, record.generation
                 ))
             }
+            Ok(record) if record.broken.is_some() && !record.released => {
+                Decoded::Torn("a broken record that is not a tombstone".into())
+            }
             Ok(record) => Decoded::Record(record),
             Err(e) => Decoded::Torn(format!("malformed v1 record: {e}")),
         },
@@ -185,6 +225,8 @@ mod tests {
             expires_at_ms: 31_000,
             ttl_ms: 30_000,
             released: false,
+            secret_sha256: Some("ab".repeat(32)),
+            broken: None,
             process: None,
         }
     }
@@ -241,6 +283,31 @@ mod tests {
         let newer =
             br#"{"v":2,"token":9,"generation":4,"granted_at_ms":1000,"expires_at_ms":31000}"#;
         assert!(matches!(decode_sample(newer), Decoded::Torn(_)));
+    }
+
+    #[test]
+    fn proof_and_break_fields_round_trip_and_are_optional() {
+        let mut broken = sample();
+        broken.released = true;
+        broken.broken = Some(BreakNote {
+            by: "alice".into(),
+            at_ms: 5_000,
+            reason: "holder wedged".into(),
+        });
+        assert_eq!(
+            decode_sample(&broken.encode()),
+            Decoded::Record(broken.clone())
+        );
+        // A record written before proofs existed decodes without one.
+        let mut value = serde_json::to_value(sample()).unwrap();
+        value.as_object_mut().unwrap().remove("secret_sha256");
+        match decode_sample(&serde_json::to_vec(&value).unwrap()) {
+            Decoded::Record(r) => assert_eq!(r.secret_sha256, None),
+            other => panic!("{other:?}"),
+        }
+        // A break note on a record that is not a tombstone is torn (never live).
+        broken.released = false;
+        assert!(matches!(decode_sample(&broken.encode()), Decoded::Torn(_)));
     }
 
     #[test]

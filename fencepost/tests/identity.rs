@@ -423,12 +423,13 @@ mod hard_links {
             token,
             "renewal keeps the token (docs/protocol.md I5)"
         );
-        let by_token = store.renew_token(&Resource::file(&a), token, None).unwrap();
+        let mut by_handle = store.resume(&Resource::file(&a), &lease.handle()).unwrap();
         assert_eq!(
-            by_token.keys().count(),
+            by_handle.keys().count(),
             2,
-            "renew by token renews the file id too"
+            "a resumed lease holds the file id too"
         );
+        store.renew(&mut by_handle).unwrap();
         assert!(!acquired(&store, &Resource::file(&b)));
         store.release(&lease).unwrap();
         assert!(live_keys(&store).is_empty(), "release released every key");
@@ -440,9 +441,8 @@ mod hard_links {
         let (_dir, a, b) = linked();
         let store = store();
         let lease = store.acquire(&Resource::file(&a), &options()).unwrap();
-        store
-            .release_token(&Resource::file(&a), lease.token())
-            .unwrap();
+        let resumed = store.resume(&Resource::file(&a), &lease.handle()).unwrap();
+        store.release(&resumed).unwrap();
         assert!(acquired(&store, &Resource::file(&b)));
     }
 
@@ -472,7 +472,7 @@ mod hard_links {
             "the first tenure must be fenced once a rival holds the file id"
         );
         assert!(matches!(
-            store.renew_token(&Resource::file(&new), first.token(), None),
+            store.resume(&Resource::file(&new), &first.handle()),
             Err(fencepost::Error::Superseded { .. })
         ));
     }

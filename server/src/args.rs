@@ -188,8 +188,9 @@ pub(crate) struct StatusArgs {}
 #[schemars(transform = plain_schema)]
 pub(crate) struct ClaimResult {
     /// The fencing token. Pass it to `write`, `assert`, `renew` and `release`. It
-    /// stays valid across the server's automatic renewals, until release, expiry or
-    /// takeover.
+    /// stays valid across the server's automatic renewals, until release, expiry,
+    /// takeover or an operator's break. It is public, not a password: others see it
+    /// in `status`, and it lets nobody but this server act as the holder.
     pub(crate) token: u64,
     /// When the lease ends unless renewed, in milliseconds since the Unix epoch (the
     /// server renews it every ttl/3).
@@ -209,6 +210,10 @@ pub(crate) struct AssertResult {
     /// True only if the token is the current, live token of the resource: the holder
     /// of this token is the only party whose writes are authorized right now.
     pub(crate) authorized: bool,
+    /// When not authorized: why (released, expired, superseded, held by whom, or
+    /// "broken by WHO at TIME: REASON").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<String>,
 }
 
 /// Result of `renew`.
@@ -263,13 +268,16 @@ pub(crate) struct StatusClaim {
     pub(crate) owner: String,
     /// True when the resource is held right now.
     pub(crate) live: bool,
-    /// `held`, `expired`, `released`, `unreadable` or `newer_format`.
+    /// `held`, `expired`, `released`, `broken`, `unreadable` or `newer_format`.
     pub(crate) state: String,
     /// When the newest record expires, in milliseconds since the Unix epoch (0 when
     /// unknown).
     pub(crate) expires_at_ms: u64,
     /// True when this server holds the lease and keeps it alive.
     pub(crate) held_by_this_server: bool,
+    /// For a broken lease: "broken by WHO at TIME: REASON".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) broken: Option<String>,
 }
 
 /// Result of `status`.

@@ -6,7 +6,7 @@
 //! file or to a directory, is followed exactly as the kernel would follow it), and
 //! components that do not exist yet are appended as written (`.` dropped, `..`
 //! applied to what was resolved so far). Only then is the result compared with the
-//! root and the store.
+//! root, the store and the version-control metadata directories.
 
 use std::fmt;
 use std::io;
@@ -37,6 +37,14 @@ pub enum Refusal {
         path: String,
         /// The store directory.
         store: PathBuf,
+    },
+    /// The resolved location lies in version-control metadata (`.git`, `.hg`,
+    /// `.svn`, `.jj`, at any depth), which only the version-control tool writes.
+    IntoVcs {
+        /// The path as given.
+        path: String,
+        /// The metadata directory (or `.git` file) it lies in.
+        metadata: PathBuf,
     },
     /// A component is a symbolic link whose target does not exist, so where it
     /// leads cannot be judged.
@@ -86,6 +94,11 @@ impl fmt::Display for Refusal {
                 f,
                 "refused path {path:?}: it lies in the lease store {}, which only fencepost writes",
                 store.display()
+            ),
+            Refusal::IntoVcs { path, metadata } => write!(
+                f,
+                "refused path {path:?}: it lies in version-control metadata {}, which only the version-control tool writes",
+                metadata.display()
             ),
             Refusal::DanglingLink { path, link } => write!(
                 f,
@@ -220,7 +233,7 @@ impl Confinement {
         if resolved == self.root {
             return Err(Refusal::Root(relative.to_string()));
         }
-        if resolved.starts_with(&self.store) {
+        if starts_with_folded(&resolved, &self.store) {
             return Err(Refusal::IntoStore {
                 path: relative.to_string(),
                 store: self.store.clone(),
@@ -233,10 +246,21 @@ impl Confinement {
             fencepost_fs::locate_store(None, Some(&Resource::file(&resolved)), &self.root);
         if let Ok(location) = located {
             let store = std::fs::canonicalize(&location.path).unwrap_or(location.path);
-            if resolved.starts_with(&store) {
+            if starts_with_folded(&resolved, &store) {
                 return Err(Refusal::IntoStore {
                     path: relative.to_string(),
                     store,
+                });
+            }
+        }
+        let below_root = resolved.strip_prefix(&self.root).unwrap_or(&resolved);
+        let mut metadata = self.root.clone();
+        for component in below_root.components() {
+            metadata.push(component);
+            if is_vcs_metadata(component.as_os_str()) {
+                return Err(Refusal::IntoVcs {
+                    path: relative.to_string(),
+                    metadata,
                 });
             }
         }
@@ -260,6 +284,35 @@ impl Confinement {
         }
         spelt
     }
+}
+
+/// The names of version-control metadata directories (and git's `.git` file).
+const VCS_METADATA: [&str; 4] = [".git", ".hg", ".svn", ".jj"];
+
+/// True when `name` is, or on some filesystem may be, a version-control metadata
+/// name: compared ignoring ASCII case (case-insensitive filesystems, `.GIT`), and
+/// ignoring what Windows drops or treats as a stream (`.git.`, `.git `,
+/// `.git::$INDEX_ALLOCATION`). Refusing a harmless look-alike costs nothing;
+/// letting `.GIT/config` through on a case-insensitive volume breaks the repository.
+fn is_vcs_metadata(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy();
+    let base = name.split(':').next().unwrap_or(&name);
+    let base = base.trim_end_matches(['.', ' ']);
+    VCS_METADATA
+        .iter()
+        .any(|vcs| base.eq_ignore_ascii_case(vcs))
+}
+
+/// `path.starts_with(prefix)`, comparing components ignoring case: the store
+/// reached as `.FENCEPOST` on a case-insensitive filesystem is still the store.
+fn starts_with_folded(path: &Path, prefix: &Path) -> bool {
+    let mut path = path.components();
+    prefix.components().all(|want| {
+        path.next().is_some_and(|have| {
+            have.as_os_str().to_string_lossy().to_lowercase()
+                == want.as_os_str().to_string_lossy().to_lowercase()
+        })
+    })
 }
 
 #[cfg(test)]
@@ -325,6 +378,41 @@ mod tests {
             c.resolve(".fencepost"),
             Err(Refusal::IntoStore { .. })
         ));
+        assert!(matches!(
+            c.resolve(".FencePost/claims/x"),
+            Err(Refusal::IntoStore { .. })
+        ));
+    }
+
+    #[test]
+    fn version_control_metadata_is_refused_at_any_depth_and_case() {
+        let (_dir, c) = setup();
+        for bad in [
+            ".git",
+            ".git/config",
+            ".GIT/config",
+            "sub/.git/HEAD",
+            "a/b/.Hg/store",
+            ".svn/entries",
+            ".jj/repo",
+            "sub/../.git/x",
+            ".git./config",
+            ".git /config",
+            ".git::$INDEX_ALLOCATION/config",
+        ] {
+            assert!(
+                matches!(c.resolve(bad), Err(Refusal::IntoVcs { .. })),
+                "{bad:?} was not refused as metadata"
+            );
+        }
+        for fine in [
+            ".github/workflows/ci.yml",
+            ".gitignore",
+            "git/x",
+            "sub/.gitmodules",
+        ] {
+            assert!(c.resolve(fine).is_ok(), "{fine:?} was refused");
+        }
     }
 
     #[cfg(unix)]

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use fencepost::{AcquireOptions, Error, Keepalive, Key, Resource, Store};
+use fencepost::{AcquireOptions, ClaimState, Error, Keepalive, Key, Resource, Store};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
@@ -74,6 +74,10 @@ struct Inner {
 struct Held {
     closing: bool,
     map: HashMap<Key, Keepalive>,
+    /// Leases found lost by an explicit `renew` (no longer kept alive), with the
+    /// token and the reason, so later calls with that token still say why (e.g.
+    /// "broken by …") instead of "not a lease this server holds".
+    lost: HashMap<Key, (u64, String)>,
 }
 
 impl std::ops::Deref for Held {
@@ -197,15 +201,39 @@ fn one_line(message: String) -> String {
         .join(" ")
 }
 
+/// What a model refused by a live holder can do next (never "release it").
+const NEXT_STEPS: &str = "claim with wait_ms to wait for it, work on something else meanwhile, \
+    or, if its holder is gone or stuck, ask the human operator to run `fencepost break` on it";
+
 /// A core error as a tool error.
 fn describe(error: Error) -> String {
     match error {
-        Error::Held { label, holder } => format!(
-            "held: {label} is held by {holder}; retry later, or claim with wait_ms to wait for it"
-        ),
+        Error::Held { label, holder } => {
+            format!("held: {label} is held by {holder}; {NEXT_STEPS}")
+        }
+        Error::Broken { .. } => format!("lost: {error}; claim it again for a new token"),
+        Error::Superseded { .. } | Error::Expired { .. } | Error::Released { .. } => {
+            format!("lost: {error}; claim it again for a new token")
+        }
         Error::Backend(e) => format!("store error: {e}"),
         other => other.to_string(),
     }
+}
+
+/// The refusal for a token this server does not hold a live lease for.
+fn not_ours(token: u64, resource: &Resource, what: &str) -> String {
+    let refusal = if what == "write" {
+        "not authorized"
+    } else {
+        "not the holder"
+    };
+    format!(
+        "{refusal}: token {token} on {} is not a lease this server holds, so it will not \
+         {what} with it; nothing was changed. A token is public (status and messages show it) \
+         and proves nothing: only the server that claimed a lease can renew, release or write \
+         with it. To use it yourself: {NEXT_STEPS}",
+        resource.target()
+    )
 }
 
 #[tool_router(router = tool_router)]
@@ -217,7 +245,10 @@ impl FencepostServer {
             stays the same for the whole lease. Pass the token to write (or to your own \
             checks through assert) so that a write is refused once the lease is lost. If \
             someone else holds the resource, the call fails at once (or after wait_ms) \
-            and says who holds it.",
+            and says who holds it and until when. The token is public, not a password: \
+            anyone can see it in status and check it with assert, and knowing it lets \
+            nobody act as the holder. This server alone can renew, release or write with \
+            the leases it claimed (it keeps their secret proof in memory).",
         input_schema = input_schema::<ClaimArgs>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
@@ -235,7 +266,8 @@ impl FencepostServer {
     #[tool(
         description = "Check a fencing token: authorized is true only if the token is the \
             current token of the resource and its lease is live. Anyone may assert any \
-            token; a released, expired or superseded token answers false.",
+            token (tokens are public, not passwords); a released, expired, broken or \
+            superseded token answers false, with the reason.",
         input_schema = input_schema::<TokenArgs>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
@@ -245,10 +277,11 @@ impl FencepostServer {
     }
 
     #[tool(
-        description = "Renew a lease now (the server already renews the leases it claimed \
-            every ttl/3; this is for leases claimed elsewhere, e.g. by the fencepost CLI, \
-            or to extend one at once). The token does not change. Fails if the token is \
-            not the resource's current one or its lease already expired.",
+        description = "Renew, at once, a lease this server claimed (it already renews them \
+            every ttl/3). The token does not change. Only leases claimed through this \
+            server can be renewed here: a token is public, not a password, and another \
+            agent's token is refused without changing anything. Fails, saying why, if the \
+            lease was lost (expired, taken over, or broken by an operator).",
         input_schema = input_schema::<TokenArgs>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
@@ -260,7 +293,9 @@ impl FencepostServer {
     #[tool(
         description = "Release a lease this server claimed: renewal stops, the token stops \
             passing, and the next claim gets a higher token. A token this server did not \
-            claim is refused and nothing changes.",
+            claim is refused and nothing changes: tokens are public, not passwords, so \
+            never try to release another agent's lease (wait, do other work, or ask the \
+            human operator to break it).",
         input_schema = input_schema::<TokenArgs>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
@@ -273,10 +308,14 @@ impl FencepostServer {
         description = "Write a file through the fence: the token is checked, the path is \
             resolved (through symbolic links) and confined to the server's root, the \
             token is checked again immediately before the file is replaced, and the \
-            replacement is atomic (old or new content, never a torn file). Refused: a \
-            token that is not current, absolute paths, paths leaving the root, paths \
-            into the lease store, directories. With a file resource, path must be that \
-            file; with a lock, any file the lock guards.",
+            replacement is atomic (old or new content, never a torn file). The token must \
+            be one of this server's own leases: a token is public, not a password, and \
+            another agent's token is refused. With a file resource, path must be that \
+            file; with a lock, any file that no other lease holds as a file (a file lease \
+            always wins over a lock). Refused: a token that is not current (the reason is \
+            given, e.g. broken by an operator), absolute paths, paths leaving the root, \
+            paths into the lease store or into version-control metadata (.git, .hg, .svn, \
+            .jj), directories.",
         input_schema = input_schema::<WriteArgs>(),
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
@@ -302,7 +341,9 @@ named locks in a working tree shared with other agents. Before changing somethin
 change too, call claim; keep the returned token; write files with the write tool and that token \
 (it refuses the write once your lease is lost, so a stale agent cannot clobber a newer one); call \
 release when done. The server renews your leases while it runs. File paths are relative to the \
-server's root.";
+server's root. Tokens are public, not passwords: only the server that claimed a lease can renew, \
+release or write with it. When something is held by another agent, wait (wait_ms), work on \
+something else, or ask the human operator to break the lease; never try to act as its holder.";
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for FencepostServer {
@@ -332,6 +373,7 @@ impl Inner {
         }
         // Only a lost keepalive can be replaced (a live one is refused before
         // claiming); dropping it releases nothing.
+        leases.lost.remove(&key);
         let replaced = leases.insert(key, keepalive);
         drop(leases);
         drop(replaced);
@@ -423,17 +465,78 @@ impl Inner {
 
     fn assert(&self, args: TokenArgs) -> Result<AssertResult, String> {
         let token = args::token(args.token)?;
-        let (resource, _) = self.resource(&args.resource)?;
-        let authorized = self
-            .store(&resource, Access::Existing)?
-            .check(&resource, token)
-            .map_err(describe)?;
-        Ok(AssertResult { authorized })
+        let (resource, key) = self.resource(&args.resource)?;
+        let store = self.store(&resource, Access::Existing)?;
+        let authorized = store.check(&resource, token).map_err(describe)?;
+        let reason = (!authorized).then(|| Self::why_not_current(&store, &key, token));
+        Ok(AssertResult { authorized, reason })
+    }
+
+    /// Why `token` does not pass on `key`, from the store's status (best effort).
+    fn why_not_current(store: &Store, key: &Key, token: u64) -> String {
+        let Some(entry) = store
+            .status()
+            .ok()
+            .and_then(|entries| entries.into_iter().find(|e| &e.key == key))
+        else {
+            return "it has never been claimed in this store".into();
+        };
+        match (&entry.broken, entry.state) {
+            (Some(note), _) if entry.token == token => format!("its lease was {note}"),
+            (_, ClaimState::Held) if entry.token != token => format!(
+                "it is held by {} with token {} until {}",
+                entry.owner,
+                entry.token,
+                fencepost::utc_timestamp(entry.expires_at_ms)
+            ),
+            (_, ClaimState::Released) if entry.token == token => "its lease was released".into(),
+            (_, ClaimState::Expired) if entry.token == token => "its lease expired".into(),
+            _ if token > entry.token => "no lease with that token was granted".into(),
+            _ => format!("it was superseded by token {}", entry.token),
+        }
+    }
+
+    /// This server's lease on `key` with `token`, as of its latest renewal; the
+    /// loss, described, if it was lost; or the refusal for a token this server does
+    /// not hold.
+    fn own_lease(
+        &self,
+        key: &Key,
+        token: u64,
+        resource: &Resource,
+        what: &str,
+    ) -> Result<fencepost::Lease, String> {
+        let leases = self.leases();
+        match leases.get(key) {
+            Some(k) if k.token() == token => {
+                if k.is_lost() {
+                    let lease = k.lease();
+                    drop(leases);
+                    // The keepalive recorded the loss; ask the store for its reason.
+                    let checked = self
+                        .store(resource, Access::Existing)
+                        .and_then(|store| store.check_lease(&lease).map_err(describe));
+                    return Err(match checked {
+                        Err(e) => e,
+                        Ok(()) => format!(
+                            "lost: the lease on {} with token {token} could not be kept alive; claim it again",
+                            resource.target()
+                        ),
+                    });
+                }
+                Ok(k.lease())
+            }
+            _ => Err(match leases.lost.get(key) {
+                Some((lost, reason)) if *lost == token => reason.clone(),
+                _ => not_ours(token, resource, what),
+            }),
+        }
     }
 
     fn renew(&self, args: TokenArgs) -> Result<RenewResult, String> {
         let token = args::token(args.token)?;
         let (resource, key) = self.resource(&args.resource)?;
+        self.own_lease(&key, token, &resource, "renew")?;
         let store = self.store(&resource, Access::Existing)?;
         let mut leases = self.leases();
         let ours = match leases.get(&key) {
@@ -441,14 +544,7 @@ impl Inner {
             _ => None,
         };
         let Some(keepalive) = ours else {
-            drop(leases);
-            let lease = store
-                .renew_token(&resource, token, None)
-                .map_err(describe)?;
-            return Ok(RenewResult {
-                token: lease.token(),
-                expires_at_ms: lease.expires_at_ms(),
-            });
+            return Err(not_ours(token, &resource, "renew"));
         };
         // Our own keepalive renews this tenure too: stop it first (waiting for a
         // renewal in flight), so two renewals never race for one generation, renew,
@@ -462,11 +558,19 @@ impl Inner {
         };
         // A store failure leaves the lease as it was (maybe still live): keep
         // renewing it. Any other failure means the lease is lost.
-        if matches!(outcome, Ok(()) | Err(Error::Backend(_))) {
-            leases.insert(key, Self::keep_alive(&store, lease));
-        }
+        let outcome = match outcome {
+            Ok(()) | Err(Error::Backend(_)) => {
+                leases.insert(key, Self::keep_alive(&store, lease));
+                outcome.map_err(describe)
+            }
+            Err(loss) => {
+                let reason = describe(loss);
+                leases.lost.insert(key, (token, reason.clone()));
+                Err(reason)
+            }
+        };
         drop(leases);
-        outcome.map_err(describe)?;
+        outcome?;
         Ok(result)
     }
 
@@ -483,36 +587,48 @@ impl Inner {
                         resource.target()
                     ));
                 }
-                None => None,
+                None => match leases.lost.remove(&key) {
+                    Some((lost, reason)) if lost == token => return Err(reason),
+                    Some(other) => {
+                        leases.lost.insert(key.clone(), other);
+                        None
+                    }
+                    None => None,
+                },
             }
         };
         let Some(keepalive) = keepalive else {
-            return Err(format!(
-                "not the holder: token {token} on {} was not claimed through this server, so it \
-                 will not release it; nothing was changed (a lease ends when its own holder \
-                 releases it, or at its ttl)",
-                resource.target()
-            ));
+            return Err(not_ours(token, &resource, "release"));
         };
         keepalive.release().map_err(describe)?;
         tracing::debug!(label = resource.target(), token, "released");
         Ok(ReleaseResult { released: true })
     }
 
+    /// A live tenure other than this server's own holding `target` as a file: a
+    /// file lease always wins over a lock.
+    fn file_holder(&self, target: &std::path::Path) -> Result<Option<fencepost::Holder>, String> {
+        // The file's own store (the location rule picks it from the file), which may
+        // not be the lock's.
+        let file = Resource::file(target);
+        let holder = self
+            .store(&file, Access::Existing)?
+            .holder(&file)
+            .map_err(describe)?;
+        let ours = |holder: &fencepost::Holder| {
+            self.leases()
+                .values()
+                .any(|k| !k.is_lost() && k.lease().holder_id() == holder.holder_id)
+        };
+        Ok(holder.filter(|h| !ours(h)))
+    }
+
     fn write(&self, args: WriteArgs) -> Result<WriteResult, String> {
         let token = args::token(args.token)?;
         let (resource, key) = self.resource(&args.resource)?;
-        let not_current = || {
-            format!(
-                "not authorized: token {token} is not the current token of {} (the lease was \
-                 released, expired or taken over); nothing was written; claim it again",
-                resource.target()
-            )
-        };
+        let lease = self.own_lease(&key, token, &resource, "write")?;
         let store = self.store(&resource, Access::Existing)?;
-        if !store.check(&resource, token).map_err(describe)? {
-            return Err(not_current());
-        }
+        store.check_lease(&lease).map_err(describe)?;
         let target = self
             .confinement
             .resolve(&args.path)
@@ -529,21 +645,47 @@ impl Inner {
             }
         }
         let relative = self.confinement.relative(&target);
-        let mut check_error = None;
-        let recheck = || match store.check(&resource, token) {
-            Ok(current) => current,
-            Err(e) => {
-                check_error = Some(e);
-                false
+        let held_as_file = |holder: fencepost::Holder| {
+            format!(
+                "refused path {:?}: {relative} is held as a file by {holder}, and a lock never \
+                 overrides a file lease; nothing was written. {NEXT_STEPS}",
+                args.path
+            )
+        };
+        let guarded_by_lock = args.resource.kind == Kind::Lock;
+        if guarded_by_lock && let Some(holder) = self.file_holder(&target)? {
+            return Err(held_as_file(holder));
+        }
+        let mut refusal = None;
+        let recheck = || {
+            if let Err(e) = store.check_lease(&lease) {
+                refusal = Some(describe(e));
+                return false;
             }
+            if guarded_by_lock {
+                match self.file_holder(&target) {
+                    Ok(None) => {}
+                    Ok(Some(holder)) => {
+                        refusal = Some(held_as_file(holder));
+                        return false;
+                    }
+                    Err(e) => {
+                        refusal = Some(e);
+                        return false;
+                    }
+                }
+            }
+            true
         };
         match write::replace(&target, args.content.as_bytes(), recheck) {
             Ok(()) => {}
             Err(WriteFailure::Fenced) => {
-                return Err(match check_error {
-                    Some(e) => describe(e),
-                    None => not_current(),
-                });
+                return Err(refusal.unwrap_or_else(|| {
+                    format!(
+                        "not authorized: the lease on {} with token {token} is no longer current; nothing was written",
+                        resource.target()
+                    )
+                }));
             }
             Err(WriteFailure::Moved(dir)) => {
                 return Err(format!(
@@ -607,6 +749,7 @@ impl Inner {
                 owner: entry.owner,
                 live: entry.live,
                 expires_at_ms: entry.expires_at_ms,
+                broken: entry.broken.map(|note| note.to_string()),
             })
             .collect();
         Ok(StatusResult {

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod authority;
 mod confinement;
 mod contention;
 mod polish;

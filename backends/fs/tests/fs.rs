@@ -376,6 +376,8 @@ fn valid_record_bytes(key: &Key, generation: u64) -> Vec<u8> {
         expires_at_ms: u64::MAX,
         ttl_ms: u64::MAX,
         released: false,
+        secret_sha256: None,
+        broken: None,
         process: None,
     }
     .encode()
@@ -683,10 +685,16 @@ fn a_read_only_store_is_an_error_not_already_exists() {
 // store location (docs/format-v1.md, "Store location"): one resource, one store
 
 /// The test directories live under the system temp dir: make sure nothing above it
-/// would be found first. Canonical, because the rule resolves anchors.
+/// would be found first. Canonical, because the rule resolves anchors (on Windows the
+/// temp dir is taken as given: `canonicalize` would add a `\\?\` prefix that the rule
+/// strips again).
 fn isolated() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
-    let top = shown(fs::canonicalize(tmp.path()).unwrap());
+    let top = if cfg!(windows) {
+        tmp.path().to_path_buf()
+    } else {
+        fs::canonicalize(tmp.path()).unwrap()
+    };
     for dir in top.ancestors() {
         assert!(
             !dir.join(".fencepost").is_dir() && fs::symlink_metadata(dir.join(".git")).is_err(),
@@ -697,21 +705,23 @@ fn isolated() -> (tempfile::TempDir, PathBuf) {
     (tmp, top)
 }
 
-/// A canonical path as the location rule spells what it resolved: on Windows
-/// without the verbatim prefix `canonicalize` adds (`\\?\C:\x` is `C:\x`).
-fn shown(canonical: PathBuf) -> PathBuf {
-    match canonical
-        .to_str()
-        .and_then(|text| text.strip_prefix(r"\\?\"))
-    {
-        Some(rest) if cfg!(windows) && rest.as_bytes().get(1) == Some(&b':') => rest.into(),
-        _ => canonical,
+/// An environment with only the user's directory set: `HOME` (to `home`), and on
+/// Windows `LOCALAPPDATA` (to `home/AppData/Local`).
+fn home_env(home: &Path) -> impl Fn(&str) -> Option<std::ffi::OsString> + '_ {
+    move |name| match name {
+        "HOME" => Some(home.as_os_str().to_owned()),
+        "LOCALAPPDATA" => Some(home.join("AppData/Local").into_os_string()),
+        _ => None,
     }
 }
 
-/// An environment with only `HOME` set (to `home`).
-fn home_env(home: &Path) -> impl Fn(&str) -> Option<std::ffi::OsString> + '_ {
-    move |name| (name == "HOME").then(|| home.as_os_str().to_owned())
+/// The per-user store for [`home_env`].
+fn user_store(home: &Path) -> PathBuf {
+    if cfg!(windows) {
+        home.join("AppData/Local/fencepost")
+    } else {
+        home.join(".local/state/fencepost")
+    }
 }
 
 fn locate(resource: Option<&Resource>, cwd: &Path, home: &Path) -> StoreLocation {
@@ -845,8 +855,6 @@ fn locate_refuses_a_git_file_that_leads_nowhere() {
     }
 }
 
-/// POSIX: `$XDG_STATE_HOME/fencepost`, else `~/.local/state/fencepost`.
-#[cfg(unix)]
 #[test]
 fn locate_outside_any_repository_is_the_per_user_store() {
     let (_tmp, top) = isolated();
@@ -855,7 +863,7 @@ fn locate_outside_any_repository_is_the_per_user_store() {
     let two = top.join("two/deep");
     fs::create_dir_all(&one).unwrap();
     fs::create_dir_all(&two).unwrap();
-    let expected = home.join(".local/state/fencepost");
+    let expected = user_store(&home);
     let found = locate(None, &one, &home);
     assert_eq!(found.path, expected);
     assert_eq!(found.scope, StoreScope::User);
@@ -863,21 +871,29 @@ fn locate_outside_any_repository_is_the_per_user_store() {
         locate(Some(&Resource::lock("x")), &two, &home).path,
         expected
     );
-    // XDG_STATE_HOME wins when set.
-    let state = top.join("state");
-    let env = |name: &str| match name {
-        "HOME" => Some(home.clone().into_os_string()),
-        "XDG_STATE_HOME" => Some(state.clone().into_os_string()),
-        _ => None,
-    };
-    assert_eq!(
-        locate_with(None, None, &one, &env).unwrap().path,
-        state.join("fencepost")
-    );
+    // XDG_STATE_HOME wins when set (POSIX).
+    #[cfg(unix)]
+    {
+        let state = top.join("state");
+        let env = |name: &str| match name {
+            "HOME" => Some(home.clone().into_os_string()),
+            "XDG_STATE_HOME" => Some(state.clone().into_os_string()),
+            _ => None,
+        };
+        assert_eq!(
+            locate_with(None, None, &one, &env).unwrap().path,
+            state.join("fencepost")
+        );
+    }
     // Neither set: a clear error, never a store in `/` or the working directory.
     let error = locate_with(None, None, &one, &|_| None).unwrap_err();
     assert!(matches!(error, LocateError::NoUserStore { .. }), "{error}");
-    assert!(error.to_string().contains("HOME"), "{error}");
+    let variable = if cfg!(windows) {
+        "LOCALAPPDATA"
+    } else {
+        "HOME"
+    };
+    assert!(error.to_string().contains(variable), "{error}");
     assert!(!one.join(".fencepost").exists());
 }
 
@@ -1025,19 +1041,4 @@ fn protocol_mutual_exclusion_across_store_instances() {
         WORKERS * TURNS,
         "a token was handed out twice"
     );
-}
-
-/// Windows: `%LOCALAPPDATA%\\fencepost`, and a clear error when it is not set.
-#[cfg(windows)]
-#[test]
-fn locate_outside_any_repository_is_the_per_user_store_under_localappdata() {
-    let (_tmp, top) = isolated();
-    let one = top.join("one");
-    fs::create_dir_all(&one).unwrap();
-    let local = top.join("local");
-    let env = |name: &str| (name == "LOCALAPPDATA").then(|| local.clone().into_os_string());
-    let found = locate_with(None, None, &one, &env).unwrap();
-    assert_eq!(found.path, local.join("fencepost"));
-    assert_eq!(found.scope, StoreScope::User);
-    assert!(locate_with(None, None, &one, &|_: &str| None).is_err());
 }

@@ -320,5 +320,6 @@ fn a_series_at_the_largest_generation_is_an_error_not_a_panic() {
         Err(Error::Backend(_))
     ));
     assert!(!store.check(&lock, u64::MAX).unwrap());
-    assert!(store.release_token(&lock, u64::MAX).is_err());
+    let handle = format!("{}.{}", u64::MAX, "0".repeat(32)).parse().unwrap();
+    assert!(store.resume(&lock, &handle).is_err());
 }

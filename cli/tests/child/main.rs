@@ -11,8 +11,7 @@
 //! | `exit=N` | exits with N | |
 //! | `env=FILE` | writes FENCEPOST_TOKEN, _STORE, _RESOURCE, _LOCK, _FILE (or `unset`), one a line | 2 |
 //! | `check` | `$FP check` of its own token on its own resource | fencepost's code |
-//! | `release` | `$FP release` of its own token | 90 |
-//! | `claim-as=OWNER` | `$FP claim --ttl 60000 --owner OWNER` of its resource (stdout dropped) | 91 |
+//! | `break=REASON` | `$FP break` of its resource, as an operator would | 92 |
 //! | `touch=FILE` | creates FILE | 2 |
 //! | `started=FILE` | writes its token and a newline to FILE | 2 |
 //! | `pid=FILE` | writes its pid to FILE (complete when it appears) | 2 |
@@ -48,12 +47,11 @@ fn steps(args: &[String]) -> Result<(), u8> {
             "exit" => return Err(value.parse().map_err(|_| fail(2, "exit=N"))?),
             "env" => write(value, env_lines())?,
             "check" => fencepost(&own(&["check"]), 0)?,
-            "release" => fencepost(&own(&["release"]), 90)?,
-            "claim-as" => {
-                let mut claim = vec!["claim".to_string()];
-                claim.extend(resource());
-                claim.extend(["--ttl", "60000", "--owner", value].map(String::from));
-                fencepost(&claim, 91)?;
+            "break" => {
+                let mut args = vec!["break".to_string()];
+                args.extend(resource());
+                args.extend(["--reason".to_string(), value.to_string()]);
+                fencepost(&args, 92)?;
             }
             "touch" => write(value, String::new())?,
             "started" => write(value, format!("{}\n", var("FENCEPOST_TOKEN")))?,

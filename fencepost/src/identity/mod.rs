@@ -130,30 +130,6 @@ impl Resource {
     }
 }
 
-impl Resource {
-    /// For a file: the absolute path its key is derived from, resolved the way
-    /// [`Resource::identity`] resolves it (deepest existing ancestor through the OS,
-    /// the rest appended) but before case folding. `None` for a lock.
-    ///
-    /// A backend that keeps its store near the files (the fs backend's store
-    /// location) anchors on this path's parent, so every spelling of one file finds
-    /// one store.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidResource`] for an empty path, one that cannot be made
-    /// absolute (no working directory), or on Windows a reserved device name.
-    pub fn resolved_path(&self) -> Result<Option<PathBuf>> {
-        match self {
-            Resource::Lock(_) => Ok(None),
-            Resource::File(path) => {
-                let absolute = absolute_file(path)?;
-                Ok(Some(resolve(&absolute, SYMLINK_LIMIT)))
-            }
-        }
-    }
-}
-
 /// A file resource's path made absolute against the working directory, refusing
 /// what can never be a file: an empty path, and on Windows a reserved device name
 /// (`NUL.json` in any directory is the NUL device: a claim on it would guard

@@ -151,7 +151,8 @@ pub enum LocateError {
 /// # Errors
 ///
 /// [`LocateError::NotUtf8`] when the store path is not valid UTF-8 (never passed on
-/// lossily); [`LocateError::Resource`] for an empty file path;
+/// lossily); [`LocateError::Resource`] for an invalid file resource (an empty path,
+/// a directory);
 /// [`LocateError::Repository`] when a `.git` file or `commondir` is unreadable or
 /// leads nowhere; [`LocateError::NoUserStore`] outside every repository when
 /// `HOME` (and `XDG_STATE_HOME`; `LOCALAPPDATA` on Windows) is unset — never a
@@ -164,7 +165,8 @@ pub enum LocateError {
 ///
 /// ```
 /// # let tmp = tempfile::tempdir()?;
-/// # let top = tmp.path().canonicalize()?;
+/// # // Resolved, as the rule resolves anchors (Windows: without the `\\?\` prefix).
+/// # let top = if cfg!(windows) { tmp.path().to_path_buf() } else { tmp.path().canonicalize()? };
 /// # std::fs::create_dir_all(top.join(".fencepost"))?;
 /// # std::fs::create_dir_all(top.join("src/deep"))?;
 /// use fencepost::Resource;
@@ -250,8 +252,9 @@ fn discover(
 /// else the (resolved) working directory.
 fn anchor(resource: Option<&Resource>, cwd: &Path) -> Result<PathBuf, LocateError> {
     if let Some(Resource::File(path)) = resource {
-        let absolute = Resource::file(cwd.join(path));
-        if let Some(resolved) = absolute.resolved_path()? {
+        // The path its key is derived from (resolved exactly as for the key).
+        let identity = Resource::file(cwd.join(path)).identity()?;
+        if let Some(resolved) = identity.path {
             let parent = resolved.parent().unwrap_or(&resolved);
             return Ok(sys::plain(parent.to_path_buf()));
         }

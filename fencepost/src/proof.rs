@@ -1,0 +1,215 @@
+//! Proof of holding: the per-tenure secret and the lease handle that carries it.
+//!
+//! A fencing token is an ordering, public by design: `status`, "held by" messages
+//! and tool results show it, and anyone may `check` it. Acting *as the holder*
+//! (renew, release, a mediated write) needs the tenure's secret: 128 random bits
+//! drawn when the tenure begins, of which only the SHA-256 is stored in the record
+//! (`secret_sha256`). The [`crate::Lease`] carries the secret; a process that holds
+//! the lease across separate commands carries it as a [`LeaseHandle`]
+//! (`<token>.<secret>`), which nothing shows to other parties.
+//! `docs/design-03-server-and-cli.md` argues the design.
+
+use std::fmt;
+use std::str::FromStr;
+
+use sha2::{Digest, Sha256};
+
+/// Hex digits of a secret (128 bits).
+const SECRET_HEX_LEN: usize = 32;
+
+/// A tenure's secret: 32 lowercase hexadecimal digits (128 bits from the operating
+/// system's random source). Its `Debug` form never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// A new random secret.
+    ///
+    /// # Panics
+    ///
+    /// When the operating system's random source fails, which `getrandom` documents
+    /// as not happening on supported platforms after boot. A predictable secret
+    /// would be worse than no lease.
+    pub(crate) fn generate() -> Secret {
+        let mut bytes = [0u8; SECRET_HEX_LEN / 2];
+        getrandom::fill(&mut bytes).expect("the operating system's random source failed");
+        Secret(hex(&bytes))
+    }
+
+    /// The secret's text (32 lowercase hex digits).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The SHA-256 of the secret's text, 64 lowercase hex digits: what records store.
+    pub fn sha256(&self) -> String {
+        hex(&Sha256::digest(self.0.as_bytes()))
+    }
+
+    /// True when `stored` (a record's `secret_sha256`) is this secret's hash. A
+    /// record without a hash matches no secret.
+    pub(crate) fn proves(&self, stored: Option<&str>) -> bool {
+        stored == Some(self.sha256().as_str())
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
+impl FromStr for Secret {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text.len() == SECRET_HEX_LEN
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            Ok(Secret(text.to_string()))
+        } else {
+            Err(format!(
+                "a lease secret is {SECRET_HEX_LEN} lowercase hexadecimal digits"
+            ))
+        }
+    }
+}
+
+/// What the holder of a lease keeps to act on it from another process: the token
+/// and the tenure's secret, written `<token>.<secret>` (e.g.
+/// `7.3f9a0c…`). [`crate::Store::resume`] turns it back into a [`crate::Lease`].
+///
+/// `Display` writes the whole handle (that is its purpose); `Debug` hides the
+/// secret. Show the handle only to the process that holds the lease (the CLI
+/// prints it on `claim`'s stdout, `run` exports it to its child); everything shown
+/// to others carries the token alone.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LeaseHandle {
+    token: u64,
+    secret: Secret,
+}
+
+impl LeaseHandle {
+    /// A handle from its parts.
+    pub fn new(token: u64, secret: Secret) -> Self {
+        LeaseHandle { token, secret }
+    }
+
+    /// The fencing token.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// The tenure's secret.
+    pub fn secret(&self) -> &Secret {
+        &self.secret
+    }
+}
+
+impl fmt::Display for LeaseHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.token, self.secret.0)
+    }
+}
+
+impl fmt::Debug for LeaseHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeaseHandle")
+            .field("token", &self.token)
+            .field("secret", &self.secret)
+            .finish()
+    }
+}
+
+impl FromStr for LeaseHandle {
+    type Err = String;
+    /// Parses `<token>.<secret>`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let Some((token, secret)) = text.split_once('.') else {
+            return Err("a lease handle is <token>.<secret>, as `claim` printed it".into());
+        };
+        let token = token
+            .parse::<u64>()
+            .map_err(|_| "a lease handle starts with the token, a whole number".to_string())?;
+        Ok(LeaseHandle {
+            token,
+            secret: secret.parse()?,
+        })
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use fmt::Write;
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+/// `ms` (milliseconds since the Unix epoch) as an RFC 3339 UTC timestamp to the
+/// second, `2026-12-01T12:30:05Z`: how messages for people and models name a moment.
+pub fn utc_timestamp(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_random_hex_and_hidden_from_debug() {
+        let (a, b) = (Secret::generate(), Secret::generate());
+        assert_ne!(a, b);
+        assert_eq!(a.expose().len(), 32);
+        assert!(a.expose().parse::<Secret>().is_ok());
+        assert_eq!(format!("{a:?}"), "Secret(…)");
+        assert!(a.proves(Some(&a.sha256())));
+        assert!(!b.proves(Some(&a.sha256())));
+        assert!(!a.proves(None), "a record without a hash proves nothing");
+        assert_eq!(a.sha256().len(), 64);
+    }
+
+    #[test]
+    fn handles_round_trip_and_reject_bad_text() {
+        let handle = LeaseHandle::new(7, Secret::generate());
+        let text = handle.to_string();
+        assert!(text.starts_with("7."));
+        assert_eq!(text.parse::<LeaseHandle>().unwrap(), handle);
+        assert!(!format!("{handle:?}").contains(handle.secret().expose()));
+        for bad in [
+            "7",
+            "7.",
+            "x.0123456789abcdef0123456789abcdef",
+            "7.0123456789ABCDEF0123456789ABCDEF",
+            "7.0123",
+            "-1.0123456789abcdef0123456789abcdef",
+        ] {
+            assert!(bad.parse::<LeaseHandle>().is_err(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(utc_timestamp(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_timestamp(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_timestamp(1_796_128_205_999), "2026-12-01T12:30:05Z");
+    }
+}

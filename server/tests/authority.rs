@@ -1,0 +1,295 @@
+//! Authority through real server processes (issue 13): a token is public, not a
+//! password. `write`, `renew` and `release` act only with a lease the server itself
+//! holds; a lock never overrides a file lease; version-control metadata and the
+//! store are never written; a break is reported to the holding server.
+
+use serde_json::json;
+
+use crate::support::{Raw, Server, Tree, file, lock};
+
+/// B copies A's token from `status` and tries to act as A: every call is refused,
+/// nothing changes, and A's own calls still work.
+#[tokio::test]
+async fn another_servers_token_neither_writes_nor_renews_nor_releases() {
+    let tree = Tree::new();
+    std::fs::write(tree.root.join("notes.txt"), "A's notes").unwrap();
+    let a = Server::start(&tree, "agent-a").await;
+    let b = Server::start(&tree, "agent-b").await;
+    let token = a.claim_lock("notes", 600_000).await;
+    let status = b.call("status", json!({})).await.unwrap();
+    assert_eq!(status["claims"][0]["token"], token, "the token is public");
+
+    let write = json!({"resource": lock("notes"), "token": token, "path": "notes.txt", "content": "B was here"});
+    let refused = b.call("write", write.clone()).await.unwrap_err();
+    assert!(refused.starts_with("not authorized:"), "{refused}");
+    assert!(refused.contains("A token is public"), "{refused}");
+    for tool in ["renew", "release"] {
+        let refused = b
+            .call(tool, json!({"resource": lock("notes"), "token": token}))
+            .await
+            .unwrap_err();
+        assert!(refused.starts_with("not the holder:"), "{tool}: {refused}");
+        assert!(!refused.contains("release it"), "{tool}: {refused}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("notes.txt")).unwrap(),
+        "A's notes"
+    );
+    assert!(b.authorized(lock("notes"), token).await, "A still holds it");
+    assert_eq!(
+        b.call("status", json!({})).await.unwrap()["claims"][0]["held_by_this_server"],
+        false
+    );
+
+    // A's own lease writes, renews and releases.
+    let mut own = write;
+    own["content"] = json!("A again");
+    a.call("write", own).await.unwrap();
+    a.call("renew", json!({"resource": lock("notes"), "token": token}))
+        .await
+        .unwrap();
+    a.call(
+        "release",
+        json!({"resource": lock("notes"), "token": token}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("notes.txt")).unwrap(),
+        "A again"
+    );
+}
+
+/// A holds notes.txt as a file; B's lock token cannot write it (the refusal names
+/// A), while a file nobody holds is writable with the lock, as before.
+#[tokio::test]
+async fn a_lock_never_overrides_a_file_lease() {
+    let tree = Tree::new();
+    std::fs::write(tree.root.join("notes.txt"), "A's notes").unwrap();
+    let a = Server::start(&tree, "agent-a").await;
+    let b = Server::start(&tree, "agent-b").await;
+    let file_token = a
+        .call(
+            "claim",
+            json!({"resource": file("notes.txt"), "ttl_ms": 600_000}),
+        )
+        .await
+        .unwrap()["token"]
+        .as_u64()
+        .unwrap();
+    let lock_token = b.claim_lock("anything", 600_000).await;
+    let write = |path: &str, content: &str| json!({"resource": lock("anything"), "token": lock_token, "path": path, "content": content});
+    for path in ["notes.txt", "./sub/../notes.txt"] {
+        let refused = b.call("write", write(path, "B")).await.unwrap_err();
+        assert!(refused.starts_with("refused path"), "{refused}");
+        assert!(refused.contains("held as a file by agent-a"), "{refused}");
+        assert!(
+            refused.contains(&format!("token {file_token}")),
+            "{refused}"
+        );
+        assert!(
+            refused.contains("never overrides a file lease"),
+            "{refused}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("notes.txt")).unwrap(),
+        "A's notes"
+    );
+    // A file nobody holds: the lock guards it.
+    let written = b.call("write", write("free.txt", "B's")).await.unwrap();
+    assert_eq!(written["written"], true);
+    // A server holding both the lock and the file lease may write with the lock.
+    let own_lock = a.claim_lock("mine", 600_000).await;
+    a.call(
+        "write",
+        json!({"resource": lock("mine"), "token": own_lock, "path": "notes.txt", "content": "A via lock"}),
+    )
+    .await
+    .unwrap();
+    // Once A releases the file, B's lock may write it.
+    a.call(
+        "release",
+        json!({"resource": file("notes.txt"), "token": file_token}),
+    )
+    .await
+    .unwrap();
+    b.call("write", write("notes.txt", "B now")).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("notes.txt")).unwrap(),
+        "B now"
+    );
+}
+
+/// `.git` (and `.hg`, `.svn`, `.jj`) at any depth, in any case, through a symlink,
+/// and the store, are never written; the repository still works afterwards.
+#[tokio::test]
+async fn version_control_metadata_and_the_store_are_never_written() {
+    let tree = Tree::new();
+    // A real repository where git runs (CI has git); under Windows emulation, a
+    // stand-in `.git` directory.
+    #[cfg(unix)]
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(&tree.root)
+            .output()
+            .expect("git is installed (CI installs it)")
+    };
+    #[cfg(unix)]
+    assert!(git(&["init", "-q"]).status.success());
+    #[cfg(not(unix))]
+    {
+        std::fs::create_dir_all(tree.root.join(".git")).unwrap();
+        std::fs::write(tree.root.join(".git/config"), "[core]\n").unwrap();
+    }
+    std::fs::create_dir_all(tree.root.join("sub/.git")).unwrap();
+    std::fs::write(tree.root.join("sub/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(tree.root.join(".git"), tree.root.join("gitlink")).unwrap();
+    let config_before = std::fs::read(tree.root.join(".git/config")).unwrap();
+
+    let server = Server::start(&tree, "careful").await;
+    let token = server.claim_lock("tree", 600_000).await;
+    #[cfg_attr(not(unix), allow(unused_mut))]
+    let mut cases = vec![
+        (".git/config", "version-control metadata"),
+        (".GIT/config", "version-control metadata"),
+        ("sub/.git/HEAD", "version-control metadata"),
+        ("sub/../.git/hooks/pre-commit", "version-control metadata"),
+        (".hg/hgrc", "version-control metadata"),
+        ("deep/.svn/entries", "version-control metadata"),
+        (".jj/repo/store", "version-control metadata"),
+        (".fencepost/claims/x", "lease store"),
+        (".FENCEPOST/x", "lease store"),
+    ];
+    #[cfg(unix)]
+    cases.push(("gitlink/config", "version-control metadata"));
+    for (path, expected) in cases {
+        let refused = server
+            .call(
+                "write",
+                json!({"resource": lock("tree"), "token": token, "path": path, "content": "[broken"}),
+            )
+            .await
+            .expect_err(&format!("write to {path} was accepted"));
+        assert!(refused.starts_with("refused path"), "{path}: {refused}");
+        assert!(refused.contains(expected), "{path}: {refused}");
+    }
+    assert_eq!(
+        std::fs::read(tree.root.join(".git/config")).unwrap(),
+        config_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("sub/.git/HEAD")).unwrap(),
+        "ref: refs/heads/main\n"
+    );
+    for never in [".hg", "deep", ".jj", ".FENCEPOST"] {
+        assert!(!tree.root.join(never).exists(), "{never} was created");
+    }
+    // Look-alikes are ordinary files.
+    for path in [".github/workflows/ci.yml", ".gitignore"] {
+        server
+            .call(
+                "write",
+                json!({"resource": lock("tree"), "token": token, "path": path, "content": "ok\n"}),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+    }
+    #[cfg(unix)]
+    {
+        let status = git(&["status", "--porcelain"]);
+        assert!(status.status.success(), "git status failed: {status:?}");
+    }
+}
+
+/// An operator breaks the server's lease: its next write, renew, assert, release
+/// and status say who, when and why; the next claim gets a higher token.
+#[tokio::test]
+async fn a_break_is_reported_to_the_holding_server_with_the_reason() {
+    let tree = Tree::new();
+    let server = Server::start(&tree, "agent-a").await;
+    let token = server.claim_lock("db:migrations", 600_000).await;
+
+    // The operator's break, through the library (what `fencepost break` calls).
+    let store = fencepost::Store::new(fencepost_fs::FsStore::open(&tree.store).unwrap());
+    let broken = store
+        .break_lease(
+            &fencepost::Resource::lock("db:migrations"),
+            "ops",
+            "agent-a is wedged",
+        )
+        .unwrap();
+    assert_eq!(broken.owner, "agent-a");
+
+    let told =
+        |text: &str| text.contains("broken by ops at ") && text.contains(": agent-a is wedged");
+    let write = server
+        .call(
+            "write",
+            json!({"resource": lock("db:migrations"), "token": token, "path": "m.sql", "content": "x"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(told(&write), "{write}");
+    assert!(!tree.root.join("m.sql").exists());
+    let renew = server
+        .call(
+            "renew",
+            json!({"resource": lock("db:migrations"), "token": token}),
+        )
+        .await
+        .unwrap_err();
+    assert!(told(&renew), "{renew}");
+    let asserted = server
+        .call(
+            "assert",
+            json!({"resource": lock("db:migrations"), "token": token}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(asserted["authorized"], false);
+    assert!(told(asserted["reason"].as_str().unwrap()), "{asserted}");
+    let status = server.call("status", json!({})).await.unwrap();
+    let claim = &status["claims"][0];
+    assert_eq!(claim["state"], "broken");
+    assert!(told(claim["broken"].as_str().unwrap()), "{status}");
+    let release = server
+        .call(
+            "release",
+            json!({"resource": lock("db:migrations"), "token": token}),
+        )
+        .await
+        .unwrap_err();
+    assert!(told(&release), "{release}");
+    let next = server.claim_lock("db:migrations", 600_000).await;
+    assert!(next > token);
+}
+
+/// The tool descriptions tell a model that tokens are not passwords.
+#[test]
+fn tool_descriptions_say_tokens_are_not_passwords() {
+    let tree = Tree::new();
+    let mut raw = Raw::start(&tree);
+    let init = raw.initialize();
+    assert!(
+        init["instructions"]
+            .as_str()
+            .is_some_and(|i| i.contains("Tokens are public, not passwords")),
+        "{init}"
+    );
+    raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let response = raw.next().expect("tools/list response");
+    for tool in response["result"]["tools"].as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        let description = tool["description"].as_str().unwrap();
+        if ["claim", "assert", "renew", "release", "write"].contains(&name) {
+            assert!(
+                description.contains("not a password") || description.contains("not passwords"),
+                "{name}: {description}"
+            );
+        }
+        assert!(!description.contains("release it yourself"), "{name}");
+    }
+}
