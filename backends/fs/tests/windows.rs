@@ -38,6 +38,19 @@ fn names_in(dir: &Path) -> Vec<String> {
     names
 }
 
+/// Creates a file that must not exist yet (the crate's clippy.toml forbids the
+/// overwriting helpers, in tests too).
+fn write_new(path: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .unwrap()
+        .write_all(bytes)
+        .unwrap();
+}
+
 fn options(owner: &str) -> AcquireOptions {
     AcquireOptions::new(60_000).owner(owner)
 }
@@ -164,7 +177,7 @@ fn exclusive_creates_refuse_a_name_taken_in_another_case() {
     // CREATE_NEW open and CreateHardLinkW both refuse `g00000002.json` once
     // `G00000002.JSON` exists.
     let tmp = tempfile::tempdir().unwrap();
-    fs::write(tmp.path().join("G00000002.JSON"), b"foreign").unwrap();
+    write_new(&tmp.path().join("G00000002.JSON"), b"foreign");
     let created = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -173,7 +186,7 @@ fn exclusive_creates_refuse_a_name_taken_in_another_case() {
         created.unwrap_err().kind(),
         std::io::ErrorKind::AlreadyExists
     );
-    fs::write(tmp.path().join("staged"), b"record").unwrap();
+    write_new(&tmp.path().join("staged"), b"record");
     let linked = fs::hard_link(tmp.path().join("staged"), tmp.path().join("g00000002.json"));
     assert_eq!(
         linked.unwrap_err().kind(),
@@ -196,7 +209,7 @@ fn a_record_name_taken_in_another_case_is_a_taken_generation() {
     let lock = Resource::lock("k");
     let first = store.acquire(&lock, &options("a")).unwrap();
     store.release(&first).unwrap();
-    fs::write(dir.join("G00000003.JSON"), b"written by another tool").unwrap();
+    write_new(&dir.join("G00000003.JSON"), b"written by another tool");
     let lease = store.acquire(&lock, &options("b")).unwrap();
     assert_eq!(lease.token(), 4, "generation 3's name is taken");
     assert!(store.check(&lock, 4).unwrap());
