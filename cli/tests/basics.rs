@@ -381,8 +381,9 @@ fn status_lists_every_resource() {
         .args(["release", "--lock", "gone", &gone])
         .assert()
         .code(0);
-    s.claim("brief", &["--ttl", "150"]);
-    std::thread::sleep(Duration::from_millis(300));
+    // Long enough to be confirmed while live on a loaded machine (and under Wine).
+    s.claim("brief", &["--ttl", "1000"]);
+    std::thread::sleep(Duration::from_millis(1200));
 
     let table = s.cmd().arg("status").output().unwrap();
     assert_eq!(table.status.code(), Some(0));
