@@ -199,8 +199,8 @@ impl Timing {
 /// What `run` does to its child when the lease is lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OnLoss {
-    /// SIGTERM to the child's process group, SIGKILL after --grace (on Windows:
-    /// Ctrl+Break, then the whole job is terminated)
+    /// SIGTERM to the child's process group, SIGKILL after --grace (on Windows the
+    /// child's job object is terminated at once, for `signal` too)
     Term,
     /// SIGTERM to the child's process group only; the child decides
     Signal,

@@ -125,7 +125,24 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     };
     forwarder.set_child(child.id());
     match ProcessTree::adopt(&child, terminal) {
-        Ok(tree) => stopper.adopt(tree),
+        Ok(tree) => {
+            // If `run` itself is killed (its lease is then taken over at once by a
+            // waiter on this host) or stopped past its ttl (its lease expires and
+            // may be taken), the child's tree gets the --on-loss policy from a
+            // guard process.
+            let kill_after =
+                (args.on_loss == OnLoss::Term).then(|| Duration::from_millis(args.grace));
+            if let Err(error) = tree.stop_if_run_dies(
+                args.on_loss != OnLoss::Keep,
+                kill_after,
+                Duration::from_millis(args.timing.ttl),
+            ) {
+                report(&format!(
+                    "warning: the child's process tree will not be stopped if this `fencepost run` is killed: {error}"
+                ));
+            }
+            stopper.adopt(tree)
+        }
         Err(error) => report(&format!(
             "warning: the child's process tree cannot be stopped on a loss: {error}"
         )),
@@ -177,8 +194,8 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
 fn describe_policy(policy: OnLoss, grace_ms: u64) -> String {
     let grace = human_precise(i64::try_from(grace_ms).unwrap_or(i64::MAX));
     match policy {
-        OnLoss::Term if cfg!(windows) => {
-            format!("stopping the command (Ctrl+Break, then its job is terminated after {grace})")
+        OnLoss::Term | OnLoss::Signal if cfg!(windows) => {
+            "stopping the command (its job object is terminated)".into()
         }
         OnLoss::Term => {
             format!("stopping the command (SIGTERM to its process group, SIGKILL after {grace})")

@@ -591,3 +591,31 @@ fn the_readme_walk_through_works_as_written() {
     }
     assert_eq!(ran, 4, "the walk-through changed; update this test");
 }
+
+/// A bare repository and its linked worktrees are one repository: an agent whose
+/// working directory is the bare repository itself (git treats it as one) reaches
+/// the store its worktrees use, not the per-user store. (Found by breaking: it was
+/// split, both claims got token 1.)
+#[test]
+fn a_bare_repository_and_its_worktrees_share_one_store() {
+    let s = Scratch::new();
+    let top = top(&s);
+    repository(&top.join("origin"), &["a.txt"]);
+    git(&top, &["clone", "-q", "--bare", "origin", "bare.git"]);
+    let bare = top.join("bare.git");
+    git(&bare, &["worktree", "add", "-q", "../wt"]);
+    let wt = top.join("wt");
+
+    let first = claim(&s, &wt, &["--lock", "db:migrations", "--json"], 0);
+    assert_eq!(store_of(&first), bare.join("fencepost").to_str().unwrap());
+    let refused = claim(&s, &bare, &["--lock", "db:migrations"], 3);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("held by"),
+        "{refused:?}"
+    );
+    // The worktree's file, claimed from inside the bare repository, is the one the
+    // worktree's agent claims.
+    claim(&s, &wt, &["--file", "a.txt"], 0);
+    claim(&s, &bare, &["--file", "../wt/a.txt"], 3);
+    assert_eq!(status_labels(&s, &bare), status_labels(&s, &wt));
+}

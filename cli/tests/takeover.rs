@@ -228,3 +228,48 @@ fn a_reused_pid_is_a_dead_holder_and_a_live_pid_is_not() {
     std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
     s.cmd().args(["claim", "--lock", "x"]).assert().code(0);
 }
+
+/// Issue 16: a lease renewed through its handle by another process no longer lives
+/// and dies with the process that claimed it, so that process's death is no longer
+/// a reason to take it over early.
+#[test]
+fn a_lease_renewed_elsewhere_is_not_taken_over_when_its_claimer_dies() {
+    let s = Scratch::new();
+    let mut hold = s.spawn_cmd();
+    hold.args(["claim", "--lock", "x", "--ttl", "60000", "--hold"])
+        .stdout(Stdio::piped());
+    let mut hold = Background(hold.spawn().unwrap());
+    let mut handle = String::new();
+    BufReader::new(hold.0.stdout.take().unwrap())
+        .read_line(&mut handle)
+        .unwrap();
+    s.cmd()
+        .args(["renew", "--lock", "x", handle.trim()])
+        .assert()
+        .code(0);
+    kill_and_reap(&mut hold);
+    let output = s.cmd().args(["claim", "--lock", "x"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+}
+
+/// Issue 16: the keeper's own renewals keep its evidence: a holder killed after
+/// several renewals is still taken over at once.
+#[test]
+fn a_holder_killed_after_renewals_is_taken_over_at_once() {
+    let s = Scratch::new();
+    let mut hold = s.spawn_cmd();
+    hold.args(["claim", "--lock", "x", "--ttl", "3000", "--hold"])
+        .stdout(Stdio::piped());
+    let mut hold = Background(hold.spawn().unwrap());
+    let mut handle = String::new();
+    BufReader::new(hold.0.stdout.take().unwrap())
+        .read_line(&mut handle)
+        .unwrap();
+    let first = s.entry("x").unwrap()["generation"].as_u64().unwrap();
+    wait_until("the hold renewed twice", Duration::from_secs(10), || {
+        s.entry("x")
+            .is_some_and(|e| e["generation"].as_u64().unwrap() >= first + 2)
+    });
+    kill_and_reap(&mut hold);
+    s.cmd().args(["claim", "--lock", "x"]).assert().code(0);
+}

@@ -36,3 +36,6 @@ mod loss;
 #[cfg(target_os = "linux")]
 mod takeover;
 mod waiting;
+// Adversarial regressions (reads /proc).
+#[cfg(target_os = "linux")]
+mod breaker;

@@ -38,6 +38,7 @@
 
 #![warn(missing_docs)]
 
+pub mod checker;
 mod scenarios;
 mod worker;
 

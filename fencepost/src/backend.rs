@@ -86,6 +86,32 @@ impl BackendError {
 ///   acknowledged.
 /// - **No invention**: a backend never returns a generation that was not created,
 ///   and never returns bytes that were not written for that generation.
+/// - **Listing is a snapshot with respect to the maximum**: a
+///   [`generations`](LeaseStore::generations) call concurrent with creates and
+///   removes never omits the newest generation that existed for its whole
+///   duration, and never omits *both* a generation removed during it and every
+///   generation created above that one during it (a renewal creating g+1 and
+///   sweeping g). A backend that cannot promise this (a cursor scan over a hashed
+///   directory) says so through [`listing_is_snapshot`](LeaseStore::listing_is_snapshot)
+///   returning `false`; the protocol then never removes records, so a scan that
+///   races only creates still sees at least the maximum that existed when it began.
+///   Pinned by the conformance scenario `listing_snapshot_under_renewals` and the
+///   checker's cursor-scan schedules.
+///
+/// # What the protocol does *not* assume
+///
+/// - **A swept generation may be re-created.** A slow create of generation g may
+///   land after g was created, superseded and removed by a sweep: the fs backend
+///   and etcd both accept the freed name. Such a record is below the newest, so no
+///   reader judges by it, and the creator's *confirming read* (the listing after
+///   its create, which shows a newer generation) is what makes it lose: that read
+///   is load-bearing and the protocol never skips it (docs/design-01, "swept
+///   generation re-created"; pinned by the checker's `swept_recreate` schedule and
+///   the planted bug `ACQUIRE_SKIPS_CONFIRM`).
+/// - **Creates are not instantaneous.** A reader may see a create in progress as
+///   torn bytes (the fs backend without hard links); the protocol judges liveness
+///   by the newest *decodable* record, so a torn newest record over a live claim is
+///   a create in progress, never a vacancy.
 ///
 /// Any error from `create` means *unknown*: the record may or may not have landed.
 /// The protocol then re-reads the series (docs/protocol.md I4); it never assumes either way.
@@ -154,6 +180,14 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
     /// A [`BackendError`] when the listing fails.
     fn keys(&self) -> Result<Vec<Key>, BackendError>;
 
+    /// Whether [`generations`](LeaseStore::generations) is a snapshot with respect
+    /// to the maximum under concurrent creates and removes (see the trait docs).
+    /// `true` by default; a backend that returns `false` is never swept by the
+    /// protocol (its series keep every record), which keeps it safe.
+    fn listing_is_snapshot(&self) -> bool {
+        true
+    }
+
     /// A string that opens this same store again, in another process if the backend
     /// is shared across processes (for the fs backend: the store directory). Exported
     /// to children of `fencepost run` as `FENCEPOST_STORE`.
@@ -178,6 +212,9 @@ macro_rules! forward_lease_store {
             }
             fn keys(&self) -> Result<Vec<Key>, BackendError> {
                 (**self).keys()
+            }
+            fn listing_is_snapshot(&self) -> bool {
+                (**self).listing_is_snapshot()
             }
             fn locator(&self) -> String {
                 (**self).locator()

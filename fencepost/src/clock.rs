@@ -16,6 +16,12 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
     fn monotonic_ms(&self) -> u64;
     /// Sleeps for `duration` (a manual clock advances instead).
     fn sleep(&self, duration: Duration);
+    /// Randomness for backoff jitter. A clock for deterministic tests (the
+    /// conformance crate's interleaving checker) overrides it so a seed replays the
+    /// same sleeps; the default is [`crate::nonce`].
+    fn random_u64(&self) -> u64 {
+        crate::nonce()
+    }
 }
 
 /// The real clocks: [`SystemTime`] and [`Instant`].

@@ -198,6 +198,13 @@ fn watch_while_waiting<'a>(
 }
 
 impl Keepalive {
+    /// How often a lease of `ttl_ms` is renewed, in milliseconds: ttl/3, counted
+    /// from *before* the previous renewal started, so a slow renewal does not eat
+    /// the slack (design-01, "keepalive timing").
+    pub fn renewal_period_ms(ttl_ms: u64) -> u64 {
+        (ttl_ms / 3).max(1)
+    }
+
     /// The fencing token (constant across renewals).
     pub fn token(&self) -> u64 {
         self.token

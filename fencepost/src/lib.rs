@@ -108,6 +108,20 @@ pub mod planted {
     /// The liveness rule treats a record granted in the reader's future as expired
     /// instead of held (ignores backwards clocks).
     pub static LIVENESS_IGNORES_BACKWARDS_CLOCK: AtomicBool = AtomicBool::new(false);
+    /// Acquire hands out its claim as soon as its create succeeded, without the
+    /// confirming read (a slow create of a swept generation, or a rival that saw
+    /// the claim half-written, then goes unnoticed).
+    pub static ACQUIRE_SKIPS_CONFIRM: AtomicBool = AtomicBool::new(false);
+    /// The sweep after a claim lists the series afresh and keeps only whatever is
+    /// newest by then, instead of removing what the confirming read listed below
+    /// its own claim.
+    pub static SWEEP_LISTS_AFRESH: AtomicBool = AtomicBool::new(false);
+    /// Renew skips the post-create liveness check: a renewal that lands after the
+    /// renewed record expired is reported as a success (silent revival).
+    pub static RENEW_SKIPS_POST_CREATE_CHECK: AtomicBool = AtomicBool::new(false);
+    /// A torn newest record is judged as a vacancy even over a live predecessor (a
+    /// renewal caught half-written is taken over).
+    pub static TORN_NEWEST_IS_VACANCY: AtomicBool = AtomicBool::new(false);
     /// Dead-holder takeover trusts evidence from another host (or boot): a pid that
     /// does not exist here is taken for a dead holder there.
     pub static TAKEOVER_IGNORES_HOST: AtomicBool = AtomicBool::new(false);

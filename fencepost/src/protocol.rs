@@ -31,6 +31,14 @@ const LAPSE_RETRIES: usize = 2;
 /// still shows the generation below it before the backend is declared broken (it
 /// says a record exists that it never lists): a bound instead of a spin.
 const INVISIBLE_RECORD_LIMIT: usize = 64;
+/// How long a create may take before a reader that sees it torn (in progress, or
+/// cut off by a crash) treats it as abandoned, in milliseconds of the reader's
+/// monotonic clock; and, symmetrically, how long an acquire's create may take
+/// before the acquirer gives its claim back instead of trusting it. Readers wait
+/// this out even past their own deadline, so a crash mid-create blocks a key for
+/// at most this long beyond any live predecessor (design-01, "torn newest
+/// record"; pinned by the checker's `lock_handover` and `torn_renewal` schedules).
+pub const CREATE_GRACE_MS: u64 = 1_000;
 
 /// How to acquire: lease duration, who is asking, and how long to wait if held.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +122,10 @@ pub struct Lease {
     pub(crate) expires_at_ms: u64,
     /// The tenure's secret: the proof of holding (its hash is in every record).
     pub(crate) secret: Secret,
+    /// This process claimed the tenure tied to its life
+    /// ([`AcquireOptions::tied_to_process`]): its renewals carry this process's
+    /// liveness evidence. False for a lease resumed from a handle.
+    pub(crate) tied: bool,
 }
 
 impl Lease {
@@ -211,6 +223,9 @@ struct Watch {
     /// (generation, times in a row we lost or failed to confirm it while the listing
     /// never got past the generation below it).
     invisible: (u64, usize),
+    /// The last judgement was "a create is in progress" (a torn newest record
+    /// seen for less than [`CREATE_GRACE_MS`]): worth waiting for past the deadline.
+    in_progress: bool,
 }
 
 /// A key's claim taken by an acquisition, with the superseded generations its
@@ -219,13 +234,20 @@ struct Taken<'k> {
     key: &'k Key,
     claim: Record,
     below: Vec<u64>,
+    /// Monotonic ms read just before the claim was stamped: the claim is live for
+    /// `ttl` of this clock from then, whatever the wall clock does meanwhile.
+    since_mono: u64,
+    /// The create took less than [`CREATE_GRACE_MS`].
+    trusted: bool,
 }
 
 /// One key's outcome within an acquisition.
 #[allow(clippy::large_enum_variant)] // short-lived, one per key per attempt
 enum Claim {
-    /// Our claim, confirmed newest (possibly lapsed), with the generations below it.
-    Taken(Record, Vec<u64>),
+    /// Our claim, confirmed newest (possibly lapsed), with the generations below it
+    /// and the monotonic time just before it was stamped; `false` when its create
+    /// took so long that a reader may have taken it for abandoned.
+    Taken(Record, Vec<u64>, u64, bool),
     /// A live holder that has not stagnated.
     Held(Holder),
 }
@@ -337,20 +359,50 @@ pub struct Store {
 /// so a takeover or break is noticed within about this long.
 pub const DEFAULT_WATCH_INTERVAL: Duration = Duration::from_millis(40);
 
-/// The newest record of a series as read: its generation (0 for an empty series)
-/// and what it decoded to.
+/// The newest record of a series as read: the highest generation listed (0 for an
+/// empty series), and the newest *decodable* record, by which liveness is judged.
+///
+/// A torn highest record only proves its generation is taken: it may be a create
+/// still in progress (a renewal caught half-written), so it is never judged as a
+/// vacancy over a live predecessor (docs/design-01-lease-and-fence.md, "torn newest
+/// record"; pinned by the checker's `torn_renewal` schedule).
 #[derive(Debug)]
 struct Newest {
     generation: u64,
-    decoded: Option<Decoded>,
+    /// The newest decodable record (a v1 record or a newer format) and its
+    /// generation; `None` when nothing in the series decodes. Equal to `generation`
+    /// unless the highest record is torn.
+    judged: Option<(u64, Decoded)>,
     /// The other generations the same listing showed (all below `generation`): what a
     /// sweep above them removes, without listing again.
     below: Vec<u64>,
 }
 
 impl Newest {
+    fn empty() -> Self {
+        Newest {
+            generation: 0,
+            judged: None,
+            below: Vec::new(),
+        }
+    }
+
+    fn decoded(&self) -> Option<&Decoded> {
+        self.judged.as_ref().map(|(_, decoded)| decoded)
+    }
+
+    /// True when the highest generation is torn (a create in progress, or a crash
+    /// mid-create).
+    fn top_is_torn(&self) -> bool {
+        self.generation > 0
+            && self
+                .judged
+                .as_ref()
+                .is_none_or(|(g, _)| *g != self.generation)
+    }
+
     fn envelope(&self) -> Option<Envelope> {
-        match &self.decoded {
+        match self.decoded() {
             Some(Decoded::Record(record)) if !record.released => Some(record.envelope()),
             Some(Decoded::Newer { envelope, .. }) => Some(*envelope),
             _ => None,
@@ -358,7 +410,7 @@ impl Newest {
     }
 
     fn holder(&self) -> Option<Holder> {
-        match &self.decoded {
+        match self.decoded() {
             Some(Decoded::Record(record)) => Some(holder_of(record)),
             Some(Decoded::Newer { v, envelope }) => Some(Holder {
                 owner: format!("a writer of format v{v}"),
@@ -372,19 +424,38 @@ impl Newest {
         }
     }
 
-    /// The newest record, if it is an unreleased v1 claim.
+    /// The newest decodable record, if it is an unreleased v1 claim.
     fn claim(&self) -> Option<&Record> {
-        match &self.decoded {
+        match self.decoded() {
             Some(Decoded::Record(record)) if !record.released => Some(record),
             _ => None,
         }
     }
 
+    /// The highest record itself, if it is a decodable v1 record (a claim or a
+    /// tombstone): what a confirming read compares with its own create.
+    fn top_record(&self) -> Option<&Record> {
+        match &self.judged {
+            Some((g, Decoded::Record(record))) if *g == self.generation => Some(record),
+            _ => None,
+        }
+    }
+
     fn token(&self) -> u64 {
-        match &self.decoded {
+        match self.decoded() {
             Some(Decoded::Record(record)) => record.token,
             Some(Decoded::Newer { envelope, .. }) => envelope.token,
             _ => 0,
+        }
+    }
+
+    /// The holder id of the newest decodable record; `Some("")` for a newer format
+    /// (whose holder cannot be compared, so it is never ours).
+    fn holder_id(&self) -> Option<&str> {
+        match self.decoded() {
+            Some(Decoded::Record(record)) => Some(record.holder.as_str()),
+            Some(Decoded::Newer { .. }) => Some(""),
+            _ => None,
         }
     }
 }
@@ -557,7 +628,13 @@ impl Store {
             if held.is_none() {
                 for (key, watch) in keys.iter().zip(&mut watches) {
                     match self.claim_key(key, &identity.label, &holder_id, &proof, options, watch) {
-                        Ok(Claim::Taken(claim, below)) => taken.push(Taken { key, claim, below }),
+                        Ok(Claim::Taken(claim, below, since_mono, trusted)) => taken.push(Taken {
+                            key,
+                            claim,
+                            below,
+                            since_mono,
+                            trusted,
+                        }),
                         Ok(Claim::Held(holder)) => {
                             held = Some(holder);
                             break;
@@ -575,13 +652,17 @@ impl Store {
                 // hand out a lease that expired meanwhile (docs/protocol.md §3; found by the
                 // etcd cluster test).
                 for t in &taken {
-                    self.remove_generations(t.key, &t.below);
+                    self.sweep_after_claim(t.key, t.claim.generation, &t.below);
                 }
             }
-            let now = self.clock.wall_ms();
+            // "Still live after my create" on the monotonic clock from before the
+            // stamp: a wall-clock step during a stalled call cannot make a claim a
+            // rival already superseded look live (design-01, "confirm on monotonic
+            // time"; pinned by the checker's `clock_step_acquire` schedule).
+            let mono = self.clock.monotonic_ms();
             let all_live = taken
                 .iter()
-                .all(|t| record::is_live(&t.claim.envelope(), now));
+                .all(|t| t.trusted && mono.saturating_sub(t.since_mono) < options.ttl_ms);
             if held.is_none() && all_live {
                 return Ok(TryAcquire::Acquired(self.confirmed_lease(
                     resource, identity, taken, holder_id, secret, options,
@@ -600,21 +681,34 @@ impl Store {
                         ttl_ms: options.ttl_ms,
                     });
                 }
-                let step = jittered(backoff_ms)
+                let step = self
+                    .jittered(backoff_ms)
                     .min(deadline.saturating_sub(mono))
                     .max(1);
                 self.clock.sleep(Duration::from_millis(step));
                 backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
                 continue;
             };
-            if mono >= deadline {
+            // A create in progress is waited out even past the deadline: it ends
+            // within CREATE_GRACE_MS (completed, or taken for abandoned).
+            let in_progress = watches.iter().any(|w| w.in_progress);
+            if mono >= deadline && !in_progress {
                 return Ok(TryAcquire::Held(holder));
             }
             on_wait(&holder, mono.saturating_sub(started));
-            let step = jittered(backoff_ms).min(deadline - mono).max(1);
+            let step = self
+                .jittered(backoff_ms)
+                .min(deadline.saturating_sub(mono).max(BACKOFF_START_MS))
+                .max(1);
             self.clock.sleep(Duration::from_millis(step));
             backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
         }
+    }
+
+    /// Uniform in `[step/2, step]`: waiters that started together spread out.
+    fn jittered(&self, step_ms: u64) -> u64 {
+        let half = step_ms / 2;
+        half + self.clock.random_u64() % (step_ms - half + 1)
     }
 
     /// The lease for claims confirmed (and swept below) on every key of `identity`.
@@ -654,6 +748,7 @@ impl Store {
             granted_at_ms: claim.granted_at_ms,
             expires_at_ms: claim.expires_at_ms,
             secret,
+            tied: options.tied_to_process,
         }
     }
 
@@ -668,27 +763,15 @@ impl Store {
 
     /// The holder of `newest` if it is live and has not stagnated: the same newest
     /// record seen for a full ttl of this process's monotonic clock counts as
-    /// expired (the stagnation bound of docs/protocol.md §3.4).
+    /// expired (the stagnation bound of docs/protocol.md §3.4). A torn newest record
+    /// is a create in progress for [`CREATE_GRACE_MS`] (see [`Watch::in_progress`]).
     fn live_holder(
         &self,
         newest: &Newest,
         watch: &mut Watch,
         options: &AcquireOptions,
     ) -> Option<Holder> {
-        let envelope = newest
-            .envelope()
-            .filter(|e| record::is_live(e, self.clock.wall_ms()))?;
-        if options.dead_holder_takeover
-            && newest
-                .claim()
-                .and_then(|r| r.process.as_ref())
-                .is_some_and(|evidence| self.provably_dead(evidence))
-        {
-            // Dead-holder takeover: the holder's process is gone, so its record is
-            // treated as expired. Safe only because the fence refuses its token
-            // from our claim on (docs/design-01-lease-and-fence.md).
-            return None;
-        }
+        watch.in_progress = false;
         let mono = self.clock.monotonic_ms();
         let first_seen = match watch.watched {
             Some((generation, since)) if generation == newest.generation => since,
@@ -697,13 +780,51 @@ impl Store {
                 mono
             }
         };
-        let record_ttl = newest.claim().map(|r| r.ttl_ms).unwrap_or(
-            envelope
-                .expires_at_ms
-                .saturating_sub(envelope.granted_at_ms),
-        );
-        let stagnant = mono.saturating_sub(first_seen) >= record_ttl;
-        (!stagnant).then(|| newest.holder().expect("a live record has a holder"))
+        let watched_for = mono.saturating_sub(first_seen);
+        #[cfg(feature = "planted-bugs")]
+        let planted_vacancy = crate::planted::on(&crate::planted::TORN_NEWEST_IS_VACANCY);
+        #[cfg(not(feature = "planted-bugs"))]
+        let planted_vacancy = false;
+        if newest.top_is_torn() && planted_vacancy {
+            return None;
+        }
+        let live = newest
+            .envelope()
+            .filter(|e| record::is_live(e, self.clock.wall_ms()));
+        // Dead-holder takeover: the holder's process is gone, so its record is
+        // treated as expired. Safe only because the fence refuses its token from
+        // our claim on (docs/design-01-lease-and-fence.md).
+        let dead = options.dead_holder_takeover
+            && newest
+                .claim()
+                .and_then(|r| r.process.as_ref())
+                .is_some_and(|evidence| self.provably_dead(evidence));
+        if let Some(envelope) = live.filter(|_| !dead) {
+            let record_ttl = newest.claim().map(|r| r.ttl_ms).unwrap_or(
+                envelope
+                    .expires_at_ms
+                    .saturating_sub(envelope.granted_at_ms),
+            );
+            if watched_for < record_ttl {
+                return Some(newest.holder().expect("a live record has a holder"));
+            }
+        }
+        // A torn newest record is a create that may still be in progress: it only
+        // proves its generation is taken. Wait it out for CREATE_GRACE_MS; a
+        // creator whose create took that long gives its claim back, so taking over
+        // after that is safe.
+        if newest.top_is_torn() && watched_for < CREATE_GRACE_MS {
+            watch.in_progress = true;
+            return Some(Holder {
+                owner: "a claim still being written".into(),
+                holder_id: String::new(),
+                pid: 0,
+                token: 0,
+                generation: newest.generation,
+                expires_at_ms: 0,
+            });
+        }
+        None
     }
 
     /// True only when `evidence` names a process of this host and boot that the
@@ -747,6 +868,7 @@ impl Store {
                     ),
                 )));
             }
+            let since_mono = self.clock.monotonic_ms();
             let granted_at_ms = self.clock.wall_ms();
             let claim = Record {
                 v: FORMAT_VERSION,
@@ -781,10 +903,24 @@ impl Store {
                     return Err(error.into());
                 }
             }
+            // A create that took CREATE_GRACE_MS or longer may have been seen torn
+            // and taken for abandoned by a reader that then superseded it after
+            // this process's confirming read: never trust it.
+            let trusted = self.clock.monotonic_ms().saturating_sub(since_mono) < CREATE_GRACE_MS;
 
+            #[cfg(feature = "planted-bugs")]
+            if crate::planted::on(&crate::planted::ACQUIRE_SKIPS_CONFIRM) {
+                return Ok(Claim::Taken(claim, newest.below, since_mono, true));
+            }
+            // The confirming read is load-bearing: a slow create may land a
+            // generation that was already created, superseded and swept (backends
+            // accept the freed name), and only this read shows a newer one exists
+            // (design-01, "swept generation re-created").
             let confirmed = self.read_newest(key)?;
             let ours = confirmed.generation == generation
-                && confirmed.claim().is_some_and(|r| r.holder == holder_id);
+                && confirmed
+                    .top_record()
+                    .is_some_and(|r| !r.released && r.holder == holder_id);
             if confirmed.generation == generation && !ours {
                 // Our exclusive create succeeded, yet the record read back is not
                 // ours: the backend broke the visibility promise of the contract.
@@ -803,7 +939,7 @@ impl Store {
             }
             // Ours, but possibly already expired (a pause, or a create slower than the
             // ttl): the caller's final liveness check decides, under its deadline.
-            return Ok(Claim::Taken(claim, confirmed.below));
+            return Ok(Claim::Taken(claim, confirmed.below, since_mono, trusted));
         }
     }
 
@@ -831,20 +967,24 @@ impl Store {
         let Some(file_id) = identity.file_id.filter(|_| current) else {
             return Ok(current);
         };
-        let holder = newest.claim().map(|r| r.holder.as_str());
-        Ok(self.rival(&file_id, holder)?.is_none())
+        let holder = newest.claim().map(|r| r.holder.as_str()).unwrap_or("");
+        Ok(self.fenced_by(&file_id, holder)?.is_none())
     }
 
-    /// The live holder of `key`'s newest record if it is not the tenure `holder_id`
-    /// (a newer-format record counts as a rival: its holder cannot be compared).
-    fn rival(&self, key: &Key, holder_id: Option<&str>) -> Result<Option<Holder>> {
-        let newest = self.read_newest(key)?;
-        let now = self.clock.wall_ms();
-        let live = newest.envelope().is_some_and(|e| record::is_live(&e, now));
-        let ours = newest
-            .claim()
-            .is_some_and(|r| Some(r.holder.as_str()) == holder_id);
-        Ok(if live && !ours { newest.holder() } else { None })
+    /// The holder of the newest decodable record of `file_id` (the file's identity
+    /// as it is now) when it is another tenure than `holder_id`, live or not: a
+    /// rival came in through another hard link, or the file was replaced and
+    /// someone claimed the new one. Such a tenure is fenced for good (design-01,
+    /// "once fenced, fenced for good"; pinned by the checker's `hard_link_revival`
+    /// and `rename_revival` schedules). An empty series, or one with only torn
+    /// records, fences nothing; a newer-format record always does (its holder
+    /// cannot be compared).
+    fn fenced_by(&self, file_id: &Key, holder_id: &str) -> Result<Option<Holder>> {
+        let newest = self.read_newest(file_id)?;
+        Ok(match newest.holder_id() {
+            Some(h) if h != holder_id || h.is_empty() => newest.holder(),
+            _ => None,
+        })
     }
 
     /// A cheap look at whether `lease` was lost since its last renewal: one read of
@@ -861,7 +1001,10 @@ impl Store {
             let Ok(newest) = self.read_newest(key) else {
                 continue;
             };
-            let lost = match &newest.decoded {
+            if newest.top_is_torn() {
+                continue;
+            }
+            let lost = match newest.decoded() {
                 Some(Decoded::Record(r))
                     if r.token == token && lease.secret.proves(r.secret_sha256.as_deref()) =>
                 {
@@ -890,41 +1033,216 @@ impl Store {
     /// Acts only for the tenure: the newest record must carry the lease's token and
     /// the hash of its secret.
     ///
+    /// For a file, the file-id key is that of the file *as it is now*: a file
+    /// created since the claim, or replaced by rename (a new inode), has its new
+    /// file-id series adopted, and the old one is given back. A file-id series whose
+    /// newest record belongs to another tenure ends this tenure for good
+    /// ([`Error::Superseded`]; design-01, "once fenced, fenced for good").
+    ///
+    /// A renewal whose create lands after the renewed record expired (measured on
+    /// the monotonic clock from just before the stamp), or that stalls afterwards
+    /// until its own ttl ran out, is not a renewal: it is reported as
+    /// [`Error::Expired`] and the late record is given up with a tombstone
+    /// (design-01, "no silent revival"). When the lease is lost after its other
+    /// keys were renewed in this call, those are given back, so a lost tenure
+    /// holds nothing for a fresh ttl.
+    ///
     /// # Errors
     ///
-    /// - [`Error::Expired`] when the lease's ttl ran out (an expired lease is never
-    ///   revived; acquire again).
+    /// - [`Error::Expired`] when the lease's ttl ran out, before or during the call
+    ///   (an expired lease is never revived; acquire again).
     /// - [`Error::Superseded`] when a newer tenure owns the resource, or a rival
-    ///   created the next generation first.
+    ///   created the next generation first, or another tenure's record is the newest
+    ///   of the file's file-id series.
     /// - [`Error::Broken`] when an operator broke the lease; [`Error::Released`]
     ///   when a holder of its secret already released it.
     /// - [`Error::Backend`] when the store fails; `lease` is unchanged and a later
     ///   renew may still succeed (it matches the newest record by token and proof,
     ///   not by generation).
     pub fn renew(&self, lease: &mut Lease) -> Result<()> {
+        let started = self.clock.monotonic_ms();
+        // The keeper of a tied tenure records its own evidence; a resumed lease
+        // (renewed from another process) none.
+        let evidence = if lease.tied {
+            self.liveness.this_process()
+        } else {
+            None
+        };
         // The other keys first: if one of them is lost, the primary is left to expire
         // rather than renewed for a lease that no longer holds the whole file.
-        for held in &mut lease.others {
-            let renewed = self.renew_tenure(
-                &held.key,
-                &lease.label,
-                held.token,
-                &lease.secret,
-                lease.ttl_ms,
-            )?;
-            held.generation = renewed.generation;
-        }
-        let renewed = self.renew_tenure(
+        let others = self.renew_others(lease, &evidence)?;
+        let renewed = match self.renew_tenure(
             &lease.key,
             &lease.label,
             lease.token,
             &lease.secret,
             lease.ttl_ms,
-        )?;
+            evidence,
+        ) {
+            Ok(renewed) => renewed,
+            Err(error) => {
+                if is_loss(&error) {
+                    self.give_back_keys(&others, &lease.label, &lease.secret);
+                }
+                return Err(error);
+            }
+        };
+        // A renewal of several keys is live only while the first key's renewal is:
+        // one that stalled between keys until a ttl passed is given back, never
+        // returned with a lapsed key (found by the interleaving checker, schedule
+        // `file_contention`).
+        if self.clock.monotonic_ms().saturating_sub(started) >= lease.ttl_ms {
+            self.give_back_keys(&others, &lease.label, &lease.secret);
+            let _ = self.release_tenure(&lease.key, &lease.label, lease.token, &lease.secret);
+            return Err(Error::Expired {
+                label: lease.label.clone(),
+                token: lease.token,
+                expired_at_ms: renewed.expires_at_ms,
+            });
+        }
+        lease.others = others;
         lease.generation = renewed.generation;
         lease.granted_at_ms = renewed.granted_at_ms;
         lease.expires_at_ms = renewed.expires_at_ms;
         Ok(())
+    }
+
+    /// Renews the keys of `lease` other than the primary for the file as it is now:
+    /// the held file-id key if it still names the file, else the current one
+    /// adopted; keys that no longer name the file are given back (best effort).
+    fn renew_others(
+        &self,
+        lease: &Lease,
+        evidence: &Option<ProcessEvidence>,
+    ) -> Result<Vec<HeldKey>> {
+        let renew = |h: &HeldKey| -> Result<HeldKey> {
+            let r = self.renew_tenure(
+                &h.key,
+                &lease.label,
+                h.token,
+                &lease.secret,
+                lease.ttl_ms,
+                evidence.clone(),
+            )?;
+            Ok(HeldKey {
+                generation: r.generation,
+                ..h.clone()
+            })
+        };
+        // The identity cannot be resolved now (a directory vanished): keep renewing
+        // what is held rather than losing the lease over a lookup.
+        let Ok(identity) = lease.resource.identity() else {
+            return lease.others.iter().map(renew).collect();
+        };
+        let current = identity.file_id;
+        let stale: Vec<HeldKey> = lease
+            .others
+            .iter()
+            .filter(|h| Some(&h.key) != current.as_ref())
+            .cloned()
+            .collect();
+        let mut others = Vec::new();
+        if let Some(file_id) = current {
+            others.push(match lease.others.iter().find(|h| h.key == file_id) {
+                Some(h) => renew(h)?,
+                None => self.adopt_key(&file_id, lease, evidence)?,
+            });
+        }
+        self.give_back_keys(&stale, &lease.label, &lease.secret);
+        Ok(others)
+    }
+
+    /// Takes `key` (the file-id key of a file that is not the one the tenure
+    /// claimed: created after the claim, or a replacement) into the tenure of
+    /// `lease`: only when no other tenure's record is its newest.
+    fn adopt_key(
+        &self,
+        key: &Key,
+        lease: &Lease,
+        evidence: &Option<ProcessEvidence>,
+    ) -> Result<HeldKey> {
+        let superseded = |newest: &Newest| Error::Superseded {
+            label: lease.label.clone(),
+            token: lease.token,
+            by_token: newest.token(),
+        };
+        for _ in 0..RELEASE_ATTEMPTS {
+            let newest = self.read_settled(key)?;
+            if let Some(r) = newest
+                .claim()
+                .filter(|r| lease.secret.proves(r.secret_sha256.as_deref()))
+            {
+                let r = self.renew_tenure(
+                    key,
+                    &lease.label,
+                    r.token,
+                    &lease.secret,
+                    lease.ttl_ms,
+                    evidence.clone(),
+                )?;
+                return Ok(HeldKey {
+                    key: key.clone(),
+                    token: r.token,
+                    generation: r.generation,
+                });
+            }
+            if newest.holder_id().is_some() {
+                return Err(superseded(&newest));
+            }
+            let generation = next_generation(key, newest.generation)?;
+            let now = self.clock.wall_ms();
+            let claim = Record {
+                v: FORMAT_VERSION,
+                key: key.to_string(),
+                label: lease.label.clone(),
+                token: generation,
+                generation,
+                holder: lease.holder_id.clone(),
+                owner: lease.owner.clone(),
+                pid: std::process::id(),
+                host: crate::host_name().to_string(),
+                granted_at_ms: now,
+                expires_at_ms: now.saturating_add(lease.ttl_ms),
+                ttl_ms: lease.ttl_ms,
+                released: false,
+                secret_sha256: Some(lease.secret.sha256()),
+                broken: None,
+                // The same evidence as the tenure's renewals.
+                process: evidence.clone(),
+            };
+            match self
+                .backend
+                .create(key, generation, &claim.encode(), Durability::Flushed)
+            {
+                Ok(CreateOutcome::Created) => {}
+                Ok(CreateOutcome::AlreadyExists) => continue,
+                Err(error) => {
+                    self.give_up_if_landed(key, generation, &lease.holder_id);
+                    return Err(error.into());
+                }
+            }
+            let confirmed = self.read_newest(key)?;
+            if confirmed.generation == generation
+                && confirmed
+                    .top_record()
+                    .is_some_and(|r| r.holder == lease.holder_id)
+            {
+                return Ok(HeldKey {
+                    key: key.clone(),
+                    token: generation,
+                    generation,
+                });
+            }
+        }
+        Err(superseded(&self.read_newest(key)?))
+    }
+
+    /// Gives back keys of a tenure that is over or no longer names them, best
+    /// effort (a tombstone that does not land leaves a claim that expires).
+    fn give_back_keys(&self, keys: &[HeldKey], label: &str, secret: &Secret) {
+        for held in keys {
+            let _ = self.release_tenure(&held.key, label, held.token, secret);
+        }
     }
 
     /// The lease that `handle` proves, read back from the store: how another process
@@ -949,7 +1267,7 @@ impl Store {
         let token = handle.token();
         let secret = handle.secret();
         let newest = self.read_newest(&identity.key)?;
-        let record = match &newest.decoded {
+        let record = match newest.decoded() {
             Some(Decoded::Record(r))
                 if r.token == token && secret.proves(r.secret_sha256.as_deref()) =>
             {
@@ -983,7 +1301,7 @@ impl Store {
                     });
                 }
                 _ => {
-                    if let Some(rival) = self.rival(file_id, Some(&record.holder))? {
+                    if let Some(rival) = self.fenced_by(file_id, &record.holder)? {
                         return Err(Error::Superseded {
                             label,
                             token,
@@ -1006,6 +1324,7 @@ impl Store {
             granted_at_ms: record.granted_at_ms,
             expires_at_ms: record.expires_at_ms,
             secret: secret.clone(),
+            tied: false,
         })
     }
 
@@ -1022,7 +1341,7 @@ impl Store {
     pub fn check_lease(&self, lease: &Lease) -> Result<()> {
         for (key, token) in lease.tenures() {
             let newest = self.read_newest(key)?;
-            let current = match &newest.decoded {
+            let current = match newest.decoded() {
                 Some(Decoded::Record(r))
                     if r.token == token && lease.secret.proves(r.secret_sha256.as_deref()) =>
                 {
@@ -1047,11 +1366,12 @@ impl Store {
                 });
             }
         }
-        // A file-id series the tenure does not hold (the file was created after the
-        // claim): a live rival there fences this tenure, as in `check`.
-        if lease.others.is_empty()
-            && let Some(file_id) = lease.resource.identity()?.file_id
-            && let Some(rival) = self.rival(&file_id, Some(&lease.holder_id))?
+        // The file as it is now, if its file-id series is not one the tenure holds
+        // (the file was created after the claim, or replaced by rename): another
+        // tenure's record there fences this tenure for good, as in `check`.
+        if let Some(file_id) = lease.resource.identity()?.file_id
+            && !lease.others.iter().any(|held| held.key == file_id)
+            && let Some(rival) = self.fenced_by(&file_id, &lease.holder_id)?
         {
             return Err(Error::Superseded {
                 label: lease.label.clone(),
@@ -1142,7 +1462,7 @@ impl Store {
     fn break_key(&self, key: &Key, note: &BreakNote) -> Result<Option<Holder>> {
         let now = self.clock.wall_ms();
         let first = self.read_newest(key)?;
-        let target = match &first.decoded {
+        let target = match first.decoded() {
             Some(Decoded::Record(r)) if !r.released && record::is_live(&r.envelope(), now) => {
                 r.clone()
             }
@@ -1183,7 +1503,8 @@ impl Store {
                 Err(error) => {
                     let landed = self.read_newest(key).ok().is_some_and(|n| {
                         n.generation == generation
-                            && matches!(&n.decoded, Some(Decoded::Record(r)) if r.broken.as_ref() == Some(note))
+                            && n.top_record()
+                                .is_some_and(|r| r.broken.as_ref() == Some(note))
                     });
                     return if landed {
                         Ok(Some(holder_of(&target)))
@@ -1202,6 +1523,11 @@ impl Store {
         )))
     }
 
+    /// `evidence`: what the renewal records as its keeper's liveness evidence. The
+    /// keeper of a tied tenure (the process that claimed it) passes its own; a
+    /// renewal through a resumed handle (another process keeping the lease alive)
+    /// passes none: the lease no longer lives and dies with the claimer, so it must
+    /// not be taken over when that process ends.
     fn renew_tenure(
         &self,
         key: &Key,
@@ -1209,54 +1535,83 @@ impl Store {
         token: u64,
         secret: &Secret,
         ttl_ms: u64,
+        evidence: Option<ProcessEvidence>,
     ) -> Result<Record> {
-        let newest = self.read_newest(key)?;
+        let newest = self.read_settled(key)?;
         let superseded = |newest: &Newest| Error::Superseded {
             label: label.to_string(),
             token,
             by_token: newest.token(),
         };
         let ours = |r: &Record| r.token == token && secret.proves(r.secret_sha256.as_deref());
-        let current = match &newest.decoded {
+        let current = match newest.decoded() {
             Some(Decoded::Record(r)) if ours(r) => r,
             _ => return Err(superseded(&newest)),
         };
         if let Some(ended) = ended(current, label) {
             return Err(ended);
         }
+        let since_mono = self.clock.monotonic_ms();
         let now = self.clock.wall_ms();
+        let expired = || Error::Expired {
+            label: label.to_string(),
+            token,
+            expired_at_ms: current.expires_at_ms,
+        };
         if !record::is_live(&current.envelope(), now) {
-            return Err(Error::Expired {
-                label: label.to_string(),
-                token,
-                expired_at_ms: current.expires_at_ms,
-            });
+            return Err(expired());
         }
+        // How long the renewed record stays live from now, by this clock; capped at
+        // its ttl (a clock that stepped back makes expiry unknowable, not longer).
+        let remaining_ms = current
+            .expires_at_ms
+            .saturating_sub(now)
+            .min(current.ttl_ms);
         let generation = next_generation(key, newest.generation)?;
         let renewal = Record {
             generation,
             granted_at_ms: now,
             expires_at_ms: now.saturating_add(ttl_ms),
             ttl_ms,
+            process: evidence,
             ..current.clone()
         };
-        let created =
-            self.backend
-                .create(key, generation, &renewal.encode(), Durability::Flushed)?;
+        let created = self
+            .backend
+            .create(key, generation, &renewal.encode(), Durability::Flushed);
+        // The post-create check on the monotonic clock: a create that landed after
+        // the renewed record expired is no renewal (design-01, "no silent revival";
+        // pinned by the checker's `slow_renewal` schedule).
+        let late = self.clock.monotonic_ms().saturating_sub(since_mono) >= remaining_ms;
+        #[cfg(feature = "planted-bugs")]
+        let late = late && !crate::planted::on(&crate::planted::RENEW_SKIPS_POST_CREATE_CHECK);
+        if late {
+            if !matches!(created, Ok(CreateOutcome::AlreadyExists)) {
+                self.give_up_if_landed(key, generation, &current.holder);
+            }
+            return Err(expired());
+        }
+        let created = created?;
         let confirmed = self.read_newest(key)?;
         if created == CreateOutcome::Created && confirmed.generation == generation {
             // A renewal is a durable claim of ours that became the newest: the same
-            // moment acquire sweeps (docs/protocol.md §3.6). Without it a lease kept alive for hours
-            // piles up thousands of records that every read lists (found by the
-            // benchmark).
-            self.remove_generations(key, &confirmed.below);
+            // moment acquire sweeps (docs/protocol.md §3.6). Without it a lease kept
+            // alive for hours piles up thousands of records that every read lists
+            // (found by the benchmark).
+            self.sweep_after_claim(key, generation, &confirmed.below);
+            // As acquire: a renewal that stalled after landing (in its confirming
+            // read or sweep) until its own ttl ran out is not handed back as live
+            // (found by the interleaving checker, schedule `lock_handover`).
+            if self.clock.monotonic_ms().saturating_sub(since_mono) >= ttl_ms {
+                return Err(expired());
+            }
             return Ok(renewal);
         }
         // Lost the create, or something landed above ours: if the newest record is
         // still this same tenure, live (a concurrent renewal of it by the CLI, the
         // server or another keepalive), the lease is renewed, not superseded.
         let now = self.clock.wall_ms();
-        match &confirmed.decoded {
+        match confirmed.decoded() {
             Some(Decoded::Record(r)) if ours(r) => match ended(r, label) {
                 Some(ended) => Err(ended),
                 None if record::is_live(&r.envelope(), now) => Ok(r.clone()),
@@ -1293,8 +1648,8 @@ impl Store {
 
     fn release_tenure(&self, key: &Key, label: &str, token: u64, secret: &Secret) -> Result<()> {
         for _ in 0..RELEASE_ATTEMPTS {
-            let newest = self.read_newest(key)?;
-            let current = match &newest.decoded {
+            let newest = self.read_settled(key)?;
+            let current = match newest.decoded() {
                 Some(Decoded::Record(r))
                     if r.token == token && secret.proves(r.secret_sha256.as_deref()) =>
                 {
@@ -1343,7 +1698,8 @@ impl Store {
                 Err(error) => {
                     let landed = self.read_newest(key).ok().is_some_and(|n| {
                         n.generation == generation
-                            && matches!(&n.decoded, Some(Decoded::Record(r)) if r.released && r.holder == current.holder)
+                            && n.top_record()
+                                .is_some_and(|r| r.released && r.holder == current.holder)
                     });
                     return if landed { Ok(()) } else { Err(error.into()) };
                 }
@@ -1424,7 +1780,16 @@ impl Store {
             if newest.generation == 0 {
                 continue;
             }
-            let (entry, holder) = match &newest.decoded {
+            // A torn highest record over a live claim is that holder's create in
+            // progress: shown as held by the claim below it.
+            let live_below =
+                newest.top_is_torn() && newest.envelope().is_some_and(|e| record::is_live(&e, now));
+            let decoded = if newest.top_is_torn() && !live_below {
+                None
+            } else {
+                newest.decoded()
+            };
+            let (entry, holder) = match decoded {
                 Some(Decoded::Record(r)) => {
                     let live = !r.released && record::is_live(&r.envelope(), now);
                     let entry = StatusEntry {
@@ -1522,6 +1887,28 @@ impl Store {
         self.remove_generations(key, &below)
     }
 
+    /// The sweep right after a durable claim of ours (generation `claimed`) was
+    /// confirmed newest: removes the generations the confirming read listed below
+    /// it, without listing again (design-01, "sweep reuses the confirming listing").
+    /// A backend whose listing is not a snapshot is never swept.
+    fn sweep_after_claim(&self, key: &Key, claimed: u64, below: &[u64]) {
+        if !self.backend.listing_is_snapshot() {
+            return;
+        }
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::SWEEP_LISTS_AFRESH) {
+            // The planted bug: a fresh listing, keeping only whatever is newest now.
+            if let Ok(listed) = self.backend.generations(key) {
+                let newest = listed.iter().copied().max().unwrap_or(0);
+                let stale: Vec<u64> = listed.into_iter().filter(|g| *g < newest).collect();
+                self.remove_generations(key, &stale);
+            }
+            return;
+        }
+        debug_assert!(below.iter().all(|g| *g < claimed));
+        self.remove_generations(key, below);
+    }
+
     /// Removes `generations` of `key`, best effort; returns how many removals
     /// succeeded. Callers pass only generations below a durable claim of their own.
     fn remove_generations(&self, key: &Key, generations: &[u64]) -> usize {
@@ -1532,37 +1919,81 @@ impl Store {
     }
 
     /// Reads the newest record of `key`: the highest listed generation (by number),
-    /// decoded. A record removed between listing and reading (a concurrent sweep)
-    /// causes a re-list; one that keeps vanishing counts as torn, so numbering still
-    /// continues above it.
+    /// and the newest record that decodes (walking down past a torn highest record).
+    /// A record removed between listing and reading (a concurrent sweep) causes a
+    /// re-list; one that keeps vanishing counts as torn, so numbering still continues
+    /// above it.
     fn read_newest(&self, key: &Key) -> Result<Newest> {
         let mut generation = 0;
         for _ in 0..VANISHED_RELIST_ATTEMPTS {
             let mut listed = self.backend.generations(key)?;
             generation = match listed.iter().copied().max() {
                 Some(generation) => generation,
-                None => {
-                    return Ok(Newest {
-                        generation: 0,
-                        decoded: None,
-                        below: Vec::new(),
-                    });
-                }
+                None => return Ok(Newest::empty()),
             };
-            if let Some(bytes) = self.backend.read(key, generation)? {
-                listed.retain(|g| *g < generation);
-                return Ok(Newest {
-                    generation,
-                    decoded: Some(record::decode(&bytes, key.as_str(), generation)),
-                    below: listed,
-                });
-            }
+            let Some(bytes) = self.backend.read(key, generation)? else {
+                continue;
+            };
+            listed.retain(|g| *g < generation);
+            let decoded = record::decode(&bytes, key.as_str(), generation);
+            let judged = match decoded {
+                Decoded::Torn(_) => self.newest_decodable_below(key, &listed)?,
+                decoded => Some((generation, decoded)),
+            };
+            return Ok(Newest {
+                generation,
+                judged,
+                below: listed,
+            });
         }
         Ok(Newest {
             generation,
-            decoded: Some(Decoded::Torn("the newest record keeps vanishing".into())),
+            judged: None,
             below: Vec::new(),
         })
+    }
+
+    /// Reads the newest record of `key` for a write on top of our own record
+    /// (renew, release, adopt): a torn newest record may be someone's create in
+    /// progress, and writing above it could evict a claim that completes and is
+    /// confirmed first, so it is waited out for up to [`CREATE_GRACE_MS`] (after
+    /// which its creator no longer trusts it).
+    fn read_settled(&self, key: &Key) -> Result<Newest> {
+        let started = self.clock.monotonic_ms();
+        let mut backoff_ms = BACKOFF_START_MS;
+        loop {
+            let newest = self.read_newest(key)?;
+            let waited = self.clock.monotonic_ms().saturating_sub(started);
+            if !newest.top_is_torn() || waited >= CREATE_GRACE_MS {
+                return Ok(newest);
+            }
+            let step = self
+                .jittered(backoff_ms)
+                .min(CREATE_GRACE_MS - waited)
+                .max(1);
+            self.clock.sleep(Duration::from_millis(step));
+            backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
+        }
+    }
+
+    /// The newest record among `listed` that decodes, reading downwards; records
+    /// swept meanwhile are skipped. Only reached when the highest record is torn.
+    fn newest_decodable_below(&self, key: &Key, listed: &[u64]) -> Result<Option<(u64, Decoded)>> {
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::TORN_NEWEST_IS_VACANCY) {
+            return Ok(None);
+        }
+        let mut below = listed.to_vec();
+        below.sort_unstable_by(|a, b| b.cmp(a));
+        for generation in below {
+            if let Some(bytes) = self.backend.read(key, generation)? {
+                match record::decode(&bytes, key.as_str(), generation) {
+                    Decoded::Torn(_) => {}
+                    decoded => return Ok(Some((generation, decoded))),
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// After a create failed with an unknown outcome: if our claim landed anyway, it
@@ -1575,7 +2006,9 @@ impl Store {
             return;
         };
         if newest.generation == generation
-            && let Some(record) = newest.claim().filter(|r| r.holder == holder_id)
+            && let Some(record) = newest
+                .top_record()
+                .filter(|r| !r.released && r.holder == holder_id)
         {
             let now = self.clock.wall_ms();
             let tombstone = Record {
@@ -1596,6 +2029,18 @@ impl Store {
     }
 }
 
+/// True for the errors that mean the lease is gone (as opposed to a store failure).
+fn is_loss(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::Superseded { .. }
+            | Error::Expired { .. }
+            | Error::NotHolder { .. }
+            | Error::Broken { .. }
+            | Error::Released { .. }
+    )
+}
+
 /// The generation after `newest`, or a backend error when the series has reached
 /// `u64::MAX` (only a hand-made record can get there; wrapping would restart the
 /// numbering, docs/protocol.md I2).
@@ -1614,12 +2059,6 @@ fn next_generation(key: &Key, newest: u64) -> Result<u64> {
 /// A holder id unique to one tenure: owner, pid and a random nonce.
 fn new_holder_id(owner: &str) -> String {
     format!("{owner}-{}-{:016x}", std::process::id(), nonce())
-}
-
-/// Uniform in `[step/2, step]`: waiters that started together spread out.
-fn jittered(step_ms: u64) -> u64 {
-    let half = step_ms / 2;
-    half + nonce() % (step_ms - half + 1)
 }
 
 /// A random number for nonces: holder ids, staging-file names, backoff jitter. From

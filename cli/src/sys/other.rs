@@ -33,6 +33,16 @@ impl ProcessTree {
         false
     }
 
+    /// Nothing (there is no tree).
+    pub fn stop_if_run_dies(
+        &self,
+        _terminate: bool,
+        _kill_after: Option<std::time::Duration>,
+        _ttl: std::time::Duration,
+    ) -> io::Result<()> {
+        Ok(())
+    }
+
     /// Nothing.
     pub fn finish(&self) {}
 }

@@ -25,6 +25,22 @@ pub struct ProcessTree {
     group: libc::pid_t,
     /// The terminal was handed to the child's group and is taken back at the end.
     terminal: bool,
+    /// The guard that stops the group if `run` dies or falls silent, once started.
+    guard: Arc<std::sync::Mutex<Option<Guard>>>,
+}
+
+/// A forked process that stops the child's group when `run` cannot: when `run`
+/// dies without standing it down (SIGKILL, a crash; the child sits in its own
+/// group, so nothing else would stop it, and a waiter on this host takes a dead
+/// `run`'s lease over at once), or falls silent for a whole ttl (SIGSTOP: its lease
+/// can no longer be renewed, so a rival may hold it while the child writes). It
+/// reads a pipe whose only write end `run` holds: a 0 byte is a heartbeat (every
+/// ttl/4; silence is a ttl and a half), a 1 byte means "stand down", end of file
+/// means `run` is gone.
+struct Guard {
+    pid: libc::pid_t,
+    /// The write end of the pipe.
+    pipe: libc::c_int,
 }
 
 /// True when stdin is a terminal whose foreground group is ours.
@@ -80,7 +96,85 @@ impl ProcessTree {
             // terminal from the background.
             give_terminal_to(group);
         }
-        Ok(ProcessTree { group, terminal })
+        Ok(ProcessTree {
+            group,
+            terminal,
+            guard: Arc::new(std::sync::Mutex::new(None)),
+        })
+    }
+
+    /// Makes sure the tree is stopped even if `run` itself dies (SIGKILL, a crash)
+    /// or is not heard from for 1.5 × `ttl` (stopped) before it ends: a forked guard
+    /// process, in its own process group (so a signal to `run`'s group spares it),
+    /// sends SIGTERM to the tree's group when `terminate`, then SIGKILL once
+    /// `kill_after` passed with some of it left. `run` stands it down in
+    /// [`ProcessTree::finish`].
+    pub fn stop_if_run_dies(
+        &self,
+        terminate: bool,
+        kill_after: Option<std::time::Duration>,
+        ttl: std::time::Duration,
+    ) -> io::Result<()> {
+        if !terminate {
+            return Ok(());
+        }
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe writes two descriptors into the array; close-on-exec, so no
+        // exec'd process (the child, whatever it starts) inherits either end.
+        unsafe {
+            if libc::pipe(fds.as_mut_ptr()) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            for fd in fds {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+        let [read_end, write_end] = fds;
+        let kill_after_ms = kill_after.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        // SAFETY: fork in a threaded process; the child only makes async-signal-safe
+        // system calls (no allocation, no locks) and ends with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            let error = io::Error::last_os_error();
+            // SAFETY: both descriptors are ours and open.
+            unsafe {
+                libc::close(read_end);
+                libc::close(write_end);
+            }
+            return Err(error);
+        }
+        if pid == 0 {
+            // SAFETY: in the forked child, see above.
+            let silence_ms = i64::try_from(silence(ttl).as_millis()).unwrap_or(i64::MAX);
+            unsafe { guard_main(read_end, write_end, self.group, kill_after_ms, silence_ms) }
+        }
+        // SAFETY: the read end is the guard's now.
+        unsafe {
+            libc::close(read_end);
+        }
+        *self.guard.lock().unwrap_or_else(|e| e.into_inner()) = Some(Guard {
+            pid,
+            pipe: write_end,
+        });
+        let guard = Arc::clone(&self.guard);
+        let beat = heartbeat(ttl);
+        std::thread::Builder::new()
+            .name("fencepost-heartbeat".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(beat);
+                    let guard = guard.lock().unwrap_or_else(|e| e.into_inner());
+                    let Some(guard) = guard.as_ref() else {
+                        return;
+                    };
+                    // SAFETY: our pipe end, open while the guard is set (a gone
+                    // guard gives EPIPE; SIGPIPE is ignored in Rust programs).
+                    unsafe {
+                        libc::write(guard.pipe, [0u8].as_ptr().cast(), 1);
+                    }
+                }
+            })?;
+        Ok(())
     }
 
     /// Asks every process of the tree to stop: SIGTERM to the group.
@@ -101,11 +195,159 @@ impl ProcessTree {
         found || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
     }
 
-    /// Takes the terminal back after the child ended.
+    /// Stands the guard down (the child ended, or was stopped) and takes the
+    /// terminal back.
     pub fn finish(&self) {
+        let guard = self.guard.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(guard) = guard {
+            // SAFETY: our own pipe end and our own child, each used once.
+            unsafe {
+                libc::write(guard.pipe, [1u8].as_ptr().cast(), 1);
+                libc::close(guard.pipe);
+                let mut status = 0;
+                while libc::waitpid(guard.pid, &mut status, 0) < 0
+                    && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+                {
+                }
+            }
+        }
         if self.terminal {
             // SAFETY: getpgrp has no preconditions.
             give_terminal_to(unsafe { libc::getpgrp() });
+        }
+    }
+}
+
+/// How often `run` tells its guard it still runs: four times per ttl.
+fn heartbeat(ttl: std::time::Duration) -> std::time::Duration {
+    (ttl / 4).max(std::time::Duration::from_millis(5))
+}
+
+/// How long the guard waits for a heartbeat before it takes `run` for stopped:
+/// ttl + 2 heartbeats. A `run` stopped right after a renewal (lease valid for a
+/// ttl from then) sent its last heartbeat at most one beat before, so the guard
+/// acts only after the lease expired — within half a ttl of that.
+fn silence(ttl: std::time::Duration) -> std::time::Duration {
+    ttl + 2 * heartbeat(ttl)
+}
+
+/// The guard process (see [`Guard`]): reads heartbeats from `read_end` until a
+/// stand-down byte; on end of file (`run` died) or `silence_ms` without a byte
+/// (`run` stopped) stops `group`. Async-signal-safe calls only.
+unsafe fn guard_main(
+    read_end: libc::c_int,
+    write_end: libc::c_int,
+    group: libc::pid_t,
+    kill_after_ms: Option<i64>,
+    silence_ms: i64,
+) -> ! {
+    const DIED: &[u8] = b"fencepost: `fencepost run` ended without releasing its lease (killed?); stopping its command's process group\n";
+    const SILENT: &[u8] = b"fencepost: `fencepost run` was not heard from for its ttl (stopped?), so its lease may be held by someone else now; stopping its command's process group\n";
+    // SAFETY (whole body): plain system calls on values of this stack.
+    unsafe {
+        libc::close(write_end);
+        // Out of `run`'s group and deaf to the signals a terminal or a supervisor
+        // sends it, so what ends `run` does not end its guard.
+        libc::setpgid(0, 0);
+        for signal in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGTSTP,
+            libc::SIGTTIN,
+            libc::SIGTTOU,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+        // Hold nothing `run` had open but stderr (for the one line below): a reader
+        // of `run`'s stdout sees its end when `run` ends.
+        libc::dup2(read_end, 0);
+        libc::close(1);
+        close_from(3);
+        let mut heard = monotonic_ms();
+        let message = loop {
+            let left = heard.saturating_add(silence_ms) - monotonic_ms();
+            if left <= 0 {
+                break SILENT;
+            }
+            let mut poll = libc::pollfd {
+                fd: 0,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ready = libc::poll(&mut poll, 1, left.min(60_000) as libc::c_int);
+            if ready == 0 || (ready < 0 && errno() == libc::EINTR) {
+                continue;
+            }
+            let mut byte = 0u8;
+            let n = libc::read(0, (&mut byte as *mut u8).cast(), 1);
+            match n {
+                0 => break DIED,
+                1 if byte == 0 => heard = monotonic_ms(),
+                _ if n < 0 && errno() == libc::EINTR => {}
+                // Stood down, or the pipe failed (nothing proves `run` is gone).
+                _ => libc::_exit(0),
+            }
+        };
+        libc::write(2, message.as_ptr().cast(), message.len());
+        libc::kill(-group, libc::SIGTERM);
+        if let Some(limit) = kill_after_ms {
+            let start = monotonic_ms();
+            loop {
+                if libc::kill(-group, 0) != 0 && errno() == libc::ESRCH {
+                    break;
+                }
+                if monotonic_ms().saturating_sub(start) >= limit {
+                    libc::kill(-group, libc::SIGKILL);
+                    break;
+                }
+                let pause = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 20_000_000,
+                };
+                libc::nanosleep(&pause, std::ptr::null_mut());
+            }
+        }
+        libc::_exit(0)
+    }
+}
+
+/// The calling thread's errno (reads it; no allocation: async-signal-safe).
+fn errno() -> i32 {
+    io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// CLOCK_MONOTONIC in milliseconds (async-signal-safe).
+fn monotonic_ms() -> i64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec on our stack.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now);
+    }
+    now.tv_sec.saturating_mul(1000) + now.tv_nsec / 1_000_000
+}
+
+/// Closes every descriptor from `first` on (async-signal-safe).
+fn close_from(first: libc::c_int) {
+    // SAFETY: close_range and close only close descriptors of this process.
+    unsafe {
+        #[cfg(target_os = "linux")]
+        if libc::syscall(
+            libc::SYS_close_range,
+            first as libc::c_uint,
+            libc::c_uint::MAX,
+            0,
+        ) == 0
+        {
+            return;
+        }
+        for fd in first..1024 {
+            libc::close(fd);
         }
     }
 }

@@ -17,7 +17,7 @@
 
 use fencepost::record::{Decoded, decode};
 use fencepost::{
-    AcquireOptions, Error, Lease, LeaseStore, ManualClock, Resource, Store, TryAcquire,
+    AcquireOptions, Clock, Error, Lease, LeaseStore, ManualClock, Resource, Store, TryAcquire,
 };
 use fencepost_memory::{Fault, MemoryStore};
 
@@ -173,9 +173,13 @@ impl World {
                     return Ok(());
                 }
                 let before = self.newest();
-                let now = self.holder_now(h);
                 let options = AcquireOptions::new(TTL_MS).owner(format!("h{h}"));
-                match self.holders[h].store.try_acquire(&self.lock, &options) {
+                let outcome = self.holders[h].store.try_acquire(&self.lock, &options);
+                // The holder's own clock when it decided: acquire may sleep inside
+                // the call (waiting out a create in progress), which moves its
+                // manual clock past the model's true time.
+                let now = self.holders[h].clock.wall_ms();
+                match outcome {
                     Ok(TryAcquire::Acquired(lease)) => {
                         if lease.token() <= self.max_issued {
                             return Err(format!(

@@ -22,10 +22,19 @@ const LINK_FILE_LIMIT: u64 = 64 * 1024;
 /// (the nearest `.git` entry at or above it), resolved; `None` outside every
 /// repository.
 pub(super) fn common_dir(anchor: &Path) -> Result<Option<PathBuf>, LocateError> {
-    let Some(work_tree) = anchor
-        .ancestors()
-        .find(|dir| fs::symlink_metadata(dir.join(".git")).is_ok())
-    else {
+    // As git discovers a repository: at each level, a `.git` entry, or the
+    // directory itself being a git directory (a bare repository, or the inside of
+    // a `.git`), so an agent working in a bare repository reaches the store its
+    // worktrees use.
+    let Some((work_tree, found)) = anchor.ancestors().find_map(|dir| {
+        if fs::symlink_metadata(dir.join(".git")).is_ok() {
+            Some((dir, Found::DotGit))
+        } else if is_git_dir(dir) {
+            Some((dir, Found::GitDir))
+        } else {
+            None
+        }
+    }) else {
         return Ok(None);
     };
     let dot_git = work_tree.join(".git");
@@ -34,18 +43,23 @@ pub(super) fn common_dir(anchor: &Path) -> Result<Option<PathBuf>, LocateError> 
         path: path.to_path_buf(),
         reason,
     };
-    let metadata = fs::metadata(&dot_git).map_err(|e| fail(&dot_git, format!("({e})")))?;
-    let git_dir = if metadata.is_dir() {
-        dot_git.clone()
-    } else {
-        let text = read_link_file(&dot_git).map_err(|reason| fail(&dot_git, reason))?;
-        let Some(target) = text.strip_prefix("gitdir:").map(str::trim) else {
-            return Err(fail(
-                &dot_git,
-                "is a file that does not start with `gitdir:`".into(),
-            ));
-        };
-        work_tree.join(target)
+    let git_dir = match found {
+        Found::GitDir => work_tree.to_path_buf(),
+        Found::DotGit => {
+            let metadata = fs::metadata(&dot_git).map_err(|e| fail(&dot_git, format!("({e})")))?;
+            if metadata.is_dir() {
+                dot_git.clone()
+            } else {
+                let text = read_link_file(&dot_git).map_err(|reason| fail(&dot_git, reason))?;
+                let Some(target) = text.strip_prefix("gitdir:").map(str::trim) else {
+                    return Err(fail(
+                        &dot_git,
+                        "is a file that does not start with `gitdir:`".into(),
+                    ));
+                };
+                work_tree.join(target)
+            }
+        }
     };
     if !git_dir.is_dir() {
         return Err(fail(&git_dir, "is not a directory".into()));
@@ -63,6 +77,32 @@ pub(super) fn common_dir(anchor: &Path) -> Result<Option<PathBuf>, LocateError> 
         Ok(_) => Err(fail(&common, "is not a directory".into())),
         Err(e) => Err(fail(&common, format!("cannot be resolved ({e})"))),
     }
+}
+
+/// What marked a repository at some level of the anchor's ancestors.
+enum Found {
+    /// A `.git` entry (directory, or file naming the git directory).
+    DotGit,
+    /// The directory is itself a git directory.
+    GitDir,
+}
+
+/// True when `dir` is a git directory, by git's own test: a `HEAD` file, and
+/// `objects/` and `refs/` directories (here or, for a linked worktree's git
+/// directory, in the one its `commondir` names).
+fn is_git_dir(dir: &Path) -> bool {
+    if !dir.join("HEAD").is_file() {
+        return false;
+    }
+    let common = if dir.join("commondir").is_file() {
+        match read_link_file(&dir.join("commondir")) {
+            Ok(text) => dir.join(text.trim()),
+            Err(_) => return false,
+        }
+    } else {
+        dir.to_path_buf()
+    };
+    common.join("objects").is_dir() && common.join("refs").is_dir()
 }
 
 /// The first line of a small text file git wrote, or why it cannot be read.

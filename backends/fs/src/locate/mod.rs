@@ -137,8 +137,9 @@ pub enum LocateError {
 ///    deliberate marker of a store's scope);
 /// 3. inside a git repository: `fencepost/` in the repository's **common git
 ///    directory**, found from the nearest `.git` entry at or above the anchor (a
-///    directory, or a file whose `gitdir:` line names one) and that directory's
-///    `commondir` file, without running git. Every linked worktree of a repository
+///    directory, or a file whose `gitdir:` line names one) — or the nearest
+///    directory that is itself a git directory (a bare repository), whichever git
+///    would find first — and that directory's `commondir` file, without running git. Every linked worktree of a repository
 ///    shares it; for a file, the repository containing the file decides, so a
 ///    nested repository or submodule cannot split one file into two stores;
 /// 4. outside any repository: the per-user store, `$XDG_STATE_HOME/fencepost`, else

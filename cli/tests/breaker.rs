@@ -1,0 +1,148 @@
+//! Adversarial regressions: holes found by attacking `run` and the store location
+//! rule with real processes and signals, each pinned here.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::loss::{read_pid, running};
+use crate::util::{Background, PidFileGuard, Scratch, send_signal, wait_until};
+
+/// `run` killed with SIGKILL cannot stop its child itself, and its lease is taken
+/// over at once by a waiter on this host (dead-holder takeover). Its guard stops the
+/// child's whole group instead, with the --on-loss policy: SIGTERM, then SIGKILL
+/// after --grace for a child (and a grandchild) that ignore SIGTERM.
+#[test]
+fn a_killed_run_does_not_leave_its_child_writing() {
+    let s = Scratch::new();
+    let _child = PidFileGuard(s.path().join("child"));
+    let _grandchild = PidFileGuard(s.path().join("gc"));
+    let mut run = s.spawn_cmd();
+    run.args([
+        "run", "--lock", "x", "--ttl", "60000", "--grace", "500", "--",
+    ])
+    .args(["sh", "-c"])
+    .arg(
+        r#"trap "" TERM
+            sh -c 'trap "" TERM; echo $$ > gc.tmp && mv gc.tmp gc; exec sleep 60' &
+            echo $$ > child.tmp && mv child.tmp child
+            while :; do echo "$FENCEPOST_TOKEN" >> out; sleep 0.05; done"#,
+    )
+    .stderr(Stdio::piped());
+    let mut holder = Background(run.spawn().unwrap());
+    let child = read_pid(&s.path().join("child"));
+    let grandchild = read_pid(&s.path().join("gc"));
+
+    holder.0.kill().unwrap();
+    holder.0.wait().unwrap();
+    wait_until(
+        "the killed run's child and grandchild are gone",
+        Duration::from_secs(15),
+        || !running(child) && !running(grandchild),
+    );
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut holder.0.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(
+        stderr.contains("ended without releasing its lease"),
+        "the guard says why it stops the command: {stderr:?}"
+    );
+    // Nothing writes any more.
+    let written = std::fs::read_to_string(s.path().join("out")).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        std::fs::read_to_string(s.path().join("out")).unwrap(),
+        written
+    );
+}
+
+/// The guard stands down when `run` ends normally: the child's group is not
+/// signalled, and `run` leaves no process behind.
+#[test]
+fn a_run_that_ends_normally_leaves_no_guard_and_spares_what_the_child_left() {
+    let s = Scratch::new();
+    let _left = PidFileGuard(s.path().join("left"));
+    // The child leaves a process of its own group behind (`&` without wait).
+    let output = s
+        .cmd()
+        .args(["run", "--lock", "x", "--", "sh", "-c"])
+        .arg(r#"sh -c 'echo $$ > left.tmp && mv left.tmp left; exec sleep 30' >/dev/null 2>&1 & exit 7"#)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(7), "{output:?}");
+    let left = read_pid(&s.path().join("left"));
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        running(left),
+        "a normal end must not stop the child's group"
+    );
+}
+
+/// `run` stopped (SIGSTOP) past its ttl cannot renew, so a rival takes the lease —
+/// and before the guard, its child went on writing until `run` was continued. Now
+/// the guard stops the child's group soon after the lease expired (never while it
+/// is still valid), the rival holds, the old token fails, and `run` exits 3 once
+/// continued.
+#[test]
+fn a_stopped_run_does_not_leave_its_child_writing_after_its_ttl() {
+    let s = Scratch::new();
+    let _child = PidFileGuard(s.path().join("child"));
+    let mut run = s.spawn_cmd();
+    run.args([
+        "run", "--lock", "x", "--ttl", "1000", "--grace", "500", "--",
+    ])
+    .args(["sh", "-c"])
+    .arg(
+        r#"echo $$ > child.tmp && mv child.tmp child
+            while :; do echo "$FENCEPOST_TOKEN" >> out; sleep 0.05; done"#,
+    )
+    .stderr(Stdio::piped());
+    let mut holder = Background(run.spawn().unwrap());
+    let child = read_pid(&s.path().join("child"));
+    let token = s.entry("x").unwrap()["token"].as_u64().unwrap();
+
+    send_signal(holder.id(), "STOP");
+    let stopped = Instant::now();
+    std::thread::sleep(Duration::from_millis(300));
+    // Its lease was renewed at most ttl/3 before the stop: still valid, so the child
+    // still runs.
+    assert!(
+        running(child) || stopped.elapsed() > Duration::from_millis(600),
+        "the child was stopped while its lease was still valid"
+    );
+    wait_until(
+        "the stopped run's child is gone",
+        Duration::from_secs(15),
+        || !running(child),
+    );
+    // A rival gets the lease (at once or after its expiry), with a higher token.
+    let rival = s.claim("x", &["--wait", "10000", "--owner", "rival"]);
+    assert!(rival > token);
+    s.cmd()
+        .args(["check", "--lock", "x", &token.to_string()])
+        .assert()
+        .code(3);
+
+    send_signal(holder.id(), "CONT");
+    let status = holder.0.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut holder.0.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("was not heard from"), "{stderr:?}");
+}
+
+/// A pause shorter than the ttl is no loss: the guard leaves the child alone and
+/// `run` ends with the child's own code.
+#[test]
+fn a_run_stopped_briefly_keeps_its_child() {
+    let s = Scratch::new();
+    let mut run = s.spawn_cmd();
+    run.args(["run", "--lock", "x", "--ttl", "4000", "--"])
+        .args(["sh", "-c", "touch started; sleep 2; exit 5"]);
+    let mut holder = Background(run.spawn().unwrap());
+    wait_until("the child started", Duration::from_secs(10), || {
+        s.path().join("started").exists()
+    });
+    send_signal(holder.id(), "STOP");
+    std::thread::sleep(Duration::from_millis(1500));
+    send_signal(holder.id(), "CONT");
+    assert_eq!(holder.0.wait().unwrap().code(), Some(5));
+}

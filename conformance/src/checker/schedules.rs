@@ -1,0 +1,380 @@
+//! The schedules the checker explores: each names its actors (what every thread
+//! does with the protocol) and the faults it injects. To add one, write a function
+//! returning its actors and add a [`Schedule`] to [`SCHEDULES`]
+//! (docs/interleaving-checker.md walks through it).
+
+use std::fs;
+
+use fencepost::Resource;
+
+use super::{Actor, FaultMix, Schedule, Setup};
+
+/// The lease duration every schedule uses, in (virtual) milliseconds.
+pub const TTL_MS: u64 = 300;
+
+/// How long a slow or half-written create is in flight, unless a schedule says.
+const INFLIGHT_MS: u64 = 20;
+
+/// Every schedule, in the order the default run explores them.
+pub const SCHEDULES: &[Schedule] = &[
+    Schedule {
+        name: "lock_handover",
+        about: "two holders keep one lock alive (renewing every ttl/3) and hand it over; a third waits",
+        snapshot_listing: true,
+        mix: FaultMix::EVERYTHING,
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: lock_handover,
+    },
+    Schedule {
+        name: "torn_renewal",
+        about: "a holder renews while waiters read its renewals half-written",
+        snapshot_listing: true,
+        mix: FaultMix {
+            half_written: 300,
+            slow: 50,
+            advance: 60,
+            ..FaultMix::NONE
+        },
+        max_steps: 700,
+        inflight_ms: INFLIGHT_MS,
+        actors: torn_renewal,
+    },
+    Schedule {
+        name: "slow_renewal",
+        about: "a holder whose creates are slow while time passes inside them; a waiter",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 300,
+            advance: 150,
+            ..FaultMix::NONE
+        },
+        max_steps: 700,
+        inflight_ms: TTL_MS * 5 / 6,
+        actors: slow_renewal,
+    },
+    Schedule {
+        name: "clock_step_acquire",
+        about: "two acquirers stall inside acquire while the wall clock steps both ways",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 100,
+            advance: 120,
+            step_wall: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 700,
+        inflight_ms: INFLIGHT_MS,
+        actors: clock_step_acquire,
+    },
+    Schedule {
+        name: "swept_recreate",
+        about: "three contenders whose slow creates land after their generation was superseded and swept",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 250,
+            half_written: 80,
+            advance: 80,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: swept_recreate,
+    },
+    Schedule {
+        name: "power_cut",
+        about: "holders and releases, a power cut with filesystem semantics, then a fresh process",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 60,
+            advance: 60,
+            power_cut: 500,
+            crash: 5,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: power_cut,
+    },
+    Schedule {
+        name: "stalled_sweep",
+        about: "claimers stall between confirming and sweeping while others claim and release; then a power cut",
+        snapshot_listing: true,
+        mix: FaultMix {
+            stall: 150,
+            advance: 30,
+            power_cut: 700,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: TTL_MS * 3 / 2,
+        actors: stalled_sweep,
+    },
+    Schedule {
+        name: "cursor_listing",
+        about: "a backend whose listing is a cursor scan (not a snapshot): a holder renews while a waiter lists",
+        snapshot_listing: false,
+        mix: FaultMix {
+            advance: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: torn_renewal,
+    },
+    Schedule {
+        name: "hard_link_revival",
+        about: "A claims new.txt before it exists; the file is created and hard-linked as other.txt; B claims other.txt",
+        snapshot_listing: true,
+        mix: FaultMix {
+            advance: 60,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: hard_link_revival,
+    },
+    Schedule {
+        name: "rename_revival",
+        about: "A claims a.txt; it is replaced by rename (new inode) and linked as b.txt; B claims b.txt",
+        snapshot_listing: true,
+        mix: FaultMix {
+            advance: 60,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: rename_revival,
+    },
+    Schedule {
+        name: "file_contention",
+        about: "two tenures contend for one existing file through two hard links (path and file-id keys)",
+        snapshot_listing: true,
+        mix: FaultMix::EVERYTHING,
+        max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
+        actors: file_contention,
+    },
+];
+
+/// The schedule named `name`.
+pub fn schedule(name: &str) -> Option<&'static Schedule> {
+    SCHEDULES.iter().find(|s| s.name == name)
+}
+
+fn lock() -> Resource {
+    Resource::lock("checker")
+}
+
+fn lock_handover(_: &Setup) -> Vec<Actor> {
+    vec![
+        Actor::new("A", |ctx| {
+            ctx.hold(&lock(), 0, 3);
+        }),
+        Actor::new("B", |ctx| {
+            ctx.hold(&lock(), 2 * TTL_MS, 2);
+        }),
+        Actor::new("C", |ctx| {
+            if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 2 * TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
+fn torn_renewal(_: &Setup) -> Vec<Actor> {
+    vec![
+        Actor::new("holder", |ctx| {
+            ctx.hold(&lock(), 0, 5);
+        }),
+        Actor::new("waiter", |ctx| {
+            ctx.sleep(TTL_MS / 10);
+            for _ in 0..2 {
+                if let Some(lease) = ctx.acquire(&lock(), TTL_MS, TTL_MS / 2) {
+                    ctx.check(&lease);
+                    ctx.release(&lease);
+                }
+            }
+        }),
+    ]
+}
+
+fn slow_renewal(_: &Setup) -> Vec<Actor> {
+    vec![
+        Actor::new("holder", |ctx| {
+            ctx.hold(&lock(), 0, 4);
+        }),
+        Actor::new("waiter", |ctx| {
+            if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 3 * TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
+fn clock_step_acquire(_: &Setup) -> Vec<Actor> {
+    let contender = |ctx: &super::Ctx| {
+        if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 2 * TTL_MS) {
+            ctx.check(&lease);
+            ctx.sleep(TTL_MS / 4);
+            ctx.check(&lease);
+            ctx.release(&lease);
+        }
+    };
+    vec![Actor::new("A", contender), Actor::new("B", contender)]
+}
+
+fn swept_recreate(_: &Setup) -> Vec<Actor> {
+    let contender = |ctx: &super::Ctx| {
+        for _ in 0..2 {
+            if let Some(lease) = ctx.acquire(&lock(), TTL_MS, TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }
+    };
+    vec![
+        Actor::new("A", contender),
+        Actor::new("B", contender),
+        Actor::new("C", contender),
+    ]
+}
+
+fn power_cut(_: &Setup) -> Vec<Actor> {
+    vec![
+        Actor::new("A", |ctx| {
+            ctx.hold(&lock(), TTL_MS, 2);
+        }),
+        Actor::new("B", |ctx| {
+            for _ in 0..2 {
+                if let Some(lease) = ctx.acquire(&lock(), TTL_MS, TTL_MS) {
+                    ctx.release(&lease);
+                }
+            }
+        }),
+        Actor::late("restart", |ctx| {
+            if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 3 * TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
+fn stalled_sweep(_: &Setup) -> Vec<Actor> {
+    let claimer = |ctx: &super::Ctx| {
+        for _ in 0..3 {
+            if let Some(lease) = ctx.acquire(&lock(), TTL_MS, TTL_MS) {
+                ctx.release(&lease);
+                ctx.sleep(TTL_MS);
+            }
+        }
+    };
+    vec![
+        Actor::new("A", claimer),
+        Actor::new("B", claimer),
+        Actor::late("restart", |ctx| {
+            if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 3 * TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
+fn hard_link_revival(setup: &Setup) -> Vec<Actor> {
+    let new = setup.dir.join("new.txt");
+    let other = setup.dir.join("other.txt");
+    let (new_a, new_e, other_e) = (new.clone(), new, other.clone());
+    vec![
+        Actor::new("A", move |ctx| {
+            let Some(mut lease) = ctx.acquire(&Resource::file(&new_a), TTL_MS, 0) else {
+                return;
+            };
+            for _ in 0..5 {
+                ctx.check(&lease);
+                ctx.sleep(TTL_MS / 4);
+                if !ctx.renew(&mut lease) {
+                    ctx.check(&lease);
+                    return;
+                }
+            }
+            ctx.release(&lease);
+        }),
+        Actor::new("files", move |ctx| {
+            ctx.sleep(TTL_MS / 20);
+            ctx.env("create new.txt", || fs::write(&new_e, b"x"));
+            ctx.env("hard-link new.txt as other.txt", || {
+                fs::hard_link(&new_e, &other_e)
+            });
+        }),
+        Actor::new("B", move |ctx| {
+            ctx.sleep(TTL_MS / 10);
+            if let Some(lease) = ctx.acquire(&Resource::file(&other), TTL_MS, TTL_MS) {
+                ctx.check(&lease);
+                ctx.sleep(TTL_MS / 3);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
+fn rename_revival(setup: &Setup) -> Vec<Actor> {
+    let a = setup.dir.join("a.txt");
+    let b = setup.dir.join("b.txt");
+    let tmp = setup.dir.join("a.txt.tmp");
+    let _ = fs::write(&a, b"old");
+    let (a_a, a_e, b_e) = (a.clone(), a, b.clone());
+    vec![
+        Actor::new("A", move |ctx| {
+            let Some(mut lease) = ctx.acquire(&Resource::file(&a_a), TTL_MS, 0) else {
+                return;
+            };
+            for _ in 0..5 {
+                ctx.check(&lease);
+                ctx.sleep(TTL_MS / 4);
+                if !ctx.renew(&mut lease) {
+                    ctx.check(&lease);
+                    return;
+                }
+            }
+            ctx.release(&lease);
+        }),
+        Actor::new("files", move |ctx| {
+            ctx.sleep(TTL_MS / 20);
+            ctx.env("write a.txt.tmp", || fs::write(&tmp, b"new"));
+            ctx.env("rename a.txt.tmp over a.txt (new inode)", || {
+                fs::rename(&tmp, &a_e)
+            });
+            ctx.env("hard-link a.txt as b.txt", || fs::hard_link(&a_e, &b_e));
+        }),
+        Actor::new("B", move |ctx| {
+            ctx.sleep(TTL_MS / 10);
+            if let Some(lease) = ctx.acquire(&Resource::file(&b), TTL_MS, TTL_MS) {
+                ctx.check(&lease);
+                ctx.sleep(TTL_MS / 3);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
+fn file_contention(setup: &Setup) -> Vec<Actor> {
+    let a = setup.dir.join("a.txt");
+    let b = setup.dir.join("b.txt");
+    let _ = fs::write(&a, b"x");
+    let _ = fs::hard_link(&a, &b);
+    let contender = |path: std::path::PathBuf, renewals: usize| {
+        move |ctx: &super::Ctx| {
+            ctx.hold(&Resource::file(&path), TTL_MS, renewals);
+        }
+    };
+    vec![
+        Actor::new("via-a", contender(a, 2)),
+        Actor::new("via-b", contender(b, 1)),
+    ]
+}

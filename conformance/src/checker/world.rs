@@ -1,0 +1,955 @@
+//! The world an explored schedule runs in: a scripted model backend whose every
+//! call is a scheduling point (with faults), a virtual clock, the actors' harness
+//! ([`Ctx`]) and the oracle that judges every step by the true (oracle) clock.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use fencepost::record::{Decoded, decode};
+use fencepost::{
+    AcquireOptions, BackendError, Clock, CreateOutcome, Durability, Error, Key, Lease, LeaseStore,
+    Resource, Store, TryAcquire,
+};
+
+use super::sched::{Fault, Point, Sched, current_actor};
+
+/// A record in the model store.
+#[derive(Debug, Clone)]
+struct Rec {
+    bytes: Vec<u8>,
+    /// False while a half-written create is still in progress (or was cut off).
+    complete: bool,
+    /// Survives a power cut (flushed file and directory).
+    durable: bool,
+    /// Which create made this name (a half-written create completes only its own).
+    id: u64,
+}
+
+/// A record as the oracle saw it land.
+#[derive(Debug, Clone)]
+struct Landed {
+    holder: String,
+    released: bool,
+    /// True time the writer read the wall clock for its stamp.
+    stamp_true: u64,
+    /// The decision step of that read.
+    stamp_step: u64,
+    ttl_ms: u64,
+    landed_at: u64,
+}
+
+/// One tenure as the oracle knows it (keyed by holder id).
+#[derive(Debug, Clone)]
+struct Tenure {
+    actor: String,
+    token: u64,
+    resource: Resource,
+    keys: Vec<Key>,
+    /// End of the promise: the earliest stamp + ttl of its newest records, cut at a
+    /// forward wall-clock step or at release.
+    end: u64,
+    /// Step at which another tenure's record landed in one of its series.
+    fenced_at: Option<u64>,
+    /// Highest generation this tenure wrote per key.
+    gens: HashMap<Key, u64>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Oracle {
+    landed: HashMap<(Key, u64), Landed>,
+    tenures: HashMap<String, Tenure>,
+    /// Highest token an acquire acknowledged, per primary key.
+    tokens: HashMap<Key, u64>,
+    /// Creates that returned Created per (key, generation) since the name was last
+    /// free.
+    created: HashMap<(Key, u64), u32>,
+    pub(crate) violation: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Model {
+    series: BTreeMap<Key, BTreeMap<u64, Rec>>,
+    creates: u64,
+}
+
+/// Everything one run shares: scheduler, model store, oracle, trace.
+#[derive(Debug)]
+pub struct World {
+    pub(crate) sched: Sched,
+    model: Mutex<Model>,
+    pub(crate) oracle: Mutex<Oracle>,
+    trace: Mutex<Vec<String>>,
+    names: Vec<String>,
+    snapshot_listing: bool,
+    inflight_ms: u64,
+    /// Per actor: true time and step of its latest wall-clock read.
+    last_wall_read: Mutex<Vec<(u64, u64)>>,
+    step: std::sync::atomic::AtomicU64,
+    /// (step, true time) of forward wall-clock steps.
+    forward_steps: Mutex<Vec<(u64, u64)>>,
+    /// Steps at which the wall clock stepped, either way.
+    wall_steps: Mutex<Vec<u64>>,
+    jitter: std::sync::atomic::AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl World {
+    pub(crate) fn new(
+        names: Vec<String>,
+        late: &[bool],
+        snapshot_listing: bool,
+        inflight_ms: u64,
+    ) -> Self {
+        World {
+            sched: Sched::new(late, super::START_MS),
+            model: Mutex::default(),
+            oracle: Mutex::default(),
+            trace: Mutex::default(),
+            last_wall_read: Mutex::new(vec![(0, 0); names.len()]),
+            names,
+            snapshot_listing,
+            inflight_ms,
+            step: Default::default(),
+            forward_steps: Mutex::default(),
+            wall_steps: Mutex::default(),
+            jitter: Default::default(),
+        }
+    }
+
+    pub(crate) fn now(&self) -> u64 {
+        self.sched.lock().now
+    }
+
+    fn who(&self) -> &str {
+        current_actor()
+            .and_then(|a| self.names.get(a))
+            .map_or("?", String::as_str)
+    }
+
+    /// A slow call: the actor is stuck in it for `inflight_ms` while others act.
+    fn stall(&self, fault: Fault) -> Fault {
+        if fault == Fault::Slow {
+            self.log(format!(
+                "... stalls for {}ms inside the call",
+                self.inflight_ms
+            ));
+            self.sched
+                .point(Point::Landing(self.now() + self.inflight_ms));
+        }
+        fault
+    }
+
+    pub(crate) fn set_step(&self, step: u64) {
+        self.step.store(step, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn step(&self) -> u64 {
+        self.step.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Appends a line to the trace, stamped with true time and the actor.
+    pub(crate) fn log(&self, line: impl AsRef<str>) {
+        let now = self.now() - super::START_MS;
+        let line = format!("{:>6}ms {:>10}: {}", now, self.who(), line.as_ref());
+        lock(&self.trace).push(line);
+    }
+
+    pub(crate) fn log_controller(&self, line: impl AsRef<str>) {
+        let now = self.now() - super::START_MS;
+        lock(&self.trace).push(format!("{:>6}ms {:>10}: {}", now, "--", line.as_ref()));
+    }
+
+    pub(crate) fn take_trace(&self) -> Vec<String> {
+        std::mem::take(&mut lock(&self.trace))
+    }
+
+    pub(crate) fn violate(&self, what: String) {
+        self.log(format!("VIOLATION: {what}"));
+        let mut oracle = lock(&self.oracle);
+        if oracle.violation.is_none() {
+            oracle.violation = Some(what);
+        }
+    }
+
+    pub(crate) fn violated(&self) -> bool {
+        lock(&self.oracle).violation.is_some()
+    }
+
+    /// A power cut with filesystem semantics: a record is durable only once its
+    /// file and directory were flushed; a create cut off mid-write leaves its name
+    /// with no data (torn). Removals are taken as durable (the worst case for the
+    /// series).
+    pub(crate) fn power_cut(&self) -> usize {
+        let mut model = lock(&self.model);
+        let mut oracle = lock(&self.oracle);
+        let mut dropped = 0;
+        for (key, series) in &mut model.series {
+            series.retain(|g, rec| {
+                if rec.durable {
+                    return true;
+                }
+                dropped += 1;
+                oracle.created.remove(&(key.clone(), *g));
+                if !rec.complete {
+                    rec.bytes.clear();
+                    return true;
+                }
+                false
+            });
+        }
+        dropped
+    }
+
+    /// A forward wall-clock step voids every open promise at once (SPEC §3: a
+    /// forward step can expire a lease early; the fence makes that survivable).
+    pub(crate) fn wall_step(&self) {
+        lock(&self.wall_steps).push(self.step());
+    }
+
+    pub(crate) fn forward_step(&self) {
+        let now = self.now();
+        lock(&self.forward_steps).push((self.step(), now));
+        for tenure in lock(&self.oracle).tenures.values_mut() {
+            tenure.end = tenure.end.min(now);
+        }
+    }
+
+    fn landed(&self, key: &Key, generation: u64, bytes: &[u8]) {
+        let Decoded::Record(record) = decode(bytes, key.as_str(), generation) else {
+            return;
+        };
+        let now = self.now();
+        let (stamp_true, stamp_step) = current_actor()
+            .map(|a| lock(&self.last_wall_read)[a])
+            .unwrap_or((now, self.step()));
+        let step = self.step();
+        let mut violation = None;
+        {
+            let mut oracle = lock(&self.oracle);
+            let count = oracle.created.entry((key.clone(), generation)).or_default();
+            *count += 1;
+            if *count > 1 {
+                violation = Some(format!(
+                    "two creates of {key} generation {generation} both reported Created"
+                ));
+            }
+            // Release never evicts a successor: a tombstone that becomes the top of
+            // the series must sit on its own tenure's record.
+            if record.released {
+                let model = lock(&self.model);
+                let below = model.series.get(key).and_then(|series| {
+                    series.range(..generation).rev().find_map(|(g, rec)| {
+                        match decode(&rec.bytes, key.as_str(), *g) {
+                            Decoded::Record(r) => Some(r),
+                            _ => None,
+                        }
+                    })
+                });
+                let is_top = model
+                    .series
+                    .get(key)
+                    .is_some_and(|s| s.range(generation + 1..).next().is_none());
+                if let Some(below) =
+                    below.filter(|b| is_top && b.holder != record.holder && !b.released)
+                {
+                    violation = Some(format!(
+                        "release by {} wrote a tombstone over {}'s claim (generation {}) in {key}",
+                        record.holder, below.holder, below.generation
+                    ));
+                }
+            }
+            oracle.landed.insert(
+                (key.clone(), generation),
+                Landed {
+                    holder: record.holder.clone(),
+                    released: record.released,
+                    stamp_true,
+                    stamp_step,
+                    ttl_ms: record.ttl_ms,
+                    landed_at: now,
+                },
+            );
+            // Another tenure's record in one of a tenure's series (its primary key,
+            // or the file-id key of its file as it is now) fences it for good.
+            for (holder, tenure) in oracle.tenures.iter_mut() {
+                if *holder == record.holder {
+                    tenure
+                        .gens
+                        .entry(key.clone())
+                        .and_modify(|g| *g = (*g).max(generation))
+                        .or_insert(generation);
+                    continue;
+                }
+                if tenure.fenced_at.is_some() {
+                    continue;
+                }
+                let mine = tenure.gens.get(key).copied().unwrap_or(0);
+                let in_series = tenure.keys.first() == Some(key)
+                    || tenure
+                        .resource
+                        .identity()
+                        .ok()
+                        .and_then(|i| i.file_id)
+                        .as_ref()
+                        == Some(key)
+                    || tenure.keys.contains(key);
+                if in_series && generation > mine {
+                    tenure.fenced_at = Some(step);
+                }
+            }
+        }
+        if let Some(v) = violation {
+            self.violate(v);
+        }
+    }
+
+    /// The promise a lease carries, in true time: the earliest stamp + ttl over the
+    /// newest record of this holder in each of its keys.
+    fn promise(&self, lease: &Lease) -> (u64, u64) {
+        let oracle = lock(&self.oracle);
+        let mut end = u64::MAX;
+        let mut uncut = u64::MAX;
+        for key in lease.keys() {
+            let newest = oracle
+                .landed
+                .iter()
+                .filter(|((k, _), l)| k == key && l.holder == lease.holder_id() && !l.released)
+                .max_by_key(|((_, g), _)| *g)
+                .map(|(_, l)| l.clone());
+            if let Some(l) = newest {
+                // A forward step after the stamp expires the record early.
+                let cut = lock(&self.forward_steps)
+                    .iter()
+                    .copied()
+                    .filter(|(step, _)| *step > l.stamp_step)
+                    .map(|(_, t)| t)
+                    .min()
+                    .unwrap_or(u64::MAX);
+                end = end.min(l.stamp_true + l.ttl_ms).min(cut);
+                uncut = uncut.min(l.stamp_true + l.ttl_ms);
+            } else {
+                end = 0;
+                uncut = 0;
+            }
+        }
+        (end, uncut)
+    }
+
+    /// Oracle for an acknowledged acquire or renewal.
+    fn acknowledged(&self, who: &str, lease: &Lease, renewal: bool, call_step: u64) {
+        let now = self.now();
+        let (end, uncut) = self.promise(lease);
+        let mut violations = Vec::new();
+        {
+            let mut oracle = lock(&self.oracle);
+            if uncut <= now {
+                violations.push(format!(
+                    "{who}: {} acknowledged a lease (token {}) whose ttl had already run out by the oracle's clock ({}ms late)",
+                    if renewal { "renew" } else { "acquire" },
+                    lease.token(),
+                    now - uncut
+                ));
+            }
+            let holder = lease.holder_id().to_string();
+            if renewal {
+                if let Some(t) = oracle.tenures.get(&holder) {
+                    // Per key: the renewal's record must land before the record it
+                    // renews expired. A wall-clock step since that record's stamp
+                    // changes when it expires (backwards: held while expiry is
+                    // unknowable; forwards: early, survivable by the fence), so
+                    // only renewals without one are judged.
+                    for key in lease.keys() {
+                        let mut mine: Vec<(&u64, &Landed)> = oracle
+                            .landed
+                            .iter()
+                            .filter(|((k, _), l)| k == key && l.holder == holder && !l.released)
+                            .map(|((_, g), l)| (g, l))
+                            .collect();
+                        mine.sort_by_key(|(g, _)| std::cmp::Reverse(**g));
+                        let [(_, newest), (_, renewed), ..] = mine.as_slice() else {
+                            continue;
+                        };
+                        let expired_at = renewed.stamp_true + renewed.ttl_ms;
+                        let stepped = lock(&self.wall_steps)
+                            .iter()
+                            .any(|s| *s > renewed.stamp_step);
+                        if newest.landed_at >= expired_at && !stepped {
+                            violations.push(format!(
+                                "{who}: renew of token {} was acknowledged, but its record landed {}ms after the renewed lease expired",
+                                lease.token(),
+                                newest.landed_at - expired_at
+                            ));
+                        }
+                    }
+                    if let Some(fenced) = t.fenced_at.filter(|f| *f < call_step) {
+                        violations.push(format!(
+                            "{who}: renew of token {} succeeded after another tenure's record fenced it (step {fenced})",
+                            lease.token()
+                        ));
+                    }
+                }
+            } else if end > now {
+                // (A promise a forward wall-clock step already voided is exempt: a
+                // forward step may expire a lease early; the fence survives it.)
+                let best = oracle.tokens.entry(lease.key().clone()).or_default();
+                if lease.token() <= *best {
+                    violations.push(format!(
+                        "{who}: acquire returned token {}, not above the earlier tenure's token {}",
+                        lease.token(),
+                        best
+                    ));
+                }
+                *best = (*best).max(lease.token());
+            }
+            let keys: Vec<Key> = lease.keys().cloned().collect();
+            for (other, t) in &oracle.tenures {
+                if *other != holder
+                    && end > now
+                    && t.end > now
+                    && t.keys.iter().any(|k| keys.contains(k))
+                {
+                    violations.push(format!(
+                        "{who} was told it holds token {} while {} was still promised token {} until +{}ms (two holders at one instant)",
+                        lease.token(),
+                        t.actor,
+                        t.token,
+                        t.end - now
+                    ));
+                }
+            }
+            let gens: HashMap<Key, u64> = oracle
+                .landed
+                .iter()
+                .filter(|(_, l)| l.holder == holder)
+                .fold(HashMap::new(), |mut m, ((k, g), _)| {
+                    let e = m.entry(k.clone()).or_insert(0);
+                    *e = (*e).max(*g);
+                    m
+                });
+            let fenced_at = oracle.tenures.get(&holder).and_then(|t| t.fenced_at);
+            oracle.tenures.insert(
+                holder,
+                Tenure {
+                    actor: who.to_string(),
+                    token: lease.token(),
+                    resource: lease.resource().clone(),
+                    keys,
+                    end,
+                    fenced_at,
+                    gens,
+                },
+            );
+        }
+        for v in violations {
+            self.violate(v);
+        }
+    }
+}
+
+/// The scripted model backend: exclusive create under one mutex, with every call a
+/// scheduling point and the faults the controller attaches.
+#[derive(Debug, Clone)]
+pub struct ModelStore(pub(crate) Arc<World>);
+
+fn injected(op: &'static str, key: &Key) -> BackendError {
+    BackendError::new(op, key, std::io::Error::other("injected fault"))
+}
+
+/// A fixed scramble: the order of a hashed directory.
+fn hash_position(generation: u64) -> u64 {
+    generation
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .rotate_left(17)
+}
+
+impl ModelStore {
+    fn land(&self, key: &Key, generation: u64, bytes: &[u8], durable: bool) -> CreateOutcome {
+        let mut model = lock(&self.0.model);
+        model.creates += 1;
+        let id = model.creates;
+        let series = model.series.entry(key.clone()).or_default();
+        if series.contains_key(&generation) {
+            return CreateOutcome::AlreadyExists;
+        }
+        series.insert(
+            generation,
+            Rec {
+                bytes: bytes.to_vec(),
+                complete: true,
+                durable,
+                id,
+            },
+        );
+        drop(model);
+        self.0.landed(key, generation, bytes);
+        CreateOutcome::Created
+    }
+}
+
+impl LeaseStore for ModelStore {
+    fn create(
+        &self,
+        key: &Key,
+        generation: u64,
+        bytes: &[u8],
+        durability: Durability,
+    ) -> Result<CreateOutcome, BackendError> {
+        let world = &self.0;
+        let durable = durability == Durability::Flushed;
+        let what = match decode(bytes, key.as_str(), generation) {
+            Decoded::Record(r) if r.released => "tombstone",
+            Decoded::Record(_) => "claim",
+            _ => "record",
+        };
+        let fault = world.sched.point(Point::Create);
+        let label = short(key);
+        match fault {
+            Fault::ErrBefore => {
+                world.log(format!(
+                    "create {label} g{generation} ({what}) -> error, nothing landed"
+                ));
+                Err(injected("create", key))
+            }
+            Fault::Slow => {
+                world.log(format!(
+                    "create {label} g{generation} ({what}) ... in flight"
+                ));
+                world
+                    .sched
+                    .point(Point::Landing(world.now() + world.inflight_ms));
+                let outcome = self.land(key, generation, bytes, durable);
+                world.log(format!(
+                    "create {label} g{generation} lands late -> {outcome:?}"
+                ));
+                Ok(outcome)
+            }
+            Fault::HalfWritten => {
+                let id = {
+                    let mut model = lock(&world.model);
+                    model.creates += 1;
+                    let id = model.creates;
+                    let series = model.series.entry(key.clone()).or_default();
+                    if series.contains_key(&generation) {
+                        drop(model);
+                        world.log(format!(
+                            "create {label} g{generation} ({what}) -> AlreadyExists"
+                        ));
+                        return Ok(CreateOutcome::AlreadyExists);
+                    }
+                    series.insert(
+                        generation,
+                        Rec {
+                            bytes: bytes[..bytes.len() / 2].to_vec(),
+                            complete: false,
+                            durable: false,
+                            id,
+                        },
+                    );
+                    id
+                };
+                world.log(format!(
+                    "create {label} g{generation} ({what}) ... name reserved, half written"
+                ));
+                world
+                    .sched
+                    .point(Point::Landing(world.now() + world.inflight_ms));
+                // The write goes to the file this create made; if a sweep removed
+                // that name meanwhile (and someone else created it again), the
+                // bytes go nowhere visible, as with an unlinked open file.
+                let visible = {
+                    let mut model = lock(&world.model);
+                    match model
+                        .series
+                        .get_mut(key)
+                        .and_then(|s| s.get_mut(&generation))
+                        .filter(|rec| rec.id == id)
+                    {
+                        Some(rec) => {
+                            rec.bytes = bytes.to_vec();
+                            rec.complete = true;
+                            rec.durable = durable;
+                            true
+                        }
+                        None => false,
+                    }
+                };
+                if visible {
+                    world.landed(key, generation, bytes);
+                    world.log(format!("create {label} g{generation} completes -> Created"));
+                } else {
+                    world.log(format!(
+                        "create {label} g{generation} completes into a removed file -> Created"
+                    ));
+                }
+                Ok(CreateOutcome::Created)
+            }
+            Fault::ErrAfter => {
+                let outcome = self.land(key, generation, bytes, durable);
+                world.log(format!(
+                    "create {label} g{generation} ({what}) -> {outcome:?}, then reports an error"
+                ));
+                Err(injected("create", key))
+            }
+            _ => {
+                let outcome = self.land(key, generation, bytes, durable);
+                world.log(format!(
+                    "create {label} g{generation} ({what}) -> {outcome:?}"
+                ));
+                Ok(outcome)
+            }
+        }
+    }
+
+    fn generations(&self, key: &Key) -> Result<Vec<u64>, BackendError> {
+        let world = &self.0;
+        let fault = world.stall(world.sched.point(Point::List));
+        if fault == Fault::ErrBefore {
+            world.log(format!("list {} -> error", short(key)));
+            return Err(injected("list", key));
+        }
+        let listed: Vec<u64> = if world.snapshot_listing {
+            lock(&world.model)
+                .series
+                .get(key)
+                .map(|s| s.keys().copied().collect())
+                .unwrap_or_default()
+        } else {
+            // A cursor scan in hash order: an entry created behind the cursor, or
+            // removed before the cursor reaches it, is missed.
+            let mut out = Vec::new();
+            let mut cursor = None;
+            loop {
+                let next = lock(&world.model).series.get(key).and_then(|s| {
+                    s.keys()
+                        .copied()
+                        .filter(|g| cursor.is_none_or(|c| hash_position(*g) > c))
+                        .min_by_key(|g| hash_position(*g))
+                });
+                let Some(g) = next else { break };
+                out.push(g);
+                cursor = Some(hash_position(g));
+                world.sched.point(Point::ListCursor);
+            }
+            out
+        };
+        world.log(format!("list {} -> {listed:?}", short(key)));
+        Ok(listed)
+    }
+
+    fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError> {
+        let world = &self.0;
+        let fault = world.stall(world.sched.point(Point::Read));
+        if fault == Fault::ErrBefore {
+            world.log(format!("read {} g{generation} -> error", short(key)));
+            return Err(injected("read", key));
+        }
+        let rec = lock(&world.model)
+            .series
+            .get(key)
+            .and_then(|s| s.get(&generation))
+            .cloned();
+        world.log(format!(
+            "read {} g{generation} -> {}",
+            short(key),
+            match &rec {
+                None => "absent".to_string(),
+                Some(r) if !r.complete => "torn (a create in progress or cut off)".to_string(),
+                Some(r) => describe(&r.bytes, key, generation),
+            }
+        ));
+        Ok(rec.map(|r| r.bytes))
+    }
+
+    fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
+        let world = &self.0;
+        let fault = world.stall(world.sched.point(Point::Remove));
+        if fault == Fault::ErrBefore {
+            world.log(format!("remove {} g{generation} -> error", short(key)));
+            return Err(injected("remove", key));
+        }
+        let durable_max = {
+            let mut model = lock(&world.model);
+            let series = model.series.entry(key.clone()).or_default();
+            series.remove(&generation);
+            series
+                .iter()
+                .filter(|(_, rec)| rec.durable)
+                .map(|(g, _)| *g)
+                .max()
+                .unwrap_or(0)
+        };
+        let issued = {
+            let mut oracle = lock(&world.oracle);
+            oracle.created.remove(&(key.clone(), generation));
+            oracle.tokens.get(key).copied().unwrap_or(0)
+        };
+        world.log(format!("remove {} g{generation}", short(key)));
+        // I2 across power cuts, judged at every removal: were the power cut now,
+        // numbering must still continue above every token already issued.
+        if durable_max < issued {
+            world.violate(format!(
+                "removing {} generation {generation} left no durable record at or above issued token {issued}: a power cut now would restart numbering below it",
+                short(key)
+            ));
+        }
+        Ok(())
+    }
+
+    fn keys(&self) -> Result<Vec<Key>, BackendError> {
+        self.0.sched.point(Point::Keys);
+        Ok(lock(&self.0.model).series.keys().cloned().collect())
+    }
+
+    fn listing_is_snapshot(&self) -> bool {
+        self.0.snapshot_listing
+    }
+
+    fn locator(&self) -> String {
+        "checker:".into()
+    }
+}
+
+fn short(key: &Key) -> String {
+    let s = key.as_str();
+    let (kind, hash) = s.split_once('-').unwrap_or(("key", s));
+    format!("{kind}:{}", &hash[..hash.len().min(6)])
+}
+
+fn describe(bytes: &[u8], key: &Key, generation: u64) -> String {
+    match decode(bytes, key.as_str(), generation) {
+        Decoded::Record(r) if r.released => format!("tombstone of token {}", r.token),
+        Decoded::Record(r) => format!(
+            "claim token {} by {} expires {}",
+            r.token,
+            r.owner,
+            r.expires_at_ms.saturating_sub(super::START_MS) as i64
+        ),
+        Decoded::Newer { v, .. } => format!("format v{v}"),
+        Decoded::Torn(why) => format!("torn ({why})"),
+    }
+}
+
+/// The virtual clock: true time advances only by the controller's decisions and by
+/// sleeps; the wall clock is true time plus a shared offset the controller steps.
+#[derive(Debug, Clone)]
+pub struct ModelClock(pub(crate) Arc<World>);
+
+impl Clock for ModelClock {
+    fn wall_ms(&self) -> u64 {
+        self.0.sched.point(Point::Clock);
+        let st = self.0.sched.lock();
+        let wall = (st.now as i64 + st.wall_offset).max(0) as u64;
+        let now = st.now;
+        drop(st);
+        if let Some(a) = current_actor() {
+            lock(&self.0.last_wall_read)[a] = (now, self.0.step());
+        }
+        wall
+    }
+    fn monotonic_ms(&self) -> u64 {
+        self.0.sched.point(Point::Clock);
+        self.0.sched.lock().now
+    }
+    fn sleep(&self, duration: Duration) {
+        let until = self.0.now() + (duration.as_millis() as u64).max(1);
+        self.0.sched.point(Point::Sleep(until));
+    }
+    fn random_u64(&self) -> u64 {
+        let n = self
+            .0
+            .jitter
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        super::sched::Rng::new(n).next_u64()
+    }
+}
+
+/// What an actor's body gets: the protocol over the model store, plus operations
+/// that tell the oracle what each tenure was told.
+#[derive(Debug)]
+pub struct Ctx {
+    /// The protocol over the model store and clock.
+    pub store: Store,
+    pub(crate) world: Arc<World>,
+    pub(crate) name: String,
+}
+
+impl Ctx {
+    /// The actor's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn call_step(&self) -> u64 {
+        self.world.step()
+    }
+
+    /// Acquires `resource`; logs and judges the outcome. `None` when held or failed.
+    pub fn acquire(&self, resource: &Resource, ttl_ms: u64, wait_ms: u64) -> Option<Lease> {
+        let options = AcquireOptions::new(ttl_ms)
+            .owner(self.name.clone())
+            .wait_ms(wait_ms);
+        self.world.log(format!(
+            "acquire {} (ttl {ttl_ms}ms, wait {wait_ms}ms)",
+            resource.target()
+        ));
+        let step = self.call_step();
+        match self.store.try_acquire(resource, &options) {
+            Ok(TryAcquire::Acquired(lease)) => {
+                self.world.log(format!(
+                    "acquire -> token {} (generation {})",
+                    lease.token(),
+                    lease.generation()
+                ));
+                self.world.acknowledged(&self.name, &lease, false, step);
+                Some(lease)
+            }
+            Ok(TryAcquire::Held(holder)) => {
+                self.world.log(format!(
+                    "acquire -> held by {} (token {})",
+                    holder.owner, holder.token
+                ));
+                None
+            }
+            Err(e) => {
+                self.world.log(format!("acquire -> error: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Renews `lease`; true when renewed.
+    pub fn renew(&self, lease: &mut Lease) -> bool {
+        self.world.log(format!("renew token {}", lease.token()));
+        let step = self.call_step();
+        match self.store.renew(lease) {
+            Ok(()) => {
+                self.world
+                    .log(format!("renew -> ok (generation {})", lease.generation()));
+                self.world.acknowledged(&self.name, lease, true, step);
+                true
+            }
+            Err(e) => {
+                self.world.log(format!("renew -> {}", kind(&e)));
+                if !matches!(e, Error::Backend(_)) {
+                    self.end_promise(lease);
+                }
+                false
+            }
+        }
+    }
+
+    /// Checks `token` for `resource`; judges a pass after the tenure was fenced.
+    pub fn check(&self, lease: &Lease) -> bool {
+        let step = self.call_step();
+        let passed = self.store.check(lease.resource(), lease.token());
+        let passed = match passed {
+            Ok(p) => p,
+            Err(e) => {
+                self.world
+                    .log(format!("check token {} -> error: {e}", lease.token()));
+                return false;
+            }
+        };
+        self.world
+            .log(format!("check token {} -> {passed}", lease.token()));
+        if passed {
+            let fenced = lock(&self.world.oracle)
+                .tenures
+                .get(lease.holder_id())
+                .and_then(|t| t.fenced_at)
+                .filter(|f| *f < step);
+            if let Some(fenced) = fenced {
+                self.world.violate(format!(
+                    "{}: token {} passed check after another tenure's record fenced it (step {fenced}): a superseded token passed again",
+                    self.name,
+                    lease.token()
+                ));
+            }
+        }
+        passed
+    }
+
+    /// Releases `lease`; the promise ends when the call starts.
+    pub fn release(&self, lease: &Lease) {
+        self.end_promise(lease);
+        self.world.log(format!("release token {}", lease.token()));
+        let outcome = self.store.release(lease);
+        self.world.log(format!(
+            "release -> {}",
+            match outcome {
+                Ok(()) => "ok".to_string(),
+                Err(e) => kind(&e),
+            }
+        ));
+    }
+
+    fn end_promise(&self, lease: &Lease) {
+        let now = self.world.now();
+        if let Some(t) = lock(&self.world.oracle).tenures.get_mut(lease.holder_id()) {
+            t.end = t.end.min(now);
+        }
+    }
+
+    /// Sleeps on the store's clock.
+    pub fn sleep(&self, ms: u64) {
+        self.store.clock().sleep(Duration::from_millis(ms));
+    }
+
+    /// Holds `lease` for `renewals` keepalive periods: renews every ttl/3 counted
+    /// from *before* the previous renewal started (as `Keepalive` does), checking
+    /// the token in between. Returns false once the lease is lost.
+    pub fn keep(&self, lease: &mut Lease, renewals: usize) -> bool {
+        for _ in 0..renewals {
+            let period = fencepost::Keepalive::renewal_period_ms(lease.ttl_ms());
+            let started = self.store.clock().monotonic_ms();
+            self.check(lease);
+            let elapsed = self.store.clock().monotonic_ms().saturating_sub(started);
+            self.sleep(period.saturating_sub(elapsed).max(1));
+            if !self.renew(lease) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Acquires `resource` (ttl [`super::TTL_MS`], waiting up to `wait_ms`), keeps
+    /// it for `renewals` keepalive periods and releases it; false when it was not
+    /// acquired or was lost.
+    pub fn hold(&self, resource: &Resource, wait_ms: u64, renewals: usize) -> bool {
+        let Some(mut lease) = self.acquire(resource, super::TTL_MS, wait_ms) else {
+            return false;
+        };
+        let kept = self.keep(&mut lease, renewals);
+        if kept {
+            self.release(&lease);
+        }
+        kept
+    }
+
+    /// Changes the world outside the store (creates, links or renames files) as one
+    /// scheduling point.
+    pub fn env(&self, what: &str, change: impl FnOnce() -> std::io::Result<()>) {
+        self.world.sched.point(Point::Env);
+        let outcome = change();
+        self.world.log(format!(
+            "{what}{}",
+            outcome
+                .err()
+                .map(|e| format!(" -> {e}"))
+                .unwrap_or_default()
+        ));
+    }
+}
+
+fn kind(e: &Error) -> String {
+    match e {
+        Error::Superseded { by_token, .. } => format!("superseded (by token {by_token})"),
+        Error::Expired { .. } => "expired".into(),
+        Error::NotHolder { .. } => "not the holder".into(),
+        other => format!("error: {other}"),
+    }
+}

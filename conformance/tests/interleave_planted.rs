@@ -1,0 +1,110 @@
+//! The interleaving checker must catch each planted interleaving bug (feature
+//! `planted-bugs` of the core) within its default budget, print a shrunk trace
+//! that replays, and keep the seed that found it as a regression case. The switches
+//! are process-wide, so this binary runs one bug at a time and no other test turns
+//! them on.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use fencepost::planted;
+use fencepost_conformance::checker;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Seeds each schedule explores looking for a planted bug (the default budget).
+const BUDGET: u64 = 300;
+
+struct Planted(&'static AtomicBool);
+
+impl Planted {
+    fn on(switch: &'static AtomicBool) -> Self {
+        switch.store(true, Ordering::SeqCst);
+        Planted(switch)
+    }
+}
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Explores `schedule` with `switch` on: the bug must be found within the budget,
+/// the shrunk decisions must replay to a violation, the kept `seed` must still find
+/// it, and with the switch off the same seed and the shrunk schedule must pass.
+fn catches(switch: &'static AtomicBool, schedule: &str, seed: u64) {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let schedule = checker::schedule(schedule).expect("a schedule of that name");
+    let planted = Planted::on(switch);
+    let failure = checker::explore(schedule, 0..BUDGET)
+        .expect_err("the planted bug went unnoticed by the checker's default budget");
+    eprintln!("{failure}");
+    let replayed = checker::replay(schedule, &failure.shrunk.decisions);
+    assert!(
+        replayed.violation.is_some(),
+        "the shrunk schedule did not replay the failure"
+    );
+    let kept = checker::run_seed(schedule, seed);
+    assert!(
+        kept.violation.is_some(),
+        "regression seed {seed} no longer finds the bug (the search found seed {})",
+        failure.seed
+    );
+    drop(planted);
+    let fixed = checker::run_seed(schedule, seed);
+    assert!(fixed.violation.is_none(), "{:?}", fixed.violation);
+    let fixed = checker::replay(schedule, &failure.shrunk.decisions);
+    assert!(fixed.violation.is_none(), "{:?}", fixed.violation);
+}
+
+#[test]
+fn catches_acquire_skipping_its_confirm_read() {
+    catches(&planted::ACQUIRE_SKIPS_CONFIRM, "swept_recreate", 4);
+}
+
+#[test]
+fn catches_a_sweep_that_lists_afresh() {
+    catches(&planted::SWEEP_LISTS_AFRESH, "stalled_sweep", 89);
+}
+
+#[test]
+fn catches_renew_without_its_post_create_check() {
+    catches(&planted::RENEW_SKIPS_POST_CREATE_CHECK, "slow_renewal", 33);
+}
+
+#[test]
+fn catches_a_torn_newest_record_judged_as_vacancy() {
+    catches(&planted::TORN_NEWEST_IS_VACANCY, "torn_renewal", 50);
+}
+
+/// Which schedules find which planted bug, and at which first seed (a survey for
+/// choosing regression seeds): `cargo test --test interleave_planted survey --
+/// --ignored --nocapture`.
+#[test]
+#[ignore = "a survey, not a check"]
+fn survey() {
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let seeds = std::env::var(checker::SCHEDULES_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(BUDGET);
+    for (name, switch) in [
+        ("ACQUIRE_SKIPS_CONFIRM", &planted::ACQUIRE_SKIPS_CONFIRM),
+        ("SWEEP_LISTS_AFRESH", &planted::SWEEP_LISTS_AFRESH),
+        (
+            "RENEW_SKIPS_POST_CREATE_CHECK",
+            &planted::RENEW_SKIPS_POST_CREATE_CHECK,
+        ),
+        ("TORN_NEWEST_IS_VACANCY", &planted::TORN_NEWEST_IS_VACANCY),
+    ] {
+        let _planted = Planted::on(switch);
+        for schedule in checker::SCHEDULES {
+            let found: Vec<u64> = (0..seeds)
+                .filter(|seed| checker::run_seed(schedule, *seed).violation.is_some())
+                .take(3)
+                .collect();
+            eprintln!("{name:<32} {:<20} {found:?}", schedule.name);
+        }
+    }
+}
