@@ -3,47 +3,33 @@
 
 use std::process::Stdio;
 
-use crate::util::{Background, Scratch};
+use crate::util::{Background, Scratch, child_bin};
 
 const WORKERS: usize = 8;
 const ROUNDS: usize = 6;
 
-/// The critical section each `run` child executes. The `busy` marker is created
-/// with O_EXCL (`set -C`), so two children inside at once make one fail; the
-/// child also checks its token from inside, then appends it to the shared log.
-const CRITICAL_SECTION: &str = r#"
-set -C
-if ! : > busy; then echo "overlap: busy marker exists" >&2; exit 9; fi
-"$FP" check --lock x "$FENCEPOST_TOKEN" || exit 8
-echo "$FENCEPOST_TOKEN" >> log
-sleep 0.01
-rm busy
-"#;
-
-/// Each worker: ROUNDS sequential runs; exits with the number that failed.
-const WORKER: &str = r#"
-fails=0
-i=0
-while [ $i -lt "$ROUNDS" ]; do
-  "$FP" run --lock x --wait 60000 --ttl 5000 -- sh -c "$CRITICAL" || fails=$((fails+1))
-  i=$((i+1))
-done
-exit $fails
-"#;
+/// The critical section each `run` child executes (`fencepost-test-child
+/// critical=log`): it creates the `busy` marker exclusively, so two children inside
+/// at once make one fail; checks its token from inside; appends it to the shared log.
+const CRITICAL_SECTION: &str = "critical=log";
 
 #[test]
 fn processes_take_turns_with_strictly_increasing_tokens() {
     let s = Scratch::new();
     let workers: Vec<Background> = (0..WORKERS)
         .map(|_| {
-            let child = std::process::Command::new("sh")
-                .args(["-c", WORKER])
+            // Each worker: ROUNDS sequential runs; exits with the number that failed.
+            let child = std::process::Command::new(child_bin())
+                .arg(format!("repeat={ROUNDS}"))
+                .args([
+                    "--", "run", "--lock", "x", "--wait", "60000", "--ttl", "5000", "--",
+                ])
+                .arg(child_bin())
+                .arg(CRITICAL_SECTION)
                 .current_dir(s.path())
                 .env("FP", crate::util::bin())
                 .env("FENCEPOST_STORE", s.store())
                 .env_remove("FENCEPOST_OWNER")
-                .env("ROUNDS", ROUNDS.to_string())
-                .env("CRITICAL", CRITICAL_SECTION)
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();

@@ -1,5 +1,9 @@
 //! `run`: hold the lease for the child's life, renew it, export it, forward
 //! signals, release after, and exit with the child's code (docs/protocol.md §7).
+//!
+//! The children are `fencepost-test-child` steps (tests/child/main.rs), not `sh`
+//! scripts, so these run on Windows too; signals are POSIX-only. Windows' own
+//! `cmd /c` children: windows.rs.
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -7,20 +11,22 @@ use std::time::Duration;
 
 use predicates::prelude::*;
 
-use crate::util::{Background, Scratch, one_line_stderr, send_signal, wait_until};
+use crate::util::{Background, Scratch, StopFile, child_bin, one_line_stderr, wait_until};
 
 #[test]
 fn run_exits_with_the_childs_exit_code() {
     let s = Scratch::new();
-    for code in [0, 1, 42] {
+    for code in [0, 1, 42, 255] {
         s.cmd()
-            .args(["run", "--lock", "x", "--", "sh", "-c"])
-            .arg(format!("exit {code}"))
+            .args(["run", "--lock", "x", "--"])
+            .arg(child_bin())
+            .arg(format!("exit={code}"))
             .assert()
             .code(code);
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn a_child_killed_by_a_signal_is_128_plus_the_signal() {
     let s = Scratch::new();
@@ -45,12 +51,11 @@ fn run_exports_the_lease_to_the_child() {
         .code(0);
     // The child checks its own token through the store it was given: no --store,
     // and its working directory would locate a different store (the per-user one).
-    let script = r#"printf '%s\n' "$FENCEPOST_TOKEN" "$FENCEPOST_STORE" "$FENCEPOST_RESOURCE" \
-        "$FENCEPOST_LOCK" "${FENCEPOST_FILE-unset}" > env.txt
-        "$FP" check --lock "$FENCEPOST_LOCK" "$FENCEPOST_TOKEN""#;
     s.cmd()
         .env("FP", crate::util::bin())
-        .args(["run", "--lock", "db:migrations", "--", "sh", "-c", script])
+        .args(["run", "--lock", "db:migrations", "--"])
+        .arg(child_bin())
+        .args(["env=env.txt", "check"])
         .assert()
         .code(0);
     let env = std::fs::read_to_string(s.path().join("env.txt")).unwrap();
@@ -70,18 +75,19 @@ fn run_exports_the_lease_to_the_child() {
 #[test]
 fn run_exports_a_file_resource_as_an_absolute_path() {
     let s = Scratch::new();
-    let script = r#"printf '%s\n' "$FENCEPOST_RESOURCE" "$FENCEPOST_FILE" "${FENCEPOST_LOCK-unset}" > env.txt"#;
     s.cmd()
         .env("FENCEPOST_LOCK", "leaked-from-an-outer-run")
-        .args(["run", "--file", "data.txt", "--", "sh", "-c", script])
+        .args(["run", "--file", "data.txt", "--"])
+        .arg(child_bin())
+        .arg("env=env.txt")
         .assert()
         .code(0);
     let env = std::fs::read_to_string(s.path().join("env.txt")).unwrap();
     let file = s.path().join("data.txt");
     let file = file.to_str().unwrap();
     assert_eq!(
-        env.lines().collect::<Vec<_>>(),
-        [format!("file:{file}").as_str(), file, "unset"]
+        env.lines().skip(2).collect::<Vec<_>>(),
+        [format!("file:{file}").as_str(), "unset", file]
     );
 }
 
@@ -91,7 +97,9 @@ fn run_does_not_start_the_child_while_someone_else_holds() {
     s.claim("x", &["--owner", "alice"]);
     let output = s
         .cmd()
-        .args(["run", "--lock", "x", "--", "touch", "ran"])
+        .args(["run", "--lock", "x", "--"])
+        .arg(child_bin())
+        .arg("touch=ran")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(3));
@@ -106,7 +114,9 @@ fn run_does_not_start_the_child_while_someone_else_holds() {
 fn run_releases_after_the_child_ends() {
     let s = Scratch::new();
     s.cmd()
-        .args(["run", "--lock", "x", "--", "sh", "-c", "exit 5"])
+        .args(["run", "--lock", "x", "--"])
+        .arg(child_bin())
+        .arg("exit=5")
         .assert()
         .code(5);
     assert_eq!(s.entry("x").unwrap()["state"], "released");
@@ -134,13 +144,10 @@ fn a_command_that_cannot_start_is_exit_127_and_releases() {
 fn run_holds_past_many_ttls_and_the_token_keeps_passing() {
     let s = Scratch::new();
     // The child sleeps past 4 ttls, then checks its token.
-    let script = r#"echo "$FENCEPOST_TOKEN" > started
-        sleep 2.5
-        "$FP" check --lock x "$FENCEPOST_TOKEN""#;
     let mut run = s.spawn_cmd();
-    run.args([
-        "run", "--lock", "x", "--ttl", "600", "--", "sh", "-c", script,
-    ]);
+    run.args(["run", "--lock", "x", "--ttl", "600", "--"])
+        .arg(child_bin())
+        .args(["started=started", "sleep=2500", "check"]);
     let mut child = Background(run.spawn().unwrap());
     let started = s.path().join("started");
     wait_until("the child started", Duration::from_secs(10), || {
@@ -176,10 +183,6 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
     // An operator breaks the lease behind run's back, then someone else claims it
     // (a token alone no longer releases anyone's lease); the child waits for the
     // test's go-ahead.
-    let script = r#"echo started > started
-        i=0
-        while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done
-        exit 0"#;
     let mut run = s.spawn_cmd();
     // `--on-loss keep`: the child must still run when the loss is reported, however
     // slowly this test reads it (the default policy stops the child at once).
@@ -192,10 +195,9 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
         "--on-loss",
         "keep",
         "--",
-        "sh",
-        "-c",
-        script,
     ])
+    .arg(child_bin())
+    .args(["touch=started", "wait-for=go"])
     .stderr(Stdio::piped());
     let mut child = Background(run.spawn().unwrap());
     // The child runs only once the lease is confirmed (a break before that would
@@ -242,8 +244,37 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
     assert_eq!(entry["state"], "held");
 }
 
+/// docs/protocol.md §7: by default a lost lease stops the child (SIGTERM, then
+/// SIGKILL; on Windows Ctrl+Break to its process group, then its job object is
+/// terminated) before `run` exits 3.
+#[test]
+fn a_lost_lease_stops_the_child_by_default() {
+    let s = Scratch::new();
+    let _stop = StopFile(s.path().join("go"));
+    // Were it left running, the child would go on to create `survived` once `go`
+    // appears.
+    let mut run = s.spawn_cmd();
+    run.args(["run", "--lock", "x", "--ttl", "300", "--grace", "500", "--"])
+        .arg(child_bin())
+        .args([
+            "break=taken away for the test",
+            "wait-for=go",
+            "touch=survived",
+        ]);
+    let mut child = Background(crate::util::spawn(&mut run));
+    let status = child.0.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+    std::fs::write(s.path().join("go"), b"").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !s.path().join("survived").exists(),
+        "the child outlived its lost lease"
+    );
+}
+
 /// docs/protocol.md §7: termination signals reach the child, and run outlives them to
 /// release the lease and report the child's code.
+#[cfg(unix)]
 #[test]
 fn termination_signals_are_forwarded_to_the_child() {
     for signal in ["TERM", "INT", "HUP"] {
@@ -262,7 +293,7 @@ fn termination_signals_are_forwarded_to_the_child() {
         wait_until("the child is ready", Duration::from_secs(10), || {
             ready.exists()
         });
-        send_signal(child.id(), signal);
+        crate::util::send_signal(child.id(), signal);
         let status = child.0.wait().unwrap();
         assert_eq!(status.code(), Some(7), "SIG{signal}: {status:?}");
         assert_eq!(

@@ -12,6 +12,42 @@ pub fn bin() -> &'static Path {
     assert_cmd::cargo::cargo_bin!("fencepost")
 }
 
+/// The portable child for `run`: `fencepost-test-child STEP…` (tests/child/main.rs).
+pub fn child_bin() -> &'static Path {
+    assert_cmd::cargo::cargo_bin!("fencepost-test-child")
+}
+
+/// `ERROR_INTERNAL_ERROR`, which Wine's `CreateProcess` returns now and then under
+/// load (docs/windows.md).
+const ERROR_INTERNAL_ERROR: i32 = 1359;
+
+/// Spawns `command`, retrying Wine's rare `ERROR_INTERNAL_ERROR`; panics on any
+/// other failure.
+pub fn spawn(command: &mut std::process::Command) -> Child {
+    let mut attempts = 0;
+    loop {
+        match command.spawn() {
+            Ok(child) => return child,
+            Err(e) if e.raw_os_error() == Some(ERROR_INTERNAL_ERROR) && attempts < 5 => {
+                attempts += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("cannot start {command:?}: {e}"),
+        }
+    }
+}
+
+/// Creates the file a `fencepost-test-child wait-for=FILE` waits for when the test
+/// ends (or when dropped earlier), so no child outlives its test — also one that a
+/// killed `run` left orphaned.
+pub struct StopFile(pub PathBuf);
+
+impl Drop for StopFile {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.0, b"");
+    }
+}
+
 /// Variables of ours that must never leak from the developer's (or a `fencepost
 /// run`'s) environment into a test.
 const OUR_VARIABLES: [&str; 7] = [
@@ -139,6 +175,37 @@ impl Scratch {
     pub fn entry(&self, label: &str) -> Option<Value> {
         self.status().into_iter().find(|e| e["label"] == label)
     }
+}
+
+/// `fs::canonicalize(path)` spelt as fencepost shows a resolved path: on Windows
+/// without the verbatim prefix (`\\?\C:\x` is shown `C:\x`, `\\?\UNC\srv\share`
+/// `\\srv\share`), as labels, `status` and FENCEPOST_FILE spell it.
+pub fn resolved(path: &Path) -> PathBuf {
+    let canonical = std::fs::canonicalize(path).expect("canonicalizing a test path");
+    if cfg!(windows) {
+        let text = canonical.to_string_lossy();
+        if let Some(rest) = text.strip_prefix(r"\\?\UNC\") {
+            return PathBuf::from(format!(r"\\{rest}"));
+        }
+        if let Some(rest) = text.strip_prefix(r"\\?\")
+            && rest.as_bytes().get(1) == Some(&b':')
+        {
+            return PathBuf::from(rest);
+        }
+    }
+    canonical
+}
+
+/// Claims lock `name` (60 s) through the library, owner `library`: for names longer
+/// than a Windows command line may be (CreateProcessW takes 32,767 characters).
+pub fn claim_through_the_library(s: &Scratch, name: &str) {
+    let store = fencepost::Store::new(fencepost_fs::FsStore::open(s.store()).unwrap());
+    store
+        .acquire(
+            &fencepost::Resource::lock(name),
+            &fencepost::AcquireOptions::new(60_000).owner("library"),
+        )
+        .unwrap();
 }
 
 /// The lease handle a `claim` or `renew` printed: the whole of stdout, one line

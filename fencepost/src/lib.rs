@@ -71,7 +71,7 @@ pub mod record;
 pub use backend::{BackendError, CreateOutcome, Durability, LeaseStore};
 pub use clock::{Clock, ManualClock, SteppedClock, SystemClock};
 pub use error::{Error, Holder, Result};
-pub use identity::{Identity, Key, Resource};
+pub use identity::{Identity, Key, Resource, reserved_device_name};
 pub use keepalive::Keepalive;
 pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
 pub use proof::{LeaseHandle, Secret, utc_timestamp};

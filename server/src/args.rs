@@ -243,7 +243,7 @@ pub(crate) struct WriteResult {
     /// Number of bytes written.
     pub(crate) bytes: u64,
     /// The file written, relative to the root, after resolving `.`, `..` and
-    /// symbolic links.
+    /// symbolic links; components separated by `/` on every platform.
     pub(crate) path: String,
 }
 

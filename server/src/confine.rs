@@ -54,6 +54,15 @@ pub enum Refusal {
         /// The link.
         link: PathBuf,
     },
+    /// On Windows: a component is a reserved device name (`CON`, `NUL.json`), which
+    /// opens that device in every directory instead of a file
+    /// ([`fencepost::reserved_device_name`]).
+    Device {
+        /// The path as given.
+        path: String,
+        /// The device it names.
+        device: &'static str,
+    },
     /// A component could not be resolved (a regular file used as a directory, a
     /// symbolic link loop, permission denied, a NUL byte).
     Unresolvable {
@@ -95,6 +104,10 @@ impl fmt::Display for Refusal {
                 f,
                 "refused path {path:?}: {} is a symbolic link to a missing target",
                 link.display()
+            ),
+            Refusal::Device { path, device } => write!(
+                f,
+                "refused path {path:?}: on Windows it names the device {device}, not a file; pick another name"
             ),
             Refusal::Unresolvable { path, source } => {
                 write!(f, "refused path {path:?}: cannot resolve it: {source}")
@@ -175,6 +188,15 @@ impl Confinement {
                     resolved.pop();
                 }
                 Component::Normal(name) => {
+                    if cfg!(windows)
+                        && let Some(device) =
+                            name.to_str().and_then(fencepost::reserved_device_name)
+                    {
+                        return Err(Refusal::Device {
+                            path: relative.to_string(),
+                            device,
+                        });
+                    }
                     resolved.push(name);
                     match std::fs::canonicalize(&resolved) {
                         Ok(real) => resolved = real,
@@ -245,9 +267,22 @@ impl Confinement {
         Ok(resolved)
     }
 
-    /// `path` (inside the root) relative to the root, for messages and results.
-    pub fn relative<'a>(&self, path: &'a Path) -> &'a Path {
-        path.strip_prefix(&self.root).unwrap_or(path)
+    /// `path` (inside the root) relative to the root, for messages and results:
+    /// its components joined with `/` on every platform, the spelling a client
+    /// sends, so a reply reads the same from a server on Windows (where the resolved
+    /// path is spelt with `\`) as on Unix. Pinned by
+    /// `relative_paths_are_spelt_with_forward_slashes` and, under Wine, by the
+    /// server test `writes_inside_the_root_land_where_they_resolve`.
+    pub fn relative(&self, path: &Path) -> String {
+        let inside = path.strip_prefix(&self.root).unwrap_or(path);
+        let mut spelt = String::new();
+        for component in inside.components() {
+            if !spelt.is_empty() {
+                spelt.push('/');
+            }
+            spelt.push_str(&component.as_os_str().to_string_lossy());
+        }
+        spelt
     }
 }
 
@@ -315,6 +350,22 @@ mod tests {
         assert_eq!(c.resolve("new/dir/f").unwrap(), root.join("new/dir/f"));
         assert_eq!(c.resolve("new/../f").unwrap(), root.join("f"));
         assert_eq!(c.resolve("sub/").unwrap(), root.join("sub"));
+    }
+
+    #[test]
+    fn relative_paths_are_spelt_with_forward_slashes() {
+        // Issue 18: on Windows the server answered `deep\er\new.txt` for a write to
+        // `deep/er/new.txt`. Built from components, so the platform's separator is
+        // what the resolved path holds.
+        let (_dir, c) = setup();
+        let resolved = c.resolve("deep/er/new.txt").unwrap();
+        assert_eq!(c.relative(&resolved), "deep/er/new.txt");
+        let native = c.root().join("deep").join("er").join("new.txt");
+        assert_eq!(c.relative(&native), "deep/er/new.txt");
+        assert_eq!(
+            c.relative(&c.resolve("./sub/../top.txt").unwrap()),
+            "top.txt"
+        );
     }
 
     #[test]

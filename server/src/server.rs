@@ -644,7 +644,7 @@ impl Inner {
                 ));
             }
         }
-        let relative = self.confinement.relative(&target).display().to_string();
+        let relative = self.confinement.relative(&target);
         let held_as_file = |holder: fencepost::Holder| {
             format!(
                 "refused path {:?}: {relative} is held as a file by {holder}, and a lock never \

@@ -8,6 +8,9 @@ mod confinement;
 mod contention;
 mod polish;
 mod protocol;
+// Builds repositories with the git CLI, which the Windows run under Wine does not
+// have (docs/windows.md).
+#[cfg(unix)]
 mod store_location;
 #[cfg(target_os = "linux")]
 mod takeover;

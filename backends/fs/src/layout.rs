@@ -43,6 +43,14 @@ pub(crate) fn parse_record_file_name(name: &str) -> Option<u64> {
     (generation > 0).then_some(generation)
 }
 
+/// The generation `name` names when ASCII case is ignored (`G00000002.JSON` is 2),
+/// for filesystems that match names that way, where such a name occupies the record
+/// name (`docs/format-v1.md` §2). `None` for anything that is not a record name in
+/// some case.
+pub(crate) fn parse_record_file_name_any_case(name: &str) -> Option<u64> {
+    parse_record_file_name(&name.to_ascii_lowercase())
+}
+
 /// A fresh staging file name: `.stage-<pid>-<16 hex digits>.tmp`.
 pub(crate) fn staging_file_name() -> String {
     format!(
@@ -99,6 +107,21 @@ mod tests {
             "",
         ] {
             assert_eq!(parse_record_file_name(name), None, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn record_names_in_another_case_name_their_generation() {
+        assert_eq!(parse_record_file_name_any_case("G00000002.JSON"), Some(2));
+        assert_eq!(parse_record_file_name_any_case("g00000002.Json"), Some(2));
+        assert_eq!(parse_record_file_name_any_case("g00000002.json"), Some(2));
+        for name in [
+            "G0000002.JSON",
+            "G000000002.JSON",
+            "G00000000.JSON",
+            "H00000002.JSON",
+        ] {
+            assert_eq!(parse_record_file_name_any_case(name), None, "{name:?}");
         }
     }
 

@@ -143,7 +143,10 @@ impl FsStore {
     /// Opens the store directory `root`, creating it (and missing parents) if it
     /// does not exist. A relative `root` is made absolute against the working
     /// directory now, so [`locator`](LeaseStore::locator) opens the same store from
-    /// anywhere.
+    /// anywhere. The absolute form is [`std::path::absolute`]'s: on Windows that
+    /// also spells every separator `\` (`a/b` becomes `C:\…\a\b`), and the
+    /// locator, [`root`](FsStore::root) and error locations all use that spelling
+    /// (pinned by `open_creates_missing_parents_and_reports_an_absolute_root`).
     ///
     /// Nothing else is written, except a `.gitignore` holding `*` when the store
     /// lies in a git work tree (not inside `.git`) and this call created it, or it
@@ -209,13 +212,21 @@ impl FsStore {
                     "exists and is not a directory",
                 )));
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
-                create_store_dir(&root).map_err(fail)?;
-                ignore_in_work_tree(&root).map_err(|e| {
-                    BackendError::new("open store", root.join(".gitignore").display(), e)
-                })?;
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Windows answers "path not found" where POSIX says "not a directory":
+                // a regular file among the ancestors must not read as an empty store
+                // (found by the Windows run under Wine).
+                let e = explain_non_directory_ancestor(&root, e);
+                if e.kind() != io::ErrorKind::NotFound {
+                    return Err(fail(e));
+                }
+                if create {
+                    create_store_dir(&root).map_err(fail)?;
+                    ignore_in_work_tree(&root).map_err(|e| {
+                        BackendError::new("open store", root.join(".gitignore").display(), e)
+                    })?;
+                }
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(fail(explain_non_directory_ancestor(&root, e))),
         }
         let claims = root.join(CLAIMS_DIR);
@@ -475,7 +486,9 @@ impl LeaseStore for FsStore {
 
     /// Lists the generations in `claims/<key>/`: every name that is exactly a record
     /// name (`g` + at least 8 digits, no extra leading zeros, + `.json`), whatever
-    /// kind of entry it is, since it occupies that generation. Other names are
+    /// kind of entry it is, since it occupies that generation — and, on a filesystem
+    /// that ignores case (NTFS, APFS), a name that is a record name in another ASCII
+    /// case (`G00000002.JSON`), which occupies it there too. Other names are
     /// skipped; staging files older than ten minutes are removed on the way.
     ///
     /// # Errors
@@ -503,10 +516,24 @@ impl LeaseStore for FsStore {
             let Some(name) = name.to_str() else { continue };
             if let Some(generation) = layout::parse_record_file_name(name) {
                 generations.push(generation);
+            } else if let Some(generation) = layout::parse_record_file_name_any_case(name) {
+                // `G00000002.JSON`: where names match regardless of case (NTFS, APFS)
+                // it takes generation 2's name, and a create of it fails; unlisted, the
+                // protocol would retry that create forever. Where case matters the
+                // record name does not resolve and is still free.
+                let exact = dir.join(layout::record_file_name(generation));
+                match fs::symlink_metadata(&exact) {
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    _ => generations.push(generation),
+                }
             } else if layout::is_staging_file_name(name) {
                 Self::remove_stale_staging(&dir, name);
             }
         }
+        // `g00000002.json` and `G00000002.JSON` side by side (where case matters)
+        // are one generation.
+        generations.sort_unstable();
+        generations.dedup();
         Ok(generations)
     }
 

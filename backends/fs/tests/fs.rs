@@ -474,6 +474,34 @@ fn a_symlinked_key_directory_is_never_followed() {
     );
 }
 
+/// docs/format-v1.md §2: a record name in another case (`G00000002.JSON`) is listed
+/// exactly where it takes the record name (a filesystem that ignores case, such as
+/// NTFS under the Windows run), so an exclusive create refused there is never
+/// retried forever; where case matters the generation stays free.
+#[test]
+fn a_record_name_in_another_case_is_listed_where_it_takes_the_name() {
+    let (_tmp, store) = fresh();
+    let k = key("case");
+    store.create(&k, 1, b"x", Durability::Flushed).unwrap();
+    let dir = key_dir(&store, &k);
+    write_new(&dir.join("G00000002.JSON"), b"foreign");
+    let takes_the_name = dir.join("g00000002.json").exists();
+    assert_eq!(
+        takes_the_name,
+        cfg!(windows),
+        "a filesystem of an unexpected kind"
+    );
+    let created = store.create(&k, 2, b"y", Durability::Flushed).unwrap();
+    if takes_the_name {
+        assert_eq!(sorted(store.generations(&k).unwrap()), [1, 2]);
+        assert_eq!(created, CreateOutcome::AlreadyExists);
+    } else {
+        assert_eq!(created, CreateOutcome::Created);
+        assert_eq!(sorted(store.generations(&k).unwrap()), [1, 2]);
+        assert_eq!(store.read(&k, 2).unwrap().unwrap(), b"y");
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // errors are errors, never "already exists" (docs/protocol.md §5)
 
@@ -482,10 +510,16 @@ fn open_under_a_regular_file_fails_naming_it() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("file.txt");
     write_new(&file, b"not a directory");
-    for path in [file.join("store"), file.join("a/b/store")] {
-        let error = FsStore::open(&path).unwrap_err();
+    // The error names the separator-normalized absolute path: on Windows
+    // `…\file.txt\a\b\store` for `a/b/store` as typed (issue 18, found under Wine).
+    let nested = file.join("a").join("b").join("store");
+    for (given, named) in [
+        (file.join("store"), file.join("store")),
+        (file.join("a/b/store"), nested),
+    ] {
+        let error = FsStore::open(&given).unwrap_err();
         assert_eq!(error.operation, "open store");
-        assert_eq!(error.location, path.display().to_string());
+        assert_eq!(error.location, named.display().to_string());
         assert!(error.to_string().contains("file.txt"), "{error}");
         assert_eq!(error.kind(), std::io::ErrorKind::NotADirectory);
     }
@@ -497,8 +531,11 @@ fn open_under_a_regular_file_fails_naming_it() {
 #[test]
 fn open_creates_missing_parents_and_reports_an_absolute_root() {
     let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("a/b/.fencepost");
-    let store = FsStore::open(&root).unwrap();
+    // Opened by a spelling with `/`, reported in the platform's own spelling: the
+    // separator-normalized absolute path (on Windows every separator is `\`;
+    // issue 18, found under Wine).
+    let store = FsStore::open(tmp.path().join("a/b/.fencepost")).unwrap();
+    let root = tmp.path().join("a").join("b").join(".fencepost");
     assert!(root.is_dir());
     assert_eq!(store.root(), root);
     assert_eq!(store.locator(), root.display().to_string());

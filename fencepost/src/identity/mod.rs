@@ -18,6 +18,8 @@
 mod sys;
 mod windows_rules;
 
+pub use windows_rules::reserved_device_name;
+
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
@@ -86,8 +88,9 @@ impl Resource {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidResource`] for a rejected lock name, an empty path, or a path
-    /// that cannot be made absolute (no working directory).
+    /// [`Error::InvalidResource`] for a rejected lock name, an empty path, a path
+    /// that cannot be made absolute (no working directory), or on Windows a file
+    /// named as a reserved device ([`reserved_device_name`]: `CON`, `NUL.json`).
     pub fn identity(&self) -> Result<Identity> {
         match self {
             Resource::Lock(name) => {
@@ -105,12 +108,7 @@ impl Resource {
                 })
             }
             Resource::File(path) => {
-                if path.as_os_str().is_empty() {
-                    return Err(Error::InvalidResource("the file path is empty".into()));
-                }
-                let absolute = std::path::absolute(path).map_err(|e| {
-                    Error::InvalidResource(format!("cannot make {} absolute: {e}", path.display()))
-                })?;
+                let absolute = absolute_file(path)?;
                 let resolved = resolve(&absolute, SYMLINK_LIMIT);
                 if resolved.is_dir() {
                     return Err(Error::InvalidResource(format!(
@@ -130,6 +128,31 @@ impl Resource {
             }
         }
     }
+}
+
+/// A file resource's path made absolute against the working directory, refusing
+/// what can never be a file: an empty path, and on Windows a reserved device name
+/// (`NUL.json` in any directory is the NUL device: a claim on it would guard
+/// nothing, and a write to it would vanish).
+fn absolute_file(path: &Path) -> Result<PathBuf> {
+    if path.as_os_str().is_empty() {
+        return Err(Error::InvalidResource("the file path is empty".into()));
+    }
+    if cfg!(windows)
+        && let Some(device) = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .and_then(reserved_device_name)
+    {
+        return Err(Error::InvalidResource(format!(
+            "{} names the Windows device {device}, not a file; a file resource must be a \
+             file: pick another name",
+            path.display()
+        )));
+    }
+    std::path::absolute(path).map_err(|e| {
+        Error::InvalidResource(format!("cannot make {} absolute: {e}", path.display()))
+    })
 }
 
 impl fmt::Display for Resource {

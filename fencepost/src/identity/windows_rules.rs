@@ -187,9 +187,71 @@ fn components(rest: &str) -> Vec<&str> {
     out
 }
 
+/// The Windows devices whose names open the device in every directory.
+const DEVICES: [&str; 30] = [
+    "CON", "PRN", "AUX", "NUL", "COM1", "COM2", "COM3", "COM4", "COM5", "COM6", "COM7", "COM8",
+    "COM9", "COM¹", "COM²", "COM³", "LPT1", "LPT2", "LPT3", "LPT4", "LPT5", "LPT6", "LPT7", "LPT8",
+    "LPT9", "LPT¹", "LPT²", "LPT³", "CONIN$", "CONOUT$",
+];
+
+/// The Windows device that the file name `name` (one path component) opens instead
+/// of a file, if any: `CON`, `PRN`, `AUX`, `NUL`, `COM1`–`COM9`, `LPT1`–`LPT9` (also
+/// with a superscript digit), `CONIN$`, `CONOUT$`, in any case, also followed by an
+/// extension, a stream (`:`) or trailing spaces (`NUL.json`, `con .txt`, `Com1:`).
+///
+/// Windows 10 (and Wine, which CI runs) reads all of these as the device in every
+/// directory: a "file" `NUL.json` swallows what is written to it. Windows 11 no longer
+/// does for names with an extension; the bias is to refuse those too. A pure function
+/// on text, tested on every platform; the CLI refuses such a file resource and the
+/// MCP server such a `write` path on Windows only (docs/windows.md).
+pub fn reserved_device_name(name: &str) -> Option<&'static str> {
+    let stem = name
+        .split(['.', ':'])
+        .next()
+        .unwrap_or(name)
+        .trim_end_matches(' ');
+    DEVICES
+        .iter()
+        .copied()
+        .find(|device| device.eq_ignore_ascii_case(stem))
+}
+
 #[cfg(test)]
 mod tests {
     use super::normalize;
+
+    #[test]
+    fn reserved_device_names_are_recognised_in_any_spelling() {
+        use super::reserved_device_name;
+        for (name, device) in [
+            ("CON", "CON"),
+            ("con", "CON"),
+            ("NUL.json", "NUL"),
+            ("nul.tar.gz", "NUL"),
+            ("con .txt", "CON"),
+            ("Com1:", "COM1"),
+            ("lpt9.log", "LPT9"),
+            ("com¹", "COM¹"),
+            ("conin$", "CONIN$"),
+            ("AUX", "AUX"),
+        ] {
+            assert_eq!(reserved_device_name(name), Some(device), "{name:?}");
+        }
+        for name in [
+            "CONFIG",
+            "console.txt",
+            "nul_x",
+            "COM0",
+            "COM10",
+            "LPT",
+            "a.con",
+            " con",
+            "",
+            "null",
+        ] {
+            assert_eq!(reserved_device_name(name), None, "{name:?}");
+        }
+    }
 
     /// Groups of spellings: every spelling in a group names one file, and no two
     /// groups do (docs/protocol.md §6, Windows spelling rules).

@@ -32,6 +32,12 @@ impl Tree {
     pub fn new() -> Tree {
         let dir = tempfile::tempdir().expect("temp dir");
         let base = std::fs::canonicalize(dir.path()).expect("canonical temp dir");
+        // As fencepost shows resolved paths: on Windows without the verbatim prefix
+        // that canonicalize adds (`\\?\C:\x` is `C:\x`).
+        let base = match base.to_str().and_then(|text| text.strip_prefix(r"\\?\")) {
+            Some(rest) if cfg!(windows) && rest.as_bytes().get(1) == Some(&b':') => rest.into(),
+            _ => base,
+        };
         let root = base.join("root");
         let outside = base.join("outside");
         std::fs::create_dir_all(root.join("sub")).unwrap();
