@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
@@ -184,14 +184,18 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
     // (a token alone no longer releases anyone's lease); the child waits for the
     // test's go-ahead.
     let mut run = s.spawn_cmd();
-    // `--on-loss keep`: the child must still run when the loss is reported, however
-    // slowly this test reads it (the default policy stops the child at once).
+    // A long ttl: run must not lose the lease by itself first (late renewals on a
+    // loaded machine, or under Wine), and "at once" means long before the first
+    // renewal (ttl/3 = 20 s) could notice the loss: the keepalive watches the
+    // lease between renewals. `--on-loss keep`: the child must still run when the
+    // loss is reported, however slowly this test reads it (the default policy
+    // stops the child at once).
     run.args([
         "run",
         "--lock",
         "x",
         "--ttl",
-        "300",
+        "60000",
         "--on-loss",
         "keep",
         "--",
@@ -199,13 +203,16 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
     .arg(child_bin())
     .args(["touch=started", "wait-for=go"])
     .stderr(Stdio::piped());
-    let mut child = Background(run.spawn().unwrap());
+    let mut child = Background(crate::util::spawn(&mut run));
+    // The child ends (and so does run) even if the test fails before `go`.
+    let _go = StopFile(s.path().join("go"));
     // The child runs only once the lease is confirmed (a break before that would
     // only make run claim again).
     let started = s.path().join("started");
     wait_until("the child started", Duration::from_secs(10), || {
         started.exists()
     });
+    let breaking = Instant::now();
     s.cmd()
         .args([
             "break",
@@ -226,10 +233,16 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
         .next()
         .expect("run ended without reporting the loss")
         .unwrap();
-    // Reported while the child still runs (it waits for `go`).
+    let took = breaking.elapsed();
+    // Reported while the child still runs (it waits for `go`), and well before
+    // the first renewal would have found the loss.
     assert!(
         child.0.try_wait().unwrap().is_none(),
         "loss reported only after the child ended: {first}"
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "loss reported {took:?} after the break began, not at once: {first}"
     );
     assert!(
         first.starts_with("fencepost: lease on x lost: "),

@@ -208,6 +208,25 @@ pub fn claim_through_the_library(s: &Scratch, name: &str) {
         .unwrap();
 }
 
+/// Writes through the library a lease on lock `name` (owner `library`) that
+/// expired a minute ago: granted by a clock stepped a minute back, with a ttl of
+/// 1 s. Returns its token. Unlike a `claim --ttl 100` and a sleep, this cannot
+/// fail on a loaded machine or under Wine, where a claim may take longer than a
+/// short ttl to confirm and then lapses (`ClaimLapsed`).
+pub fn expired_claim_through_the_library(s: &Scratch, name: &str) -> u64 {
+    let behind = fencepost::SteppedClock::new();
+    behind.step_ms(-60_000);
+    let store =
+        fencepost::Store::with_clock(fencepost_fs::FsStore::open(s.store()).unwrap(), behind);
+    store
+        .acquire(
+            &fencepost::Resource::lock(name),
+            &fencepost::AcquireOptions::new(1_000).owner("library"),
+        )
+        .unwrap()
+        .token()
+}
+
 /// The lease handle a `claim` or `renew` printed: the whole of stdout, one line
 /// `TOKEN.SECRET` (32 lowercase hex digits of secret).
 pub fn handle_of(output: &Output) -> String {
