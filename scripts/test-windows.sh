@@ -13,6 +13,10 @@
 # Usage: scripts/test-windows.sh [extra cargo test arguments, e.g. -- name_filter]
 # Env:   FENCEPOST_WINDOWS_TIMEOUT  seconds before the test run is killed (default 1500)
 #        FENCEPOST_WINDOWS_LOG      where the full test log goes (default target/test-windows.log)
+#        FENCEPOST_LINUX_COUNTS     LOG:ARTIFACTS of a Linux `cargo test` run (its log, and
+#                                   the JSON of the same command with --no-run
+#                                   --message-format=json): its counts are printed next
+#                                   to Wine's, per test binary (.ci/run sets it)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -20,8 +24,15 @@ target=x86_64-pc-windows-gnu
 crates=(fencepost fencepost-fs fencepost-memory fencepost-conformance fencepost-cli fencepost-server)
 log=${FENCEPOST_WINDOWS_LOG:-$repo/target/test-windows.log}
 started=$(date +%s)
+mkdir -p "$repo/target" "$(dirname "$log")"
 
 fail() { echo "test-windows: FAILED: $*" >&2; exit 1; }
+command -v python3 >/dev/null 2>&1 || fail "python3 is needed for the per-binary counts (apt-get install python3)"
+if [ -n "${FENCEPOST_LINUX_COUNTS:-}" ]; then
+  for file in ${FENCEPOST_LINUX_COUNTS/:/ }; do
+    [ -s "$file" ] || fail "FENCEPOST_LINUX_COUNTS names $file, which is missing or empty"
+  done
+fi
 
 apt_updated=
 apt_install() { # installs Debian packages, without the recommended extras (~200 MB in all)
@@ -90,7 +101,10 @@ fi
 echo "== 5. build the Windows test executables"
 packages=()
 for crate in "${crates[@]}"; do packages+=(-p "$crate"); done
-cargo test --target "$target" "${packages[@]}" --no-run || fail "cross-building the tests for $target failed"
+# The JSON names each test executable's package and target, for the counts below.
+artifacts=$repo/target/test-windows-artifacts.json
+cargo test --target "$target" "${packages[@]}" --no-run --message-format=json-render-diagnostics >"$artifacts" \
+  || fail "cross-building the tests for $target failed"
 
 echo "== 6. run them under Wine"
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
@@ -111,22 +125,21 @@ if [ "$status" -ne 0 ] && grep -q '^wine client error' "$log" && ! grep -q '^tes
   while read -r target_args; do
     [ -n "$target_args" ] || continue
     # shellcheck disable=SC2086 # "-p CRATE --test NAME" splits into its words
+    # (built alone, the crate may get other features and so other executables:
+    # their names join the artifacts)
+    cargo test --target "$target" $target_args --no-run --message-format=json-render-diagnostics \
+      >>"$artifacts" 2>>"$log" || status=$?
+    # shellcheck disable=SC2086
     timeout --kill-after=30 600 cargo test --target "$target" $target_args >>"$log" 2>&1 || status=$?
   done <<<"$rerun"
   wineserver -k 2>/dev/null || true
 fi
 
-# Per test binary: passed / failed / ignored (the closing note reports them).
-summarize() { # "<crate> <test source>  N passed  N failed  N ignored", one line per test binary
-  awk '/^ *Running /{exe=$NF; sub(/.*[\/]/, "", exe); sub(/-[0-9a-f]+(\.exe)?\)$/, "", exe);
-                     # a package'"'"'s unit tests come first: they name the crate of its tests/
-                     if ($2 == "unittests") { crate=exe; name=crate " " $3 } else name=crate " " $2}
-       /^ *Doc-tests /{name=$2 " doc-tests"}
-       /^test result:/{gsub(/;/, ""); printf "  %-48s %4d passed %4d failed %4d ignored\n", name, $4, $6, $8;
-                       p+=$4; f+=$6; i+=$8}
-       END{printf "  %-48s %4d passed %4d failed %4d ignored\n", "total", p, f, i}' "$1"
-}
-summarize "$log"
+# Per test binary: passed / failed / ignored, next to Linux's when given.
+echo "== per test binary: passed, failed, ignored"
+runs=("Wine=$log:$artifacts")
+[ -n "${FENCEPOST_LINUX_COUNTS:-}" ] && runs+=("Linux=$FENCEPOST_LINUX_COUNTS")
+python3 scripts/test-counts.py "${runs[@]}" || fail "counting the tests failed (log: $log)"
 elapsed=$(( $(date +%s) - started ))
 if [ "$status" -ne 0 ]; then
   grep -E '^(---- |test .* FAILED|error)' "$log" >&2 || true
