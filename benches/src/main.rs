@@ -57,6 +57,8 @@ pub struct Iters {
     pub stale_ms: u64,
     /// Rounds of the loss-notice and dead-holder handoff rows.
     pub loss: usize,
+    /// Rounds of the handoff row (release → the waiter's acquire returns).
+    pub handoff: usize,
 }
 
 impl Iters {
@@ -73,6 +75,7 @@ impl Iters {
             contention: [2, 4, 8, 16].iter().map(|&n| (n, 800 / n)).collect(),
             stale_ms: 300,
             loss: 20,
+            handoff: 200,
         }
     }
 
@@ -89,6 +92,7 @@ impl Iters {
             contention: vec![(2, 10), (4, 5)],
             stale_ms: 300,
             loss: 2,
+            handoff: 5,
         }
     }
 }
@@ -286,6 +290,21 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
                 rounds,
                 floor_pair,
             )?);
+        }
+
+        for flush in [true, false] {
+            step(if flush {
+                "handoff, flush on"
+            } else {
+                "handoff, flush off"
+            });
+            // Its floor: the waiter's claim (a create, flushed or not) after the
+            // listing + read that finds the resource free, timed just before.
+            let mut floor = || Ok(kit.create(flush)? + kit.list_read()?);
+            let (floor, _) = paired(it.fs / 5, it.warmup, &mut floor, None)?;
+            let sub = if flush { "flush-on" } else { "flush-off" };
+            let measured = contention::handoff(&dir.join("handoff").join(sub), it.handoff, flush)?;
+            report.handoffs.push((flush, measured, floor));
         }
 
         step("rivals");
