@@ -172,6 +172,7 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             ["__contention-worker", store, log, iters] => {
                 return contention::worker(Path::new(store), Path::new(log), iters.parse()?);
             }
+            ["__ops", op, n, dir] => return ops(op, n.parse()?, Path::new(dir)),
             ["__wedge-holder", lib, dir, stale] => {
                 return wedged::holder(lib, Path::new(dir), stale.parse()?);
             }
@@ -230,6 +231,40 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             let _ = std::fs::remove_dir_all(&dir);
         }
         result
+    }
+
+    /// `__ops OP N DIR`: `N` times one protocol operation on an fs store in `DIR`
+    /// (flush on), nothing else, so `strace -c -f` of this mode divided by `N` is the
+    /// syscalls one operation makes (docs/design-06-performance.md). OP is `check`,
+    /// `renew` or `acquire-release`.
+    fn ops(op: &str, n: usize, dir: &Path) -> R<()> {
+        use fencepost::{AcquireOptions, Resource};
+        let store = Store::new(FsStore::open(dir)?);
+        let resource = Resource::lock(format!("ops-{op}"));
+        let options = AcquireOptions::new(600_000).owner("ops");
+        match op {
+            "check" => {
+                let lease = store.acquire(&resource, &options)?;
+                for _ in 0..n {
+                    if !store.check(&resource, lease.token())? {
+                        return Err("check of a held lease failed".into());
+                    }
+                }
+            }
+            "renew" => {
+                let mut lease = store.acquire(&resource, &options)?;
+                for _ in 0..n {
+                    store.renew(&mut lease)?;
+                }
+            }
+            "acquire-release" => {
+                for _ in 0..n {
+                    store.release(&store.acquire(&resource, &options)?)?;
+                }
+            }
+            other => return Err(format!("unknown op {other:?}").into()),
+        }
+        Ok(())
     }
 
     fn step(name: &str) {
