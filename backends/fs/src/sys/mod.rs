@@ -3,8 +3,9 @@
 //! - `sync_dir(path)`: make the entries of directory `path` durable (POSIX: open it
 //!   read-only and fsync; elsewhere a no-op, since opening a directory as a file
 //!   fails on Windows and NTFS journals names itself).
-//! - `open_record(path)`: open a record for reading without following a symbolic
-//!   link in its last component, and only if it is a regular file.
+//! - `open_record(path)` (not POSIX, where `read_record` opens with `O_NOFOLLOW`
+//!   itself): open a record for reading without following a symbolic link in its
+//!   last component, and only if it is a regular file.
 //! - `read_record(path)`: a record's bytes (`None` when absent; empty bytes when the
 //!   name is not a regular file, a torn record), in as few system calls as the
 //!   platform allows.
@@ -26,7 +27,7 @@ mod unix;
 #[cfg(unix)]
 pub(crate) use unix::{
     FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
-    open_record, read_record, sync_dir,
+    read_record, sync_dir,
 };
 
 #[cfg(windows)]
@@ -45,12 +46,16 @@ pub(crate) use other::{
     open_record, read_record, sync_dir,
 };
 
+#[cfg(not(unix))]
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
+#[cfg(not(unix))]
+use std::io::Read;
 use std::path::Path;
 
 /// Rejects an opened record that is not a regular file (a directory or device named
 /// like a record), and gives a symbolic link a message that says why it is refused.
+#[cfg(not(unix))]
 pub(crate) fn require_regular_file(path: &Path, file: File) -> io::Result<File> {
     let metadata = file.metadata()?;
     if metadata.is_file() {
@@ -62,6 +67,7 @@ pub(crate) fn require_regular_file(path: &Path, file: File) -> io::Result<File> 
 
 /// The error for a record name that is not a regular file; says "symbolic link" when
 /// it is one.
+#[cfg(not(unix))]
 pub(crate) fn not_a_regular_file(path: &Path) -> io::Error {
     let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     if is_link {
@@ -98,7 +104,7 @@ pub(crate) fn check_real_dir(path: &Path) -> io::Result<()> {
 
 /// The portable record read: refuse a name that is not a regular file (empty
 /// bytes, read as torn), open without following a link, read whole.
-#[cfg_attr(all(unix, not(test)), allow(dead_code))]
+#[cfg(not(unix))]
 pub(crate) fn read_record_portable(path: &Path) -> io::Result<Option<Vec<u8>>> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if !meta.file_type().is_file() => return Ok(Some(Vec::new())),
@@ -117,7 +123,7 @@ pub(crate) fn read_record_portable(path: &Path) -> io::Result<Option<Vec<u8>>> {
 }
 
 /// The portable listing: check `dir` is a real directory, then list it.
-#[cfg_attr(all(target_os = "linux", not(test)), allow(dead_code))]
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
 pub(crate) fn list_names_portable(dir: &Path, each: &mut dyn FnMut(&str)) -> io::Result<()> {
     check_real_dir(dir)?;
     for entry in std::fs::read_dir(dir)? {

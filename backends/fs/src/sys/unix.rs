@@ -226,27 +226,6 @@ pub(crate) fn sync_dir(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Opens record `path` for reading with `O_NOFOLLOW` (a symbolic link is refused by
-/// the kernel, with no window between a check and the open) and `O_NONBLOCK` (a FIFO
-/// named like a record cannot block the reader), then requires a regular file.
-pub(crate) fn open_record(path: &Path) -> io::Result<File> {
-    let opened = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path);
-    match opened {
-        Ok(file) => super::require_regular_file(path, file),
-        // ELOOP on Linux and macOS, EMLINK on FreeBSD, EFTYPE on NetBSD: say what it is.
-        Err(e)
-            if e.kind() != io::ErrorKind::NotFound
-                && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) =>
-        {
-            Err(super::not_a_regular_file(path))
-        }
-        Err(e) => Err(e),
-    }
-}
-
 /// True when `hard_link` failed because the filesystem has no hard links: `EPERM`
 /// (Linux vfat/exfat and some FUSE filesystems), `ENOTSUP`/`EOPNOTSUPP` (macOS msdos,
 /// SMB mounts), `ENOSYS`.
