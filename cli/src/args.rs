@@ -180,7 +180,11 @@ pub struct GuardArgs {
     #[arg(value_enum, value_name = "HOOK")]
     pub hook: GitHook,
     /// The arguments git passed to the hook (pre-push: remote name and URL)
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
     pub args: Vec<OsString>,
 }
 

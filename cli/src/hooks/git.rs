@@ -66,15 +66,19 @@ fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
 }
 
 fn text(bytes: Vec<u8>) -> String {
-    String::from_utf8_lossy(&bytes).trim_end_matches(['\n', '\r']).to_string()
+    String::from_utf8_lossy(&bytes)
+        .trim_end_matches(['\n', '\r'])
+        .to_string()
 }
 
 /// The directory git runs hooks from for the repository at `project`: the common
 /// git directory's `hooks/` (shared by every worktree), or `core.hooksPath`.
 pub fn hooks_dir(project: &Path) -> Result<PathBuf, String> {
-    let path = text(git(project, &["rev-parse", "--git-path", "hooks"]).map_err(|e| {
-        format!("{e}; `hooks install --git` needs a git repository (pass --project DIR)")
-    })?);
+    let path = text(
+        git(project, &["rev-parse", "--git-path", "hooks"]).map_err(|e| {
+            format!("{e}; `hooks install --git` needs a git repository (pass --project DIR)")
+        })?,
+    );
     Ok(project.join(path))
 }
 
@@ -101,9 +105,8 @@ pub fn install(hooks: &Path) -> Result<String, String> {
                 }
                 // Keep the existing hook, byte for byte and with its mode, under the
                 // chained name; ours runs it after the guard.
-                std::fs::rename(&path, &chained).map_err(|e| {
-                    format!("cannot move {} aside ({e})", path.display())
-                })?;
+                std::fs::rename(&path, &chained)
+                    .map_err(|e| format!("cannot move {} aside ({e})", path.display()))?;
                 done.push(format!("{hook}: installed, chaining the existing hook"));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -128,9 +131,8 @@ pub fn uninstall(hooks: &Path) -> Result<String, String> {
                 std::fs::remove_file(&path)
                     .map_err(|e| format!("cannot remove {} ({e})", path.display()))?;
                 if chained.exists() {
-                    std::fs::rename(&chained, &path).map_err(|e| {
-                        format!("cannot put {} back ({e})", chained.display())
-                    })?;
+                    std::fs::rename(&chained, &path)
+                        .map_err(|e| format!("cannot put {} back ({e})", chained.display()))?;
                     done.push(format!("{hook}: removed, the chained hook is back"));
                 } else {
                     done.push(format!("{hook}: removed"));
@@ -195,9 +197,17 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
     }
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::Error(format!("cannot read the current directory ({e})")))?;
-    let fail = |e: String| Failure::Error(format!("fencepost guard cannot check this {}: {e}", what(args.hook)));
-    let top = PathBuf::from(text(git(&cwd, &["rev-parse", "--show-toplevel"]).map_err(fail)?));
-    let top = super::location(&top).map_err(|e| fail(format!("cannot resolve {} ({e})", top.display())))?;
+    let fail = |e: String| {
+        Failure::Error(format!(
+            "fencepost guard cannot check this {}: {e}",
+            what(args.hook)
+        ))
+    };
+    let top = PathBuf::from(text(
+        git(&cwd, &["rev-parse", "--show-toplevel"]).map_err(fail)?,
+    ));
+    let top = super::location(&top)
+        .map_err(|e| fail(format!("cannot resolve {} ({e})", top.display())))?;
     let ignore_case = git(&top, &["config", "--bool", "core.ignorecase"])
         .map(|out| text(out) == "true")
         .unwrap_or(false);
@@ -262,7 +272,14 @@ fn split_z(bytes: &[u8]) -> Vec<String> {
 fn staged(top: &Path) -> Result<Vec<String>, String> {
     let out = git(
         top,
-        &["diff", "--cached", "--name-only", "-z", "--no-renames", "--no-ext-diff"],
+        &[
+            "diff",
+            "--cached",
+            "--name-only",
+            "-z",
+            "--no-renames",
+            "--no-ext-diff",
+        ],
     )?;
     Ok(split_z(&out))
 }
@@ -287,12 +304,29 @@ fn pushed(top: &Path, args: &[OsString]) -> Result<Vec<String>, String> {
         let out = if remote.bytes().all(|b| b == b'0') {
             git(
                 top,
-                &["log", "--format=", "--name-only", "-z", "--no-renames", local, "--not", "--remotes"],
+                &[
+                    "log",
+                    "--format=",
+                    "--name-only",
+                    "-z",
+                    "--no-renames",
+                    local,
+                    "--not",
+                    "--remotes",
+                ],
             )?
         } else {
             git(
                 top,
-                &["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", remote, local],
+                &[
+                    "diff",
+                    "--name-only",
+                    "-z",
+                    "--no-renames",
+                    "--no-ext-diff",
+                    remote,
+                    local,
+                ],
             )?
         };
         paths.extend(split_z(&out));
@@ -341,7 +375,9 @@ fn held_files(
             continue;
         }
         let store = fencepost::Store::new(opened.backend);
-        let entries = store.status().map_err(|e| crate::output::describe_error(&e))?;
+        let entries = store
+            .status()
+            .map_err(|e| crate::output::describe_error(&e))?;
         for entry in entries.iter().filter(|e| live_file(e)) {
             held.insert(
                 fold(Path::new(&entry.label), ignore_case),

@@ -131,9 +131,8 @@ fn refuse(path: &Path, why: String) -> Failure {
 
 fn write(path: &Path, text: &str) -> Result<(), Failure> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| {
-            Failure::Error(format!("cannot create {} ({e})", parent.display()))
-        })?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Failure::Error(format!("cannot create {} ({e})", parent.display())))?;
     }
     std::fs::write(path, text)
         .map_err(|e| Failure::Error(format!("cannot write {} ({e})", path.display())))
@@ -163,10 +162,18 @@ fn install_agent(agent: AgentName, path: &Path) -> Result<String, Failure> {
 
 fn uninstall_agent(agent: AgentName, path: &Path) -> Result<String, Failure> {
     let Some(text) = read(path)? else {
-        return Ok(format!("{}: not installed ({} does not exist)", agent.name(), path.display()));
+        return Ok(format!(
+            "{}: not installed ({} does not exist)",
+            agent.name(),
+            path.display()
+        ));
     };
     match settings::uninstall(&text, &entries(agent)).map_err(|why| refuse(path, why))? {
-        Edited::Unchanged => Ok(format!("{}: not installed in {}", agent.name(), path.display())),
+        Edited::Unchanged => Ok(format!(
+            "{}: not installed in {}",
+            agent.name(),
+            path.display()
+        )),
         Edited::Text(new) => {
             write(path, &new)?;
             Ok(format!("{}: removed from {}", agent.name(), path.display()))
@@ -189,7 +196,11 @@ fn uninstall_agent(agent: AgentName, path: &Path) -> Result<String, Failure> {
 
 fn status_agent(agent: AgentName, path: &Path) -> Result<String, Failure> {
     let Some(text) = read(path)? else {
-        return Ok(format!("{}: not installed ({} does not exist)", agent.name(), path.display()));
+        return Ok(format!(
+            "{}: not installed ({} does not exist)",
+            agent.name(),
+            path.display()
+        ));
     };
     let events = entries(agent);
     let found = settings::installed(&text, &events).map_err(|why| refuse(path, why))?;

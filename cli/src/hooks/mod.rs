@@ -139,12 +139,11 @@ fn decide(store_flag: Option<&Path>, args: &HookArgs) -> Result<Decision, String
             let cwd = std::env::current_dir()
                 .map_err(|e| format!("cannot read the current directory ({e})"))?;
             let opened = store::open(store_flag, None, &cwd, Access::Existing)?;
-            let released =
-                session::release_all(&fencepost::Store::new(opened.backend), &session)
-                    .map_err(|e| crate::output::describe_error(&e))?;
-            Ok(Decision::Allow(
-                (released > 0).then(|| format!("released {released} claims of {session}")),
-            ))
+            let released = session::release_all(&fencepost::Store::new(opened.backend), &session)
+                .map_err(|e| crate::output::describe_error(&e))?;
+            Ok(Decision::Allow((released > 0).then(|| {
+                format!("released {released} claims of {session}")
+            })))
         }
     }
 }
@@ -172,11 +171,24 @@ fn edit(
         let target = cwd.join(path);
         let location = location(&target)
             .map_err(|e| format!("cannot resolve {tool}'s path {path:?} ({e})"))?;
+        let resource = Resource::file(&location);
         if !location.starts_with(&root) {
-            // Outside the project: not ours to fence (docs: allowed, not claimed).
+            // Outside the project: not claimed (docs), but still not written over
+            // another session's claim (another worktree's file, seen from here).
+            let opened = store::open(store_flag, Some(&resource), &cwd, Access::Existing)?;
+            if opened.exists {
+                let store = fencepost::Store::new(opened.backend);
+                let holder = store
+                    .holder(&resource)
+                    .map_err(|e| crate::output::describe_error(&e))?;
+                if let Some(holder) = holder
+                    && session::holder_session(&holder).as_deref() != Some(session.as_str())
+                {
+                    return Ok(Decision::Block(held_reason(&location, &holder)));
+                }
+            }
             continue;
         }
-        let resource = Resource::file(&location);
         let opened = store::open(store_flag, Some(&resource), &cwd, Access::Create)?;
         let store = fencepost::Store::new(opened.backend);
         match session::claim(&store, &resource, agent.name(), &session, ttl_ms)
@@ -196,7 +208,9 @@ fn edit(
     }
     // For the human's transcript (both agents show a hook's stderr on exit 0 only
     // in their verbose views).
-    Ok(Decision::Allow((!notes.is_empty()).then(|| notes.join("; "))))
+    Ok(Decision::Allow(
+        (!notes.is_empty()).then(|| notes.join("; ")),
+    ))
 }
 
 /// The project a payload's `cwd` belongs to: the git work tree containing it (the
@@ -231,7 +245,8 @@ pub fn location(path: &Path) -> std::io::Result<PathBuf> {
         match std::fs::canonicalize(existing) {
             Ok(resolved) => break resolved,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let (Some(last), Some(parent)) = (existing.components().next_back(), existing.parent())
+                let (Some(last), Some(parent)) =
+                    (existing.components().next_back(), existing.parent())
                 else {
                     return Err(e);
                 };

@@ -104,9 +104,15 @@ pub fn install(text: Option<&str>, entries: &[Entry]) -> Result<Edited, String> 
                     format!("{}{}:[{group}]", hooks.separator(), quoted(entry.event)),
                 ),
                 Some(array) if !matches!(array.kind, Kind::Array(_)) => {
-                    return Err(format!("its \"hooks\".\"{}\" is not a JSON array", entry.event));
+                    return Err(format!(
+                        "its \"hooks\".\"{}\" is not a JSON array",
+                        entry.event
+                    ));
                 }
-                Some(array) => (array.insertion_point(), format!("{}{group}", array.separator())),
+                Some(array) => (
+                    array.insertion_point(),
+                    format!("{}{group}", array.separator()),
+                ),
             },
         };
         text.insert_str(at, &insert);
@@ -147,19 +153,15 @@ pub fn uninstall(text: &str, entries: &[Entry]) -> Result<Edited, String> {
             let Kind::Array(elements) = &array.value.kind else {
                 break;
             };
-            let Some(index) = elements
-                .iter()
-                .position(|e| is_ours(&serde_json::from_str(&text[e.start..e.end]).unwrap_or(Value::Null)))
-            else {
+            let Some(index) = elements.iter().position(|e| {
+                is_ours(&serde_json::from_str(&text[e.start..e.end]).unwrap_or(Value::Null))
+            }) else {
                 break;
             };
             let element = &elements[index];
             let member_text = &text[array.start..array.value.end];
-            let created_member = format!(
-                "{}:[{}]",
-                quoted(event),
-                &text[element.start..element.end]
-            );
+            let created_member =
+                format!("{}:[{}]", quoted(event), &text[element.start..element.end]);
             let range = if elements.len() == 1 && member_text == created_member {
                 hooks.value.removal(array.index)
             } else {
@@ -330,8 +332,8 @@ fn parse_value(bytes: &[u8], at: &mut usize) -> Result<Span, String> {
                     Some(b'"') => {
                         let key_start = *at;
                         let key_end = string_end(bytes, *at).ok_or_else(broken)?;
-                        let key: String =
-                            serde_json::from_slice(&bytes[key_start..key_end]).map_err(|_| broken())?;
+                        let key: String = serde_json::from_slice(&bytes[key_start..key_end])
+                            .map_err(|_| broken())?;
                         *at = skip_ws(bytes, key_end);
                         if bytes.get(*at) != Some(&b':') {
                             return Err(broken());
@@ -385,7 +387,12 @@ fn parse_value(bytes: &[u8], at: &mut usize) -> Result<Span, String> {
             })
         }
         Some(_) => {
-            while *at < bytes.len() && !matches!(bytes[*at], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+            while *at < bytes.len()
+                && !matches!(
+                    bytes[*at],
+                    b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'
+                )
+            {
                 *at += 1;
             }
             Ok(Span {
@@ -434,7 +441,10 @@ mod tests {
             panic!("nothing installed into {original}")
         };
         assert_eq!(installed(&installed, &entries()).unwrap(), [true, true]);
-        assert_eq!(install(Some(&installed), &entries()).unwrap(), Edited::Unchanged);
+        assert_eq!(
+            install(Some(&installed), &entries()).unwrap(),
+            Edited::Unchanged
+        );
         let Edited::Text(back) = uninstall(&installed, &entries()).unwrap() else {
             panic!("nothing removed from {installed}")
         };
@@ -469,7 +479,10 @@ mod tests {
         let Edited::Text(back) = uninstall(text, &entries()).unwrap() else {
             panic!()
         };
-        assert_eq!(back, "{\"hooks\": {\"PreToolUse\": [\n  {\"matcher\": \"Bash\", \"hooks\": []}\n]}}");
+        assert_eq!(
+            back,
+            "{\"hooks\": {\"PreToolUse\": [\n  {\"matcher\": \"Bash\", \"hooks\": []}\n]}}"
+        );
     }
 
     #[test]
