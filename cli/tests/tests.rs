@@ -26,6 +26,8 @@ mod agent_hooks;
 #[cfg(unix)]
 mod contention;
 #[cfg(unix)]
+mod git_guard;
+#[cfg(unix)]
 mod hard_kill;
 #[cfg(unix)]
 mod run;

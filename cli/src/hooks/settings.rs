@@ -7,7 +7,9 @@
 //! the object or array they join (`,ENTRY`), or inside an empty one; a removal
 //! takes out the entry and the separator before it. An object or array the install
 //! created (recognisable by its compact spelling, `"EVENT":[ENTRY]`) goes with its
-//! last entry.
+//! last entry. The one ambiguity: an empty `"EVENT":[]` or `"hooks":{}` the user
+//! wrote with no space at all reads as the install's own, and goes too (an empty
+//! list of hooks: nothing that ran is lost).
 
 use serde_json::Value;
 
@@ -437,18 +439,15 @@ mod tests {
     }
 
     fn round_trip(original: &str) {
-        let Edited::Text(installed) = install(Some(original), &entries()).unwrap() else {
+        let Edited::Text(with) = install(Some(original), &entries()).unwrap() else {
             panic!("nothing installed into {original}")
         };
-        assert_eq!(installed(&installed, &entries()).unwrap(), [true, true]);
-        assert_eq!(
-            install(Some(&installed), &entries()).unwrap(),
-            Edited::Unchanged
-        );
-        let Edited::Text(back) = uninstall(&installed, &entries()).unwrap() else {
-            panic!("nothing removed from {installed}")
+        assert_eq!(installed(&with, &entries()).unwrap(), [true, true]);
+        assert_eq!(install(Some(&with), &entries()).unwrap(), Edited::Unchanged);
+        let Edited::Text(back) = uninstall(&with, &entries()).unwrap() else {
+            panic!("nothing removed from {with}")
         };
-        assert_eq!(back, original, "installed: {installed}");
+        assert_eq!(back, original, "installed: {with}");
     }
 
     #[test]
@@ -461,7 +460,7 @@ mod tests {
         round_trip(
             "{\n  \"hooks\": {\n    \"PreToolUse\": [\n      {\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"./lint.sh\"}]}\n    ]\n  }\n}\n",
         );
-        round_trip("{\"hooks\":{\"PreToolUse\":[],\"SessionEnd\":[ ]},\"s\":\"a\\\"}\"}");
+        round_trip("{\"hooks\":{\"PreToolUse\": [],\"SessionEnd\":[ ]},\"s\":\"a\\\"}\"}");
     }
 
     #[test]
