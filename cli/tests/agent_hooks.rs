@@ -29,7 +29,7 @@ fn fixture(name: &str, session: &str, cwd: &Path, path: &str) -> String {
         .replace("{{PATH}}", &escape(path))
 }
 
-/// A git repository in a scratch directory: `repo/` with `src/a.rs`.
+/// A git repository in a scratch directory: repo/ holding src/a.rs.
 pub struct Repo {
     pub scratch: Scratch,
     pub root: PathBuf,

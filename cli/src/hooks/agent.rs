@@ -1,5 +1,5 @@
 //! The agents' hook protocols: what each sends on stdin, and how each is told to
-//! block. Sources (checked for the design note, docs/design-04-agent-hooks.md):
+//! block. Sources (checked for the design note, `docs/design-05-agent-hooks.md`):
 //!
 //! - Claude Code: hooks reference, <https://code.claude.com/docs/en/hooks>. Every
 //!   event carries `session_id`, `cwd`, `hook_event_name`; `PreToolUse` adds
@@ -7,9 +7,11 @@
 //!   `notebook_path` for NotebookEdit). Exit 2 blocks the tool call and feeds stderr
 //!   to the model; any other non-zero exit is a non-blocking error (the edit goes
 //!   ahead).
-//! - Gemini CLI: hooks reference, `docs/hooks/reference.md` of google-gemini/gemini-cli.
+//! - Gemini CLI: hooks reference,
+//!   <https://github.com/google-gemini/gemini-cli/blob/main/docs/hooks/reference.md>.
 //!   The same base fields; `BeforeTool` adds `tool_name` and `tool_input`
-//!   (`file_path` for `write_file` and `replace`, per `docs/tools/file-system.md`).
+//!   (`file_path` for `write_file` and `replace`, per its file system tools page,
+//!   <https://github.com/google-gemini/gemini-cli/blob/main/docs/tools/file-system.md>).
 //!   Exit 2 blocks the tool and sends stderr to the agent as the reason; other
 //!   non-zero exits are warnings (the tool runs). On exit 0 stdout must be JSON.
 

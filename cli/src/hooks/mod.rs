@@ -1,6 +1,6 @@
 //! Fencing the agents' own edits: `fencepost hook AGENT` (an agent CLI's pre-edit
 //! hook), `fencepost guard` (git's pre-commit and pre-push) and `fencepost hooks
-//! install|uninstall|status` (docs/design-04-agent-hooks.md).
+//! install|uninstall|status` (`docs/design-05-agent-hooks.md`).
 //!
 //! The hook fails closed: every path out of it is exit 0 (allow) or the agent's
 //! blocking exit code with a reason. A payload it cannot read, a store it cannot
@@ -98,7 +98,7 @@ pub fn fail_closed(what: &str) -> String {
 
 /// The reason given when another session holds the file (shown verbatim in the
 /// README, "Guarding agents' own edits").
-pub fn held_reason(path: &Path, holder: &Holder) -> String {
+pub fn held_reason(path: &Path, holder: &Holder, now: u64) -> String {
     let who = match session::holder_session(holder) {
         // A hook's claim outlives the hook process: its pid says nothing.
         Some(session) => format!("another agent session ({})", printable(&session)),
@@ -112,7 +112,7 @@ pub fn held_reason(path: &Path, holder: &Holder) -> String {
          other files meanwhile, try this edit again after {until}, or ask the human to \
          coordinate the two sessions.",
         printable(&path.display().to_string()),
-        expiry_phrase(holder.expires_at_ms, now_ms()),
+        expiry_phrase(holder.expires_at_ms, now),
     )
 }
 
@@ -184,7 +184,7 @@ fn edit(
                 if let Some(holder) = holder
                     && session::holder_session(&holder).as_deref() != Some(session.as_str())
                 {
-                    return Ok(Decision::Block(held_reason(&location, &holder)));
+                    return Ok(Decision::Block(held_reason(&location, &holder, now_ms())));
                 }
             }
             continue;
@@ -203,7 +203,9 @@ fn edit(
                 printable(&session),
                 fencepost::utc_timestamp(expires_at_ms)
             )),
-            Claimed::Theirs(holder) => return Ok(Decision::Block(held_reason(&location, &holder))),
+            Claimed::Theirs(holder) => {
+                return Ok(Decision::Block(held_reason(&location, &holder, now_ms())));
+            }
         }
     }
     // For the human's transcript (both agents show a hook's stderr on exit 0 only
@@ -226,10 +228,10 @@ pub fn project_root(cwd: &Path) -> Result<PathBuf, String> {
         return Ok(top.to_path_buf());
     }
     for variable in ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"] {
-        if let Some(dir) = std::env::var_os(variable).filter(|d| Path::new(d).is_absolute()) {
-            if let Ok(dir) = location(Path::new(&dir)) {
-                return Ok(dir);
-            }
+        if let Some(dir) = std::env::var_os(variable).filter(|d| Path::new(d).is_absolute())
+            && let Ok(dir) = location(Path::new(&dir))
+        {
+            return Ok(dir);
         }
     }
     Ok(cwd)
@@ -272,14 +274,43 @@ pub fn location(path: &Path) -> std::io::Result<PathBuf> {
 /// `\\?\C:\x` as `C:\x` (what `canonicalize` returns on Windows), so prefixes compare.
 fn strip_verbatim(path: PathBuf) -> PathBuf {
     #[cfg(windows)]
+    if let Some(rest) = path.to_str().and_then(|text| text.strip_prefix(r"\\?\"))
+        && !rest.starts_with("UNC\\")
     {
-        if let Some(text) = path.to_str() {
-            if let Some(rest) = text.strip_prefix(r"\\?\") {
-                if !rest.starts_with("UNC\\") {
-                    return PathBuf::from(rest);
-                }
-            }
-        }
+        return PathBuf::from(rest);
     }
     path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README shows the reasons verbatim; this keeps it true.
+    #[test]
+    fn the_readme_shows_the_reasons_verbatim() {
+        let readme = include_str!("../../../README.md").replace("\n", " ");
+        let holder = Holder {
+            owner: "claude-code session claude-code:7f3c2a".into(),
+            holder_id: "h".into(),
+            pid: 4242,
+            token: 7,
+            generation: 9,
+            expires_at_ms: 1_796_135_405_000,
+        };
+        let held = held_reason(
+            Path::new("/repo/src/auth.rs"),
+            &holder,
+            1_796_135_405_000 - 29 * 60_000 - 5_000,
+        );
+        let closed = fail_closed(
+            "the hook payload on stdin is not JSON (expected value at line 1 column 1)",
+        );
+        for reason in [held, closed] {
+            assert!(
+                readme.contains(&reason),
+                "README lacks the reason:\n{reason}"
+            );
+        }
+    }
 }

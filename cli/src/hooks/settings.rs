@@ -175,11 +175,11 @@ pub fn uninstall(text: &str, entries: &[Entry]) -> Result<Edited, String> {
     }
     // A `"hooks":{}` left behind is the one the install created.
     let root = Span::parse(&text)?;
-    if let Some(hooks) = root.member_full("hooks") {
-        if &text[hooks.start..hooks.value.end] == "\"hooks\":{}" {
-            text.replace_range(root.removal(hooks.index), "");
-            changed = true;
-        }
+    if let Some(hooks) = root.member_full("hooks")
+        && &text[hooks.start..hooks.value.end] == "\"hooks\":{}"
+    {
+        text.replace_range(root.removal(hooks.index), "");
+        changed = true;
     }
     Ok(if changed {
         Edited::Text(text)
