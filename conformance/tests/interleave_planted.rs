@@ -83,6 +83,21 @@ fn catches_a_dead_holder_takeover_that_ignores_the_host() {
     catches(&planted::TAKEOVER_IGNORES_HOST, "dead_holder", 4);
 }
 
+#[test]
+fn catches_a_forged_secret_accepted_as_proof_of_holding() {
+    catches(&planted::PROOF_IGNORED, "forged_handle", 0);
+}
+
+#[test]
+fn catches_a_stale_secret_accepted_with_the_current_token() {
+    catches(&planted::PROOF_IGNORED, "stale_handle", 3);
+}
+
+#[test]
+fn catches_a_break_whose_tombstone_a_power_cut_drops() {
+    catches(&planted::BREAK_UNFLUSHED, "break_race", 3);
+}
+
 /// Which schedules find which planted bug, and at which first seed (a survey for
 /// choosing regression seeds): `cargo test --test interleave_planted survey --
 /// --ignored --nocapture`.
@@ -103,6 +118,8 @@ fn survey() {
         ),
         ("TORN_NEWEST_IS_VACANCY", &planted::TORN_NEWEST_IS_VACANCY),
         ("TAKEOVER_IGNORES_HOST", &planted::TAKEOVER_IGNORES_HOST),
+        ("PROOF_IGNORED", &planted::PROOF_IGNORED),
+        ("BREAK_UNFLUSHED", &planted::BREAK_UNFLUSHED),
     ] {
         let _planted = Planted::on(switch);
         for schedule in checker::SCHEDULES {

@@ -18,7 +18,10 @@
 //!   resource never passes `check` or renews again; tokens of successive tenures
 //!   strictly increase (across power cuts); at most one `Created` per (key,
 //!   generation) while the name exists; a release never writes its tombstone over
-//!   another tenure's claim; an actor never panics.
+//!   another tenure's claim; only a holder of a tenure's secret writes its records
+//!   (a wrong or stale secret never renews or releases); a break is final (the
+//!   broken tenure never passes `check` or renews again, across power cuts); an
+//!   actor never panics.
 //!
 //! What it explores and what it cannot: docs/interleaving-checker.md.
 

@@ -2,14 +2,14 @@
 //! call is a scheduling point (with faults), a virtual clock, the actors' harness
 //! ([`Ctx`]) and the oracle that judges every step by the true (oracle) clock.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use fencepost::record::{Decoded, decode};
 use fencepost::{
-    AcquireOptions, BackendError, Clock, CreateOutcome, Durability, Error, Key, Lease, LeaseStore,
-    Resource, Store, TryAcquire,
+    AcquireOptions, BackendError, Clock, CreateOutcome, Durability, Error, Holder, Key, Lease,
+    LeaseHandle, LeaseStore, Resource, Store, TryAcquire,
 };
 
 use super::sched::{Fault, Point, Sched, current_actor};
@@ -37,6 +37,8 @@ struct Landed {
     stamp_step: u64,
     ttl_ms: u64,
     landed_at: u64,
+    /// The hash of the tenure's secret the record carries (its proof of holding).
+    secret_sha256: Option<String>,
 }
 
 /// One tenure as the oracle knows it (keyed by holder id).
@@ -71,6 +73,18 @@ pub(crate) struct Oracle {
     /// Creates that returned Created per (key, generation) since the name was last
     /// free.
     created: HashMap<(Key, u64), u32>,
+    /// Per holder id: the actors entitled to write that tenure's records — the one
+    /// that wrote its first record (the acquirer) and any that resumed it with a
+    /// handle carrying its secret. Anyone else writing one (other than a break's
+    /// tombstone) acted as a holder it is not (docs/protocol.md §11).
+    entitled: HashMap<String, HashSet<usize>>,
+    /// Per (holder id, token): the step at which a break ended that tenure (its
+    /// tombstone landed, or `break_lease` returned it as broken). It never passes
+    /// `check` or renews again, even after a power cut. The token is part of the
+    /// key because an acquire whose claim was broken before it could confirm it
+    /// retries under the same holder id, as a new tenure with a new token.
+    /// Values: (step, true time).
+    broken: HashMap<(String, u64), (u64, u64)>,
     pub(crate) violation: Option<String>,
 }
 
@@ -269,6 +283,43 @@ impl World {
                     ));
                 }
             }
+            // Only a holder of the tenure's secret writes its records: its acquirer,
+            // or a process that resumed it with its handle. A break's tombstone is
+            // the one record of a tenure someone else writes.
+            if let Some(writer) = current_actor() {
+                if record.broken.is_some() {
+                    oracle
+                        .broken
+                        .entry((record.holder.clone(), record.token))
+                        .or_insert((step, now));
+                    if let Some(t) = oracle
+                        .tenures
+                        .get_mut(&record.holder)
+                        .filter(|t| t.token == record.token)
+                    {
+                        t.end = t.end.min(now);
+                        t.fenced_at = t.fenced_at.or(Some(step));
+                    }
+                } else {
+                    let entitled = oracle.entitled.entry(record.holder.clone()).or_default();
+                    if entitled.is_empty() {
+                        entitled.insert(writer);
+                    } else if !entitled.contains(&writer) {
+                        let owner = &record.owner;
+                        violation = Some(format!(
+                            "{} wrote {} generation {generation} of {owner}'s tenure (token {}) without holding its secret: a non-holder {}",
+                            self.names.get(writer).map_or("?", String::as_str),
+                            short(key),
+                            record.token,
+                            if record.released {
+                                "released it"
+                            } else {
+                                "renewed it"
+                            }
+                        ));
+                    }
+                }
+            }
             oracle.landed.insert(
                 (key.clone(), generation, record.holder.clone()),
                 Landed {
@@ -278,6 +329,7 @@ impl World {
                     stamp_step,
                     ttl_ms: record.ttl_ms,
                     landed_at: now,
+                    secret_sha256: record.secret_sha256.clone(),
                 },
             );
             // Another tenure's record in one of a tenure's series (its primary key,
@@ -312,6 +364,30 @@ impl World {
         if let Some(v) = violation {
             self.violate(v);
         }
+    }
+
+    /// The hash of the secret in the records of tenure `holder`, if any landed.
+    fn tenure_secret(&self, holder: &str) -> Option<String> {
+        lock(&self.oracle)
+            .landed
+            .values()
+            .find(|l| l.holder == holder)
+            .and_then(|l| l.secret_sha256.clone())
+    }
+
+    /// Oracle for an act as the holder (resume, renew, release) that succeeded:
+    /// the secret it presented must be the tenure's own. Returns false on a
+    /// violation.
+    fn proved(&self, who: &str, what: &str, lease: &Lease, presented: &fencepost::Secret) -> bool {
+        let stored = self.tenure_secret(lease.holder_id());
+        if stored.as_deref() == Some(presented.sha256().as_str()) {
+            return true;
+        }
+        self.violate(format!(
+            "{who}: {what} of token {} succeeded with a secret that is not the tenure's: a non-holder acted as the holder",
+            lease.token()
+        ));
+        false
     }
 
     /// The promise a lease carries, in true time: the earliest stamp + ttl over the
@@ -362,6 +438,10 @@ impl World {
                 ));
             }
             let holder = lease.holder_id().to_string();
+            // A renewal acknowledged after a break landed (its confirming read came
+            // first) promises nothing past the break.
+            let broken = oracle.broken.get(&(holder.clone(), lease.token())).copied();
+            let end = broken.map_or(end, |(_, at)| end.min(at));
             if renewal {
                 if let Some(t) = oracle.tenures.get(&holder) {
                     // Per key: the renewal's record must land before the record it
@@ -394,7 +474,7 @@ impl World {
                     }
                     if let Some(fenced) = t.fenced_at.filter(|f| *f < call_step) {
                         violations.push(format!(
-                            "{who}: renew of token {} succeeded after another tenure's record fenced it (step {fenced})",
+                            "{who}: renew of token {} succeeded after it was fenced (by another tenure's record or a break, step {fenced})",
                             lease.token()
                         ));
                     }
@@ -437,7 +517,12 @@ impl World {
                     *e = (*e).max(*g);
                     m
                 });
-            let fenced_at = oracle.tenures.get(&holder).and_then(|t| t.fenced_at);
+            let fenced_at = oracle
+                .tenures
+                .get(&holder)
+                .filter(|t| t.token == lease.token())
+                .and_then(|t| t.fenced_at)
+                .or_else(|| broken.map(|(step, _)| step));
             oracle.tenures.insert(
                 holder,
                 Tenure {
@@ -849,6 +934,8 @@ impl Ctx {
             Ok(()) => {
                 self.world
                     .log(format!("renew -> ok (generation {})", lease.generation()));
+                self.world
+                    .proved(&self.name, "renew", lease, lease.secret());
                 self.world.acknowledged(&self.name, lease, true, step);
                 true
             }
@@ -883,10 +970,20 @@ impl Ctx {
                 .and_then(|t| t.fenced_at)
                 .filter(|f| *f < step);
             if let Some(fenced) = fenced {
+                let broken = lock(&self.world.oracle)
+                    .broken
+                    .get(&(lease.holder_id().to_string(), lease.token()))
+                    .is_some_and(|(b, _)| *b <= fenced);
                 self.world.violate(format!(
-                    "{}: token {} passed check after another tenure's record fenced it (step {fenced}): a superseded token passed again",
+                    "{}: token {} passed check after {} (step {fenced}): a {} token passed again",
                     self.name,
-                    lease.token()
+                    lease.token(),
+                    if broken {
+                        "a break ended its tenure"
+                    } else {
+                        "another tenure's record fenced it"
+                    },
+                    if broken { "broken" } else { "superseded" },
                 ));
             }
         }
@@ -900,11 +997,88 @@ impl Ctx {
         let outcome = self.store.release(lease);
         self.world.log(format!(
             "release -> {}",
-            match outcome {
+            match &outcome {
                 Ok(()) => "ok".to_string(),
-                Err(e) => kind(&e),
+                Err(e) => kind(e),
             }
         ));
+        if outcome.is_ok() {
+            self.world
+                .proved(&self.name, "release", lease, lease.secret());
+        }
+    }
+
+    /// Resumes the tenure `handle` names (another process of the holder, or
+    /// someone presenting a token with a wrong or stale secret). A resume that
+    /// succeeds must have presented the tenure's own secret; the actor is then
+    /// entitled to renew and release it. `None` when refused or failed.
+    pub fn resume(&self, resource: &Resource, handle: &LeaseHandle) -> Option<Lease> {
+        self.world.log(format!(
+            "resume {} with token {} and a secret",
+            resource.target(),
+            handle.token()
+        ));
+        match self.store.resume(resource, handle) {
+            Ok(lease) => {
+                self.world.log(format!(
+                    "resume -> lease of token {} (generation {})",
+                    lease.token(),
+                    lease.generation()
+                ));
+                if self
+                    .world
+                    .proved(&self.name, "resume", &lease, handle.secret())
+                    && let Some(me) = super::sched::current_actor()
+                {
+                    lock(&self.world.oracle)
+                        .entitled
+                        .entry(lease.holder_id().to_string())
+                        .or_default()
+                        .insert(me);
+                }
+                Some(lease)
+            }
+            Err(e) => {
+                self.world.log(format!("resume -> {}", kind(&e)));
+                None
+            }
+        }
+    }
+
+    /// Breaks whatever tenure holds `resource`, as an operator. A tenure the break
+    /// returns is over for good: it never passes `check` or renews again (its
+    /// tombstone is flushed; a power cut must not give it back).
+    pub fn break_lease(&self, resource: &Resource) -> Option<Holder> {
+        self.world.log(format!("break {}", resource.target()));
+        match self
+            .store
+            .break_lease(resource, &self.name, "the interleaving checker breaks it")
+        {
+            Ok(holder) => {
+                let step = self.call_step();
+                self.world.log(format!(
+                    "break -> broke {} (token {})",
+                    holder.owner, holder.token
+                ));
+                let mut oracle = lock(&self.world.oracle);
+                oracle
+                    .broken
+                    .entry((holder.holder_id.clone(), holder.token))
+                    .or_insert((step, self.world.now()));
+                if let Some(t) = oracle
+                    .tenures
+                    .get_mut(&holder.holder_id)
+                    .filter(|t| t.token == holder.token)
+                {
+                    t.fenced_at = t.fenced_at.or(Some(step));
+                }
+                Some(holder)
+            }
+            Err(e) => {
+                self.world.log(format!("break -> {}", kind(&e)));
+                None
+            }
+        }
     }
 
     /// This actor's process dies holding `lease` (no release): a dead process makes
@@ -989,6 +1163,9 @@ fn kind(e: &Error) -> String {
         Error::Superseded { by_token, .. } => format!("superseded (by token {by_token})"),
         Error::Expired { .. } => "expired".into(),
         Error::NotHolder { .. } => "not the holder".into(),
+        Error::Broken { .. } => "broken".into(),
+        Error::Released { .. } => "released".into(),
+        Error::NotHeld { .. } => "nothing to break".into(),
         other => format!("error: {other}"),
     }
 }

@@ -1,0 +1,246 @@
+//! Acquiring a claim: every key of it, in canonical order, waiting while held.
+
+use std::time::Duration;
+
+use crate::proof::Secret;
+use crate::protocol::series::{Claim, Watch};
+use crate::protocol::{
+    AcquireOptions, BACKOFF_CAP_MS, BACKOFF_START_MS, HeldKey, Lease, Store, TryAcquire,
+    new_holder_id,
+};
+use crate::record::Record;
+use crate::{Error, Holder, Key, Resource, Result};
+
+/// How many times acquire retries a claim that lapsed before it was confirmed even
+/// when the wait is over: one pause (a GC, a swapped-out process) should not fail an
+/// acquire with no wait, but creates that are always slower than the ttl must end.
+const LAPSE_RETRIES: usize = 2;
+
+/// A key's claim taken by an acquisition, with the superseded generations its
+/// confirming read listed below it.
+struct Taken<'k> {
+    key: &'k Key,
+    claim: Record,
+    below: Vec<u64>,
+    /// Monotonic ms read just before the claim was stamped: the claim is live for
+    /// `ttl` of this clock from then, whatever the wall clock does meanwhile.
+    since_mono: u64,
+    /// The create took less than [`CREATE_GRACE_MS`].
+    trusted: bool,
+}
+
+impl Store {
+    /// Acquires `resource`, waiting up to `options.wait_ms` while it is held.
+    ///
+    /// Creates generation newest+1 with token = that generation, flushed; confirms
+    /// the record is the newest and still live before returning (a caller paused
+    /// between create and return never gets an expired lease); then sweeps older
+    /// records. While waiting, backs off with jitter, and treats a newest record that
+    /// stayed newest for a full ttl of this process's monotonic clock as expired (the
+    /// stagnation bound of docs/protocol.md §3.4).
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::Held`] when a live lease of someone else outlasted the wait.
+    /// - [`Error::InvalidArgument`] for a ttl of 0; [`Error::InvalidResource`] for a
+    ///   resource without a key.
+    /// - [`Error::Backend`] when the store fails. If the failure came after a create
+    ///   that may have landed, the series is re-read and a landed claim of ours is
+    ///   given up with a tombstone (docs/protocol.md I4): an unconfirmed claim is never handed out.
+    pub fn acquire(&self, resource: &Resource, options: &AcquireOptions) -> Result<Lease> {
+        match self.try_acquire(resource, options)? {
+            TryAcquire::Acquired(lease) => Ok(lease),
+            TryAcquire::Held(holder) => Err(Error::Held {
+                label: resource.target(),
+                holder,
+            }),
+        }
+    }
+
+    /// Like [`Store::acquire`], but a resource still held when the wait ends is
+    /// reported as [`TryAcquire::Held`] with its holder instead of as an error.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::acquire`], except [`Error::Held`].
+    pub fn try_acquire(&self, resource: &Resource, options: &AcquireOptions) -> Result<TryAcquire> {
+        self.try_acquire_observed(resource, options, &mut |_, _| {})
+    }
+
+    /// Like [`Store::try_acquire`], and calls `on_wait(holder, waited_ms)` each time
+    /// it is about to back off because `holder` holds the resource (`waited_ms`: how
+    /// long this call has waited so far, by the monotonic clock). For progress
+    /// displays; it decides nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::try_acquire`].
+    pub fn try_acquire_observed(
+        &self,
+        resource: &Resource,
+        options: &AcquireOptions,
+        on_wait: &mut dyn FnMut(&Holder, u64),
+    ) -> Result<TryAcquire> {
+        if options.ttl_ms == 0 {
+            return Err(Error::InvalidArgument(
+                "ttl must be at least 1 millisecond".into(),
+            ));
+        }
+        let identity = resource.identity()?;
+        let keys = identity.keys();
+        let holder_id = new_holder_id(&options.owner);
+        // One secret per tenure, whatever the number of keys and attempts: its hash
+        // in every record of the tenure is the proof of holding.
+        let secret = Secret::generate();
+        let proof = secret.sha256();
+        let started = self.clock.monotonic_ms();
+        let deadline = started.saturating_add(options.wait_ms);
+        let mut backoff_ms = BACKOFF_START_MS;
+        let mut lapses = 0;
+        let mut watches: Vec<Watch> = keys.iter().map(|_| Watch::default()).collect();
+        loop {
+            // Several keys (an existing file: path and file id): look before taking
+            // anything, so a waiter does not write and tombstone claims every round.
+            let mut held = None;
+            if keys.len() > 1 {
+                for (key, watch) in keys.iter().zip(&mut watches) {
+                    let newest = self.read_newest(key)?;
+                    held = self.live_holder(&newest, watch, options);
+                    if held.is_some() {
+                        break;
+                    }
+                }
+            }
+            // Take every key in sorted order; a key found held part-way gives back
+            // the ones already taken, so a failure leaves nothing held.
+            let mut taken: Vec<Taken> = Vec::new();
+            if held.is_none() {
+                for (key, watch) in keys.iter().zip(&mut watches) {
+                    match self.claim_key(key, &identity.label, &holder_id, &proof, options, watch) {
+                        Ok(Claim::Taken(claim, below, since_mono, trusted)) => taken.push(Taken {
+                            key,
+                            claim,
+                            below,
+                            since_mono,
+                            trusted,
+                        }),
+                        Ok(Claim::Held(holder)) => {
+                            held = Some(holder);
+                            break;
+                        }
+                        Err(error) => {
+                            self.give_back(&taken, &secret);
+                            return Err(error);
+                        }
+                    }
+                }
+            }
+            if held.is_none() {
+                // Sweep before the final liveness check, not after: a sweep that
+                // stalls (a slow disk, an etcd member without a leader) must not
+                // hand out a lease that expired meanwhile (docs/protocol.md §3; found by the
+                // etcd cluster test).
+                for t in &taken {
+                    self.sweep_after_claim(t.key, t.claim.generation, &t.below);
+                }
+            }
+            // "Still live after my create" on the monotonic clock from before the
+            // stamp: a wall-clock step during a stalled call cannot make a claim a
+            // rival already superseded look live (design-01, "confirm on monotonic
+            // time"; pinned by the checker's `clock_step_acquire` schedule).
+            let mono = self.clock.monotonic_ms();
+            let all_live = taken
+                .iter()
+                .all(|t| t.trusted && mono.saturating_sub(t.since_mono) < options.ttl_ms);
+            if held.is_none() && all_live {
+                return Ok(TryAcquire::Acquired(self.confirmed_lease(
+                    resource, identity, taken, holder_id, secret, options,
+                )));
+            }
+            self.give_back(&taken, &secret);
+            let mono = self.clock.monotonic_ms();
+            let Some(holder) = held else {
+                // Our claims lapsed before they were confirmed (a pause, or creates
+                // slower than the ttl): retry with backoff until the deadline, never
+                // in a tight loop that writes a record per pass.
+                lapses += 1;
+                if mono >= deadline && lapses > LAPSE_RETRIES {
+                    return Err(Error::ClaimLapsed {
+                        label: resource.target(),
+                        ttl_ms: options.ttl_ms,
+                    });
+                }
+                let step = self
+                    .jittered(backoff_ms)
+                    .min(deadline.saturating_sub(mono))
+                    .max(1);
+                self.clock.sleep(Duration::from_millis(step));
+                backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
+                continue;
+            };
+            // A create in progress is waited out even past the deadline: it ends
+            // within CREATE_GRACE_MS (completed, or taken for abandoned).
+            let in_progress = watches.iter().any(|w| w.in_progress);
+            if mono >= deadline && !in_progress {
+                return Ok(TryAcquire::Held(holder));
+            }
+            on_wait(&holder, mono.saturating_sub(started));
+            let step = self
+                .jittered(backoff_ms)
+                .min(deadline.saturating_sub(mono).max(BACKOFF_START_MS))
+                .max(1);
+            self.clock.sleep(Duration::from_millis(step));
+            backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
+        }
+    }
+
+    /// The lease for claims confirmed (and swept below) on every key of `identity`.
+    fn confirmed_lease(
+        &self,
+        resource: &Resource,
+        identity: crate::Identity,
+        taken: Vec<Taken>,
+        holder_id: String,
+        secret: Secret,
+        options: &AcquireOptions,
+    ) -> Lease {
+        let mut primary = None;
+        let mut others = Vec::new();
+        for Taken { key, claim, .. } in taken {
+            if *key == identity.key {
+                primary = Some(claim);
+            } else {
+                others.push(HeldKey {
+                    key: key.clone(),
+                    token: claim.token,
+                    generation: claim.generation,
+                });
+            }
+        }
+        let claim = primary.expect("the primary key is among the keys taken");
+        Lease {
+            resource: resource.clone(),
+            key: identity.key,
+            others,
+            label: identity.label,
+            token: claim.token,
+            generation: claim.generation,
+            holder_id,
+            owner: options.owner.clone(),
+            ttl_ms: options.ttl_ms,
+            granted_at_ms: claim.granted_at_ms,
+            expires_at_ms: claim.expires_at_ms,
+            secret,
+            tied: options.tied_to_process,
+        }
+    }
+
+    /// Releases claims taken by an acquisition that cannot complete, best effort: a
+    /// tombstone that fails to land leaves a claim that expires with its ttl, as a
+    /// crashed holder's would.
+    fn give_back(&self, taken: &[Taken], secret: &Secret) {
+        for Taken { key, claim, .. } in taken {
+            let _ = self.release_tenure(key, &claim.label, claim.token, secret);
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Ending a claim: release by its holder, break by an operator.
+
+use crate::protocol::Store;
+use crate::record::BreakNote;
+use crate::{Error, Holder, Lease, Resource, Result};
+
+/// Longest break reason, in characters: it is printed in every later message about
+/// the resource.
+const BREAK_REASON_MAX_CHARS: usize = 1_000;
+
+impl Store {
+    /// Releases `lease`: if its tenure still owns the newest record, writes a
+    /// tombstone as newest+1 (already expired, not flushed: losing it only delays the
+    /// next contender). Never deletes a record and never sweeps (docs/protocol.md §3.2).
+    ///
+    /// A lease whose ttl ran out but that nobody superseded is released normally.
+    /// The lease's other keys (an existing file's file-id key) are released first,
+    /// best effort; the outcome is the primary key's.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NotHolder`] when the newest record is not this tenure's (it was
+    ///   superseded); nothing is written.
+    /// - [`Error::Broken`] / [`Error::Released`] when the tenure already ended that
+    ///   way.
+    /// - [`Error::Backend`] when the store fails and a re-read cannot show that the
+    ///   tombstone landed.
+    pub fn release(&self, lease: &Lease) -> Result<()> {
+        // The other keys best effort: the outcome is the primary key's, and a
+        // tombstone that does not land leaves a claim that expires with its ttl.
+        for held in &lease.others {
+            let _ = self.release_tenure(&held.key, &lease.label, held.token, &lease.secret);
+        }
+        self.release_tenure(&lease.key, &lease.label, lease.token, &lease.secret)
+    }
+
+    /// Breaks the live lease on `resource` on purpose: the operator's recorded
+    /// override. Writes, as newest+1 of each key the tenure holds, a tombstone that
+    /// records `by`, the time and `reason` ([`BreakNote`]), **flushed** (a lost break
+    /// would silently give the lease back to a holder who was told it is over).
+    /// Returns who held it. The broken holder's next renew, release or
+    /// [`Store::check_lease`] fails with [`Error::Broken`]; its token never passes
+    /// [`Store::check`] again, and the next acquire gets a higher token.
+    ///
+    /// A break ends the tenure it saw: if that tenure ends and another begins while
+    /// the break is being written, the new one is not broken.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NotHeld`] when no live lease holds the resource.
+    /// - [`Error::InvalidArgument`] for an empty `by` or `reason`, one with control
+    ///   characters, or a reason longer than 1000 characters.
+    /// - [`Error::InvalidResource`] and [`Error::Backend`] as for every operation.
+    pub fn break_lease(&self, resource: &Resource, by: &str, reason: &str) -> Result<Holder> {
+        for (what, text) in [("breaker's name", by), ("reason", reason)] {
+            if text.trim().is_empty() {
+                return Err(Error::InvalidArgument(format!(
+                    "the {what} is empty; say who breaks the lease and why"
+                )));
+            }
+            if text.chars().any(char::is_control) {
+                return Err(Error::InvalidArgument(format!(
+                    "the {what} contains control characters; use one line of printable text"
+                )));
+            }
+        }
+        if reason.chars().count() > BREAK_REASON_MAX_CHARS {
+            return Err(Error::InvalidArgument(format!(
+                "the reason is longer than {BREAK_REASON_MAX_CHARS} characters; keep it to one sentence"
+            )));
+        }
+        let identity = resource.identity()?;
+        let note = BreakNote {
+            by: by.trim().to_string(),
+            at_ms: self.clock.wall_ms(),
+            reason: reason.trim().to_string(),
+        };
+        // The file-id key before the path key: a holder renews its other keys first,
+        // so once the file id is broken it can no longer renew either.
+        let mut broken = None;
+        for key in identity
+            .file_id
+            .iter()
+            .chain(std::iter::once(&identity.key))
+        {
+            if let Some(holder) = self.break_key(key, &note)? {
+                broken = Some(holder);
+            }
+        }
+        broken.ok_or(Error::NotHeld {
+            label: resource.target(),
+        })
+    }
+}

@@ -1,0 +1,6 @@
+//! The composition of keys into a claim (docs/design-04-claims.md).
+
+mod acquire;
+mod end;
+mod renew;
+mod verify;

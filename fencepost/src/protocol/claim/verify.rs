@@ -1,0 +1,248 @@
+//! Asking whether a claim is still held: check, check_lease, watch, holder, resume.
+
+use crate::proof::LeaseHandle;
+use crate::protocol::series::ended;
+use crate::protocol::{HeldKey, Lease, Store};
+use crate::record::{self, Decoded};
+use crate::{Error, Holder, Key, Resource, Result};
+
+impl Store {
+    /// True only if `token` is the token of the newest record of `resource`'s
+    /// (primary) series and that record is live (docs/protocol.md I3). A superseded, released or
+    /// expired token returns false, as does any token when the newest record is
+    /// unreadable.
+    ///
+    /// For an existing file it also reads the series of its file-id key: a live
+    /// record there of another tenure (a rival that claimed the file through another
+    /// hard link) makes the check false. A file-id series that is free — the file was
+    /// created after the claim, or its inode changed — does not.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidResource`] for a resource without a key; [`Error::Backend`]
+    /// when the store cannot be read (never reported as `false`).
+    pub fn check(&self, resource: &Resource, token: u64) -> Result<bool> {
+        let identity = resource.identity()?;
+        let newest = self.read_newest(&identity.key)?;
+        let now = self.clock.wall_ms();
+        let current = newest
+            .envelope()
+            .is_some_and(|e| e.token == token && token > 0 && record::is_live(&e, now));
+        let Some(file_id) = identity.file_id.filter(|_| current) else {
+            return Ok(current);
+        };
+        let holder = newest.claim().map(|r| r.holder.as_str()).unwrap_or("");
+        Ok(self.fenced_by(&file_id, holder)?.is_none())
+    }
+
+    /// The holder of the newest decodable record of `file_id` (the file's identity
+    /// as it is now) when it is another tenure than `holder_id`, live or not: a
+    /// rival came in through another hard link, or the file was replaced and
+    /// someone claimed the new one. Such a tenure is fenced for good (design-01,
+    /// "once fenced, fenced for good"; pinned by the checker's `hard_link_revival`
+    /// and `rename_revival` schedules). An empty series, or one with only torn
+    /// records, fences nothing; a newer-format record always does (its holder
+    /// cannot be compared).
+    fn fenced_by(&self, file_id: &Key, holder_id: &str) -> Result<Option<Holder>> {
+        let newest = self.read_newest(file_id)?;
+        Ok(match newest.holder_id() {
+            Some(h) if h != holder_id || h.is_empty() => newest.holder(),
+            _ => None,
+        })
+    }
+
+    /// A cheap look at whether `lease` was lost since its last renewal: one read of
+    /// the newest record of each of its keys. `Some(loss)` only on a definite
+    /// answer — a decodable newest record of another tenure (a takeover, or a
+    /// record of a newer format), or this tenure's own tombstone (broken, or
+    /// released through its handle) — classified as [`Store::renew`] would report it. A torn newest
+    /// record (a create in progress) or a backend error is no answer: the next
+    /// renewal decides.
+    pub fn watch(&self, lease: &Lease) -> Option<Error> {
+        let keys = std::iter::once((&lease.key, lease.token))
+            .chain(lease.others.iter().map(|held| (&held.key, held.token)));
+        for (key, token) in keys {
+            let Ok(newest) = self.read_newest(key) else {
+                continue;
+            };
+            if newest.top_is_torn() {
+                continue;
+            }
+            let lost = match newest.decoded() {
+                Some(Decoded::Record(r))
+                    if r.token == token && lease.secret.proves(r.secret_sha256.as_deref()) =>
+                {
+                    // This tenure's own tombstone: broken by an operator, or
+                    // released through its handle.
+                    match ended(r, &lease.label) {
+                        Some(ended) => ended,
+                        None => continue,
+                    }
+                }
+                Some(Decoded::Record(_) | Decoded::Newer { .. }) => Error::Superseded {
+                    label: lease.label.clone(),
+                    token: lease.token,
+                    by_token: newest.token(),
+                },
+                Some(Decoded::Torn(_)) | None => continue,
+            };
+            return Some(lost);
+        }
+        None
+    }
+
+    /// The lease that `handle` proves, read back from the store: how another process
+    /// of the holder (a CLI `renew` or `release`, `run`'s child) acts on a lease it
+    /// did not acquire itself. Then [`Store::renew`] or [`Store::release`] it.
+    ///
+    /// The newest record of the resource must be the handle's tenure: its token,
+    /// and the hash of its secret. A token alone is never enough.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NotHolder`] when the newest record is another tenure's, or has
+    ///   the token but not the hash of the handle's secret (`newest` names the live
+    ///   holder, if any); nothing is changed.
+    /// - [`Error::Broken`] / [`Error::Released`] when the tenure already ended that
+    ///   way.
+    /// - [`Error::Superseded`] when a rival holds the file through another link.
+    /// - [`Error::InvalidResource`] and [`Error::Backend`] as for every operation.
+    pub fn resume(&self, resource: &Resource, handle: &LeaseHandle) -> Result<Lease> {
+        let identity = resource.identity()?;
+        let label = resource.target();
+        let token = handle.token();
+        let secret = handle.secret();
+        let newest = self.read_newest(&identity.key)?;
+        let record = match newest.decoded() {
+            Some(Decoded::Record(r))
+                if r.token == token && secret.proves(r.secret_sha256.as_deref()) =>
+            {
+                if let Some(ended) = ended(r, &label) {
+                    return Err(ended);
+                }
+                r
+            }
+            _ => {
+                let now = self.clock.wall_ms();
+                return Err(Error::NotHolder {
+                    label,
+                    token,
+                    newest: newest
+                        .holder()
+                        .filter(|_| newest.envelope().is_some_and(|e| record::is_live(&e, now))),
+                });
+            }
+        };
+        let mut others = Vec::new();
+        if let Some(file_id) = &identity.file_id {
+            // The tenure's record in the file-id series, if it has one (not when the
+            // file was created after the claim); a live rival there is a takeover.
+            let newest = self.read_newest(file_id)?;
+            match newest.claim() {
+                Some(held) if secret.proves(held.secret_sha256.as_deref()) => {
+                    others.push(HeldKey {
+                        key: file_id.clone(),
+                        token: held.token,
+                        generation: held.generation,
+                    });
+                }
+                _ => {
+                    if let Some(rival) = self.fenced_by(file_id, &record.holder)? {
+                        return Err(Error::Superseded {
+                            label,
+                            token,
+                            by_token: rival.token,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(Lease {
+            resource: resource.clone(),
+            key: identity.key,
+            others,
+            label: record.label.clone(),
+            token,
+            generation: record.generation,
+            holder_id: record.holder.clone(),
+            owner: record.owner.clone(),
+            ttl_ms: record.ttl_ms,
+            granted_at_ms: record.granted_at_ms,
+            expires_at_ms: record.expires_at_ms,
+            secret: secret.clone(),
+            tied: false,
+        })
+    }
+
+    /// Checks that `lease` is still current, saying why not: [`Store::check`] with
+    /// reasons, for the holder itself (a mediated write checks this immediately
+    /// before publishing). Every key of the tenure must still be its newest record,
+    /// live, and no rival may hold the file through another link.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Superseded`], [`Error::Expired`], [`Error::Broken`],
+    /// [`Error::Released`] for a lease that is no longer current; [`Error::Backend`]
+    /// when the store cannot be read.
+    pub fn check_lease(&self, lease: &Lease) -> Result<()> {
+        for (key, token) in lease.tenures() {
+            let newest = self.read_newest(key)?;
+            let current = match newest.decoded() {
+                Some(Decoded::Record(r))
+                    if r.token == token && lease.secret.proves(r.secret_sha256.as_deref()) =>
+                {
+                    r
+                }
+                _ => {
+                    return Err(Error::Superseded {
+                        label: lease.label.clone(),
+                        token: lease.token,
+                        by_token: newest.token(),
+                    });
+                }
+            };
+            if let Some(ended) = ended(current, &lease.label) {
+                return Err(ended);
+            }
+            if !record::is_live(&current.envelope(), self.clock.wall_ms()) {
+                return Err(Error::Expired {
+                    label: lease.label.clone(),
+                    token: lease.token,
+                    expired_at_ms: current.expires_at_ms,
+                });
+            }
+        }
+        // The file as it is now, if its file-id series is not one the tenure holds
+        // (the file was created after the claim, or replaced by rename): another
+        // tenure's record there fences this tenure for good, as in `check`.
+        if let Some(file_id) = lease.resource.identity()?.file_id
+            && !lease.others.iter().any(|held| held.key == file_id)
+            && let Some(rival) = self.fenced_by(&file_id, &lease.holder_id)?
+        {
+            return Err(Error::Superseded {
+                label: lease.label.clone(),
+                token: lease.token,
+                by_token: rival.token,
+            });
+        }
+        Ok(())
+    }
+
+    /// The live holder of `resource`, if any: the newest record of any of its keys
+    /// that is live (for an existing file, its path key or its file-id key). For a
+    /// mediated write with a lock, which a file lease always overrides.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidResource`] or [`Error::Backend`].
+    pub fn holder(&self, resource: &Resource) -> Result<Option<Holder>> {
+        let now = self.clock.wall_ms();
+        for key in resource.identity()?.keys() {
+            let newest = self.read_newest(&key)?;
+            if newest.envelope().is_some_and(|e| record::is_live(&e, now)) {
+                return Ok(newest.holder());
+            }
+        }
+        Ok(None)
+    }
+}

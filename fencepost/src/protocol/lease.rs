@@ -1,0 +1,120 @@
+//! A tenure as its holder sees it: [`Lease`], and the non-primary keys it holds.
+
+use crate::proof::{LeaseHandle, Secret};
+use crate::{Error, Key, Resource, Result};
+
+/// One tenure: proof that the holder created the newest record of a key (of every
+/// key of the resource, for an existing file: its path key and its file-id key).
+///
+/// The [`token`](Lease::token) is constant for the whole tenure (docs/protocol.md I5); renewals
+/// move [`generation`](Lease::generation) and [`expires_at_ms`](Lease::expires_at_ms).
+/// Token and generation are those of the primary key ([`Lease::key`]); the tenure's
+/// records in its other keys' series carry that series' own numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub(crate) resource: Resource,
+    pub(crate) key: Key,
+    /// The other keys this tenure holds (an existing file's file-id key).
+    pub(crate) others: Vec<HeldKey>,
+    pub(crate) label: String,
+    pub(crate) token: u64,
+    pub(crate) generation: u64,
+    pub(crate) holder_id: String,
+    pub(crate) owner: String,
+    pub(crate) ttl_ms: u64,
+    pub(crate) granted_at_ms: u64,
+    pub(crate) expires_at_ms: u64,
+    /// The tenure's secret: the proof of holding (its hash is in every record).
+    pub(crate) secret: Secret,
+    /// This process claimed the tenure tied to its life
+    /// ([`AcquireOptions::tied_to_process`]): its renewals carry this process's
+    /// liveness evidence. False for a lease resumed from a handle.
+    pub(crate) tied: bool,
+}
+
+impl Lease {
+    /// The resource held.
+    pub fn resource(&self) -> &Resource {
+        &self.resource
+    }
+    /// The primary key: the series whose generation is the fencing token.
+    pub fn key(&self) -> &Key {
+        &self.key
+    }
+    /// Every key this tenure holds, primary first (a lock or a file that did not
+    /// exist when claimed: one; an existing file: its path key and its file-id key).
+    pub fn keys(&self) -> impl Iterator<Item = &Key> {
+        std::iter::once(&self.key).chain(self.others.iter().map(|held| &held.key))
+    }
+    /// The label stored in its records.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+    /// The fencing token: present it to [`Store::check`] before every guarded write.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+    /// The generation of the newest record this tenure wrote.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+    /// The unique id of this tenure.
+    pub fn holder_id(&self) -> &str {
+        &self.holder_id
+    }
+    /// The owner name.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+    /// The lease duration in milliseconds.
+    pub fn ttl_ms(&self) -> u64 {
+        self.ttl_ms
+    }
+    /// When the newest record was written, milliseconds since the Unix epoch.
+    pub fn granted_at_ms(&self) -> u64 {
+        self.granted_at_ms
+    }
+    /// When the lease ends unless renewed, milliseconds since the Unix epoch.
+    pub fn expires_at_ms(&self) -> u64 {
+        self.expires_at_ms
+    }
+    /// The handle (`<token>.<secret>`) that lets another process of the holder's
+    /// act on this lease through [`Store::resume`]. Give it only to processes
+    /// acting for the holder: it is the proof of holding, where the token is public.
+    pub fn handle(&self) -> LeaseHandle {
+        LeaseHandle::new(self.token, self.secret.clone())
+    }
+    /// The tenure's secret, the proof of holding (see [`Lease::handle`]).
+    pub fn secret(&self) -> &Secret {
+        &self.secret
+    }
+    /// Sets the ttl later renewals use, in milliseconds (at least 1).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for 0.
+    pub fn set_ttl_ms(&mut self, ttl_ms: u64) -> Result<()> {
+        if ttl_ms == 0 {
+            return Err(Error::InvalidArgument(
+                "ttl must be at least 1 millisecond".into(),
+            ));
+        }
+        self.ttl_ms = ttl_ms;
+        Ok(())
+    }
+    /// Every key of this tenure with its token in that key's series, primary first.
+    pub(crate) fn tenures(&self) -> impl Iterator<Item = (&Key, u64)> {
+        std::iter::once((&self.key, self.token))
+            .chain(self.others.iter().map(|held| (&held.key, held.token)))
+    }
+}
+
+/// A key other than the primary that a tenure holds, with that series' numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HeldKey {
+    pub(crate) key: Key,
+    /// The generation at which this tenure began in this key's series.
+    pub(crate) token: u64,
+    /// The newest generation this tenure wrote in this key's series.
+    pub(crate) generation: u64,
+}

@@ -1,0 +1,159 @@
+//! The lease protocol, once, generic over the backend (docs/protocol.md §3), in two
+//! layers (docs/design-04-claims.md):
+//!
+//! - [`series`]: one key's series — read the newest record, create the next
+//!   generation and confirm it, judge a holder, renew, release or break one tenure's
+//!   record, sweep. The single-key rules of docs/protocol.md §3; nothing here knows
+//!   what a resource is.
+//! - [`claim`]: the composition of keys into a claim — which keys a resource's claim
+//!   takes, in canonical order, taken all or given back, cross-checked on check,
+//!   renew and resume. Every kind of claim is a composition of series operations.
+//!
+//! [`Store`] is the handle both layers hang their operations on; [`status`] reads
+//! every series for display.
+
+mod claim;
+mod lease;
+mod options;
+mod series;
+mod status;
+
+pub(crate) use lease::HeldKey;
+pub use lease::Lease;
+pub use options::{AcquireOptions, TryAcquire};
+pub use status::{ClaimState, StatusEntry};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::Error;
+use crate::backend::LeaseStore;
+use crate::clock::{Clock, SystemClock};
+use crate::liveness::{Liveness, SystemLiveness};
+
+/// First backoff step while waiting for a held resource, in milliseconds.
+pub(crate) const BACKOFF_START_MS: u64 = 4;
+
+/// Largest backoff step; keeps a handoff to a waiter within about this much of the
+/// release.
+pub(crate) const BACKOFF_CAP_MS: u64 = 64;
+
+/// How often release retries when a concurrent create takes its generation.
+pub(crate) const RELEASE_ATTEMPTS: usize = 8;
+
+/// How long a create may take before a reader that sees it torn (in progress, or
+/// cut off by a crash) treats it as abandoned, in milliseconds of the reader's
+/// monotonic clock; and, symmetrically, how long an acquire's create may take
+/// before the acquirer gives its claim back instead of trusting it. Readers wait
+/// this out even past their own deadline, so a crash mid-create blocks a key for
+/// at most this long beyond any live predecessor (design-01, "torn newest
+/// record"; pinned by the checker's `lock_handover` and `torn_renewal` schedules).
+pub const CREATE_GRACE_MS: u64 = 1_000;
+
+/// A backend plus the protocol on top: acquire, check, renew, release, status,
+/// sweep and keepalive.
+///
+/// Cheap to clone (a few `Arc`s); clones share the backend, clock and liveness probe.
+#[derive(Debug, Clone)]
+pub struct Store {
+    backend: Arc<dyn LeaseStore>,
+    clock: Arc<dyn Clock>,
+    liveness: Arc<dyn Liveness>,
+    watch_interval: Duration,
+}
+
+/// How often a [`crate::Keepalive`] looks at its lease between renewals by default,
+/// so a takeover or break is noticed within about this long.
+pub const DEFAULT_WATCH_INTERVAL: Duration = Duration::from_millis(40);
+
+impl Store {
+    /// The protocol over `backend`, with the system clock.
+    pub fn new(backend: impl LeaseStore + 'static) -> Self {
+        Self::with_clock(backend, SystemClock::new())
+    }
+
+    /// The protocol over `backend`, with an injected clock (tests step it).
+    pub fn with_clock(backend: impl LeaseStore + 'static, clock: impl Clock + 'static) -> Self {
+        Self::from_parts(Arc::new(backend), Arc::new(clock))
+    }
+
+    /// The protocol over an already shared backend and clock.
+    pub fn from_parts(backend: Arc<dyn LeaseStore>, clock: Arc<dyn Clock>) -> Self {
+        Store {
+            backend,
+            clock,
+            liveness: Arc::new(SystemLiveness),
+            watch_interval: DEFAULT_WATCH_INTERVAL,
+        }
+    }
+
+    /// The same store with another liveness probe (tests and model checks decide
+    /// which processes are dead).
+    pub fn with_liveness(mut self, liveness: impl Liveness + 'static) -> Self {
+        self.liveness = Arc::new(liveness);
+        self
+    }
+
+    /// The same store with another watch interval for keepalives (at least 1 ms):
+    /// shorter notices a loss sooner, longer reads the backend less often.
+    pub fn with_watch_interval(mut self, interval: Duration) -> Self {
+        self.watch_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How often a keepalive looks at its lease between renewals.
+    pub fn watch_interval(&self) -> Duration {
+        self.watch_interval
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn LeaseStore> {
+        &self.backend
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Uniform in `[step/2, step]`: waiters that started together spread out.
+    pub(crate) fn jittered(&self, step_ms: u64) -> u64 {
+        let half = step_ms / 2;
+        half + self.clock.random_u64() % (step_ms - half + 1)
+    }
+}
+
+/// True for the errors that mean the lease is gone (as opposed to a store failure).
+pub(crate) fn is_loss(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::Superseded { .. }
+            | Error::Expired { .. }
+            | Error::NotHolder { .. }
+            | Error::Broken { .. }
+            | Error::Released { .. }
+    )
+}
+
+/// A holder id unique to one tenure: owner, pid and a random nonce.
+pub(crate) fn new_holder_id(owner: &str) -> String {
+    format!("{owner}-{}-{:016x}", std::process::id(), nonce())
+}
+
+/// A random number for nonces: holder ids, staging-file names, backoff jitter. From
+/// the standard library's per-process random hash keys mixed with a counter and the
+/// time — unique enough that a collision only costs a retry; not for secrets.
+pub fn nonce() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    hasher.finish()
+}

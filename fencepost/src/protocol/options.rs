@@ -1,0 +1,73 @@
+//! What a caller asks for ([`AcquireOptions`]) and what a non-failing acquire
+//! answers ([`TryAcquire`]).
+
+use super::Lease;
+use crate::Holder;
+
+/// How to acquire: lease duration, who is asking, and how long to wait if held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// Lease duration in milliseconds; must be at least 1.
+    pub ttl_ms: u64,
+    /// Human-readable holder name, stored for diagnostics.
+    pub owner: String,
+    /// How long to wait for a held resource, in milliseconds; 0 fails at once.
+    pub wait_ms: u64,
+    /// The tenure lives only as long as this process, which keeps it alive (a
+    /// [`crate::Keepalive`], `fencepost run`, the MCP server): its records carry this
+    /// process's [`crate::ProcessEvidence`], so a waiter on the same host may take
+    /// it over as soon as the process provably ended. Default `false`: a lease
+    /// meant to outlive the process that claimed it (the CLI's plain `claim`) must
+    /// never look dead.
+    pub tied_to_process: bool,
+    /// While waiting, treat a holder whose process provably no longer runs on this
+    /// host as expired (dead-holder takeover). Default `true`; `false` is pure ttl
+    /// semantics.
+    pub dead_holder_takeover: bool,
+}
+
+impl AcquireOptions {
+    /// A ttl of `ttl_ms`, owner `fencepost`, no waiting.
+    pub fn new(ttl_ms: u64) -> Self {
+        AcquireOptions {
+            ttl_ms,
+            owner: "fencepost".into(),
+            wait_ms: 0,
+            tied_to_process: false,
+            dead_holder_takeover: true,
+        }
+    }
+
+    /// Sets [`AcquireOptions::tied_to_process`].
+    pub fn tied_to_process(mut self, tied: bool) -> Self {
+        self.tied_to_process = tied;
+        self
+    }
+
+    /// Sets [`AcquireOptions::dead_holder_takeover`].
+    pub fn dead_holder_takeover(mut self, enabled: bool) -> Self {
+        self.dead_holder_takeover = enabled;
+        self
+    }
+
+    /// Sets the owner name.
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = owner.into();
+        self
+    }
+
+    /// Sets how long to wait for a held resource, in milliseconds.
+    pub fn wait_ms(mut self, wait_ms: u64) -> Self {
+        self.wait_ms = wait_ms;
+        self
+    }
+}
+
+/// The outcome of [`Store::try_acquire`]: the lease, or who holds the resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TryAcquire {
+    /// Acquired.
+    Acquired(Lease),
+    /// Held by someone else (after waiting, if a wait was given).
+    Held(Holder),
+}

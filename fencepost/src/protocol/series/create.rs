@@ -1,0 +1,164 @@
+//! Creating the next generation of a key and confirming it is newest.
+
+use super::{Watch, next_generation};
+use crate::backend::{CreateOutcome, Durability};
+use crate::protocol::{AcquireOptions, CREATE_GRACE_MS, Store};
+use crate::record::{FORMAT_VERSION, Record};
+use crate::{Error, Holder, Key, Result};
+
+/// How many times acquire may lose the create of one generation while the listing
+/// still shows the generation below it before the backend is declared broken (it
+/// says a record exists that it never lists): a bound instead of a spin.
+const INVISIBLE_RECORD_LIMIT: usize = 64;
+
+/// One key's outcome within an acquisition.
+#[allow(clippy::large_enum_variant)] // short-lived, one per key per attempt
+pub(crate) enum Claim {
+    /// Our claim, confirmed newest (possibly lapsed), with the generations below it
+    /// and the monotonic time just before it was stamped; `false` when its create
+    /// took so long that a reader may have taken it for abandoned.
+    Taken(Record, Vec<u64>, u64, bool),
+    /// A live holder that has not stagnated.
+    Held(Holder),
+}
+
+impl Store {
+    /// Claims one key without waiting: creates generation newest+1 (token = that
+    /// generation), flushed, and confirms it is the newest and live; or reports the
+    /// live holder.
+    pub(crate) fn claim_key(
+        &self,
+        key: &Key,
+        label: &str,
+        holder_id: &str,
+        proof: &str,
+        options: &AcquireOptions,
+        watch: &mut Watch,
+    ) -> Result<Claim> {
+        loop {
+            let newest = self.read_newest(key)?;
+            if let Some(holder) = self.live_holder(&newest, watch, options) {
+                return Ok(Claim::Held(holder));
+            }
+
+            let generation = next_generation(key, newest.generation)?;
+            watch.invisible = match watch.invisible {
+                (g, n) if g == generation => (g, n + 1),
+                _ => (generation, 0),
+            };
+            if watch.invisible.1 >= INVISIBLE_RECORD_LIMIT {
+                return Err(Error::Backend(crate::BackendError::new(
+                    "create",
+                    format!("{key} generation {generation}"),
+                    std::io::Error::other(
+                        "the backend keeps refusing a generation it never lists; it breaks the LeaseStore contract",
+                    ),
+                )));
+            }
+            let since_mono = self.clock.monotonic_ms();
+            let granted_at_ms = self.clock.wall_ms();
+            let claim = Record {
+                v: FORMAT_VERSION,
+                key: key.to_string(),
+                label: label.to_string(),
+                token: generation,
+                generation,
+                holder: holder_id.to_string(),
+                owner: options.owner.clone(),
+                pid: std::process::id(),
+                host: crate::host_name().to_string(),
+                granted_at_ms,
+                expires_at_ms: granted_at_ms.saturating_add(options.ttl_ms),
+                ttl_ms: options.ttl_ms,
+                released: false,
+                secret_sha256: Some(proof.to_string()),
+                broken: None,
+                process: if options.tied_to_process {
+                    self.liveness.this_process()
+                } else {
+                    None
+                },
+            };
+            match self
+                .backend
+                .create(key, generation, &claim.encode(), Durability::Flushed)
+            {
+                Ok(CreateOutcome::Created) => {}
+                Ok(CreateOutcome::AlreadyExists) => continue,
+                Err(error) => {
+                    self.give_up_if_landed(key, generation, holder_id);
+                    return Err(error.into());
+                }
+            }
+            // A create that took CREATE_GRACE_MS or longer may have been seen torn
+            // and taken for abandoned by a reader that then superseded it after
+            // this process's confirming read: never trust it.
+            let trusted = self.clock.monotonic_ms().saturating_sub(since_mono) < CREATE_GRACE_MS;
+
+            #[cfg(feature = "planted-bugs")]
+            if crate::planted::on(&crate::planted::ACQUIRE_SKIPS_CONFIRM) {
+                return Ok(Claim::Taken(claim, newest.below, since_mono, true));
+            }
+            // The confirming read is load-bearing: a slow create may land a
+            // generation that was already created, superseded and swept (backends
+            // accept the freed name), and only this read shows a newer one exists
+            // (design-01, "swept generation re-created").
+            let confirmed = self.read_newest(key)?;
+            let ours = confirmed.generation == generation
+                && confirmed
+                    .top_record()
+                    .is_some_and(|r| !r.released && r.holder == holder_id);
+            if confirmed.generation == generation && !ours {
+                // Our exclusive create succeeded, yet the record read back is not
+                // ours: the backend broke the visibility promise of the contract.
+                return Err(Error::Backend(crate::BackendError::new(
+                    "read",
+                    format!("{key} generation {generation}"),
+                    std::io::Error::other(
+                        "a record this process created reads back as something else; the backend breaks the LeaseStore contract",
+                    ),
+                )));
+            }
+            if !ours {
+                // Superseded before we confirmed (a reader saw our create in progress
+                // as torn, or a later claimant won): nothing of ours to clean up.
+                continue;
+            }
+            // Ours, but possibly already expired (a pause, or a create slower than the
+            // ttl): the caller's final liveness check decides, under its deadline.
+            return Ok(Claim::Taken(claim, confirmed.below, since_mono, trusted));
+        }
+    }
+
+    /// After a create failed with an unknown outcome: if our claim landed anyway, it
+    /// may not be durable, so give it up with a tombstone rather than hand it out.
+    pub(crate) fn give_up_if_landed(&self, key: &Key, generation: u64, holder_id: &str) {
+        let Ok(newest) = self.read_newest(key) else {
+            return;
+        };
+        let Some(tombstone_generation) = generation.checked_add(1) else {
+            return;
+        };
+        if newest.generation == generation
+            && let Some(record) = newest
+                .top_record()
+                .filter(|r| !r.released && r.holder == holder_id)
+        {
+            let now = self.clock.wall_ms();
+            let tombstone = Record {
+                generation: tombstone_generation,
+                granted_at_ms: now,
+                expires_at_ms: now,
+                ttl_ms: 0,
+                released: true,
+                ..record.clone()
+            };
+            let _ = self.backend.create(
+                key,
+                tombstone_generation,
+                &tombstone.encode(),
+                Durability::Unflushed,
+            );
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Judging the newest record of a key while acquiring: live holder, stagnated,
+//! dead holder, or a create still in progress.
+
+use super::Newest;
+use crate::Holder;
+use crate::liveness::{ProcessEvidence, Verdict, same_host};
+use crate::protocol::{AcquireOptions, CREATE_GRACE_MS, Store};
+use crate::record;
+
+/// Per key, what an acquisition has watched across its attempts.
+#[derive(Debug, Default)]
+pub(crate) struct Watch {
+    /// (generation, monotonic ms when first seen newest) for the stagnation bound.
+    pub(crate) watched: Option<(u64, u64)>,
+    /// (generation, times in a row we lost or failed to confirm it while the listing
+    /// never got past the generation below it).
+    pub(crate) invisible: (u64, usize),
+    /// The last judgement was "a create is in progress" (a torn newest record
+    /// seen for less than [`CREATE_GRACE_MS`]): worth waiting for past the deadline.
+    pub(crate) in_progress: bool,
+}
+
+impl Store {
+    /// The holder of `newest` if it is live and has not stagnated: the same newest
+    /// record seen for a full ttl of this process's monotonic clock counts as
+    /// expired (the stagnation bound of docs/protocol.md §3.4). A torn newest record
+    /// is a create in progress for [`CREATE_GRACE_MS`] (see [`Watch::in_progress`]).
+    pub(crate) fn live_holder(
+        &self,
+        newest: &Newest,
+        watch: &mut Watch,
+        options: &AcquireOptions,
+    ) -> Option<Holder> {
+        watch.in_progress = false;
+        let mono = self.clock.monotonic_ms();
+        let first_seen = match watch.watched {
+            Some((generation, since)) if generation == newest.generation => since,
+            _ => {
+                watch.watched = Some((newest.generation, mono));
+                mono
+            }
+        };
+        let watched_for = mono.saturating_sub(first_seen);
+        #[cfg(feature = "planted-bugs")]
+        let planted_vacancy = crate::planted::on(&crate::planted::TORN_NEWEST_IS_VACANCY);
+        #[cfg(not(feature = "planted-bugs"))]
+        let planted_vacancy = false;
+        if newest.top_is_torn() && planted_vacancy {
+            return None;
+        }
+        let live = newest
+            .envelope()
+            .filter(|e| record::is_live(e, self.clock.wall_ms()));
+        // Dead-holder takeover: the holder's process is gone, so its record is
+        // treated as expired. Safe only because the fence refuses its token from
+        // our claim on (docs/design-01-lease-and-fence.md).
+        let dead = options.dead_holder_takeover
+            && newest
+                .claim()
+                .and_then(|r| r.process.as_ref())
+                .is_some_and(|evidence| self.provably_dead(evidence));
+        if let Some(envelope) = live.filter(|_| !dead) {
+            let record_ttl = newest.claim().map(|r| r.ttl_ms).unwrap_or(
+                envelope
+                    .expires_at_ms
+                    .saturating_sub(envelope.granted_at_ms),
+            );
+            if watched_for < record_ttl {
+                return Some(newest.holder().expect("a live record has a holder"));
+            }
+        }
+        // A torn newest record is a create that may still be in progress: it only
+        // proves its generation is taken. Wait it out for CREATE_GRACE_MS; a
+        // creator whose create took that long gives its claim back, so taking over
+        // after that is safe.
+        if newest.top_is_torn() && watched_for < CREATE_GRACE_MS {
+            watch.in_progress = true;
+            return Some(Holder {
+                owner: "a claim still being written".into(),
+                holder_id: String::new(),
+                pid: 0,
+                token: 0,
+                generation: newest.generation,
+                expires_at_ms: 0,
+            });
+        }
+        None
+    }
+
+    /// True only when `evidence` names a process of this host and boot that the
+    /// liveness probe says definitely no longer runs; every doubt is `false`.
+    fn provably_dead(&self, evidence: &ProcessEvidence) -> bool {
+        self.liveness
+            .this_process()
+            .is_some_and(|ours| same_host(evidence, &ours))
+            && self.liveness.verdict(evidence) == Verdict::Gone
+    }
+}

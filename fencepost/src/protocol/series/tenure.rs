@@ -1,0 +1,269 @@
+//! Writing on top of a tenure's own record: renewal, release and break of one key.
+
+use super::{Newest, ended, holder_of, next_generation};
+use crate::backend::{CreateOutcome, Durability};
+use crate::liveness::ProcessEvidence;
+use crate::proof::Secret;
+use crate::protocol::{RELEASE_ATTEMPTS, Store};
+use crate::record::{self, BreakNote, Decoded, Record};
+use crate::{Error, Holder, Key, Result};
+
+impl Store {
+    /// `evidence`: what the renewal records as its keeper's liveness evidence. The
+    /// keeper of a tied tenure (the process that claimed it) passes its own; a
+    /// renewal through a resumed handle (another process keeping the lease alive)
+    /// passes none: the lease no longer lives and dies with the claimer, so it must
+    /// not be taken over when that process ends.
+    pub(crate) fn renew_tenure(
+        &self,
+        key: &Key,
+        label: &str,
+        token: u64,
+        secret: &Secret,
+        ttl_ms: u64,
+        evidence: Option<ProcessEvidence>,
+    ) -> Result<Record> {
+        let newest = self.read_settled(key)?;
+        let superseded = |newest: &Newest| Error::Superseded {
+            label: label.to_string(),
+            token,
+            by_token: newest.token(),
+        };
+        let ours = |r: &Record| r.token == token && secret.proves(r.secret_sha256.as_deref());
+        let current = match newest.decoded() {
+            Some(Decoded::Record(r)) if ours(r) => r,
+            _ => return Err(superseded(&newest)),
+        };
+        if let Some(ended) = ended(current, label) {
+            return Err(ended);
+        }
+        let since_mono = self.clock.monotonic_ms();
+        let now = self.clock.wall_ms();
+        let expired = || Error::Expired {
+            label: label.to_string(),
+            token,
+            expired_at_ms: current.expires_at_ms,
+        };
+        if !record::is_live(&current.envelope(), now) {
+            return Err(expired());
+        }
+        // How long the renewed record stays live from now, by this clock; capped at
+        // its ttl (a clock that stepped back makes expiry unknowable, not longer).
+        let remaining_ms = current
+            .expires_at_ms
+            .saturating_sub(now)
+            .min(current.ttl_ms);
+        let generation = next_generation(key, newest.generation)?;
+        let renewal = Record {
+            generation,
+            granted_at_ms: now,
+            expires_at_ms: now.saturating_add(ttl_ms),
+            ttl_ms,
+            process: evidence,
+            ..current.clone()
+        };
+        let created = self
+            .backend
+            .create(key, generation, &renewal.encode(), Durability::Flushed);
+        // The post-create check on the monotonic clock: a create that landed after
+        // the renewed record expired is no renewal (design-01, "no silent revival";
+        // pinned by the checker's `slow_renewal` schedule).
+        let late = self.clock.monotonic_ms().saturating_sub(since_mono) >= remaining_ms;
+        #[cfg(feature = "planted-bugs")]
+        let late = late && !crate::planted::on(&crate::planted::RENEW_SKIPS_POST_CREATE_CHECK);
+        if late {
+            if !matches!(created, Ok(CreateOutcome::AlreadyExists)) {
+                self.give_up_if_landed(key, generation, &current.holder);
+            }
+            return Err(expired());
+        }
+        let created = created?;
+        let confirmed = self.read_newest(key)?;
+        if created == CreateOutcome::Created && confirmed.generation == generation {
+            // A renewal is a durable claim of ours that became the newest: the same
+            // moment acquire sweeps (docs/protocol.md §3.6). Without it a lease kept
+            // alive for hours piles up thousands of records that every read lists
+            // (found by the benchmark).
+            self.sweep_after_claim(key, generation, &confirmed.below);
+            // As acquire: a renewal that stalled after landing (in its confirming
+            // read or sweep) until its own ttl ran out is not handed back as live
+            // (found by the interleaving checker, schedule `lock_handover`).
+            if self.clock.monotonic_ms().saturating_sub(since_mono) >= ttl_ms {
+                return Err(expired());
+            }
+            return Ok(renewal);
+        }
+        // Lost the create to a record still being written above ours: someone's
+        // create in progress (a claimant that judged this tenure expired, or a
+        // concurrent renewal of it). Reading through it would find our own old
+        // record and report a renewal that never happened (found by the
+        // interleaving checker, schedule `lock_handover`, seed 175 of
+        // FENCEPOST_SCHEDULES=20000): wait it out and judge what it settles to.
+        let confirmed = if confirmed.top_is_torn() {
+            let settled = self.read_settled(key)?;
+            if settled.top_is_torn() {
+                return Err(expired());
+            }
+            settled
+        } else {
+            confirmed
+        };
+        // Lost the create, or something landed above ours: if the newest record is
+        // still this same tenure, live (a concurrent renewal of it by the CLI, the
+        // server or another keepalive), the lease is renewed, not superseded.
+        let now = self.clock.wall_ms();
+        match confirmed.decoded() {
+            Some(Decoded::Record(r)) if ours(r) => match ended(r, label) {
+                Some(ended) => Err(ended),
+                None if record::is_live(&r.envelope(), now) => Ok(r.clone()),
+                None => Err(superseded(&confirmed)),
+            },
+            _ => Err(superseded(&confirmed)),
+        }
+    }
+
+    pub(crate) fn release_tenure(
+        &self,
+        key: &Key,
+        label: &str,
+        token: u64,
+        secret: &Secret,
+    ) -> Result<()> {
+        for _ in 0..RELEASE_ATTEMPTS {
+            let newest = self.read_settled(key)?;
+            let current = match newest.decoded() {
+                Some(Decoded::Record(r))
+                    if r.token == token && secret.proves(r.secret_sha256.as_deref()) =>
+                {
+                    if let Some(ended) = ended(r, label) {
+                        return Err(ended);
+                    }
+                    r
+                }
+                _ => {
+                    let now = self.clock.wall_ms();
+                    return Err(Error::NotHolder {
+                        label: label.to_string(),
+                        token,
+                        newest: newest.holder().filter(|_| {
+                            newest.envelope().is_some_and(|e| record::is_live(&e, now))
+                        }),
+                    });
+                }
+            };
+            let generation = next_generation(key, newest.generation)?;
+            let now = self.clock.wall_ms();
+            let tombstone = Record {
+                generation,
+                granted_at_ms: now,
+                expires_at_ms: now,
+                ttl_ms: 0,
+                released: true,
+                ..current.clone()
+            };
+            match self
+                .backend
+                .create(key, generation, &tombstone.encode(), Durability::Unflushed)
+            {
+                Ok(CreateOutcome::Created) => {
+                    #[cfg(feature = "planted-bugs")]
+                    if crate::planted::on(&crate::planted::RELEASE_SWEEPS_NEWEST) {
+                        for g in self.backend.generations(key)? {
+                            let _ = self.backend.remove(key, g);
+                        }
+                    }
+                    return Ok(());
+                }
+                // Someone created the next generation first; re-read decides whether
+                // we are still the holder.
+                Ok(CreateOutcome::AlreadyExists) => continue,
+                Err(error) => {
+                    let landed = self.read_newest(key).ok().is_some_and(|n| {
+                        n.generation == generation
+                            && n.top_record()
+                                .is_some_and(|r| r.released && r.holder == current.holder)
+                    });
+                    return if landed { Ok(()) } else { Err(error.into()) };
+                }
+            }
+        }
+        Err(Error::NotHolder {
+            label: label.to_string(),
+            token,
+            newest: None,
+        })
+    }
+
+    /// Breaks the live tenure newest in `key`, if there is one; returns its holder.
+    pub(crate) fn break_key(&self, key: &Key, note: &BreakNote) -> Result<Option<Holder>> {
+        let now = self.clock.wall_ms();
+        let first = self.read_newest(key)?;
+        let target = match first.decoded() {
+            Some(Decoded::Record(r)) if !r.released && record::is_live(&r.envelope(), now) => {
+                r.clone()
+            }
+            Some(Decoded::Newer { v, envelope }) if record::is_live(envelope, now) => {
+                return Err(Error::InvalidArgument(format!(
+                    "the lease on {key} was written by a newer fencepost (format v{v}); break it with that version"
+                )));
+            }
+            _ => return Ok(None),
+        };
+        let mut newest = first;
+        for _ in 0..RELEASE_ATTEMPTS {
+            let Some(current) = newest
+                .claim()
+                .filter(|r| r.token == target.token && r.holder == target.holder)
+            else {
+                // The tenure ended by itself meanwhile: nothing of it left to break.
+                return Ok(None);
+            };
+            let generation = next_generation(key, newest.generation)?;
+            let now = self.clock.wall_ms();
+            let tombstone = Record {
+                generation,
+                granted_at_ms: now,
+                expires_at_ms: now,
+                ttl_ms: 0,
+                released: true,
+                broken: Some(note.clone()),
+                ..current.clone()
+            };
+            #[cfg(feature = "planted-bugs")]
+            let durability = if crate::planted::on(&crate::planted::BREAK_UNFLUSHED) {
+                Durability::Unflushed
+            } else {
+                Durability::Flushed
+            };
+            #[cfg(not(feature = "planted-bugs"))]
+            let durability = Durability::Flushed;
+            match self
+                .backend
+                .create(key, generation, &tombstone.encode(), durability)
+            {
+                Ok(CreateOutcome::Created) => return Ok(Some(holder_of(&target))),
+                // A renewal (or release) landed first: look again.
+                Ok(CreateOutcome::AlreadyExists) => newest = self.read_newest(key)?,
+                Err(error) => {
+                    let landed = self.read_newest(key).ok().is_some_and(|n| {
+                        n.generation == generation
+                            && n.top_record()
+                                .is_some_and(|r| r.broken.as_ref() == Some(note))
+                    });
+                    return if landed {
+                        Ok(Some(holder_of(&target)))
+                    } else {
+                        Err(error.into())
+                    };
+                }
+            }
+        }
+        Err(Error::Backend(crate::BackendError::new(
+            "create",
+            key,
+            std::io::Error::other(
+                "the lease was renewed every time the break tried to land; try again",
+            ),
+        )))
+    }
+}

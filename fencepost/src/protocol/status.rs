@@ -1,0 +1,217 @@
+//! What the store holds, for `status`: one entry per resource.
+
+use crate::protocol::Store;
+use crate::record::{self, BreakNote, Decoded};
+use crate::{Key, Result};
+
+/// What the newest record of a key says, for `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimState {
+    /// A live lease.
+    Held,
+    /// A lease whose ttl ran out.
+    Expired,
+    /// Released (the newest record is a tombstone).
+    Released,
+    /// Broken by an operator (the newest record is a break's tombstone; see
+    /// [`StatusEntry::broken`]).
+    Broken,
+    /// The newest record is torn or corrupt; the next acquire supersedes it.
+    Unreadable,
+    /// A record of a newer format version (see [`Decoded::Newer`]).
+    NewerFormat,
+}
+
+/// One resource's line in [`Store::status`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StatusEntry {
+    /// The resource as `claim --json` names it: `lock:NAME` or `file:PATH` (for an
+    /// unreadable series, its key).
+    pub resource: String,
+    /// The key.
+    pub key: Key,
+    /// The label of the newest record (empty when unreadable).
+    pub label: String,
+    /// What the newest record says.
+    pub state: ClaimState,
+    /// True when the resource is held right now (by the liveness rule).
+    pub live: bool,
+    /// The newest record's token (0 when unreadable).
+    pub token: u64,
+    /// The newest generation.
+    pub generation: u64,
+    /// The owner of the newest record (empty when unknown).
+    pub owner: String,
+    /// The holder's process id: the process that began the tenure, whoever renewed
+    /// it since (0 when unknown).
+    pub pid: u32,
+    /// The host the holder ran on (empty when unknown, or written by a version that
+    /// did not record it).
+    pub host: String,
+    /// When the newest record expires, milliseconds since the Unix epoch (0 when
+    /// unknown).
+    pub expires_at_ms: u64,
+    /// Who broke the lease, when and why, while the break's tombstone is newest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broken: Option<BreakNote>,
+}
+
+impl StatusEntry {
+    pub(crate) fn unreadable(key: &Key, generation: u64) -> Self {
+        StatusEntry {
+            resource: key.to_string(),
+            key: key.clone(),
+            label: String::new(),
+            state: ClaimState::Unreadable,
+            live: false,
+            token: 0,
+            generation,
+            owner: String::new(),
+            pid: 0,
+            host: String::new(),
+            expires_at_ms: 0,
+            broken: None,
+        }
+    }
+}
+
+/// `lock:NAME` or `file:PATH` for a record's label under `key` (a file-id key names
+/// a file too).
+fn resource_of(key: &Key, label: &str) -> String {
+    let kind = match key.as_str().split('-').next() {
+        Some("lock") => "lock",
+        _ => "file",
+    };
+    format!("{kind}:{label}")
+}
+
+impl Store {
+    /// Every resource in the store with what its newest record says, one entry per
+    /// resource, sorted by label then key.
+    ///
+    /// An existing file's tenure holds two series (its path key and its file-id key);
+    /// the file-id series is shown only when it says something the path series does
+    /// not: a live tenure there that no shown path entry holds. File-id series of
+    /// replaced files, and ones whose tenure the path entry already shows, are left
+    /// out, so one claimed file is one line.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] when the store cannot be listed.
+    pub fn status(&self) -> Result<Vec<StatusEntry>> {
+        let mut entries = Vec::new();
+        // File-id keys are decided once every path key is seen.
+        let mut file_ids = Vec::new();
+        let mut shown_holders = std::collections::HashSet::new();
+        for (entry, holder) in self.key_rows()? {
+            if entry.key.as_str().starts_with("inode-") {
+                file_ids.push((entry, holder));
+            } else {
+                if let Some(holder) = holder.filter(|_| entry.live) {
+                    shown_holders.insert(holder);
+                }
+                entries.push(entry);
+            }
+        }
+        for (entry, holder) in file_ids {
+            let shown = holder.as_ref().is_some_and(|h| shown_holders.contains(h));
+            if (entry.live && !shown) || entry.state == ClaimState::Unreadable {
+                entries.push(entry);
+            }
+        }
+        entries.sort_by(|a, b| (&a.label, &a.key).cmp(&(&b.label, &b.key)));
+        Ok(entries)
+    }
+
+    /// Every key in the store with what its newest record says, one entry per key
+    /// (an existing file's path key and file-id key apart), sorted by label then key:
+    /// the raw view behind [`Store::status`], for tests and tools that inspect series.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] when the store cannot be listed.
+    pub fn key_status(&self) -> Result<Vec<StatusEntry>> {
+        let mut entries: Vec<StatusEntry> = self
+            .key_rows()?
+            .into_iter()
+            .map(|(entry, _)| entry)
+            .collect();
+        entries.sort_by(|a, b| (&a.label, &a.key).cmp(&(&b.label, &b.key)));
+        Ok(entries)
+    }
+
+    /// Each key's entry and the holder id of its newest record, when it has one.
+    fn key_rows(&self) -> Result<Vec<(StatusEntry, Option<String>)>> {
+        let now = self.clock.wall_ms();
+        let mut rows = Vec::new();
+        for key in self.backend.keys()? {
+            // One unreadable series (permissions, a broken key directory) is shown as
+            // unreadable rather than failing the listing of every other key.
+            let Ok(newest) = self.read_newest(&key) else {
+                rows.push((StatusEntry::unreadable(&key, 0), None));
+                continue;
+            };
+            if newest.generation == 0 {
+                continue;
+            }
+            // A torn highest record over a live claim is that holder's create in
+            // progress: shown as held by the claim below it.
+            let live_below =
+                newest.top_is_torn() && newest.envelope().is_some_and(|e| record::is_live(&e, now));
+            let decoded = if newest.top_is_torn() && !live_below {
+                None
+            } else {
+                newest.decoded()
+            };
+            let (entry, holder) = match decoded {
+                Some(Decoded::Record(r)) => {
+                    let live = !r.released && record::is_live(&r.envelope(), now);
+                    let entry = StatusEntry {
+                        resource: resource_of(&key, &r.label),
+                        key: key.clone(),
+                        label: r.label.clone(),
+                        state: if r.broken.is_some() {
+                            ClaimState::Broken
+                        } else if r.released {
+                            ClaimState::Released
+                        } else if live {
+                            ClaimState::Held
+                        } else {
+                            ClaimState::Expired
+                        },
+                        live,
+                        token: r.token,
+                        generation: newest.generation,
+                        owner: r.owner.clone(),
+                        pid: r.pid,
+                        host: r.host.clone(),
+                        expires_at_ms: r.expires_at_ms,
+                        broken: r.broken.clone(),
+                    };
+                    (entry, Some(r.holder.clone()))
+                }
+                Some(Decoded::Newer { envelope, .. }) => (
+                    StatusEntry {
+                        resource: key.to_string(),
+                        key: key.clone(),
+                        label: String::new(),
+                        state: ClaimState::NewerFormat,
+                        live: record::is_live(envelope, now),
+                        token: envelope.token,
+                        generation: newest.generation,
+                        owner: String::new(),
+                        pid: 0,
+                        host: String::new(),
+                        expires_at_ms: envelope.expires_at_ms,
+                        broken: None,
+                    },
+                    None,
+                ),
+                _ => (StatusEntry::unreadable(&key, newest.generation), None),
+            };
+            rows.push((entry, holder));
+        }
+        Ok(rows)
+    }
+}
