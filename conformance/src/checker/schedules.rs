@@ -218,6 +218,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: break_race,
     },
     Schedule {
+        name: "break_renewal",
+        about: "an operator's slow break races a holder's renewals: the renewal may take the generation the break wanted",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 250,
+            advance: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 1200,
+        inflight_ms: TTL_MS / 4,
+        actors: break_renewal,
+    },
+    Schedule {
         name: "file_contention",
         about: "two tenures contend for one existing file through two hard links (path and file-id keys)",
         snapshot_listing: true,
@@ -683,6 +696,30 @@ fn break_race(_: &Setup) -> Vec<Actor> {
             if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 2 * TTL_MS) {
                 ctx.check(&lease);
                 ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
+fn break_renewal(_: &Setup) -> Vec<Actor> {
+    vec![
+        // Claims again after each break, so every break has a tenure to race.
+        Actor::new("holder", |ctx| {
+            for _ in 0..3 {
+                let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, TTL_MS) else {
+                    continue;
+                };
+                if ctx.keep(&mut lease, 3) {
+                    ctx.release(&lease);
+                } else {
+                    ctx.check(&lease);
+                }
+            }
+        }),
+        Actor::new("operator", |ctx| {
+            for _ in 0..3 {
+                ctx.sleep(TTL_MS / 3);
+                ctx.break_lease(&lock());
             }
         }),
     ]
