@@ -1,5 +1,5 @@
 //! The agents' hook protocols: what each sends on stdin, and how each is told to
-//! block. Sources (checked for the design note, `docs/design-05-agent-hooks.md`):
+//! block. Sources (checked for the design note, `docs/design-06-agent-hooks.md`):
 //!
 //! - Claude Code: hooks reference, <https://code.claude.com/docs/en/hooks>. Every
 //!   event carries `session_id`, `cwd`, `hook_event_name`; `PreToolUse` adds

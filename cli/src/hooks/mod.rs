@@ -1,6 +1,6 @@
 //! Fencing the agents' own edits: `fencepost hook AGENT` (an agent CLI's pre-edit
 //! hook), `fencepost guard` (git's pre-commit and pre-push) and `fencepost hooks
-//! install|uninstall|status` (`docs/design-05-agent-hooks.md`).
+//! install|uninstall|status` (`docs/design-06-agent-hooks.md`).
 //!
 //! The hook fails closed: every path out of it is exit 0 (allow) or the agent's
 //! blocking exit code with a reason. A payload it cannot read, a store it cannot
