@@ -16,6 +16,8 @@ mod contention;
 #[cfg(unix)]
 mod floor;
 #[cfg(unix)]
+mod guard;
+#[cfg(unix)]
 mod loss;
 #[cfg(unix)]
 mod machine;
@@ -314,6 +316,9 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
         report
             .rows
             .extend(cli_rows(bin, dir.join("cli-store"), &mut kit, it)?);
+
+        step("git guard");
+        report.rows.extend(crate::guard::rows(bin, dir, it)?);
 
         for &(workers, rounds) in &it.contention {
             step(&format!("contention, {workers} processes"));
