@@ -237,7 +237,7 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
 
     /// `__ops OP N DIR`: `N` times one protocol operation on an fs store in `DIR`
     /// (flush on), nothing else, so `strace -c -f` of this mode divided by `N` is the
-    /// syscalls one operation makes (docs/design-06-performance.md). OP is `check`,
+    /// syscalls one operation makes (docs/design-07-performance.md). OP is `check`,
     /// `renew` or `acquire-release`.
     fn ops(op: &str, n: usize, dir: &Path) -> R<()> {
         use fencepost::{AcquireOptions, Resource};

@@ -1,5 +1,5 @@
 //! The durable-create procedures of the fs backend, each modelled step by step with
-//! POSIX power-cut semantics (docs/design-06-performance.md): the ones the backend
+//! POSIX power-cut semantics (docs/design-07-performance.md): the ones the backend
 //! uses hold every oracle with power cuts falling between their steps (schedules
 //! `power_cut_link_then_flush`, `power_cut_flush_then_link`, `power_cut_in_place`
 //! in the default run, `interleave.rs`), and the planted ones, each leaving out a

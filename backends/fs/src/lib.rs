@@ -416,7 +416,7 @@ impl FsStore {
     }
 
     /// Creates record `path` in `key_dir` exclusively, by the best procedure this
-    /// filesystem allows (docs/design-06-performance.md): a nameless file linked
+    /// filesystem allows (docs/design-07-performance.md): a nameless file linked
     /// into place (Linux `O_TMPFILE`), else a staging file linked into place, else
     /// (no hard links) the record name itself. With `flush` the record's file is
     /// flushed; the directory flushes follow in [`flush_names`](Self::flush_names).
@@ -590,7 +590,7 @@ impl LeaseStore for FsStore {
     /// process crash leaves no record or a complete one, plus possibly a staging
     /// file, removed once it is older than ten minutes (a nameless file leaves
     /// nothing). [`Durability::Unflushed`] skips every flush. Which flush is needed
-    /// where, with measurements: docs/design-06-performance.md.
+    /// where, with measurements: docs/design-07-performance.md.
     ///
     /// # Errors
     ///
@@ -877,7 +877,7 @@ mod tests {
     /// The three durable-create procedures (nameless file linked into place, staging
     /// file linked into place, record name written in place), each forced in turn:
     /// exclusive among 8 racing threads, the winner's bytes complete, nothing left
-    /// behind but records. docs/design-06-performance.md.
+    /// behind but records. docs/design-07-performance.md.
     #[test]
     fn every_create_procedure_is_exclusive_and_leaves_only_records() {
         for (procedure, anonymous_off, links_off) in [

@@ -125,7 +125,7 @@ pub struct FaultMix {
 
 /// How a flushed create reaches the disk in the model backend, with POSIX power-cut
 /// semantics: a name survives only once its directory was flushed (by anyone), its
-/// bytes only once its file was flushed. docs/design-06-performance.md argues which
+/// bytes only once its file was flushed. docs/design-07-performance.md argues which
 /// flushes the fs backend needs; the `power_cut_*` schedules pin each procedure it
 /// uses, and the planted ones must be caught.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -103,7 +103,7 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: power_cut,
     },
     // One power-cut schedule per durable-create procedure of the fs backend
-    // (docs/design-06-performance.md): the power cut falls between its steps.
+    // (docs/design-07-performance.md): the power cut falls between its steps.
     Schedule {
         name: "power_cut_link_then_flush",
         about: "power cuts between the steps of the fs backend's POSIX create: link, flush file, flush directory",

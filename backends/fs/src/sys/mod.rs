@@ -20,7 +20,7 @@
 //!   record name exclusively.
 //! - `FLUSH_AFTER_LINK`: whether a flushed create flushes the record's file after
 //!   linking it into place (one journal commit for data and name together) rather
-//!   than before (docs/design-06-performance.md).
+//!   than before (docs/design-07-performance.md).
 
 #[cfg(unix)]
 mod unix;

@@ -1,6 +1,6 @@
 //! POSIX: directory fsync, `O_NOFOLLOW` opens, errno classification; on Linux also
 //! `O_TMPFILE` records and `getdents64` listings (fewer system calls per operation,
-//! docs/design-06-performance.md).
+//! docs/design-07-performance.md).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
