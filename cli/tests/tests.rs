@@ -20,6 +20,12 @@ mod status;
 #[cfg(unix)]
 mod store_location;
 
+// Issue 15: agent hooks, the git guard, hooks install (real git repositories).
+#[cfg(unix)]
+mod agent_hooks;
+#[cfg(unix)]
+mod git_guard;
+
 // Their children are `fencepost-test-child` steps (tests/child/main.rs), so they
 // run on Windows too (under Wine in CI: docs/windows.md).
 mod contention;

@@ -98,6 +98,11 @@ fn catches_a_break_whose_tombstone_a_power_cut_drops() {
     catches(&planted::BREAK_UNFLUSHED, "break_race", 3);
 }
 
+#[test]
+fn catches_a_break_that_trusts_its_lost_create() {
+    catches(&planted::BREAK_TRUSTS_LOST_CREATE, "break_renewal", 4);
+}
+
 /// Which schedules find which planted bug, and at which first seed (a survey for
 /// choosing regression seeds): `cargo test --test interleave_planted survey --
 /// --ignored --nocapture`.
@@ -120,6 +125,10 @@ fn survey() {
         ("TAKEOVER_IGNORES_HOST", &planted::TAKEOVER_IGNORES_HOST),
         ("PROOF_IGNORED", &planted::PROOF_IGNORED),
         ("BREAK_UNFLUSHED", &planted::BREAK_UNFLUSHED),
+        (
+            "BREAK_TRUSTS_LOST_CREATE",
+            &planted::BREAK_TRUSTS_LOST_CREATE,
+        ),
     ] {
         let _planted = Planted::on(switch);
         for schedule in checker::SCHEDULES {

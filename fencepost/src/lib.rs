@@ -133,6 +133,10 @@ pub mod planted {
     /// A break's tombstone is written unflushed, like a release's: a power cut can
     /// drop it and give the broken lease back to its holder.
     pub static BREAK_UNFLUSHED: AtomicBool = AtomicBool::new(false);
+    /// A break whose create lost to a concurrent renewal reports the tenure broken
+    /// without looking again: the renewal that won keeps the lease live while the
+    /// operator is told it was broken.
+    pub static BREAK_TRUSTS_LOST_CREATE: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

@@ -13,6 +13,7 @@ use fencepost::{
 };
 
 use super::sched::{Fault, Point, Sched, current_actor};
+use super::{CreateProcedure, ProcedureStep};
 
 /// A record in the model store.
 #[derive(Debug, Clone)]
@@ -24,6 +25,33 @@ struct Rec {
     durable: bool,
     /// Which create made this name (a half-written create completes only its own).
     id: u64,
+    /// Staged create procedures only ([`CreateProcedure`]): the name was made
+    /// durable by a flush of its directory (this create's or anyone's).
+    name_durable: bool,
+    /// Staged create procedures only: the bytes were made durable by a file flush.
+    data_durable: bool,
+    /// A flushed create of this record returned `Created`: the contract promises it
+    /// survives a power cut.
+    acked: bool,
+}
+
+impl Rec {
+    fn new(bytes: Vec<u8>, complete: bool, durable: bool, id: u64) -> Rec {
+        Rec {
+            bytes,
+            complete,
+            durable,
+            id,
+            name_durable: false,
+            data_durable: false,
+            acked: false,
+        }
+    }
+
+    /// Name and complete data both flushed: it survives a power cut whole.
+    fn settle(&mut self) {
+        self.durable |= self.name_durable && self.data_durable && self.complete;
+    }
 }
 
 /// A record as the oracle saw it land.
@@ -104,6 +132,8 @@ pub struct World {
     names: Vec<String>,
     snapshot_listing: bool,
     inflight_ms: u64,
+    /// How a flushed create reaches the disk (which flush makes what durable).
+    procedure: CreateProcedure,
     /// Per actor: true time and step of its latest wall-clock read.
     last_wall_read: Mutex<Vec<(u64, u64)>>,
     step: std::sync::atomic::AtomicU64,
@@ -124,8 +154,10 @@ impl World {
         late: &[bool],
         snapshot_listing: bool,
         inflight_ms: u64,
+        procedure: CreateProcedure,
     ) -> Self {
         World {
+            procedure,
             sched: Sched::new(late, super::START_MS),
             model: Mutex::default(),
             oracle: Mutex::default(),
@@ -203,11 +235,15 @@ impl World {
     /// A power cut with filesystem semantics: a record is durable only once its
     /// file and directory were flushed; a create cut off mid-write leaves its name
     /// with no data (torn). Removals are taken as durable (the worst case for the
-    /// series).
+    /// series). With a staged [`CreateProcedure`], a name whose directory was flushed
+    /// survives even when its data was not (it reads as torn), and any other name
+    /// not yet flushed is lost. An acknowledged flushed create that does not survive
+    /// whole is a violation: the contract's durability promise (docs/protocol.md §4).
     pub(crate) fn power_cut(&self) -> usize {
         let mut model = lock(&self.model);
         let mut oracle = lock(&self.oracle);
         let mut dropped = 0;
+        let procedure = self.procedure;
         for (key, series) in &mut model.series {
             series.retain(|g, rec| {
                 if rec.durable {
@@ -215,6 +251,21 @@ impl World {
                 }
                 dropped += 1;
                 oracle.created.remove(&(key.clone(), *g));
+                if rec.acked && oracle.violation.is_none() {
+                    oracle.violation = Some(format!(
+                        "the power cut {} {} generation {g}, whose flushed create had returned Created (procedure {procedure:?}): an acknowledged claim must survive",
+                        if rec.name_durable {
+                            "left only a torn record of"
+                        } else {
+                            "lost"
+                        },
+                        short(key)
+                    ));
+                }
+                if rec.name_durable {
+                    rec.bytes.clear();
+                    return true;
+                }
                 if !rec.complete {
                     rec.bytes.clear();
                     return true;
@@ -567,18 +618,126 @@ impl ModelStore {
         if series.contains_key(&generation) {
             return CreateOutcome::AlreadyExists;
         }
-        series.insert(
-            generation,
-            Rec {
-                bytes: bytes.to_vec(),
-                complete: true,
-                durable,
-                id,
-            },
-        );
+        series.insert(generation, Rec::new(bytes.to_vec(), true, durable, id));
         drop(model);
         self.0.landed(key, generation, bytes);
         CreateOutcome::Created
+    }
+}
+
+impl ModelStore {
+    /// Runs `f` on the record `generation` of `key` made by create `id`, if that
+    /// name still holds it (a sweep may have removed it, and someone re-created it).
+    fn with_rec<T>(
+        &self,
+        key: &Key,
+        generation: u64,
+        id: u64,
+        f: impl FnOnce(&mut Rec) -> T,
+    ) -> Option<T> {
+        lock(&self.0.model)
+            .series
+            .get_mut(key)
+            .and_then(|s| s.get_mut(&generation))
+            .filter(|rec| rec.id == id)
+            .map(f)
+    }
+
+    /// A flushed create by the world's staged [`CreateProcedure`]: one step at a
+    /// time, a scheduling point between steps, so a power cut (or a crash) can fall
+    /// between any two of them.
+    fn create_by_procedure(
+        &self,
+        key: &Key,
+        generation: u64,
+        bytes: &[u8],
+        what: &str,
+    ) -> Result<CreateOutcome, BackendError> {
+        let world = &self.0;
+        let label = short(key);
+        let mut data_durable = false;
+        let mut id = None;
+        for (i, step) in world.procedure.steps().iter().enumerate() {
+            if i > 0 {
+                world.sched.point(Point::Landing(world.now()));
+            }
+            match *step {
+                ProcedureStep::Name { complete } => {
+                    let new_id = {
+                        let mut model = lock(&world.model);
+                        model.creates += 1;
+                        let new_id = model.creates;
+                        let series = model.series.entry(key.clone()).or_default();
+                        if series.contains_key(&generation) {
+                            drop(model);
+                            world.log(format!(
+                                "create {label} g{generation} ({what}) -> AlreadyExists"
+                            ));
+                            return Ok(CreateOutcome::AlreadyExists);
+                        }
+                        let shown = if complete { bytes.to_vec() } else { Vec::new() };
+                        let mut rec = Rec::new(shown, complete, false, new_id);
+                        rec.data_durable = data_durable;
+                        series.insert(generation, rec);
+                        new_id
+                    };
+                    id = Some(new_id);
+                    if complete {
+                        world.landed(key, generation, bytes);
+                    }
+                    world.log(format!(
+                        "create {label} g{generation} ({what}): name linked{}",
+                        if complete {
+                            ""
+                        } else {
+                            ", nothing written yet"
+                        }
+                    ));
+                }
+                ProcedureStep::Write => {
+                    let visible = id.and_then(|id| {
+                        self.with_rec(key, generation, id, |rec| {
+                            rec.bytes = bytes.to_vec();
+                            rec.complete = true;
+                            rec.settle();
+                        })
+                    });
+                    if visible.is_some() {
+                        world.landed(key, generation, bytes);
+                    }
+                    world.log(format!("create {label} g{generation}: written"));
+                }
+                ProcedureStep::FlushFile => {
+                    data_durable = true;
+                    if let Some(id) = id {
+                        self.with_rec(key, generation, id, |rec| {
+                            rec.data_durable = true;
+                            rec.settle();
+                        });
+                    }
+                    world.log(format!("create {label} g{generation}: file flushed"));
+                }
+                ProcedureStep::FlushDir => {
+                    // A directory flush makes every name in it durable, whoever
+                    // made them; their data only if it was flushed too.
+                    if let Some(series) = lock(&world.model).series.get_mut(key) {
+                        for rec in series.values_mut() {
+                            rec.name_durable = true;
+                            rec.settle();
+                        }
+                    }
+                    world.log(format!("create {label} g{generation}: directory flushed"));
+                }
+            }
+        }
+        if let Some(id) = id {
+            self.with_rec(key, generation, id, |rec| rec.acked = true);
+        }
+        world.log(format!(
+            "create {label} g{generation} -> Created ({:?})",
+            world.procedure
+        ));
+        Ok(CreateOutcome::Created)
     }
 }
 
@@ -634,12 +793,7 @@ impl LeaseStore for ModelStore {
                     }
                     series.insert(
                         generation,
-                        Rec {
-                            bytes: bytes[..bytes.len() / 2].to_vec(),
-                            complete: false,
-                            durable: false,
-                            id,
-                        },
+                        Rec::new(bytes[..bytes.len() / 2].to_vec(), false, false, id),
                     );
                     id
                 };
@@ -685,6 +839,9 @@ impl LeaseStore for ModelStore {
                     "create {label} g{generation} ({what}) -> {outcome:?}, then reports an error"
                 ));
                 Err(injected("create", key))
+            }
+            _ if durable && world.procedure != CreateProcedure::Atomic => {
+                self.create_by_procedure(key, generation, bytes, what)
             }
             _ => {
                 let outcome = self.land(key, generation, bytes, durable);
@@ -769,7 +926,8 @@ impl LeaseStore for ModelStore {
             series.remove(&generation);
             series
                 .iter()
-                .filter(|(_, rec)| rec.durable)
+                // A name that survives torn keeps numbering above it too.
+                .filter(|(_, rec)| rec.durable || rec.name_durable)
                 .map(|(g, _)| *g)
                 .max()
                 .unwrap_or(0)
