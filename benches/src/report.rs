@@ -380,7 +380,7 @@ impl Report {
     fn render_targets(&self, s: &mut String) {
         let _ = writeln!(
             s,
-            "\n## Issue 17's targets, as measured in this run\n\n\
+            "\n## Targets, as measured in this run (issue 17, and each row's own)\n\n\
              Ratios are row p50 / floor p50 of the floor timed alternately with the row; \
              for flushed rows the last column gives the same row against the single-fsync \
              floor (one journal commit), which no POSIX-durable claim can beat.\n\n\
