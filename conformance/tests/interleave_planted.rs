@@ -83,6 +83,11 @@ fn catches_a_dead_holder_takeover_that_ignores_the_host() {
     catches(&planted::TAKEOVER_IGNORES_HOST, "dead_holder", 4);
 }
 
+#[test]
+fn catches_a_session_claim_that_starts_a_new_tenure_over_its_own() {
+    catches(&planted::SESSION_HOLDER_IS_VACANCY, "session_reentry", 5);
+}
+
 /// Which schedules find which planted bug, and at which first seed (a survey for
 /// choosing regression seeds): `cargo test --test interleave_planted survey --
 /// --ignored --nocapture`.
@@ -103,6 +108,10 @@ fn survey() {
         ),
         ("TORN_NEWEST_IS_VACANCY", &planted::TORN_NEWEST_IS_VACANCY),
         ("TAKEOVER_IGNORES_HOST", &planted::TAKEOVER_IGNORES_HOST),
+        (
+            "SESSION_HOLDER_IS_VACANCY",
+            &planted::SESSION_HOLDER_IS_VACANCY,
+        ),
     ] {
         let _planted = Planted::on(switch);
         for schedule in checker::SCHEDULES {

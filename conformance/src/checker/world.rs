@@ -806,7 +806,7 @@ impl Ctx {
     /// logs and judges the outcome. `None` when held or failed.
     pub fn acquire_with(&self, resource: &Resource, options: &AcquireOptions) -> Option<Lease> {
         self.world.log(format!(
-            "acquire {} (ttl {}ms, wait {}ms{})",
+            "acquire {} (ttl {}ms, wait {}ms{}{})",
             resource.target(),
             options.ttl_ms,
             options.wait_ms,
@@ -814,17 +814,30 @@ impl Ctx {
                 ", tied to its process"
             } else {
                 ""
-            }
+            },
+            options
+                .session
+                .as_ref()
+                .map(|s| format!(", session {s}"))
+                .unwrap_or_default()
         ));
         let step = self.call_step();
         match self.store.try_acquire(resource, options) {
             Ok(TryAcquire::Acquired(lease)) => {
                 self.world.log(format!(
-                    "acquire -> token {} (generation {})",
+                    "acquire -> token {} (generation {}{})",
                     lease.token(),
-                    lease.generation()
+                    lease.generation(),
+                    if lease.reentered() {
+                        ", re-entered"
+                    } else {
+                        ""
+                    }
                 ));
-                self.world.acknowledged(&self.name, &lease, false, step);
+                // A re-entered tenure (its session already held it) was renewed,
+                // not begun: judged as that tenure's renewal.
+                self.world
+                    .acknowledged(&self.name, &lease, lease.reentered(), step);
                 Some(lease)
             }
             Ok(TryAcquire::Held(holder)) => {
