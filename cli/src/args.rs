@@ -121,6 +121,107 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff) to stdout: `fencepost man > fencepost.1`
     Man,
+    /// An agent CLI's pre-edit hook: read its payload on stdin, claim the file for
+    /// the agent's session, or block the edit when another session holds it
+    ///
+    /// Installed by `fencepost hooks install`; not meant to be typed. Exit 0 allows
+    /// the edit, exit 2 blocks it with the reason on stderr (the agents' blocking
+    /// code). Fails closed: a payload it cannot read, a store it cannot use or any
+    /// internal error blocks too. FENCEPOST_HOOKS=off (set by a human in the
+    /// environment the agent was started from) turns the hook off.
+    Hook(HookArgs),
+    /// A git hook: refuse a commit (pre-commit) or push (pre-push) that changes a
+    /// file another session holds
+    ///
+    /// Installed by `fencepost hooks install --git`. The committer's session is
+    /// FENCEPOST_SESSION (or, inside Claude Code, its session id); with none, every
+    /// held file counts as someone else's.
+    Guard(GuardArgs),
+    /// Install, remove or show the agent hooks and git hooks of a project
+    #[command(subcommand)]
+    Hooks(HooksCommand),
+}
+
+/// The agent CLIs whose pre-edit hooks `fencepost hook` speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AgentName {
+    /// Claude Code: PreToolUse for Edit, Write, MultiEdit and NotebookEdit; SessionEnd
+    ClaudeCode,
+    /// Gemini CLI: BeforeTool for write_file and replace; SessionEnd
+    Gemini,
+}
+
+/// Arguments of `hook`.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// Which agent's payload and reply format
+    #[arg(value_enum, value_name = "AGENT")]
+    pub agent: AgentName,
+    /// How long a claim lasts after the session's last edit of the file, in
+    /// milliseconds (every further edit renews it)
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_HOOK_TTL_MS, value_parser = parse_ttl)]
+    pub ttl: u64,
+}
+
+/// Default ttl of a hook's claim: an editing session's pause between two edits of
+/// one file, and then some (30 minutes).
+pub const DEFAULT_HOOK_TTL_MS: u64 = 30 * 60 * 1000;
+
+/// Which git hook `guard` runs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GitHook {
+    /// Check the staged paths (both names of a rename, deletions too)
+    PreCommit,
+    /// Check the paths of the commits being pushed (read from stdin as git gives them)
+    PrePush,
+}
+
+/// Arguments of `guard`.
+#[derive(Debug, Args)]
+pub struct GuardArgs {
+    /// The git hook this runs as
+    #[arg(value_enum, value_name = "HOOK")]
+    pub hook: GitHook,
+    /// The arguments git passed to the hook (pre-push: remote name and URL)
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
+    pub args: Vec<OsString>,
+}
+
+/// `hooks install`, `hooks uninstall`, `hooks status`.
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Add the hook entries to the agents' project settings and the git hooks
+    /// (idempotent: twice is once; every existing entry is kept)
+    Install(HooksArgs),
+    /// Remove exactly what `hooks install` added
+    Uninstall(HooksArgs),
+    /// Say which hooks are installed
+    Status(HooksArgs),
+}
+
+/// What `hooks install|uninstall|status` act on.
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    /// An agent whose project settings get the hook (repeatable; with neither
+    /// --agent nor --git: every agent and git)
+    #[arg(long, value_enum, value_name = "AGENT")]
+    pub agent: Vec<AgentName>,
+    /// The git pre-commit and pre-push hooks (in the repository's hooks directory,
+    /// shared by every worktree)
+    #[arg(long)]
+    pub git: bool,
+    /// Claude Code: write .claude/settings.local.json (not committed) instead of
+    /// .claude/settings.json
+    #[arg(long)]
+    pub local: bool,
+    /// The project directory [default: the top of the current git work tree, else
+    /// the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
 }
 
 /// Arguments of `completions`.

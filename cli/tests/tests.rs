@@ -21,8 +21,13 @@ mod status;
 #[cfg(unix)]
 mod store_location;
 
+// Issue 15: agent hooks, the git guard, hooks install (real git repositories).
+#[cfg(unix)]
+mod agent_hooks;
 #[cfg(unix)]
 mod contention;
+#[cfg(unix)]
+mod git_guard;
 #[cfg(unix)]
 mod hard_kill;
 #[cfg(unix)]

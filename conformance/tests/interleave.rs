@@ -118,6 +118,15 @@ const REGRESSIONS: &[(&str, u64, &str)] = &[
         3653,
         "renewal judged against an overwritten record",
     ),
+    // An oracle false positive, not a hole: a renewal whose confirming read came
+    // just before an operator's break landed was acknowledged, and the oracle took
+    // its promise as running past the break (two holders with the claimer that
+    // took over). A break ends the promise of a renewal acknowledged after it.
+    (
+        "break_race",
+        97,
+        "renewal acknowledged across a concurrent break",
+    ),
     // A torn newest record over a live predecessor judged as vacancy (planted bug
     // TORN_NEWEST_IS_VACANCY; the fs fallback's torn renewal).
     ("torn_renewal", 50, "torn renewal taken over"),

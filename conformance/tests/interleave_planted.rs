@@ -88,6 +88,26 @@ fn catches_a_session_claim_that_starts_a_new_tenure_over_its_own() {
     catches(&planted::SESSION_HOLDER_IS_VACANCY, "session_reentry", 5);
 }
 
+#[test]
+fn catches_a_forged_secret_accepted_as_proof_of_holding() {
+    catches(&planted::PROOF_IGNORED, "forged_handle", 0);
+}
+
+#[test]
+fn catches_a_stale_secret_accepted_with_the_current_token() {
+    catches(&planted::PROOF_IGNORED, "stale_handle", 3);
+}
+
+#[test]
+fn catches_a_break_whose_tombstone_a_power_cut_drops() {
+    catches(&planted::BREAK_UNFLUSHED, "break_race", 3);
+}
+
+#[test]
+fn catches_a_break_that_trusts_its_lost_create() {
+    catches(&planted::BREAK_TRUSTS_LOST_CREATE, "break_renewal", 4);
+}
+
 /// Which schedules find which planted bug, and at which first seed (a survey for
 /// choosing regression seeds): `cargo test --test interleave_planted survey --
 /// --ignored --nocapture`.
@@ -108,6 +128,12 @@ fn survey() {
         ),
         ("TORN_NEWEST_IS_VACANCY", &planted::TORN_NEWEST_IS_VACANCY),
         ("TAKEOVER_IGNORES_HOST", &planted::TAKEOVER_IGNORES_HOST),
+        ("PROOF_IGNORED", &planted::PROOF_IGNORED),
+        ("BREAK_UNFLUSHED", &planted::BREAK_UNFLUSHED),
+        (
+            "BREAK_TRUSTS_LOST_CREATE",
+            &planted::BREAK_TRUSTS_LOST_CREATE,
+        ),
         (
             "SESSION_HOLDER_IS_VACANCY",
             &planted::SESSION_HOLDER_IS_VACANCY,

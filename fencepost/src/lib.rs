@@ -165,6 +165,10 @@ pub mod planted {
     /// (a new token, fencing the first process while it was promised the lease)
     /// instead of re-entering it.
     pub static SESSION_HOLDER_IS_VACANCY: AtomicBool = AtomicBool::new(false);
+    /// A break whose create lost to a concurrent renewal reports the tenure broken
+    /// without looking again: the renewal that won keeps the lease live while the
+    /// operator is told it was broken.
+    pub static BREAK_TRUSTS_LOST_CREATE: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

@@ -8,9 +8,11 @@ use std::fs;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use fencepost::{AcquireOptions, Liveness, ProcessEvidence, Resource, Verdict};
+use fencepost::{
+    AcquireOptions, Lease, LeaseHandle, Liveness, ProcessEvidence, Resource, Secret, Verdict,
+};
 
-use super::{Actor, FaultMix, Schedule, Setup};
+use super::{Actor, CreateProcedure, FaultMix, Schedule, Setup};
 
 mod claims;
 
@@ -102,6 +104,53 @@ pub const SCHEDULES: &[Schedule] = &[
         inflight_ms: INFLIGHT_MS,
         actors: power_cut,
     },
+    // One power-cut schedule per durable-create procedure of the fs backend
+    // (docs/design-07-performance.md): the power cut falls between its steps.
+    Schedule {
+        name: "power_cut_link_then_flush",
+        about: "power cuts between the steps of the fs backend's POSIX create: link, flush file, flush directory",
+        snapshot_listing: true,
+        mix: FaultMix {
+            advance: 60,
+            power_cut: 700,
+            crash: 5,
+            procedure: CreateProcedure::LinkThenFlush,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: power_cut_handover,
+    },
+    Schedule {
+        name: "power_cut_flush_then_link",
+        about: "power cuts between the steps of the fs backend's Windows create: flush staged file, link, flush directory",
+        snapshot_listing: true,
+        mix: FaultMix {
+            advance: 60,
+            power_cut: 700,
+            crash: 5,
+            procedure: CreateProcedure::FlushThenLink,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: power_cut_handover,
+    },
+    Schedule {
+        name: "power_cut_in_place",
+        about: "power cuts between the steps of the fs backend's create without hard links: name, write, flush file, flush directory",
+        snapshot_listing: true,
+        mix: FaultMix {
+            advance: 60,
+            power_cut: 700,
+            crash: 5,
+            procedure: CreateProcedure::InPlace,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: power_cut_handover,
+    },
     Schedule {
         name: "stalled_sweep",
         about: "claimers stall between confirming and sweeping while others claim and release; then a power cut",
@@ -166,6 +215,69 @@ pub const SCHEDULES: &[Schedule] = &[
         max_steps: 1200,
         inflight_ms: INFLIGHT_MS,
         actors: dead_holder,
+    },
+    Schedule {
+        name: "forged_handle",
+        about: "a holder keeps a lock; a second process of the holder renews it through its handle; a third presents the public token with a wrong secret",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 60,
+            stall: 20,
+            error_after_landing: 15,
+            advance: 60,
+            ..FaultMix::NONE
+        },
+        max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
+        actors: forged_handle,
+    },
+    Schedule {
+        name: "stale_handle",
+        about: "a holder stalls past its ttl and renews, releases and resumes with its stale lease while a new tenure claims; a mixer pairs the new token with the stale secret",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 60,
+            stall: 20,
+            advance: 60,
+            step_wall: 5,
+            ..FaultMix::NONE
+        },
+        max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
+        actors: stale_handle,
+    },
+    Schedule {
+        name: "break_race",
+        about: "an operator breaks a lock while its holder renews and a claimer waits; a power cut; a fresh process checks the broken token and claims",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 60,
+            stall: 20,
+            create_error: 10,
+            error_after_landing: 15,
+            advance: 50,
+            power_cut: 500,
+            ..FaultMix::NONE
+        },
+        max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
+        actors: break_race,
+    },
+    Schedule {
+        name: "break_renewal",
+        about: "an operator's slow break races a holder's renewals: the renewal may take the generation the break wanted",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 250,
+            advance: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 1200,
+        inflight_ms: TTL_MS / 4,
+        actors: break_renewal,
     },
     Schedule {
         name: "file_contention",
@@ -284,6 +396,27 @@ fn power_cut(_: &Setup) -> Vec<Actor> {
                 }
             }
         }),
+        Actor::late("restart", |ctx| {
+            if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 3 * TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
+/// Two holders that renew and hand one lock over (so claims, renewals, tombstones
+/// and sweeps share one key directory, whose flushes make each other's names
+/// durable), and a fresh process after the power cut that must get a higher token.
+fn power_cut_handover(_: &Setup) -> Vec<Actor> {
+    let holder = |ctx: &super::Ctx| {
+        for _ in 0..2 {
+            ctx.hold(&lock(), TTL_MS, 1);
+        }
+    };
+    vec![
+        Actor::new("A", holder),
+        Actor::new("B", holder),
         Actor::late("restart", |ctx| {
             if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 3 * TTL_MS) {
                 ctx.check(&lease);
@@ -490,6 +623,182 @@ fn dead_holder(_: &Setup) -> Vec<Actor> {
                     ctx.check(&lease);
                     ctx.release(&lease);
                 }
+            }
+        }),
+    ]
+}
+
+/// A lease one actor hands to others: its token is public (status shows it), its
+/// handle only to the holder's own processes.
+type Slot = Arc<Mutex<Option<Lease>>>;
+
+fn publish(slot: &Slot, lease: &Lease) {
+    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease.clone());
+}
+
+fn published(slot: &Slot) -> Option<Lease> {
+    slot.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// A handle with `token` and a secret that is not that tenure's.
+fn forged(token: u64, secret: &Secret) -> LeaseHandle {
+    LeaseHandle::new(token, secret.clone())
+}
+
+fn wrong_secret() -> Secret {
+    "5".repeat(32).parse().expect("32 hex digits are a secret")
+}
+
+fn forged_handle(_: &Setup) -> Vec<Actor> {
+    let slot: Slot = Arc::default();
+    let (second, forger) = (Arc::clone(&slot), Arc::clone(&slot));
+    vec![
+        Actor::new("holder", move |ctx| {
+            let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, 0) else {
+                return;
+            };
+            publish(&slot, &lease);
+            if ctx.keep(&mut lease, 4) {
+                ctx.release(&lease);
+            }
+        }),
+        // Another process of the same holder (a CLI `renew` given the handle).
+        Actor::new("second", move |ctx| {
+            ctx.sleep(TTL_MS / 5);
+            let Some(handle) = published(&second).map(|l| l.handle()) else {
+                return;
+            };
+            if let Some(mut lease) = ctx.resume(&lock(), &handle) {
+                ctx.renew(&mut lease);
+                ctx.sleep(TTL_MS / 3);
+                ctx.renew(&mut lease);
+            }
+        }),
+        // Someone who saw the token in `status` and makes up a secret.
+        Actor::new("forger", move |ctx| {
+            for _ in 0..3 {
+                ctx.sleep(TTL_MS / 4);
+                let Some(token) = published(&forger).map(|l| l.token()) else {
+                    continue;
+                };
+                if let Some(mut lease) = ctx.resume(&lock(), &forged(token, &wrong_secret())) {
+                    ctx.renew(&mut lease);
+                    ctx.release(&lease);
+                }
+            }
+        }),
+    ]
+}
+
+fn stale_handle(_: &Setup) -> Vec<Actor> {
+    let (old_slot, new_slot): (Slot, Slot) = (Arc::default(), Arc::default());
+    let (old_mixer, new_mixer) = (Arc::clone(&old_slot), Arc::clone(&new_slot));
+    vec![
+        Actor::new("old", move |ctx| {
+            let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, 0) else {
+                return;
+            };
+            publish(&old_slot, &lease);
+            // Stalls past its ttl (a suspended laptop), then acts on what it has.
+            ctx.sleep(TTL_MS + TTL_MS / 5);
+            ctx.check(&lease);
+            ctx.renew(&mut lease);
+            ctx.release(&lease);
+            if let Some(mut resumed) = ctx.resume(&lock(), &lease.handle()) {
+                ctx.renew(&mut resumed);
+                ctx.release(&resumed);
+            }
+        }),
+        Actor::new("new", move |ctx| {
+            ctx.sleep(TTL_MS / 10);
+            let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, 2 * TTL_MS) else {
+                return;
+            };
+            publish(&new_slot, &lease);
+            if ctx.keep(&mut lease, 3) {
+                ctx.release(&lease);
+            }
+        }),
+        // The current token with the stale tenure's secret.
+        Actor::new("mixer", move |ctx| {
+            for _ in 0..4 {
+                ctx.sleep(TTL_MS / 3);
+                let (Some(old), Some(new)) = (published(&old_mixer), published(&new_mixer)) else {
+                    continue;
+                };
+                let handle = forged(new.token(), old.secret());
+                if let Some(mut lease) = ctx.resume(&lock(), &handle) {
+                    ctx.renew(&mut lease);
+                    ctx.release(&lease);
+                }
+            }
+        }),
+    ]
+}
+
+fn break_race(_: &Setup) -> Vec<Actor> {
+    let slot: Slot = Arc::default();
+    let late = Arc::clone(&slot);
+    vec![
+        Actor::new("holder", move |ctx| {
+            let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, 0) else {
+                return;
+            };
+            publish(&slot, &lease);
+            if ctx.keep(&mut lease, 4) {
+                ctx.release(&lease);
+            } else {
+                ctx.check(&lease);
+            }
+        }),
+        Actor::new("operator", |ctx| {
+            ctx.sleep(TTL_MS / 3);
+            ctx.break_lease(&lock());
+            ctx.sleep(TTL_MS / 2);
+            ctx.break_lease(&lock());
+        }),
+        Actor::new("claimer", |ctx| {
+            ctx.sleep(TTL_MS / 4);
+            if let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, 2 * TTL_MS) {
+                ctx.check(&lease);
+                if ctx.keep(&mut lease, 1) {
+                    ctx.release(&lease);
+                }
+            }
+        }),
+        // A fresh process after a power cut (or once everyone finished): the
+        // broken token must not pass again, and numbering continues above it.
+        Actor::late("restart", move |ctx| {
+            if let Some(broken) = published(&late) {
+                ctx.check(&broken);
+            }
+            if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 2 * TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
+fn break_renewal(_: &Setup) -> Vec<Actor> {
+    vec![
+        // Claims again after each break, so every break has a tenure to race.
+        Actor::new("holder", |ctx| {
+            for _ in 0..3 {
+                let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, TTL_MS) else {
+                    continue;
+                };
+                if ctx.keep(&mut lease, 3) {
+                    ctx.release(&lease);
+                } else {
+                    ctx.check(&lease);
+                }
+            }
+        }),
+        Actor::new("operator", |ctx| {
+            for _ in 0..3 {
+                ctx.sleep(TTL_MS / 3);
+                ctx.break_lease(&lock());
             }
         }),
     ]

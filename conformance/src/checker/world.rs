@@ -2,17 +2,18 @@
 //! call is a scheduling point (with faults), a virtual clock, the actors' harness
 //! ([`Ctx`]) and the oracle that judges every step by the true (oracle) clock.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use fencepost::record::{Decoded, decode};
 use fencepost::{
-    AcquireOptions, BackendError, Clock, CreateOutcome, Durability, Error, Key, Lease, LeaseStore,
-    Resource, Store, TryAcquire,
+    AcquireOptions, BackendError, Clock, CreateOutcome, Durability, Error, Holder, Key, Lease,
+    LeaseHandle, LeaseStore, Resource, Store, TryAcquire,
 };
 
 use super::sched::{Fault, Point, Sched, current_actor};
+use super::{CreateProcedure, ProcedureStep};
 
 /// A record in the model store.
 #[derive(Debug, Clone)]
@@ -24,6 +25,33 @@ struct Rec {
     durable: bool,
     /// Which create made this name (a half-written create completes only its own).
     id: u64,
+    /// Staged create procedures only ([`CreateProcedure`]): the name was made
+    /// durable by a flush of its directory (this create's or anyone's).
+    name_durable: bool,
+    /// Staged create procedures only: the bytes were made durable by a file flush.
+    data_durable: bool,
+    /// A flushed create of this record returned `Created`: the contract promises it
+    /// survives a power cut.
+    acked: bool,
+}
+
+impl Rec {
+    fn new(bytes: Vec<u8>, complete: bool, durable: bool, id: u64) -> Rec {
+        Rec {
+            bytes,
+            complete,
+            durable,
+            id,
+            name_durable: false,
+            data_durable: false,
+            acked: false,
+        }
+    }
+
+    /// Name and complete data both flushed: it survives a power cut whole.
+    fn settle(&mut self) {
+        self.durable |= self.name_durable && self.data_durable && self.complete;
+    }
 }
 
 /// A record as the oracle saw it land.
@@ -37,6 +65,8 @@ struct Landed {
     stamp_step: u64,
     ttl_ms: u64,
     landed_at: u64,
+    /// The hash of the tenure's secret the record carries (its proof of holding).
+    secret_sha256: Option<String>,
 }
 
 /// One tenure as the oracle knows it (keyed by holder id).
@@ -71,6 +101,23 @@ pub(crate) struct Oracle {
     /// Creates that returned Created per (key, generation) since the name was last
     /// free.
     created: HashMap<(Key, u64), u32>,
+    /// Per holder id: the actors entitled to write that tenure's records — the one
+    /// that wrote its first record (the acquirer) and any that resumed it with a
+    /// handle carrying its secret. Anyone else writing one (other than a break's
+    /// tombstone) acted as a holder it is not (docs/protocol.md §11).
+    entitled: HashMap<String, HashSet<usize>>,
+    /// Per actor: the hashes of the session secrets it holds because it claims for
+    /// that session (a session tenure's secret is derived from the session id,
+    /// docs/design-04-claims.md, "Sessions"). Such an actor holds the secret of
+    /// every tenure of its session, and so is entitled to write its records.
+    session_secrets: HashMap<usize, HashSet<String>>,
+    /// Per (holder id, token): the step at which a break ended that tenure (its
+    /// tombstone landed, or `break_lease` returned it as broken). It never passes
+    /// `check` or renews again, even after a power cut. The token is part of the
+    /// key because an acquire whose claim was broken before it could confirm it
+    /// retries under the same holder id, as a new tenure with a new token.
+    /// Values: (step, true time).
+    broken: HashMap<(String, u64), (u64, u64)>,
     pub(crate) violation: Option<String>,
 }
 
@@ -90,6 +137,8 @@ pub struct World {
     names: Vec<String>,
     snapshot_listing: bool,
     inflight_ms: u64,
+    /// How a flushed create reaches the disk (which flush makes what durable).
+    procedure: CreateProcedure,
     /// Per actor: true time and step of its latest wall-clock read.
     last_wall_read: Mutex<Vec<(u64, u64)>>,
     step: std::sync::atomic::AtomicU64,
@@ -110,8 +159,10 @@ impl World {
         late: &[bool],
         snapshot_listing: bool,
         inflight_ms: u64,
+        procedure: CreateProcedure,
     ) -> Self {
         World {
+            procedure,
             sched: Sched::new(late, super::START_MS),
             model: Mutex::default(),
             oracle: Mutex::default(),
@@ -189,11 +240,15 @@ impl World {
     /// A power cut with filesystem semantics: a record is durable only once its
     /// file and directory were flushed; a create cut off mid-write leaves its name
     /// with no data (torn). Removals are taken as durable (the worst case for the
-    /// series).
+    /// series). With a staged [`CreateProcedure`], a name whose directory was flushed
+    /// survives even when its data was not (it reads as torn), and any other name
+    /// not yet flushed is lost. An acknowledged flushed create that does not survive
+    /// whole is a violation: the contract's durability promise (docs/protocol.md §4).
     pub(crate) fn power_cut(&self) -> usize {
         let mut model = lock(&self.model);
         let mut oracle = lock(&self.oracle);
         let mut dropped = 0;
+        let procedure = self.procedure;
         for (key, series) in &mut model.series {
             series.retain(|g, rec| {
                 if rec.durable {
@@ -201,6 +256,21 @@ impl World {
                 }
                 dropped += 1;
                 oracle.created.remove(&(key.clone(), *g));
+                if rec.acked && oracle.violation.is_none() {
+                    oracle.violation = Some(format!(
+                        "the power cut {} {} generation {g}, whose flushed create had returned Created (procedure {procedure:?}): an acknowledged claim must survive",
+                        if rec.name_durable {
+                            "left only a torn record of"
+                        } else {
+                            "lost"
+                        },
+                        short(key)
+                    ));
+                }
+                if rec.name_durable {
+                    rec.bytes.clear();
+                    return true;
+                }
                 if !rec.complete {
                     rec.bytes.clear();
                     return true;
@@ -269,6 +339,50 @@ impl World {
                     ));
                 }
             }
+            // Only a holder of the tenure's secret writes its records: its acquirer,
+            // or a process that resumed it with its handle. A break's tombstone is
+            // the one record of a tenure someone else writes.
+            if let Some(writer) = current_actor() {
+                if record.broken.is_some() {
+                    oracle
+                        .broken
+                        .entry((record.holder.clone(), record.token))
+                        .or_insert((step, now));
+                    if let Some(t) = oracle
+                        .tenures
+                        .get_mut(&record.holder)
+                        .filter(|t| t.token == record.token)
+                    {
+                        t.end = t.end.min(now);
+                        t.fenced_at = t.fenced_at.or(Some(step));
+                    }
+                } else {
+                    let holds_session_secret =
+                        oracle.session_secrets.get(&writer).is_some_and(|held| {
+                            record
+                                .secret_sha256
+                                .as_ref()
+                                .is_some_and(|hash| held.contains(hash))
+                        });
+                    let entitled = oracle.entitled.entry(record.holder.clone()).or_default();
+                    if entitled.is_empty() || holds_session_secret {
+                        entitled.insert(writer);
+                    } else if !entitled.contains(&writer) {
+                        let owner = &record.owner;
+                        violation = Some(format!(
+                            "{} wrote {} generation {generation} of {owner}'s tenure (token {}) without holding its secret: a non-holder {}",
+                            self.names.get(writer).map_or("?", String::as_str),
+                            short(key),
+                            record.token,
+                            if record.released {
+                                "released it"
+                            } else {
+                                "renewed it"
+                            }
+                        ));
+                    }
+                }
+            }
             oracle.landed.insert(
                 (key.clone(), generation, record.holder.clone()),
                 Landed {
@@ -278,6 +392,7 @@ impl World {
                     stamp_step,
                     ttl_ms: record.ttl_ms,
                     landed_at: now,
+                    secret_sha256: record.secret_sha256.clone(),
                 },
             );
             // Another tenure's record in one of a tenure's series (its primary key,
@@ -312,6 +427,30 @@ impl World {
         if let Some(v) = violation {
             self.violate(v);
         }
+    }
+
+    /// The hash of the secret in the records of tenure `holder`, if any landed.
+    fn tenure_secret(&self, holder: &str) -> Option<String> {
+        lock(&self.oracle)
+            .landed
+            .values()
+            .find(|l| l.holder == holder)
+            .and_then(|l| l.secret_sha256.clone())
+    }
+
+    /// Oracle for an act as the holder (resume, renew, release) that succeeded:
+    /// the secret it presented must be the tenure's own. Returns false on a
+    /// violation.
+    fn proved(&self, who: &str, what: &str, lease: &Lease, presented: &fencepost::Secret) -> bool {
+        let stored = self.tenure_secret(lease.holder_id());
+        if stored.as_deref() == Some(presented.sha256().as_str()) {
+            return true;
+        }
+        self.violate(format!(
+            "{who}: {what} of token {} succeeded with a secret that is not the tenure's: a non-holder acted as the holder",
+            lease.token()
+        ));
+        false
     }
 
     /// The promise a lease carries, in true time: the earliest stamp + ttl over the
@@ -362,6 +501,10 @@ impl World {
                 ));
             }
             let holder = lease.holder_id().to_string();
+            // A renewal acknowledged after a break landed (its confirming read came
+            // first) promises nothing past the break.
+            let broken = oracle.broken.get(&(holder.clone(), lease.token())).copied();
+            let end = broken.map_or(end, |(_, at)| end.min(at));
             if renewal {
                 if let Some(t) = oracle.tenures.get(&holder) {
                     // Per key: the renewal's record must land before the record it
@@ -394,7 +537,7 @@ impl World {
                     }
                     if let Some(fenced) = t.fenced_at.filter(|f| *f < call_step) {
                         violations.push(format!(
-                            "{who}: renew of token {} succeeded after another tenure's record fenced it (step {fenced})",
+                            "{who}: renew of token {} succeeded after it was fenced (by another tenure's record or a break, step {fenced})",
                             lease.token()
                         ));
                     }
@@ -437,7 +580,12 @@ impl World {
                     *e = (*e).max(*g);
                     m
                 });
-            let fenced_at = oracle.tenures.get(&holder).and_then(|t| t.fenced_at);
+            let fenced_at = oracle
+                .tenures
+                .get(&holder)
+                .filter(|t| t.token == lease.token())
+                .and_then(|t| t.fenced_at)
+                .or_else(|| broken.map(|(step, _)| step));
             oracle.tenures.insert(
                 holder,
                 Tenure {
@@ -482,18 +630,126 @@ impl ModelStore {
         if series.contains_key(&generation) {
             return CreateOutcome::AlreadyExists;
         }
-        series.insert(
-            generation,
-            Rec {
-                bytes: bytes.to_vec(),
-                complete: true,
-                durable,
-                id,
-            },
-        );
+        series.insert(generation, Rec::new(bytes.to_vec(), true, durable, id));
         drop(model);
         self.0.landed(key, generation, bytes);
         CreateOutcome::Created
+    }
+}
+
+impl ModelStore {
+    /// Runs `f` on the record `generation` of `key` made by create `id`, if that
+    /// name still holds it (a sweep may have removed it, and someone re-created it).
+    fn with_rec<T>(
+        &self,
+        key: &Key,
+        generation: u64,
+        id: u64,
+        f: impl FnOnce(&mut Rec) -> T,
+    ) -> Option<T> {
+        lock(&self.0.model)
+            .series
+            .get_mut(key)
+            .and_then(|s| s.get_mut(&generation))
+            .filter(|rec| rec.id == id)
+            .map(f)
+    }
+
+    /// A flushed create by the world's staged [`CreateProcedure`]: one step at a
+    /// time, a scheduling point between steps, so a power cut (or a crash) can fall
+    /// between any two of them.
+    fn create_by_procedure(
+        &self,
+        key: &Key,
+        generation: u64,
+        bytes: &[u8],
+        what: &str,
+    ) -> Result<CreateOutcome, BackendError> {
+        let world = &self.0;
+        let label = short(key);
+        let mut data_durable = false;
+        let mut id = None;
+        for (i, step) in world.procedure.steps().iter().enumerate() {
+            if i > 0 {
+                world.sched.point(Point::Landing(world.now()));
+            }
+            match *step {
+                ProcedureStep::Name { complete } => {
+                    let new_id = {
+                        let mut model = lock(&world.model);
+                        model.creates += 1;
+                        let new_id = model.creates;
+                        let series = model.series.entry(key.clone()).or_default();
+                        if series.contains_key(&generation) {
+                            drop(model);
+                            world.log(format!(
+                                "create {label} g{generation} ({what}) -> AlreadyExists"
+                            ));
+                            return Ok(CreateOutcome::AlreadyExists);
+                        }
+                        let shown = if complete { bytes.to_vec() } else { Vec::new() };
+                        let mut rec = Rec::new(shown, complete, false, new_id);
+                        rec.data_durable = data_durable;
+                        series.insert(generation, rec);
+                        new_id
+                    };
+                    id = Some(new_id);
+                    if complete {
+                        world.landed(key, generation, bytes);
+                    }
+                    world.log(format!(
+                        "create {label} g{generation} ({what}): name linked{}",
+                        if complete {
+                            ""
+                        } else {
+                            ", nothing written yet"
+                        }
+                    ));
+                }
+                ProcedureStep::Write => {
+                    let visible = id.and_then(|id| {
+                        self.with_rec(key, generation, id, |rec| {
+                            rec.bytes = bytes.to_vec();
+                            rec.complete = true;
+                            rec.settle();
+                        })
+                    });
+                    if visible.is_some() {
+                        world.landed(key, generation, bytes);
+                    }
+                    world.log(format!("create {label} g{generation}: written"));
+                }
+                ProcedureStep::FlushFile => {
+                    data_durable = true;
+                    if let Some(id) = id {
+                        self.with_rec(key, generation, id, |rec| {
+                            rec.data_durable = true;
+                            rec.settle();
+                        });
+                    }
+                    world.log(format!("create {label} g{generation}: file flushed"));
+                }
+                ProcedureStep::FlushDir => {
+                    // A directory flush makes every name in it durable, whoever
+                    // made them; their data only if it was flushed too.
+                    if let Some(series) = lock(&world.model).series.get_mut(key) {
+                        for rec in series.values_mut() {
+                            rec.name_durable = true;
+                            rec.settle();
+                        }
+                    }
+                    world.log(format!("create {label} g{generation}: directory flushed"));
+                }
+            }
+        }
+        if let Some(id) = id {
+            self.with_rec(key, generation, id, |rec| rec.acked = true);
+        }
+        world.log(format!(
+            "create {label} g{generation} -> Created ({:?})",
+            world.procedure
+        ));
+        Ok(CreateOutcome::Created)
     }
 }
 
@@ -549,12 +805,7 @@ impl LeaseStore for ModelStore {
                     }
                     series.insert(
                         generation,
-                        Rec {
-                            bytes: bytes[..bytes.len() / 2].to_vec(),
-                            complete: false,
-                            durable: false,
-                            id,
-                        },
+                        Rec::new(bytes[..bytes.len() / 2].to_vec(), false, false, id),
                     );
                     id
                 };
@@ -600,6 +851,9 @@ impl LeaseStore for ModelStore {
                     "create {label} g{generation} ({what}) -> {outcome:?}, then reports an error"
                 ));
                 Err(injected("create", key))
+            }
+            _ if durable && world.procedure != CreateProcedure::Atomic => {
+                self.create_by_procedure(key, generation, bytes, what)
             }
             _ => {
                 let outcome = self.land(key, generation, bytes, durable);
@@ -684,7 +938,8 @@ impl LeaseStore for ModelStore {
             series.remove(&generation);
             series
                 .iter()
-                .filter(|(_, rec)| rec.durable)
+                // A name that survives torn keeps numbering above it too.
+                .filter(|(_, rec)| rec.durable || rec.name_durable)
                 .map(|(g, _)| *g)
                 .max()
                 .unwrap_or(0)
@@ -821,6 +1076,16 @@ impl Ctx {
                 .map(|s| format!(", session {s}"))
                 .unwrap_or_default()
         ));
+        // Claiming for a session is holding its derived secret.
+        if let Some(session) = &options.session
+            && let Some(me) = super::sched::current_actor()
+        {
+            lock(&self.world.oracle)
+                .session_secrets
+                .entry(me)
+                .or_default()
+                .insert(fencepost::Secret::for_session(session).sha256());
+        }
         let step = self.call_step();
         match self.store.try_acquire(resource, options) {
             Ok(TryAcquire::Acquired(lease)) => {
@@ -862,6 +1127,8 @@ impl Ctx {
             Ok(()) => {
                 self.world
                     .log(format!("renew -> ok (generation {})", lease.generation()));
+                self.world
+                    .proved(&self.name, "renew", lease, lease.secret());
                 self.world.acknowledged(&self.name, lease, true, step);
                 true
             }
@@ -896,10 +1163,20 @@ impl Ctx {
                 .and_then(|t| t.fenced_at)
                 .filter(|f| *f < step);
             if let Some(fenced) = fenced {
+                let broken = lock(&self.world.oracle)
+                    .broken
+                    .get(&(lease.holder_id().to_string(), lease.token()))
+                    .is_some_and(|(b, _)| *b <= fenced);
                 self.world.violate(format!(
-                    "{}: token {} passed check after another tenure's record fenced it (step {fenced}): a superseded token passed again",
+                    "{}: token {} passed check after {} (step {fenced}): a {} token passed again",
                     self.name,
-                    lease.token()
+                    lease.token(),
+                    if broken {
+                        "a break ended its tenure"
+                    } else {
+                        "another tenure's record fenced it"
+                    },
+                    if broken { "broken" } else { "superseded" },
                 ));
             }
         }
@@ -913,11 +1190,88 @@ impl Ctx {
         let outcome = self.store.release(lease);
         self.world.log(format!(
             "release -> {}",
-            match outcome {
+            match &outcome {
                 Ok(()) => "ok".to_string(),
-                Err(e) => kind(&e),
+                Err(e) => kind(e),
             }
         ));
+        if outcome.is_ok() {
+            self.world
+                .proved(&self.name, "release", lease, lease.secret());
+        }
+    }
+
+    /// Resumes the tenure `handle` names (another process of the holder, or
+    /// someone presenting a token with a wrong or stale secret). A resume that
+    /// succeeds must have presented the tenure's own secret; the actor is then
+    /// entitled to renew and release it. `None` when refused or failed.
+    pub fn resume(&self, resource: &Resource, handle: &LeaseHandle) -> Option<Lease> {
+        self.world.log(format!(
+            "resume {} with token {} and a secret",
+            resource.target(),
+            handle.token()
+        ));
+        match self.store.resume(resource, handle) {
+            Ok(lease) => {
+                self.world.log(format!(
+                    "resume -> lease of token {} (generation {})",
+                    lease.token(),
+                    lease.generation()
+                ));
+                if self
+                    .world
+                    .proved(&self.name, "resume", &lease, handle.secret())
+                    && let Some(me) = super::sched::current_actor()
+                {
+                    lock(&self.world.oracle)
+                        .entitled
+                        .entry(lease.holder_id().to_string())
+                        .or_default()
+                        .insert(me);
+                }
+                Some(lease)
+            }
+            Err(e) => {
+                self.world.log(format!("resume -> {}", kind(&e)));
+                None
+            }
+        }
+    }
+
+    /// Breaks whatever tenure holds `resource`, as an operator. A tenure the break
+    /// returns is over for good: it never passes `check` or renews again (its
+    /// tombstone is flushed; a power cut must not give it back).
+    pub fn break_lease(&self, resource: &Resource) -> Option<Holder> {
+        self.world.log(format!("break {}", resource.target()));
+        match self
+            .store
+            .break_lease(resource, &self.name, "the interleaving checker breaks it")
+        {
+            Ok(holder) => {
+                let step = self.call_step();
+                self.world.log(format!(
+                    "break -> broke {} (token {})",
+                    holder.owner, holder.token
+                ));
+                let mut oracle = lock(&self.world.oracle);
+                oracle
+                    .broken
+                    .entry((holder.holder_id.clone(), holder.token))
+                    .or_insert((step, self.world.now()));
+                if let Some(t) = oracle
+                    .tenures
+                    .get_mut(&holder.holder_id)
+                    .filter(|t| t.token == holder.token)
+                {
+                    t.fenced_at = t.fenced_at.or(Some(step));
+                }
+                Some(holder)
+            }
+            Err(e) => {
+                self.world.log(format!("break -> {}", kind(&e)));
+                None
+            }
+        }
     }
 
     /// This actor's process dies holding `lease` (no release): a dead process makes
@@ -1002,6 +1356,9 @@ fn kind(e: &Error) -> String {
         Error::Superseded { by_token, .. } => format!("superseded (by token {by_token})"),
         Error::Expired { .. } => "expired".into(),
         Error::NotHolder { .. } => "not the holder".into(),
+        Error::Broken { .. } => "broken".into(),
+        Error::Released { .. } => "released".into(),
+        Error::NotHeld { .. } => "nothing to break".into(),
         other => format!("error: {other}"),
     }
 }

@@ -243,6 +243,14 @@ impl Store {
             {
                 Ok(CreateOutcome::Created) => return Ok(Some(holder_of(&target))),
                 // A renewal (or release) landed first: look again.
+                #[cfg(feature = "planted-bugs")]
+                Ok(CreateOutcome::AlreadyExists)
+                    if crate::planted::on(&crate::planted::BREAK_TRUSTS_LOST_CREATE) =>
+                {
+                    // The planted bug: the lost create is taken for a break that
+                    // landed, and the renewal that won goes on holding.
+                    return Ok(Some(holder_of(&target)));
+                }
                 Ok(CreateOutcome::AlreadyExists) => newest = self.read_newest(key)?,
                 Err(error) => {
                     let landed = self.read_newest(key).ok().is_some_and(|n| {
