@@ -50,7 +50,8 @@ impl Drop for StopFile {
 
 /// Variables of ours that must never leak from the developer's (or a `fencepost
 /// run`'s) environment into a test.
-const OUR_VARIABLES: [&str; 7] = [
+const OUR_VARIABLES: [&str; 8] = [
+    "FENCEPOST_SESSION",
     "FENCEPOST_STORE",
     "FENCEPOST_OWNER",
     "FENCEPOST_TOKEN",

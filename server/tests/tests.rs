@@ -8,6 +8,7 @@ mod confinement;
 mod contention;
 mod polish;
 mod protocol;
+mod sessions;
 // Builds repositories with the git CLI, which the Windows run under Wine does not
 // have (docs/windows.md).
 #[cfg(unix)]
