@@ -82,6 +82,7 @@ scenarios! {
     40 session_reclaim_is_reentrant None "sessions: a claim by the holding session keeps its token, renewed; anyone else is held";
     41 session_acts_without_the_handle None "sessions: any handle of the session renews and releases; other sessions refused; no revival";
     42 session_reentry_across_processes SharedAcrossProcesses "sessions: a second process of the holding session keeps the token; another session is refused";
+    39 session_records_never_carry_the_session_id None "sessions: records and status carry the session's tag, never the id its secret derives from";
 }
 
 const TTL_MS: u64 = 30_000;
