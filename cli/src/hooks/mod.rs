@@ -59,18 +59,7 @@ pub fn hook(store_flag: Option<&Path>, args: &HookArgs) -> ExitCode {
     // A panic must not become Rust's exit code 101, which both agents read as
     // "hook broken, go ahead": catch it and block. Its message is kept for the reason.
     std::panic::set_hook(Box::new(|_| {}));
-    let decision = match std::panic::catch_unwind(AssertUnwindSafe(|| decide(store_flag, args))) {
-        Ok(Ok(decision)) => decision,
-        Ok(Err(reason)) => Decision::Block(fail_closed(&reason)),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic".into());
-            Decision::Block(fail_closed(&format!("internal error ({what})")))
-        }
-    };
+    let decision = closed(|| decide(store_flag, args));
     match decision {
         Decision::Allow(note) => {
             if let Some(note) = note {
@@ -82,6 +71,22 @@ pub fn hook(store_flag: Option<&Path>, args: &HookArgs) -> ExitCode {
         Decision::Block(reason) => {
             let _ = writeln!(std::io::stderr(), "{reason}");
             ExitCode::from(agent.block_exit_code())
+        }
+    }
+}
+
+/// Runs `decide`, turning its error and even its panic into a block.
+fn closed(decide: impl FnOnce() -> Result<Decision, String>) -> Decision {
+    match std::panic::catch_unwind(AssertUnwindSafe(decide)) {
+        Ok(Ok(decision)) => decision,
+        Ok(Err(reason)) => Decision::Block(fail_closed(&reason)),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            Decision::Block(fail_closed(&format!("internal error ({what})")))
         }
     }
 }
@@ -285,6 +290,25 @@ fn strip_verbatim(path: PathBuf) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A panic inside the hook blocks (Rust's own exit code 101 would let the edit
+    /// through), and says what panicked.
+    #[test]
+    fn a_panic_blocks() {
+        let decision = closed(|| panic!("index out of bounds"));
+        let Decision::Block(reason) = decision else {
+            panic!("a panic allowed the edit: {decision:?}")
+        };
+        assert!(
+            reason.contains("internal error (index out of bounds)"),
+            "{reason}"
+        );
+        assert!(matches!(
+            closed(|| Ok(Decision::Allow(None))),
+            Decision::Allow(None)
+        ));
+        assert!(matches!(closed(|| Err("x".into())), Decision::Block(_)));
+    }
 
     /// The README shows the reasons verbatim; this keeps it true.
     #[test]
