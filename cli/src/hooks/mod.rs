@@ -101,6 +101,64 @@ pub fn fail_closed(what: &str) -> String {
     )
 }
 
+/// The ways around fencepost a shell command can take, by what gives them away
+/// (lowercased; git's config keys are case-insensitive). These are the human's
+/// escapes (README, "Guarding agents' own edits"): an agent asking for one is
+/// blocked. A deterrent, not a lock: a command can hide them.
+const ESCAPES: [(&str, &str); 6] = [
+    (
+        "--no-verify",
+        "git's --no-verify, which skips the commit guard",
+    ),
+    (
+        "fencepost_guard=",
+        "FENCEPOST_GUARD, which turns the commit guard off",
+    ),
+    (
+        "fencepost_hooks=",
+        "FENCEPOST_HOOKS, which turns the edit hook off",
+    ),
+    (
+        "core.hookspath",
+        "core.hooksPath, which moves git's hooks (and the guard) away",
+    ),
+    (
+        "fencepost hooks uninstall",
+        "`fencepost hooks uninstall`, which removes the guard",
+    ),
+    (
+        "fencepost break",
+        "`fencepost break`, a human operator's override of another holder's lease",
+    ),
+];
+
+/// The escape `command` takes, if any.
+pub fn guard_escape(command: &str) -> Option<&'static str> {
+    let lower = command.to_lowercase();
+    ESCAPES
+        .iter()
+        .find(|(needle, _)| {
+            if needle.starts_with("--") {
+                // A flag: only as a word of its own (not inside `grep no-verify`).
+                lower
+                    .split_whitespace()
+                    .any(|word| word.trim_matches(['\'', '"']) == *needle)
+            } else {
+                lower.contains(needle)
+            }
+        })
+        .map(|(_, what)| *what)
+}
+
+/// The reason given when an agent's shell command would get around the guard.
+pub fn escape_reason(what: &str) -> String {
+    format!(
+        "fencepost blocked this command: it uses {what}. Getting around fencepost is the \
+         human's decision, not an agent's. Do not run it in another form; leave the files \
+         another session holds out of your commit, wait for them, or ask the human."
+    )
+}
+
 /// The reason given when another session holds the file (shown verbatim in the
 /// README, "Guarding agents' own edits").
 pub fn held_reason(path: &Path, holder: &Holder, now: u64) -> String {
@@ -133,6 +191,10 @@ fn decide(store_flag: Option<&Path>, args: &HookArgs) -> Result<Decision, String
     }
     match agent::parse(agent, &payload)? {
         Event::Ignore => Ok(Decision::Allow(None)),
+        Event::Shell { command } => Ok(match guard_escape(&command) {
+            Some(what) => Decision::Block(escape_reason(what)),
+            None => Decision::Allow(None),
+        }),
         Event::Edit {
             session,
             cwd,
