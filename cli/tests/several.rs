@@ -8,8 +8,8 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 #[cfg(unix)]
-use crate::util::{Background, send_signal};
-use crate::util::{Scratch, handle_of, json_of, one_line_stderr};
+use crate::util::{Background, handle_of, send_signal};
+use crate::util::{Scratch, json_of, one_line_stderr};
 
 /// The handles a multi-resource `claim` printed, one per line.
 fn handles(output: &std::process::Output) -> Vec<String> {
