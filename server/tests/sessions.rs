@@ -162,3 +162,34 @@ async fn claim_all_is_all_or_nothing_with_one_token_per_resource() {
         );
     }
 }
+
+/// Issue 15: inside Claude Code the server's default session is the one
+/// `fencepost hook claude-code` claims for (`claude-code:` + the session id Claude
+/// Code gives its MCP servers), so the agent's edit hooks and its server are one
+/// session; outside it, and with --session, nothing changes.
+#[tokio::test]
+async fn inside_claude_code_the_server_is_the_hooks_session() {
+    let tree = Tree::new();
+    let env = [("CLAUDECODE", "1"), ("CLAUDE_CODE_SESSION_ID", "7f3c2a")];
+    let a = Server::start_with_env(&tree, "agent-a", &env).await;
+    let first = a
+        .call("claim", json!({"resource": lock("db"), "ttl_ms": 60_000}))
+        .await
+        .unwrap();
+    assert_eq!(first["session"], "claude-code:7f3c2a");
+    // A second server of the same Claude Code session re-enters the tenure.
+    let b = Server::start_with_env(&tree, "agent-a", &env).await;
+    let again = b
+        .call("claim", json!({"resource": lock("db"), "ttl_ms": 60_000}))
+        .await
+        .unwrap();
+    assert_eq!(again["token"], first["token"]);
+    assert_eq!(again["reentered"], true);
+    // Not inside Claude Code (CLAUDECODE unset): the variable alone is not trusted.
+    let c = Server::start_with_env(&tree, "agent-c", &[("CLAUDE_CODE_SESSION_ID", "7f3c2a")]).await;
+    let refused = c
+        .call("claim", json!({"resource": lock("db")}))
+        .await
+        .unwrap_err();
+    assert!(refused.contains("held by agent-a"), "{refused}");
+}
