@@ -108,6 +108,11 @@ fn catches_a_break_that_trusts_its_lost_create() {
     catches(&planted::BREAK_TRUSTS_LOST_CREATE, "break_renewal", 4);
 }
 
+#[test]
+fn catches_several_resources_returned_without_checking_all_are_live() {
+    catches(&planted::SEVERAL_SKIPS_ALL_LIVE, "several_resources", 0);
+}
+
 /// Which schedules find which planted bug, and at which first seed (a survey for
 /// choosing regression seeds): `cargo test --test interleave_planted survey --
 /// --ignored --nocapture`.
@@ -138,6 +143,7 @@ fn survey() {
             "SESSION_HOLDER_IS_VACANCY",
             &planted::SESSION_HOLDER_IS_VACANCY,
         ),
+        ("SEVERAL_SKIPS_ALL_LIVE", &planted::SEVERAL_SKIPS_ALL_LIVE),
     ] {
         let _planted = Planted::on(switch);
         for schedule in checker::SCHEDULES {

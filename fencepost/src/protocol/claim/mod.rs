@@ -4,6 +4,8 @@ mod acquire;
 mod end;
 mod renew;
 mod session;
+mod several;
 
 pub use session::check_session;
+pub use several::TryAcquireAll;
 mod verify;
