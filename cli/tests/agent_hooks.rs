@@ -580,3 +580,44 @@ fn the_hook_and_the_cli_agree_on_the_session() {
     assert_eq!(repo.claim_on(&repo.root.join("src/a.rs")).unwrap().0, token);
     assert_blocked(&repo.edit("claude-code-Write.json", "s2", "src/a.rs"));
 }
+
+/// The guard's escapes are the human's: an agent's shell command taking one is
+/// blocked (a deterrent: a command can hide them), and other commands pass.
+#[test]
+fn shell_commands_taking_the_humans_escapes_are_blocked() {
+    let repo = Repo::new();
+    let shell = |agent: &str, command: &str| {
+        let (event, tool) = match agent {
+            "gemini" => ("BeforeTool", "run_shell_command"),
+            _ => ("PreToolUse", "Bash"),
+        };
+        let payload = serde_json::json!({
+            "session_id": "s1", "cwd": repo.root, "hook_event_name": event,
+            "tool_name": tool, "tool_input": {"command": command, "description": "x"}
+        });
+        repo.hook_in(&repo.root, agent, &payload.to_string(), &[])
+    };
+    for command in [
+        "git commit --no-verify -m wip",
+        "FENCEPOST_GUARD=off git commit -am x",
+        "git -c core.hooksPath=/dev/null commit -m x",
+        "fencepost hooks uninstall --git",
+        "fencepost break --file src/a.rs --reason mine",
+    ] {
+        for agent in ["claude-code", "gemini"] {
+            let reason = assert_blocked(&shell(agent, command));
+            assert!(
+                reason.contains("the human's decision"),
+                "{command}: {reason}"
+            );
+        }
+    }
+    for command in [
+        "cargo test",
+        "git commit -m 'no verify needed'",
+        "grep -rn FENCEPOST_GUARD src",
+    ] {
+        assert_allowed(&shell("claude-code", command), "claude-code");
+    }
+    assert!(repo.status().is_empty(), "a shell command claims nothing");
+}
