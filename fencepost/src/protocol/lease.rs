@@ -81,7 +81,7 @@ impl Lease {
     pub fn label(&self) -> &str {
         &self.label
     }
-    /// The fencing token: present it to [`Store::check`] before every guarded write.
+    /// The fencing token: present it to [`Store::check`](crate::Store::check) before every guarded write.
     pub fn token(&self) -> u64 {
         self.token
     }
@@ -110,7 +110,7 @@ impl Lease {
         self.expires_at_ms
     }
     /// The handle (`<token>.<secret>`) that lets another process of the holder's
-    /// act on this lease through [`Store::resume`]. Give it only to processes
+    /// act on this lease through [`Store::resume`](crate::Store::resume). Give it only to processes
     /// acting for the holder: it is the proof of holding, where the token is public.
     pub fn handle(&self) -> LeaseHandle {
         LeaseHandle::new(self.token, self.secret.clone())

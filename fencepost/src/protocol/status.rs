@@ -105,7 +105,7 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// [`Error::Backend`] when the store cannot be listed.
+    /// [`Error::Backend`](crate::Error::Backend) when the store cannot be listed.
     pub fn status(&self) -> Result<Vec<StatusEntry>> {
         let mut entries = Vec::new();
         // File-id keys are decided once every path key is seen.
@@ -137,7 +137,7 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// [`Error::Backend`] when the store cannot be listed.
+    /// [`Error::Backend`](crate::Error::Backend) when the store cannot be listed.
     pub fn key_status(&self) -> Result<Vec<StatusEntry>> {
         let mut entries: Vec<StatusEntry> = self
             .key_rows()?
