@@ -108,6 +108,16 @@ fn catches_a_break_that_trusts_its_lost_create() {
     catches(&planted::BREAK_TRUSTS_LOST_CREATE, "break_renewal", 4);
 }
 
+#[test]
+fn catches_several_resources_returned_without_checking_all_are_live() {
+    catches(&planted::SEVERAL_SKIPS_ALL_LIVE, "several_resources", 0);
+}
+
+#[test]
+fn catches_a_slot_claim_that_tries_one_slot_past_the_last() {
+    catches(&planted::SLOT_PAST_THE_LAST, "slots", 4);
+}
+
 /// Which schedules find which planted bug, and at which first seed (a survey for
 /// choosing regression seeds): `cargo test --test interleave_planted survey --
 /// --ignored --nocapture`.
@@ -138,6 +148,8 @@ fn survey() {
             "SESSION_HOLDER_IS_VACANCY",
             &planted::SESSION_HOLDER_IS_VACANCY,
         ),
+        ("SEVERAL_SKIPS_ALL_LIVE", &planted::SEVERAL_SKIPS_ALL_LIVE),
+        ("SLOT_PAST_THE_LAST", &planted::SLOT_PAST_THE_LAST),
     ] {
         let _planted = Planted::on(switch);
         for schedule in checker::SCHEDULES {

@@ -55,9 +55,11 @@ pub struct StatusEntry {
     /// Who broke the lease, when and why, while the break's tombstone is newest.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub broken: Option<BreakNote>,
-    /// The session that claimed the tenure, when it was claimed with one.
+    /// The tag of the session that claimed the tenure, when it was claimed with one
+    /// ([`crate::SessionTag`]: it tells sessions apart; it is not the session id and
+    /// gives no one the session's proof of holding).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
+    pub session: Option<crate::SessionTag>,
 }
 
 impl StatusEntry {
@@ -85,6 +87,7 @@ impl StatusEntry {
 fn resource_of(key: &Key, label: &str) -> String {
     let kind = match key.as_str().split('-').next() {
         Some("lock") => "lock",
+        Some("slot") => "slot",
         _ => "file",
     };
     format!("{kind}:{label}")
