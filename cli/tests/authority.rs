@@ -3,8 +3,6 @@
 //! broken holder is told who, when and why.
 
 #[cfg(unix)]
-use std::io::{BufRead, BufReader};
-#[cfg(unix)]
 use std::process::Stdio;
 #[cfg(unix)]
 use std::time::Duration;
@@ -270,7 +268,7 @@ fn break_tells_a_run_holder_with_the_reason() {
         .args(["--on-loss", "keep"])
         .args(["--", "sh", "-c", script])
         .stderr(Stdio::piped());
-    let mut child = Background(run.spawn().unwrap());
+    let mut child = Background::spawn(&mut run);
     // The child runs once the lease is confirmed (a break before that would only
     // make run claim again, as any free resource would).
     let started = s.path().join("started");
@@ -290,12 +288,7 @@ fn break_tells_a_run_holder_with_the_reason() {
         ])
         .assert()
         .code(0);
-    let stderr = child.0.stderr.take().unwrap();
-    let first = BufReader::new(stderr)
-        .lines()
-        .next()
-        .expect("run ended without reporting the break")
-        .unwrap();
+    let first = child.first_stderr_line("reporting the break");
     assert!(
         child.0.try_wait().unwrap().is_none(),
         "the break was reported only after the child ended: {first}"
@@ -333,17 +326,8 @@ fn break_json_names_the_broken_holder() {
 #[test]
 fn a_hold_released_through_its_handle_ends_quietly() {
     let s = Scratch::new();
-    let mut hold = s.spawn_cmd();
-    hold.args(["claim", "--lock", "x", "--ttl", "30000", "--hold"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut hold = Background(hold.spawn().unwrap());
-    let mut handle = String::new();
-    BufReader::new(hold.0.stdout.take().unwrap())
-        .read_line(&mut handle)
-        .unwrap();
-    let handle = handle.trim().to_string();
-    let token = handle.split_once('.').unwrap().0.to_string();
+    let (mut hold, handle) = s.hold("x", 30_000, true);
+    let token = crate::util::token_of_handle(&handle).to_string();
     s.cmd()
         .args(["release", "--lock", "x", &token])
         .assert()

@@ -461,14 +461,8 @@ fn owners_written_by_others_are_printed_with_control_characters_escaped() {
     // A record written by another tool (the library takes any owner) must not drive
     // the reader's terminal.
     let s = Scratch::new();
-    let claims = s.store().join("claims");
     s.claim("x", &[]);
-    let key_dir = std::fs::read_dir(&claims)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let key_dir = s.only_key_dir();
     let record = key_dir.join("g00000001.json");
     let text = std::fs::read_to_string(&record).unwrap();
     let tampered = text.replace("\"owner\":\"cli\"", "\"owner\":\"evil\\u001b[31m\"");

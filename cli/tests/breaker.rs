@@ -45,13 +45,12 @@ fn a_killed_run_does_not_leave_its_child_writing() {
             while :; do echo "$FENCEPOST_TOKEN" >> out; sleep 0.05; done"#,
     )
     .stderr(Stdio::piped());
-    let mut holder = Background(run.spawn().unwrap());
+    let mut holder = Background::spawn(&mut run);
     let child = read_pid(&s.path().join("child"));
     let grandchild = read_pid(&s.path().join("gc"));
     wait_for_guard(holder.id());
 
-    holder.0.kill().unwrap();
-    holder.0.wait().unwrap();
+    holder.kill_and_reap();
     wait_until(
         "the killed run's child and grandchild are gone",
         Duration::from_secs(15),
@@ -113,7 +112,7 @@ fn a_stopped_run_does_not_leave_its_child_writing_after_its_ttl() {
             while :; do echo "$FENCEPOST_TOKEN" >> out; sleep 0.05; done"#,
     )
     .stderr(Stdio::piped());
-    let mut holder = Background(run.spawn().unwrap());
+    let mut holder = Background::spawn(&mut run);
     let child = read_pid(&s.path().join("child"));
     let token = s.entry("x").unwrap()["token"].as_u64().unwrap();
     wait_for_guard(holder.id());
@@ -156,7 +155,7 @@ fn a_run_stopped_briefly_keeps_its_child() {
     let mut run = s.spawn_cmd();
     run.args(["run", "--lock", "x", "--ttl", "4000", "--"])
         .args(["sh", "-c", "touch started; sleep 2; exit 5"]);
-    let mut holder = Background(run.spawn().unwrap());
+    let mut holder = Background::spawn(&mut run);
     wait_until("the child started", Duration::from_secs(10), || {
         s.path().join("started").exists()
     });

@@ -19,7 +19,8 @@ fn processes_take_turns_with_strictly_increasing_tokens() {
     let workers: Vec<Background> = (0..WORKERS)
         .map(|_| {
             // Each worker: ROUNDS sequential runs; exits with the number that failed.
-            let child = std::process::Command::new(child_bin())
+            let mut worker = std::process::Command::new(child_bin());
+            worker
                 .arg(format!("repeat={ROUNDS}"))
                 .args([
                     "--", "run", "--lock", "x", "--wait", "60000", "--ttl", "5000", "--",
@@ -30,10 +31,8 @@ fn processes_take_turns_with_strictly_increasing_tokens() {
                 .env("FP", crate::util::bin())
                 .env("FENCEPOST_STORE", s.store())
                 .env_remove("FENCEPOST_OWNER")
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            Background(child)
+                .stderr(Stdio::piped());
+            Background::spawn(&mut worker)
         })
         .collect();
     for worker in workers {

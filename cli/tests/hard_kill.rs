@@ -16,17 +16,16 @@ fn a_killed_run_blocks_until_its_ttl_and_its_token_is_dead() {
     run.args(["run", "--lock", "x", "--ttl", "4000", "--"])
         .arg(child_bin())
         .args(["pid=pidfile", "wait-for=stop"]);
-    let mut holder = Background(crate::util::spawn(&mut run));
+    let mut holder = Background::spawn(&mut run);
 
-    wait_until("the run holds x", Duration::from_secs(10), || {
-        pidfile.exists() && s.entry("x").is_some_and(|e| e["state"] == "held")
+    wait_until("the child started", Duration::from_secs(10), || {
+        pidfile.exists()
     });
-    let token = s.entry("x").unwrap()["token"].as_u64().unwrap();
+    let token = s.wait_held("x");
 
     // SIGKILL (TerminateProcess on Windows): no release, no more renewals. Its
     // child is orphaned; stop it too.
-    holder.0.kill().unwrap();
-    holder.0.wait().unwrap();
+    holder.kill_and_reap();
     drop(orphan);
 
     // The dead lease, as its last record left it.

@@ -94,7 +94,7 @@ fn start_tree(s: &Scratch, extra: &[&str], ignore_term: bool) -> Tree {
         .args(extra)
         .args(["--", "sh", "-c", &tree_script(ignore_term)])
         .stderr(Stdio::piped());
-    let run = Background(run.spawn().unwrap());
+    let run = Background::spawn(&mut run);
     let child = read_pid(&s.path().join("child"));
     let grandchild = read_pid(&s.path().join("gc"));
     let token = std::fs::read_to_string(s.path().join("token"))
@@ -166,7 +166,7 @@ fn a_child_that_obeys_sigterm_ends_without_waiting_the_grace() {
             exec sleep 60"#,
     )
     .stderr(Stdio::null());
-    let mut run = Background(run.spawn().unwrap());
+    let mut run = Background::spawn(&mut run);
     let child = read_pid(&guard.0);
     let token = std::fs::read_to_string(s.path().join("token")).unwrap();
     take_away(&s, "x", token.trim());
@@ -264,7 +264,7 @@ fn a_run_resumed_after_a_takeover_stops_its_child() {
     .args(["sh", "-c"])
     .arg(r#"echo $$ > child.tmp && mv child.tmp child; exec sleep 60"#)
     .stderr(Stdio::piped());
-    let mut run = Background(run.spawn().unwrap());
+    let mut run = Background::spawn(&mut run);
     let child = read_pid(&guard.0);
     send_signal(run.id(), "STOP");
     let stopped = Instant::now();
@@ -339,7 +339,7 @@ fn a_full_disk_until_expiry_stops_the_child() {
         .args(["sh", "-c"])
         .arg(r#"echo $$ > child.tmp && mv child.tmp child; exec sleep 60"#)
         .stderr(Stdio::piped());
-    let mut run = Background(run.spawn().unwrap());
+    let mut run = Background::spawn(&mut run);
     let child = read_pid(&guard.0);
     // Fill the file system: every renewal from now on fails with ENOSPC.
     let _ = Command::new("dd")

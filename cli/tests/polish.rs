@@ -322,13 +322,7 @@ fn a_symlinked_key_directory_is_shown_and_named_as_the_cause() {
     // with "check that the store is a writable directory".
     let s = Scratch::new();
     s.claim("x", &["--ttl", "100"]);
-    let claims = s.store().join("claims");
-    let key = std::fs::read_dir(&claims)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let key = s.only_key_dir();
     let elsewhere = s.path().join("elsewhere");
     std::fs::rename(&key, &elsewhere).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &key).unwrap();

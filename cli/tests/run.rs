@@ -5,7 +5,6 @@
 //! scripts, so these run on Windows too; signals are POSIX-only. Windows' own
 //! `cmd /c` children: windows.rs.
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -148,7 +147,7 @@ fn run_holds_past_many_ttls_and_the_token_keeps_passing() {
     run.args(["run", "--lock", "x", "--ttl", "600", "--"])
         .arg(child_bin())
         .args(["started=started", "sleep=2500", "check"]);
-    let mut child = Background(run.spawn().unwrap());
+    let mut child = Background::spawn(&mut run);
     let started = s.path().join("started");
     wait_until("the child started", Duration::from_secs(10), || {
         std::fs::read_to_string(&started).is_ok_and(|t| t.ends_with('\n'))
@@ -203,7 +202,7 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
     .arg(child_bin())
     .args(["touch=started", "wait-for=go"])
     .stderr(Stdio::piped());
-    let mut child = Background(crate::util::spawn(&mut run));
+    let mut child = Background::spawn(&mut run);
     // The child ends (and so does run) even if the test fails before `go`.
     let _go = StopFile(s.path().join("go"));
     // The child runs only once the lease is confirmed (a break before that would
@@ -227,12 +226,7 @@ fn a_lost_lease_is_reported_at_once_and_exits_3() {
         .args(["claim", "--lock", "x", "--ttl", "60000", "--owner", "thief"])
         .assert()
         .code(0);
-    let stderr = child.0.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let first = lines
-        .next()
-        .expect("run ended without reporting the loss")
-        .unwrap();
+    let first = child.first_stderr_line("reporting the loss");
     let took = breaking.elapsed();
     // Reported while the child still runs (it waits for `go`), and well before
     // the first renewal would have found the loss.
@@ -274,7 +268,7 @@ fn a_lost_lease_stops_the_child_by_default() {
             "wait-for=go",
             "touch=survived",
         ]);
-    let mut child = Background(crate::util::spawn(&mut run));
+    let mut child = Background::spawn(&mut run);
     let status = child.0.wait().unwrap();
     assert_eq!(status.code(), Some(3));
     std::fs::write(s.path().join("go"), b"").unwrap();
@@ -301,7 +295,7 @@ fn termination_signals_are_forwarded_to_the_child() {
         );
         let mut run = s.spawn_cmd();
         run.args(["run", "--lock", "x", "--", "sh", "-c", &script]);
-        let mut child = Background(run.spawn().unwrap());
+        let mut child = Background::spawn(&mut run);
         let ready = s.path().join("ready");
         wait_until("the child is ready", Duration::from_secs(10), || {
             ready.exists()

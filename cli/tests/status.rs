@@ -16,7 +16,7 @@ fn labels_and_the_child_environment_show_the_resolved_path() {
         .arg(child_bin())
         .args(["env=env.txt", "wait-for=go"]);
     let _go = crate::util::StopFile(s.path().join("go"));
-    let mut child = crate::util::Background(crate::util::spawn(&mut run));
+    let mut child = crate::util::Background::spawn(&mut run);
     let env = s.path().join("env.txt");
     crate::util::wait_until(
         "the child wrote its environment",

@@ -4,12 +4,12 @@
 //! host or boot, a plain `claim` (whose lease outlives its process) and the off
 //! switch all keep ttl semantics (issue 16; docs/design-01-lease-and-fence.md).
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::loss::{read_pid, running};
-use crate::util::{Background, PidFileGuard, Scratch, json_of, send_signal, wait_until};
+use crate::util::{
+    Background, PidFileGuard, Scratch, json_of, send_signal, token_of_handle, wait_until,
+};
 
 /// A `run --ttl 60000` holding `lock` (its child sleeps), once it holds.
 fn holding_run(s: &Scratch, lock: &str) -> (Background, PidFileGuard, u64) {
@@ -19,37 +19,16 @@ fn holding_run(s: &Scratch, lock: &str) -> (Background, PidFileGuard, u64) {
         .arg(format!(
             r#"echo $$ > {lock}.tmp && mv {lock}.tmp {lock}.child; exec sleep 60"#
         ));
-    let run = Background(run.spawn().unwrap());
+    let run = Background::spawn(&mut run);
     read_pid(&guard.0);
-    wait_until("the run holds", Duration::from_secs(10), || {
-        s.entry(lock).is_some_and(|e| e["state"] == "held")
-    });
-    let token = s.entry(lock).unwrap()["token"].as_u64().unwrap();
+    let token = s.wait_held(lock);
     (run, guard, token)
 }
 
 /// A `claim --hold --ttl 60000` of `lock`, and the token it printed.
 fn holding_claim(s: &Scratch, lock: &str) -> (Background, u64) {
-    let mut hold = s.spawn_cmd();
-    hold.args(["claim", "--lock", lock, "--ttl", "60000", "--hold"])
-        .stdout(Stdio::piped());
-    let mut hold = Background(hold.spawn().unwrap());
-    let mut line = String::new();
-    BufReader::new(hold.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    (
-        hold,
-        line.trim()
-            .split_once('.')
-            .and_then(|(token, _)| token.parse().ok())
-            .expect("claim --hold printed no lease handle"),
-    )
-}
-
-fn kill_and_reap(holder: &mut Background) {
-    holder.0.kill().unwrap();
-    holder.0.wait().unwrap();
+    let (hold, handle) = s.hold(lock, 60_000, false);
+    (hold, token_of_handle(&handle))
 }
 
 /// Issue 16: SIGKILL a `run` holding with ttl 60 s; a waiter gets the lease within
@@ -58,7 +37,7 @@ fn kill_and_reap(holder: &mut Background) {
 fn a_sigkilled_run_is_taken_over_within_a_second() {
     let s = Scratch::new();
     let (mut run, _child, dead) = holding_run(&s, "x");
-    kill_and_reap(&mut run);
+    run.kill_and_reap();
     let killed = Instant::now();
     let output = s
         .cmd()
@@ -91,7 +70,7 @@ fn a_sigkilled_run_is_taken_over_within_a_second() {
 fn a_sigkilled_hold_is_taken_over_at_once() {
     let s = Scratch::new();
     let (mut hold, dead) = holding_claim(&s, "x");
-    kill_and_reap(&mut hold);
+    hold.kill_and_reap();
     let token = s.claim("x", &["--owner", "successor"]);
     assert!(token > dead);
     s.cmd()
@@ -123,7 +102,7 @@ fn a_sigstopped_run_is_not_taken_over_early() {
 fn the_off_switch_waits_out_the_ttl() {
     let s = Scratch::new();
     let (mut run, _child, _) = holding_run(&s, "x");
-    kill_and_reap(&mut run);
+    run.kill_and_reap();
     s.cmd()
         .args(["claim", "--lock", "x", "--no-dead-holder-takeover"])
         .assert()
@@ -151,13 +130,7 @@ fn a_plain_claim_is_never_taken_over_early() {
 
 /// The newest record file of the only key in `s`'s store.
 fn newest_record(s: &Scratch) -> std::path::PathBuf {
-    let claims = s.store().join("claims");
-    let key = std::fs::read_dir(&claims)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let key = s.only_key_dir();
     let mut records: Vec<_> = std::fs::read_dir(&key)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -174,7 +147,7 @@ fn newest_record(s: &Scratch) -> std::path::PathBuf {
 fn evidence_from_another_host_or_boot_keeps_ttl_semantics() {
     let s = Scratch::new();
     let (mut hold, _) = holding_claim(&s, "x");
-    kill_and_reap(&mut hold);
+    hold.kill_and_reap();
     let path = newest_record(&s);
     let original = std::fs::read(&path).unwrap();
     let record: serde_json::Value = serde_json::from_slice(&original).unwrap();
@@ -199,16 +172,11 @@ fn evidence_from_another_host_or_boot_keeps_ttl_semantics() {
 fn a_reused_pid_is_a_dead_holder_and_a_live_pid_is_not() {
     let s = Scratch::new();
     let (mut hold, _) = holding_claim(&s, "x");
-    kill_and_reap(&mut hold);
+    hold.kill_and_reap();
     let path = newest_record(&s);
     let mut record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    let sleeper = Background(
-        std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap(),
-    );
+    let sleeper = Background::spawn(std::process::Command::new("sleep").arg("30"));
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", sleeper.id())).unwrap();
     let start: u64 = stat
         .rsplit_once(')')
@@ -235,19 +203,12 @@ fn a_reused_pid_is_a_dead_holder_and_a_live_pid_is_not() {
 #[test]
 fn a_lease_renewed_elsewhere_is_not_taken_over_when_its_claimer_dies() {
     let s = Scratch::new();
-    let mut hold = s.spawn_cmd();
-    hold.args(["claim", "--lock", "x", "--ttl", "60000", "--hold"])
-        .stdout(Stdio::piped());
-    let mut hold = Background(hold.spawn().unwrap());
-    let mut handle = String::new();
-    BufReader::new(hold.0.stdout.take().unwrap())
-        .read_line(&mut handle)
-        .unwrap();
+    let (mut hold, handle) = s.hold("x", 60_000, false);
     s.cmd()
-        .args(["renew", "--lock", "x", handle.trim()])
+        .args(["renew", "--lock", "x", &handle])
         .assert()
         .code(0);
-    kill_and_reap(&mut hold);
+    hold.kill_and_reap();
     let output = s.cmd().args(["claim", "--lock", "x"]).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{output:?}");
 }
@@ -257,19 +218,12 @@ fn a_lease_renewed_elsewhere_is_not_taken_over_when_its_claimer_dies() {
 #[test]
 fn a_holder_killed_after_renewals_is_taken_over_at_once() {
     let s = Scratch::new();
-    let mut hold = s.spawn_cmd();
-    hold.args(["claim", "--lock", "x", "--ttl", "3000", "--hold"])
-        .stdout(Stdio::piped());
-    let mut hold = Background(hold.spawn().unwrap());
-    let mut handle = String::new();
-    BufReader::new(hold.0.stdout.take().unwrap())
-        .read_line(&mut handle)
-        .unwrap();
+    let (mut hold, _) = s.hold("x", 3000, false);
     let first = s.entry("x").unwrap()["generation"].as_u64().unwrap();
     wait_until("the hold renewed twice", Duration::from_secs(10), || {
         s.entry("x")
             .is_some_and(|e| e["generation"].as_u64().unwrap() >= first + 2)
     });
-    kill_and_reap(&mut hold);
+    hold.kill_and_reap();
     s.cmd().args(["claim", "--lock", "x"]).assert().code(0);
 }

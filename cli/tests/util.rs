@@ -1,8 +1,9 @@
 //! Helpers shared by the CLI tests: a scratch directory with its own store, and
 //! commands for the real `fencepost` binary with a clean environment.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -181,6 +182,81 @@ impl Scratch {
     pub fn entry(&self, label: &str) -> Option<Value> {
         self.status().into_iter().find(|e| e["label"] == label)
     }
+
+    /// The directory of the only key in the store (`claims/<key>`).
+    pub fn only_key_dir(&self) -> PathBuf {
+        let mut keys = std::fs::read_dir(self.store.join("claims"))
+            .expect("the store has no claims directory")
+            .map(|e| e.unwrap().path());
+        let key = keys.next().expect("the store has no key");
+        assert!(keys.next().is_none(), "the store has more than one key");
+        key
+    }
+
+    /// `run --lock LOCK -- fencepost-test-child STEPS…` in the background, once
+    /// `status` shows LOCK held.
+    pub fn running(&self, lock: &str, steps: &[&str]) -> Background {
+        let mut run = self.spawn_cmd();
+        run.args(["run", "--lock", lock, "--"])
+            .arg(child_bin())
+            .args(steps);
+        let run = Background::spawn(&mut run);
+        self.wait_held(lock);
+        run
+    }
+
+    /// Waits (10 s at most) until `status` shows `label` held; returns its token.
+    pub fn wait_held(&self, label: &str) -> u64 {
+        let mut token = None;
+        wait_until(&format!("{label} is held"), Duration::from_secs(10), || {
+            token = self
+                .entry(label)
+                .filter(|e| e["state"] == "held")
+                .and_then(|e| e["token"].as_u64());
+            token.is_some()
+        });
+        token.unwrap()
+    }
+
+    /// `claim --lock LOCK --ttl TTL_MS --hold` in the background, once it printed
+    /// its lease handle: the process (stdout read, stderr piped when
+    /// `piped_stderr`) and the handle.
+    pub fn hold(&self, lock: &str, ttl_ms: u64, piped_stderr: bool) -> (Background, String) {
+        let mut hold = self.spawn_cmd();
+        hold.args([
+            "claim",
+            "--lock",
+            lock,
+            "--ttl",
+            &ttl_ms.to_string(),
+            "--hold",
+        ])
+        .stdout(Stdio::piped());
+        if piped_stderr {
+            hold.stderr(Stdio::piped());
+        }
+        let mut hold = Background::spawn(&mut hold);
+        let mut line = String::new();
+        BufReader::new(hold.0.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let handle = line.trim().to_string();
+        assert!(
+            handle
+                .split_once('.')
+                .is_some_and(|(t, _)| t.parse::<u64>().is_ok()),
+            "claim --hold printed no lease handle first: {line:?}"
+        );
+        (hold, handle)
+    }
+}
+
+/// The token of a lease handle `TOKEN.SECRET`.
+pub fn token_of_handle(handle: &str) -> u64 {
+    handle
+        .split_once('.')
+        .and_then(|(token, _)| token.parse().ok())
+        .unwrap_or_else(|| panic!("not a lease handle: {handle:?}"))
 }
 
 /// `fs::canonicalize(path)` spelt as fencepost shows a resolved path: on Windows
@@ -297,8 +373,32 @@ pub fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bo
 pub struct Background(pub Child);
 
 impl Background {
+    /// Starts `command` in the background ([`spawn`]: Wine's rare
+    /// `ERROR_INTERNAL_ERROR` is retried).
+    pub fn spawn(command: &mut std::process::Command) -> Background {
+        Background(spawn(command))
+    }
+
     pub fn id(&self) -> u32 {
         self.0.id()
+    }
+
+    /// Kills it (SIGKILL; `TerminateProcess` on Windows), so it releases nothing,
+    /// and reaps it.
+    pub fn kill_and_reap(&mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+
+    /// The first line it writes to its (piped) stderr, without the newline; panics
+    /// naming `what` when it ends first.
+    pub fn first_stderr_line(&mut self, what: &str) -> String {
+        let stderr = self.0.stderr.take().expect("stderr is not piped");
+        BufReader::new(stderr)
+            .lines()
+            .next()
+            .unwrap_or_else(|| panic!("it ended without {what}"))
+            .unwrap()
     }
 }
 

@@ -3,11 +3,11 @@
 //! give-up message, `--wait forever`; exit codes 126/127 and
 //! `--conflict-exit-code`; `claim --hold` (issue 16).
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
+#[cfg(unix)]
 use std::time::Duration;
 
-use crate::util::{Background, Scratch, child_bin, one_line_stderr, token_of, wait_until};
+use crate::util::{Scratch, child_bin, one_line_stderr, token_of};
 
 /// Runs the binary with `args` under a pseudo-terminal (`script -qec`), in the
 /// scratch directory with its store; returns everything the terminal showed.
@@ -64,15 +64,7 @@ fn a_wait_on_a_terminal_shows_a_status_line_and_clears_it() {
 #[test]
 fn a_successful_wait_on_a_terminal_ends_with_the_token_alone() {
     let s = Scratch::new();
-    let mut holder = s.spawn_cmd();
-    holder
-        .args(["run", "--lock", "w", "--"])
-        .arg(child_bin())
-        .arg("sleep=1000");
-    let _holder = Background(holder.spawn().unwrap());
-    wait_until("the run holds w", Duration::from_secs(10), || {
-        s.entry("w").is_some_and(|e| e["state"] == "held")
-    });
+    let _holder = s.running("w", &["sleep=1000"]);
     let screen = on_a_terminal(&s, "claim --lock w --wait 20000");
     let (waiting, result) = screen.rsplit_once("\r\x1b[2K").expect("no status line");
     assert!(waiting.contains("fencepost: waiting "), "{screen:?}");
@@ -116,15 +108,7 @@ fn off_a_terminal_a_wait_prints_only_the_give_up_line() {
 #[test]
 fn wait_forever_waits_until_the_holder_is_done() {
     let s = Scratch::new();
-    let mut holder = s.spawn_cmd();
-    holder
-        .args(["run", "--lock", "w", "--"])
-        .arg(child_bin())
-        .arg("sleep=1000");
-    let _holder = Background(holder.spawn().unwrap());
-    wait_until("the run holds w", Duration::from_secs(10), || {
-        s.entry("w").is_some_and(|e| e["state"] == "held")
-    });
+    let _holder = s.running("w", &["sleep=1000"]);
     let output = s
         .cmd()
         .args(["claim", "--lock", "w", "--wait", "forever"])
@@ -217,19 +201,8 @@ fn conflict_exit_code_replaces_3() {
 fn claim_hold_keeps_the_lease_until_terminated_then_releases() {
     for signal in ["TERM", "INT"] {
         let s = Scratch::new();
-        let mut hold = s.spawn_cmd();
-        hold.args(["claim", "--lock", "x", "--ttl", "600", "--hold"])
-            .stdout(Stdio::piped());
-        let mut hold = Background(hold.spawn().unwrap());
-        let mut line = String::new();
-        BufReader::new(hold.0.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let token: u64 = line
-            .trim()
-            .split_once('.')
-            .and_then(|(token, _)| token.parse().ok())
-            .expect("no lease handle first");
+        let (mut hold, handle) = s.hold("x", 600, false);
+        let token = crate::util::token_of_handle(&handle);
         std::thread::sleep(Duration::from_millis(3 * 600 + 300));
         s.cmd()
             .args(["check", "--lock", "x", &token.to_string()])
@@ -247,15 +220,7 @@ fn claim_hold_keeps_the_lease_until_terminated_then_releases() {
 #[test]
 fn claim_hold_reports_a_loss_and_exits_3() {
     let s = Scratch::new();
-    let mut hold = s.spawn_cmd();
-    hold.args(["claim", "--lock", "x", "--ttl", "30000", "--hold"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut hold = Background(hold.spawn().unwrap());
-    let mut line = String::new();
-    BufReader::new(hold.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (mut hold, _) = s.hold("x", 30_000, true);
     // An operator's break (a release through the hold's own handle would end the
     // hold without a loss: `cli/tests/authority.rs`).
     s.cmd()
@@ -293,9 +258,7 @@ fn an_interactive_child_reads_the_terminal() {
         .spawn()
         .expect("running script(1)");
     let mut stdin = script.stdin.take().unwrap();
-    wait_until("run holds t", Duration::from_secs(10), || {
-        s.entry("t").is_some_and(|e| e["state"] == "held")
-    });
+    s.wait_held("t");
     std::io::Write::write_all(&mut stdin, b"hello\n").unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while script.try_wait().unwrap().is_none() {
