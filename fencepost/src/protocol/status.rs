@@ -85,6 +85,7 @@ impl StatusEntry {
 fn resource_of(key: &Key, label: &str) -> String {
     let kind = match key.as_str().split('-').next() {
         Some("lock") => "lock",
+        Some("slot") => "slot",
         _ => "file",
     };
     format!("{kind}:{label}")

@@ -5,7 +5,9 @@ mod end;
 mod renew;
 mod session;
 mod several;
+mod slots;
 
 pub use session::check_session;
 pub use several::TryAcquireAll;
+pub use slots::SLOTS_MAX;
 mod verify;
