@@ -128,7 +128,7 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-/// `--lock NAME` or `--file PATH`, exactly one.
+/// `--lock NAME`, `--file PATH` or `--dir PATH`, exactly one.
 #[derive(Debug, Args)]
 #[group(id = "resource", required = true, multiple = false)]
 pub struct Target {
@@ -138,15 +138,20 @@ pub struct Target {
     /// A file, existing or not, relative to the current directory
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
+    /// A directory and everything below it (a subtree), existing or not; conflicts with
+    /// claims of files and directories below it and of directories above it
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
 }
 
 impl Target {
     /// The resource named on the command line.
     pub fn resource(&self) -> Resource {
-        match (&self.lock, &self.file) {
-            (Some(name), _) => Resource::lock(name.clone()),
-            (None, Some(path)) => Resource::file(path.clone()),
-            (None, None) => unreachable!("clap requires --lock or --file"),
+        match (&self.lock, &self.file, &self.dir) {
+            (Some(name), _, _) => Resource::lock(name.clone()),
+            (None, Some(path), _) => Resource::file(path.clone()),
+            (None, None, Some(path)) => Resource::dir(path.clone()),
+            (None, None, None) => unreachable!("clap requires --lock, --file or --dir"),
         }
     }
 }

@@ -103,6 +103,21 @@ fn catches_a_break_that_trusts_its_lost_create() {
     catches(&planted::BREAK_TRUSTS_LOST_CREATE, "break_renewal", 4);
 }
 
+#[test]
+fn catches_a_tree_check_made_only_before_claiming() {
+    catches(&planted::TREE_CHECK_BEFORE_CLAIM_ONLY, "subtree_race", 6);
+}
+
+#[test]
+fn catches_a_file_claim_that_skips_its_check_up() {
+    catches(&planted::FILE_SKIPS_CHECK_UP, "subtree_race", 0);
+}
+
+#[test]
+fn catches_a_subtree_claim_that_skips_its_check_down() {
+    catches(&planted::SUBTREE_SKIPS_CHECK_DOWN, "subtree_race", 16);
+}
+
 /// Which schedules find which planted bug, and at which first seed (a survey for
 /// choosing regression seeds): `cargo test --test interleave_planted survey --
 /// --ignored --nocapture`.

@@ -137,6 +137,16 @@ pub mod planted {
     /// without looking again: the renewal that won keeps the lease live while the
     /// operator is told it was broken.
     pub static BREAK_TRUSTS_LOST_CREATE: AtomicBool = AtomicBool::new(false);
+    /// A file or subtree claim skips its check up: a subtree claim of a directory
+    /// above it is not looked for.
+    pub static FILE_SKIPS_CHECK_UP: AtomicBool = AtomicBool::new(false);
+    /// A subtree claim skips its check down: claims below its directory are not
+    /// looked for.
+    pub static SUBTREE_SKIPS_CHECK_DOWN: AtomicBool = AtomicBool::new(false);
+    /// A file or subtree claim looks at the other side only before it claims, not
+    /// after (read first, write second: two claimants that both looked before
+    /// either claimed both hold).
+    pub static TREE_CHECK_BEFORE_CLAIM_ONLY: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

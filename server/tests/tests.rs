@@ -9,5 +9,6 @@ mod contention;
 mod polish;
 mod protocol;
 mod store_location;
+mod subtree;
 #[cfg(target_os = "linux")]
 mod takeover;

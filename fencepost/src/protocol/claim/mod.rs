@@ -3,4 +3,5 @@
 mod acquire;
 mod end;
 mod renew;
+mod subtree;
 mod verify;
