@@ -57,6 +57,8 @@ pub struct Iters {
     pub stale_ms: u64,
     /// Rounds of the loss-notice and dead-holder handoff rows.
     pub loss: usize,
+    /// Unrelated file claims, and files below a subtree, in the subtree rows.
+    pub tree_files: usize,
 }
 
 impl Iters {
@@ -73,6 +75,7 @@ impl Iters {
             contention: [2, 4, 8, 16].iter().map(|&n| (n, 800 / n)).collect(),
             stale_ms: 300,
             loss: 20,
+            tree_files: 1000,
         }
     }
 
@@ -89,6 +92,7 @@ impl Iters {
             contention: vec![(2, 10), (4, 5)],
             stale_ms: 300,
             loss: 2,
+            tree_files: 100,
         }
     }
 }
