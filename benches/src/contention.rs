@@ -24,6 +24,9 @@ pub struct ContentionRow {
     pub handoffs: usize,
     pub elapsed: Duration,
     pub wait: Summary,
+    /// Release → the next tenure's acquire returning, between consecutive tenures
+    /// (token order): from just before the release call to the next acquire's return.
+    pub gap: Summary,
     /// flushed create + unflushed create, timed just before this size ran.
     pub floor_pair: Summary,
 }
@@ -171,12 +174,83 @@ pub fn run(dir: &Path, workers: usize, per_worker: usize, floor_pair: Summary) -
         .collect::<Result<_, _>>()?;
     check_oracle(&log_tokens, &tenures, workers * per_worker)
         .map_err(|e| format!("MUTUAL EXCLUSION BROKEN with {workers} workers: {e}"))?;
+    tenures.sort_by_key(|t| t.token);
+    let gaps: Vec<Duration> = tenures
+        .windows(2)
+        .map(|w| Duration::from_nanos(w[1].start.saturating_sub(w[0].end)))
+        .collect();
     Ok(ContentionRow {
         workers,
         handoffs: tenures.len(),
         elapsed: Duration::from_nanos(done - go),
         wait: summarize(waits),
+        gap: summarize(if gaps.is_empty() {
+            vec![Duration::ZERO]
+        } else {
+            gaps
+        }),
         floor_pair,
+    })
+}
+
+/// How long the holder keeps the lease in the handoff row before releasing: long
+/// enough that the waiter is asleep inside its acquire when the release lands.
+pub const HANDOFF_HOLD: Duration = Duration::from_millis(20);
+
+/// The handoff row: one holder and one waiter (threads, each with its own store
+/// handle, as two processes would have). Per round the holder acquires, the waiter
+/// starts its acquire (which must wait), the holder releases after
+/// [`HANDOFF_HOLD`]; timed from just before that release call to the waiter's
+/// acquire returning. The waiter then releases, and the roles stay.
+pub fn handoff(dir: &Path, rounds: usize, flush: bool) -> R<Summary> {
+    use std::sync::mpsc;
+    use std::time::Instant;
+
+    fs::create_dir_all(dir)?;
+    let open = || -> R<Store> { Ok(Store::new(FsStore::open(dir)?.with_flush(flush))) };
+    let (holder, waiter) = (open()?, open()?);
+    let resource = Resource::lock("handoff");
+    let options = AcquireOptions::new(30_000)
+        .owner("bench-handoff")
+        .wait_ms(30_000);
+    // The holder sends twice per round: once it holds (the waiter then starts its
+    // acquire), and the instant just before its release call.
+    let (held_tx, held_rx) = mpsc::channel::<Instant>();
+    let (done_tx, done_rx) = mpsc::channel::<Result<Duration, String>>();
+    std::thread::scope(|scope| -> R<Summary> {
+        let (resource, options) = (&resource, &options);
+        scope.spawn(move || {
+            while held_rx.recv().is_ok() {
+                let outcome = (|| -> Result<Duration, String> {
+                    let lease = waiter
+                        .acquire(resource, options)
+                        .map_err(|e| e.to_string())?;
+                    let returned = Instant::now();
+                    let released = held_rx.recv().map_err(|e| e.to_string())?;
+                    waiter.release(&lease).map_err(|e| e.to_string())?;
+                    Ok(returned.saturating_duration_since(released))
+                })();
+                if done_tx.send(outcome).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut samples = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            let lease = holder.acquire(resource, options)?;
+            held_tx.send(Instant::now())?;
+            std::thread::sleep(HANDOFF_HOLD);
+            let released = Instant::now();
+            holder.release(&lease)?;
+            held_tx.send(released)?;
+            samples.push(
+                done_rx
+                    .recv()?
+                    .map_err(|e| format!("the handoff waiter failed: {e}"))?,
+            );
+        }
+        drop(held_tx);
+        Ok(summarize(samples))
     })
 }
 

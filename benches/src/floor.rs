@@ -89,6 +89,38 @@ impl FloorKit {
         Ok(start.elapsed())
     }
 
+    /// The single-fsync floor: one exclusive create of a new name, a write of one
+    /// record and ONE flush, of the file. On a journaling filesystem that is one
+    /// journal commit carrying both the data and the name; it is the least a durable
+    /// claim could cost, though POSIX alone does not promise the name survives it
+    /// (that takes the directory flush of [`create`](FloorKit::create)).
+    pub fn create_one_flush(&mut self) -> R<Duration> {
+        let n = self.next;
+        self.next += 1;
+        if n > 2 {
+            let _ = fs::remove_file(self.create_dir.join(format!("g{:08}.json", n - 2)));
+        }
+        let path = self.create_dir.join(format!("g{n:08}.json"));
+        let start = Instant::now();
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        file.write_all(&self.bytes)?;
+        file.sync_all()?;
+        drop(file);
+        Ok(start.elapsed())
+    }
+
+    /// A flushed create: the single-fsync one when `one_flush`, else file + directory.
+    pub fn create_flushed(&mut self, one_flush: bool) -> R<Duration> {
+        if one_flush {
+            self.create_one_flush()
+        } else {
+            self.create(true)
+        }
+    }
+
     /// One directory listing plus a read of the newest of two small files.
     pub fn list_read(&mut self) -> R<Duration> {
         let start = Instant::now();

@@ -13,6 +13,20 @@ pub struct Machine {
     pub rustc: String,
     pub date: String,
     pub commit: String,
+    /// `/proc/loadavg`'s 1, 5 and 15 minute load averages when the run started.
+    pub load: String,
+}
+
+/// The load averages now (1, 5, 15 min), from `/proc/loadavg`.
+pub fn load_now() -> String {
+    match std::fs::read_to_string("/proc/loadavg") {
+        Ok(text) => text
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(e) => format!("unknown (/proc/loadavg: {e})"),
+    }
 }
 
 /// Stdout of `program args`, trimmed, or a note saying why it is unknown.
@@ -50,6 +64,7 @@ impl Machine {
             rustc: output_of("rustc", &["--version"]),
             date: output_of("date", &["-u", "+%Y-%m-%d %H:%M:%S UTC"]),
             commit: output_of("git", &["describe", "--always", "--dirty"]),
+            load: load_now(),
         }
     }
 }

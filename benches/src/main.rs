@@ -16,6 +16,8 @@ mod contention;
 #[cfg(unix)]
 mod floor;
 #[cfg(unix)]
+mod guard;
+#[cfg(unix)]
 mod loss;
 #[cfg(unix)]
 mod machine;
@@ -57,6 +59,8 @@ pub struct Iters {
     pub stale_ms: u64,
     /// Rounds of the loss-notice and dead-holder handoff rows.
     pub loss: usize,
+    /// Rounds of the handoff row (release → the waiter's acquire returns).
+    pub handoff: usize,
     /// Unrelated file claims, and files below a subtree, in the subtree rows.
     pub tree_files: usize,
 }
@@ -75,6 +79,7 @@ impl Iters {
             contention: [2, 4, 8, 16].iter().map(|&n| (n, 800 / n)).collect(),
             stale_ms: 300,
             loss: 20,
+            handoff: 200,
             tree_files: 1000,
         }
     }
@@ -92,6 +97,7 @@ impl Iters {
             contention: vec![(2, 10), (4, 5)],
             stale_ms: 300,
             loss: 2,
+            handoff: 5,
             tree_files: 100,
         }
     }
@@ -172,6 +178,7 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             ["__contention-worker", store, log, iters] => {
                 return contention::worker(Path::new(store), Path::new(log), iters.parse()?);
             }
+            ["__ops", op, n, dir] => return ops(op, n.parse()?, Path::new(dir)),
             ["__wedge-holder", lib, dir, stale] => {
                 return wedged::holder(lib, Path::new(dir), stale.parse()?);
             }
@@ -232,6 +239,40 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
         result
     }
 
+    /// `__ops OP N DIR`: `N` times one protocol operation on an fs store in `DIR`
+    /// (flush on), nothing else, so `strace -c -f` of this mode divided by `N` is the
+    /// syscalls one operation makes (docs/design-07-performance.md). OP is `check`,
+    /// `renew` or `acquire-release`.
+    fn ops(op: &str, n: usize, dir: &Path) -> R<()> {
+        use fencepost::{AcquireOptions, Resource};
+        let store = Store::new(FsStore::open(dir)?);
+        let resource = Resource::lock(format!("ops-{op}"));
+        let options = AcquireOptions::new(600_000).owner("ops");
+        match op {
+            "check" => {
+                let lease = store.acquire(&resource, &options)?;
+                for _ in 0..n {
+                    if !store.check(&resource, lease.token())? {
+                        return Err("check of a held lease failed".into());
+                    }
+                }
+            }
+            "renew" => {
+                let mut lease = store.acquire(&resource, &options)?;
+                for _ in 0..n {
+                    store.renew(&mut lease)?;
+                }
+            }
+            "acquire-release" => {
+                for _ in 0..n {
+                    store.release(&store.acquire(&resource, &options)?)?;
+                }
+            }
+            other => return Err(format!("unknown op {other:?}").into()),
+        }
+        Ok(())
+    }
+
     fn step(name: &str) {
         eprintln!("fencepost-bench: {name}");
     }
@@ -280,6 +321,9 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             .rows
             .extend(cli_rows(bin, dir.join("cli-store"), &mut kit, it)?);
 
+        step("git guard");
+        report.rows.extend(crate::guard::rows(bin, dir, it)?);
+
         for &(workers, rounds) in &it.contention {
             step(&format!("contention, {workers} processes"));
             let mut pair = || Ok(kit.create(true)? + kit.create(false)?);
@@ -290,6 +334,21 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
                 rounds,
                 floor_pair,
             )?);
+        }
+
+        for flush in [true, false] {
+            step(if flush {
+                "handoff, flush on"
+            } else {
+                "handoff, flush off"
+            });
+            // Its floor: the waiter's claim (a create, flushed or not) after the
+            // listing + read that finds the resource free, timed just before.
+            let mut floor = || Ok(kit.create(flush)? + kit.list_read()?);
+            let (floor, _) = paired(it.fs / 5, it.warmup, &mut floor, None)?;
+            let sub = if flush { "flush-on" } else { "flush-off" };
+            let measured = contention::handoff(&dir.join("handoff").join(sub), it.handoff, flush)?;
+            report.handoffs.push((flush, measured, floor));
         }
 
         step("rivals");

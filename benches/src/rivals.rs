@@ -93,6 +93,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         name: "OS advisory lock (`flock` via fd-lock): lock + unlock, file kept open".into(),
         summary,
         floor: None,
+        floor_one: None,
         target: None,
     });
 
@@ -111,6 +112,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         name: "OS advisory lock (`flock` via fd-lock): open + lock + unlock + close".into(),
         summary,
         floor: None,
+        floor_one: None,
         target: None,
     });
 
@@ -134,6 +136,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         name: "lockfile with mtime stale takeover (bench's implementation): lock + unlock".into(),
         summary,
         floor: None,
+        floor_one: None,
         target: None,
     });
     Ok(rows)

@@ -6,6 +6,7 @@
 
 mod args;
 mod commands;
+mod hooks;
 mod output;
 mod run;
 mod store;
@@ -54,7 +55,8 @@ impl From<Error> for Failure {
             | Error::Expired { .. }
             | Error::Broken { .. }
             | Error::Released { .. }
-            | Error::NotHeld { .. } => Failure::Refused(message),
+            | Error::NotHeld { .. }
+            | Error::NotSessionHolder { .. } => Failure::Refused(message),
             // Bad input, and every I/O failure: never a refusal (docs/protocol.md §5).
             _ => Failure::Error(message),
         }
@@ -118,12 +120,27 @@ fn run() -> Result<ExitCode, Failure> {
                 subcommand_names().join(", ")
             )));
         }
+        Err(error) if is_hook_invocation() => {
+            // An agent's hook with arguments it cannot parse must still block
+            // (exit 2), never fail open with a usage error's exit 1.
+            return Err(Failure::Code(
+                2,
+                hooks::fail_closed(&format!(
+                    "the hook command in the agent's settings is wrong ({})",
+                    usage_error_line(&error)
+                )),
+            ));
+        }
         Err(error) => return Err(Failure::Error(usage_error_line(&error))),
     };
     // The commands that describe the CLI itself touch no store.
     match &cli.command {
         Command::Completions(args) => return output::completions(args.shell),
         Command::Man => return output::man_page(),
+        // These open the stores of the paths they read from stdin or git.
+        Command::Hook(args) => return Ok(hooks::hook(cli.global.store.as_deref(), args)),
+        Command::Guard(args) => return hooks::git::guard(cli.global.store.as_deref(), args),
+        Command::Hooks(command) => return hooks::install::run(command),
         _ => {}
     }
     let ctx = open_store(&cli)?;
@@ -135,8 +152,25 @@ fn run() -> Result<ExitCode, Failure> {
         Command::Status(args) => commands::status(&ctx, args),
         Command::Run(args) => run::run(&ctx, args),
         Command::Break(args) => commands::break_lease(&ctx, args),
-        Command::Completions(_) | Command::Man => unreachable!("handled before the store opens"),
+        Command::Completions(_)
+        | Command::Man
+        | Command::Hook(_)
+        | Command::Guard(_)
+        | Command::Hooks(_) => unreachable!("handled before the store opens"),
     }
+}
+
+/// True when the command line is `fencepost [--store DIR] hook …`.
+fn is_hook_invocation() -> bool {
+    let mut args = std::env::args_os().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == "--store" {
+            args.next();
+        } else if !arg.to_string_lossy().starts_with('-') {
+            return arg == "hook";
+        }
+    }
+    false
 }
 
 /// The command line definition, with an environment variable that is set but empty
@@ -147,6 +181,11 @@ fn command() -> clap::Command {
     let mut command = Cli::command();
     if empty("FENCEPOST_STORE") {
         command = command.mut_arg("store", |arg| arg.env(None));
+    }
+    if empty("FENCEPOST_SESSION") {
+        for sub in ["claim", "run", "renew", "release"] {
+            command = command.mut_subcommand(sub, |c| c.mut_arg("session", |arg| arg.env(None)));
+        }
     }
     if empty("FENCEPOST_OWNER") {
         for sub in ["claim", "run"] {
@@ -173,7 +212,12 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
         Command::Renew(args) => (Some(args.target.resource()), Access::Existing),
         // Nothing to break in a store that does not exist (exit 3, "not held").
         Command::Break(args) => (Some(args.target.resource()), Access::Existing),
-        Command::Status(_) | Command::Completions(_) | Command::Man => (None, Access::Existing),
+        Command::Status(_)
+        | Command::Completions(_)
+        | Command::Man
+        | Command::Hook(_)
+        | Command::Guard(_)
+        | Command::Hooks(_) => (None, Access::Existing),
     };
     let opened = store::open(cli.global.store.as_deref(), resource.as_ref(), &cwd, access)
         .map_err(Failure::Error)?;

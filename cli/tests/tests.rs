@@ -14,14 +14,20 @@ mod bad_input;
 mod basics;
 mod identity;
 mod polish;
+mod sessions;
 mod status;
 // Real git repositories and POSIX shells (not available to the Windows test
 // executables under Wine; the rule itself is tested there by backends/fs/tests/fs.rs).
 #[cfg(unix)]
 mod store_location;
 
+// Issue 15: agent hooks, the git guard, hooks install (real git repositories).
+#[cfg(unix)]
+mod agent_hooks;
 #[cfg(unix)]
 mod contention;
+#[cfg(unix)]
+mod git_guard;
 #[cfg(unix)]
 mod hard_kill;
 #[cfg(unix)]

@@ -81,6 +81,10 @@ scenarios! {
     32 subtree_conflicts_both_ways None "subtree claims: a held subtree refuses files and directories below it, a held file refuses subtrees above it (docs/design-05-subtrees-and-shared.md §1)";
     33 subtree_spellings_are_one_tree None "subtree claims: a file not created yet, a symlinked directory and `..` spellings land on one chain (design-05 §1)";
     34 subtree_contention_threads None "subtree claims: 8 threads claim a subtree and files inside it, never a subtree holder and a file holder inside it at once (log oracle)";
+    // Issue 14, claims (docs/design-04-claims.md), in `scenarios/claims.rs`.
+    40 session_reclaim_is_reentrant None "sessions: a claim by the holding session keeps its token, renewed; anyone else is held";
+    41 session_acts_without_the_handle None "sessions: any handle of the session renews and releases; other sessions refused; no revival";
+    42 session_reentry_across_processes SharedAcrossProcesses "sessions: a second process of the holding session keeps the token; another session is refused";
 }
 
 const TTL_MS: u64 = 30_000;
@@ -93,6 +97,9 @@ macro_rules! ensure {
         }
     };
 }
+
+mod claims;
+use claims::*;
 
 fn fail(context: &str, error: impl std::fmt::Display) -> Failed {
     Failed::from(format!("{context}: {error}"))
@@ -569,6 +576,7 @@ fn sample_record(key: &Key, token: u64, generation: u64, granted_at_ms: u64) -> 
         secret_sha256: None,
         broken: None,
         process: None,
+        session: None,
     }
     .encode()
 }
@@ -894,6 +902,7 @@ fn hard_kill<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Fail
         ttl_ms,
         token_file: token_file.clone(),
         tied_to_process: false,
+        session: None,
     })?;
     let dead_token: u64 = wait_for_line(&token_file, Duration::from_secs(30))?
         .parse()
@@ -1232,6 +1241,7 @@ fn tied_holder<S: LeaseStore + Clone + 'static>(
         ttl_ms: 60_000,
         token_file: token_file.clone(),
         tied_to_process: true,
+        session: None,
     })?;
     let token = wait_for_line(&token_file, Duration::from_secs(30))?
         .parse()
@@ -1434,6 +1444,7 @@ fn takeover_needs_same_host_and_a_definite_death<S: LeaseStore + Clone + 'static
             secret_sha256: None,
             broken: None,
             process: Some(evidence),
+            session: None,
         };
         plant(f.raw(), &key, 1, &record.encode())?;
         let store = f.store().with_liveness(Told {
@@ -1607,6 +1618,21 @@ fn subtree_conflicts_both_ways<S: LeaseStore + Clone + 'static>(
         "status shows index or marker keys: {:?}",
         rows.iter().map(|r| r.key.as_str()).collect::<Vec<_>>()
     );
+    // A session holding a subtree may claim files in it; anyone else may not.
+    let session = AcquireOptions::new(TTL_MS)
+        .owner("agent")
+        .session("subtree-session");
+    let tree = acquire(&store, &src, &session)?;
+    let login = Resource::file(root.join("src/auth/login.rs"));
+    let mine = acquire(&store, &login, &session)?;
+    held_by(
+        &store,
+        &Resource::file(root.join("src/auth/other.rs")),
+        "agent",
+        "a file below another session's subtree",
+    )?;
+    store.release(&mine).map_err(|e| fail("release", e))?;
+    store.release(&tree).map_err(|e| fail("release", e))?;
     // A path that is a file is not a subtree.
     ensure!(
         matches!(

@@ -15,7 +15,7 @@
 //! | shared across threads | yes (`FsStore` is `Clone + Send + Sync`; clones share state) |
 //! | shared across processes | yes, through the directory alone |
 //! | durable | yes for claims: file, directory and parents flushed before acknowledging (POSIX); tombstones are not flushed, by design |
-//! | atomic exclusive create | yes: a fully written staging file hard-linked into place, which fails when the name exists |
+//! | atomic exclusive create | yes: a fully written nameless file (Linux `O_TMPFILE`) or staging file hard-linked into place, which fails when the name exists |
 //! | readers see partial records | no (yes, briefly, on filesystems without hard links; they read as torn) |
 //! | Windows-safe operations only | yes: create-if-absent, hard link, mkdir, read, list, best-effort delete. Nothing replaces, overwrites or edits a file; no lock files (enforced by `clippy.toml`) |
 //! | follows symbolic links inside the store | no |
@@ -40,8 +40,11 @@
 //! restart); a key directory that is a symbolic link or not a directory is an
 //! **error** for every operation on that key and is **skipped** by
 //! [`keys`](LeaseStore::keys). Names that are not records or keys are ignored. On
-//! POSIX the record open itself refuses links (`O_NOFOLLOW`); key directories are
-//! checked with `lstat` just before each use, and `claims/` when the store is opened
+//! POSIX the record open itself refuses links (`O_NOFOLLOW`); a key directory is
+//! checked by every listing of it (on Linux by the open itself, `O_DIRECTORY |
+//! O_NOFOLLOW`, with no window; elsewhere with `lstat` just before), a create, read
+//! or removal trusts a check this handle made within the last second (every protocol
+//! operation lists first), and `claims/` is checked when the store is opened
 //! and listed. That leaves a window only against someone who deliberately swaps a
 //! directory for a link while the store is in use: the protection is against
 //! accidents and confused tools, not against a hostile user of the same tree.
@@ -87,13 +90,13 @@ mod layout;
 mod locate;
 mod sys;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use fencepost::{BackendError, CreateOutcome, Durability, Key, LeaseStore};
 
@@ -103,11 +106,18 @@ pub use locate::{
 };
 
 use layout::{CLAIMS_DIR, STALE_STAGING_AGE};
+use sys::check_real_dir;
 
 /// How many fresh staging names a create tries before giving up (a collision needs
 /// two writers of one pid and one random 64-bit number, so more than one retry means
 /// something else is wrong).
 const STAGING_NAME_ATTEMPTS: usize = 4;
+
+/// How long a key directory found to be a real directory is trusted by this handle
+/// without another check: long enough for one protocol operation (which lists the key
+/// first, checking it), short enough that a directory swapped for a symbolic link
+/// by a confused tool is refused by every later operation. Listings never trust it.
+const DIR_CHECK_FRESH: Duration = Duration::from_secs(1);
 
 /// A fencepost store in a directory: the default [`LeaseStore`].
 ///
@@ -137,6 +147,46 @@ struct Shared {
     root_flushed: AtomicBool,
     /// Keys whose directory entry in `claims/` this handle has flushed.
     keys_flushed: Mutex<HashSet<Key>>,
+    /// When this handle last found each key's directory to be a real directory (not
+    /// a symbolic link). Listings check every time (on Linux in the open itself, with
+    /// no window); a create, read or removal within [`DIR_CHECK_FRESH`] of such a
+    /// check (every protocol operation starts with a listing) skips its own `mkdir`
+    /// or `lstat`.
+    dirs_checked: Mutex<HashMap<Key, Instant>>,
+    /// Set once `O_TMPFILE` (or `/proc/self/fd`) turned out to be missing: creates
+    /// then stage a named file.
+    anonymous_unsupported: AtomicBool,
+}
+
+impl Shared {
+    fn dir_checked(&self, key: &Key) -> bool {
+        self.dirs_checked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .is_some_and(|at| at.elapsed() < DIR_CHECK_FRESH)
+    }
+
+    fn mark_dir_checked(&self, key: &Key) {
+        let now = Instant::now();
+        let mut checked = self.dirs_checked.lock().unwrap_or_else(|e| e.into_inner());
+        match checked.get_mut(key) {
+            Some(at) => *at = now,
+            None => {
+                checked.insert(key.clone(), now);
+            }
+        }
+    }
+
+    /// Forgets `key`'s directory; true when it had been checked (so a create that
+    /// found it missing makes it again, once).
+    fn forget_dir(&self, key: &Key) -> bool {
+        self.dirs_checked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key)
+            .is_some()
+    }
 }
 
 impl FsStore {
@@ -267,8 +317,17 @@ impl FsStore {
     }
 
     /// Creates the key directory (and `claims/`) if missing; refuses one that is a
-    /// symbolic link or not a directory.
-    fn ensure_key_dir(&self, dir: &Path) -> Result<(), BackendError> {
+    /// symbolic link or not a directory. Once per handle and key: then remembered.
+    fn ensure_key_dir(&self, key: &Key, dir: &Path) -> Result<(), BackendError> {
+        if self.shared.dir_checked(key) {
+            return Ok(());
+        }
+        self.make_key_dir(dir)?;
+        self.shared.mark_dir_checked(key);
+        Ok(())
+    }
+
+    fn make_key_dir(&self, dir: &Path) -> Result<(), BackendError> {
         let fail = |path: &Path, e: io::Error| BackendError::new("create", path.display(), e);
         match fs::create_dir(dir) {
             Ok(()) => return Ok(()),
@@ -292,9 +351,15 @@ impl FsStore {
         check_real_dir(dir).map_err(|e| fail(dir, e))
     }
 
-    /// Writes `bytes` to a fresh staging file in `dir` (flushed if `flush`), closes it
-    /// and returns its path. A staging file that cannot be completed is removed.
-    fn stage(&self, dir: &Path, bytes: &[u8], flush: bool) -> Result<PathBuf, BackendError> {
+    /// Writes `bytes` to a fresh staging file in `dir` (flushed if `flush`) and
+    /// returns its path and, open, the file. A staging file that cannot be completed
+    /// is removed.
+    fn stage(
+        &self,
+        dir: &Path,
+        bytes: &[u8],
+        flush: bool,
+    ) -> Result<(PathBuf, fs::File), BackendError> {
         let mut attempts = 0;
         let (path, mut file) = loop {
             let path = dir.join(layout::staging_file_name());
@@ -312,9 +377,8 @@ impl FsStore {
         let written = file
             .write_all(bytes)
             .and_then(|()| if flush { file.sync_all() } else { Ok(()) });
-        drop(file);
         match written {
-            Ok(()) => Ok(path),
+            Ok(()) => Ok((path, file)),
             Err(e) => {
                 let _ = fs::remove_file(&path);
                 Err(BackendError::new("create", path.display(), e))
@@ -345,6 +409,102 @@ impl FsStore {
             std::thread::sleep(delay);
         }
         file.write_all(bytes).map_err(fail)?;
+        if flush {
+            file.sync_all().map_err(fail)?;
+        }
+        Ok(CreateOutcome::Created)
+    }
+
+    /// Creates record `path` in `key_dir` exclusively, by the best procedure this
+    /// filesystem allows (docs/design-07-performance.md): a nameless file linked
+    /// into place (Linux `O_TMPFILE`), else a staging file linked into place, else
+    /// (no hard links) the record name itself. With `flush` the record's file is
+    /// flushed; the directory flushes follow in [`flush_names`](Self::flush_names).
+    fn create_record(
+        &self,
+        key_dir: &Path,
+        path: &Path,
+        bytes: &[u8],
+        flush: bool,
+    ) -> Result<CreateOutcome, BackendError> {
+        if self.shared.links_unsupported.load(Ordering::Relaxed) {
+            return self.create_in_place(path, bytes, flush);
+        }
+        if !self.shared.anonymous_unsupported.load(Ordering::Relaxed) {
+            match sys::anonymous_file(key_dir) {
+                Ok(Some(file)) => return self.publish_anonymous(file, path, bytes, flush),
+                Ok(None) => self
+                    .shared
+                    .anonymous_unsupported
+                    .store(true, Ordering::Relaxed),
+                Err(e) => return Err(BackendError::new("create", key_dir.display(), e)),
+            }
+        }
+        let flush_first = flush && !sys::FLUSH_AFTER_LINK;
+        let (staged, file) = self.stage(key_dir, bytes, flush_first)?;
+        if !sys::FLUSH_AFTER_LINK {
+            drop(file);
+            let published = publish(&staged, path);
+            // Always, whatever the link did: the record (if any) has its own name now.
+            let _ = fs::remove_file(&staged);
+            return self.published(published, path, bytes, flush);
+        }
+        let published = publish(&staged, path);
+        let _ = fs::remove_file(&staged);
+        let outcome = self.published(published, path, bytes, flush)?;
+        if outcome == CreateOutcome::Created && flush {
+            // The file is flushed after the link: one journal commit carries the
+            // data, the new name and the staging name's removal.
+            file.sync_all()
+                .map_err(|e| BackendError::new("create", path.display(), e))?;
+        }
+        Ok(outcome)
+    }
+
+    /// What a link's result means; a link the filesystem does not support switches
+    /// this handle to the in-place fallback and creates there.
+    fn published(
+        &self,
+        published: io::Result<CreateOutcome>,
+        path: &Path,
+        bytes: &[u8],
+        flush: bool,
+    ) -> Result<CreateOutcome, BackendError> {
+        match published {
+            Ok(outcome) => Ok(outcome),
+            Err(e) if sys::links_unsupported(&e) => {
+                self.shared.links_unsupported.store(true, Ordering::Relaxed);
+                self.create_in_place(path, bytes, flush)
+            }
+            Err(e) => Err(BackendError::new("create", path.display(), e)),
+        }
+    }
+
+    /// Writes `bytes` to the nameless `file`, links it to `path` (exclusive: fails
+    /// when the name exists), then with `flush` flushes it: one journal commit for
+    /// data and name. Readers see the name only once the bytes are complete; a crash
+    /// before the link leaves nothing at all.
+    fn publish_anonymous(
+        &self,
+        mut file: fs::File,
+        path: &Path,
+        bytes: &[u8],
+        flush: bool,
+    ) -> Result<CreateOutcome, BackendError> {
+        let fail = |e: io::Error| BackendError::new("create", path.display(), e);
+        file.write_all(bytes).map_err(fail)?;
+        let linked = match sys::link_anonymous(&file, path) {
+            Ok(linked) => linked,
+            Err(e) if sys::links_unsupported(&e) => {
+                drop(file);
+                self.shared.links_unsupported.store(true, Ordering::Relaxed);
+                return self.create_in_place(path, bytes, flush);
+            }
+            Err(e) => return Err(fail(e)),
+        };
+        if !linked {
+            return Ok(CreateOutcome::AlreadyExists);
+        }
         if flush {
             file.sync_all().map_err(fail)?;
         }
@@ -403,10 +563,11 @@ impl LeaseStore for FsStore {
     /// Creates `claims/<key>/g<generation>.json` with `bytes`, only if that name is
     /// free.
     ///
-    /// The bytes go to a staging file (`.stage-<pid>-<hex>.tmp`, created
-    /// exclusively in the key directory), which is flushed when `durability` is
-    /// [`Durability::Flushed`], closed, and then hard-linked to the record name; the
-    /// link fails when the name exists. The staging name is then removed.
+    /// On Linux the bytes go to a nameless file in the key directory (`O_TMPFILE`),
+    /// which is then hard-linked to the record name (`linkat` through
+    /// `/proc/self/fd`); the link fails when the name exists. Where there is no
+    /// `O_TMPFILE`, a staging file (`.stage-<pid>-<hex>.tmp`, created exclusively in
+    /// the key directory) takes its place and its name is removed after the link.
     ///
     /// # Atomicity
     ///
@@ -419,12 +580,17 @@ impl LeaseStore for FsStore {
     ///
     /// # Crash safety
     ///
-    /// With [`Durability::Flushed`] the staging file is flushed before the link, and
-    /// the key directory after it, before returning; before its first flushed create
-    /// of a key, a store handle (with its clones) also flushes `claims/`, the root and
-    /// the root's parent. A crash leaves no record or a complete one, plus possibly a
-    /// staging file, which is removed once it is older than ten minutes.
-    /// [`Durability::Unflushed`] skips every flush.
+    /// With [`Durability::Flushed`] the record's file is flushed, then the key
+    /// directory, before returning; before its first flushed create of a key, a store
+    /// handle (with its clones) also flushes `claims/`, the root and the root's
+    /// parent. On POSIX the file is flushed *after* the link (one journal commit
+    /// carries data and name; Windows flushes before it), so a power cut before the
+    /// create returned may leave the name with its data lost: it reads as torn and
+    /// is superseded (docs/protocol.md §3.5), and nobody was told it was created. A
+    /// process crash leaves no record or a complete one, plus possibly a staging
+    /// file, removed once it is older than ten minutes (a nameless file leaves
+    /// nothing). [`Durability::Unflushed`] skips every flush. Which flush is needed
+    /// where, with measurements: docs/design-07-performance.md.
     ///
     /// # Errors
     ///
@@ -449,23 +615,15 @@ impl LeaseStore for FsStore {
                 io::Error::new(io::ErrorKind::InvalidInput, "generations start at 1"),
             ));
         }
-        self.ensure_key_dir(&key_dir)?;
-
-        let outcome = if self.shared.links_unsupported.load(Ordering::Relaxed) {
-            self.create_in_place(&path, bytes, flush)?
-        } else {
-            let staged = self.stage(&key_dir, bytes, flush)?;
-            let published = publish(&staged, &path);
-            // Always, whatever the link did: the record (if any) has its own name now.
-            let _ = fs::remove_file(&staged);
-            match published {
-                Ok(outcome) => outcome,
-                Err(e) if sys::links_unsupported(&e) => {
-                    self.shared.links_unsupported.store(true, Ordering::Relaxed);
-                    self.create_in_place(&path, bytes, flush)?
-                }
-                Err(e) => return Err(BackendError::new("create", path.display(), e)),
+        self.ensure_key_dir(key, &key_dir)?;
+        let outcome = match self.create_record(&key_dir, &path, bytes, flush) {
+            // The key directory vanished after this handle checked it (removed by
+            // hand): make it again, once. The create failed before any name existed.
+            Err(e) if e.kind() == io::ErrorKind::NotFound && self.shared.forget_dir(key) => {
+                self.ensure_key_dir(key, &key_dir)?;
+                self.create_record(&key_dir, &path, bytes, flush)?
             }
+            outcome => outcome?,
         };
         if outcome == CreateOutcome::Created && flush {
             self.flush_names(key, &key_dir)?;
@@ -485,27 +643,22 @@ impl LeaseStore for FsStore {
     /// cannot be read.
     fn generations(&self, key: &Key) -> Result<Vec<u64>, BackendError> {
         let dir = self.key_dir(key);
-        let fail = |e: io::Error| BackendError::new("list", dir.display(), e);
-        match check_real_dir(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(fail(e)),
-        }
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(fail(e)),
-        };
         let mut generations = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(fail)?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
+        let mut stale = Vec::new();
+        let listed = sys::list_names(&dir, &mut |name| {
             if let Some(generation) = layout::parse_record_file_name(name) {
                 generations.push(generation);
             } else if layout::is_staging_file_name(name) {
-                Self::remove_stale_staging(&dir, name);
+                stale.push(name.to_string());
             }
+        });
+        match listed {
+            Ok(()) => self.shared.mark_dir_checked(key),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(BackendError::new("list", dir.display(), e)),
+        }
+        for name in stale {
+            Self::remove_stale_staging(&dir, &name);
         }
         Ok(generations)
     }
@@ -532,31 +685,20 @@ impl LeaseStore for FsStore {
             return Ok(None);
         }
         let dir = self.key_dir(key);
-        match check_real_dir(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(BackendError::new("read", dir.display(), e)),
+        if !self.shared.dir_checked(key) {
+            match check_real_dir(&dir) {
+                Ok(()) => self.shared.mark_dir_checked(key),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(BackendError::new("read", dir.display(), e)),
+            }
         }
         let path = dir.join(layout::record_file_name(generation));
-        let fail = |e: io::Error| BackendError::new("read", path.display(), e);
-        match fs::symlink_metadata(&path) {
-            // A symlink, directory, FIFO or socket under a record's name occupies the
-            // generation but holds no record: it reads as empty, which the protocol
-            // treats as torn and supersedes (docs/protocol.md §3.5), instead of blocking the key
-            // and failing every `status` (found by the breaker trial). Never followed.
-            Ok(meta) if !meta.file_type().is_file() => return Ok(Some(Vec::new())),
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(fail(e)),
-        }
-        let mut file = match sys::open_record(&path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(fail(e)),
-        };
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(fail)?;
-        Ok(Some(bytes))
+        // A symlink, directory, FIFO or socket under a record's name occupies the
+        // generation but holds no record: it reads as empty, which the protocol
+        // treats as torn and supersedes (docs/protocol.md §3.5), instead of blocking
+        // the key and failing every `status` (found by the breaker trial). Never
+        // followed.
+        sys::read_record(&path).map_err(|e| BackendError::new("read", path.display(), e))
     }
 
     /// Deletes `claims/<key>/g<generation>.json` (a symbolic link by that name is
@@ -578,10 +720,12 @@ impl LeaseStore for FsStore {
             return Ok(());
         }
         let dir = self.key_dir(key);
-        match check_real_dir(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(BackendError::new("remove", dir.display(), e)),
+        if !self.shared.dir_checked(key) {
+            match check_real_dir(&dir) {
+                Ok(()) => self.shared.mark_dir_checked(key),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(BackendError::new("remove", dir.display(), e)),
+            }
         }
         let path = self.record_path(key, generation);
         match fs::remove_file(&path) {
@@ -650,25 +794,6 @@ fn publish(staged: &Path, path: &Path) -> io::Result<CreateOutcome> {
             }
         }
         Err(e) => Err(e),
-    }
-}
-
-/// `Ok` when `path` is a directory and not a symbolic link; `NotFound` when it does
-/// not exist; an explanatory error otherwise.
-fn check_real_dir(path: &Path) -> io::Result<()> {
-    let metadata = fs::symlink_metadata(path)?;
-    if metadata.is_dir() {
-        Ok(())
-    } else if metadata.file_type().is_symlink() {
-        Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "is a symbolic link; fencepost never follows links inside the store",
-        ))
-    } else {
-        Err(io::Error::new(
-            io::ErrorKind::NotADirectory,
-            "is not a directory",
-        ))
     }
 }
 
@@ -747,6 +872,174 @@ mod tests {
             .collect();
         names.sort();
         names
+    }
+
+    /// The three durable-create procedures (nameless file linked into place, staging
+    /// file linked into place, record name written in place), each forced in turn:
+    /// exclusive among 8 racing threads, the winner's bytes complete, nothing left
+    /// behind but records. docs/design-07-performance.md.
+    #[test]
+    fn every_create_procedure_is_exclusive_and_leaves_only_records() {
+        for (procedure, anonymous_off, links_off) in [
+            ("nameless file + link", false, false),
+            ("staging file + link", true, false),
+            ("in place", true, true),
+        ] {
+            let tmp = tempfile::tempdir().unwrap();
+            let store = FsStore::open(tmp.path()).unwrap();
+            store
+                .shared
+                .anonymous_unsupported
+                .store(anonymous_off, Ordering::Relaxed);
+            store
+                .shared
+                .links_unsupported
+                .store(links_off, Ordering::Relaxed);
+            let k = key("procedure");
+            for generation in 1..=3u64 {
+                let outcomes: Vec<(usize, CreateOutcome)> = std::thread::scope(|scope| {
+                    let handles: Vec<_> = (0..8)
+                        .map(|i| {
+                            let store = store.clone();
+                            let k = k.clone();
+                            scope.spawn(move || {
+                                let bytes = format!("writer {i} of generation {generation}");
+                                let durability = if i % 2 == 0 {
+                                    Durability::Flushed
+                                } else {
+                                    Durability::Unflushed
+                                };
+                                (
+                                    i,
+                                    store
+                                        .create(&k, generation, bytes.as_bytes(), durability)
+                                        .unwrap(),
+                                )
+                            })
+                        })
+                        .collect();
+                    handles.into_iter().map(|h| h.join().unwrap()).collect()
+                });
+                let winners: Vec<usize> = outcomes
+                    .iter()
+                    .filter(|(_, o)| *o == CreateOutcome::Created)
+                    .map(|(i, _)| *i)
+                    .collect();
+                assert_eq!(winners.len(), 1, "{procedure}: {outcomes:?}");
+                assert_eq!(
+                    store.read(&k, generation).unwrap().unwrap(),
+                    format!("writer {} of generation {generation}", winners[0]).as_bytes(),
+                    "{procedure}"
+                );
+            }
+            assert_eq!(
+                record_dir_names(&store, &k),
+                ["g00000001.json", "g00000002.json", "g00000003.json"],
+                "{procedure}"
+            );
+            // The procedure forced is the one used (nothing fell back on its own).
+            assert_eq!(
+                store.shared.links_unsupported.load(Ordering::Relaxed),
+                links_off,
+                "{procedure}"
+            );
+        }
+    }
+
+    /// On Linux a create uses a nameless `O_TMPFILE` file: the filesystems CI runs
+    /// on have it, so the fast procedure is the one tested everywhere else too.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn linux_creates_use_a_nameless_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let k = key("nameless");
+        store.create(&k, 1, b"one", Durability::Flushed).unwrap();
+        assert!(
+            !store.shared.anonymous_unsupported.load(Ordering::Relaxed),
+            "O_TMPFILE was not used on this filesystem"
+        );
+        assert_eq!(store.read(&k, 1).unwrap().unwrap(), b"one");
+    }
+
+    /// A key directory removed by hand after this handle made it is made again by
+    /// the next create (the handle's memory of it is dropped, not trusted).
+    #[test]
+    fn a_key_directory_removed_by_hand_is_made_again() {
+        for anonymous_off in [false, true] {
+            let tmp = tempfile::tempdir().unwrap();
+            let store = FsStore::open(tmp.path()).unwrap();
+            store
+                .shared
+                .anonymous_unsupported
+                .store(anonymous_off, Ordering::Relaxed);
+            let k = key("removed-dir");
+            store.create(&k, 1, b"one", Durability::Flushed).unwrap();
+            fs::remove_file(store.record_path(&k, 1)).unwrap();
+            fs::remove_dir(store.key_dir(&k)).unwrap();
+            assert_eq!(
+                store.create(&k, 2, b"two", Durability::Flushed).unwrap(),
+                CreateOutcome::Created
+            );
+            assert_eq!(store.read(&k, 2).unwrap().unwrap(), b"two");
+        }
+    }
+
+    /// A key directory swapped for a symbolic link after this handle checked it is
+    /// refused by the very next listing (which every protocol operation starts with),
+    /// and by a bare read once the handle's check is older than `DIR_CHECK_FRESH`.
+    #[cfg(unix)]
+    #[test]
+    fn a_key_directory_swapped_for_a_link_after_use_is_refused() {
+        use fencepost::{Resource, Store};
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path().join("store")).unwrap();
+        let resource = Resource::lock("swapped");
+        let k = resource.identity().unwrap().key;
+        let fenced = Store::new(store.clone());
+        let lease = fenced
+            .acquire(&resource, &fencepost::AcquireOptions::new(60_000))
+            .unwrap();
+        assert!(fenced.check(&resource, lease.token()).unwrap());
+        // Swap: the real directory moves away, a link to a copy takes its place.
+        let outside = tmp.path().join("outside");
+        fs::create_dir(&outside).unwrap();
+        for name in record_dir_names(&store, &k) {
+            fs::hard_link(store.key_dir(&k).join(&name), outside.join(&name)).unwrap();
+            fs::remove_file(store.key_dir(&k).join(&name)).unwrap();
+        }
+        fs::remove_dir(store.key_dir(&k)).unwrap();
+        std::os::unix::fs::symlink(&outside, store.key_dir(&k)).unwrap();
+
+        let error = fenced.check(&resource, lease.token()).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        let error = store.generations(&k).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        std::thread::sleep(DIR_CHECK_FRESH + Duration::from_millis(50));
+        let error = store.read(&k, lease.token()).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        let error = store.create(&k, 9, b"x", Durability::Flushed).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+    }
+
+    /// A FIFO named like a record reads as torn at once (never blocks the reader),
+    /// a regular record larger than the read buffer reads whole.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_reads_as_torn_and_a_large_record_reads_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let k = key("odd-records");
+        store.create(&k, 1, b"1", Durability::Unflushed).unwrap();
+        let fifo = store.record_path(&k, 2);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(store.read(&k, 2).unwrap(), Some(Vec::new()));
+        let big: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        store.create(&k, 3, &big, Durability::Flushed).unwrap();
+        assert_eq!(store.read(&k, 3).unwrap().unwrap(), big);
+        assert_eq!(store.read(&k, 4).unwrap(), None);
     }
 
     /// The fallback for filesystems without hard links (forced here: this machine's

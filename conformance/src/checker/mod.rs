@@ -40,6 +40,7 @@ use fencepost::Store;
 pub use sched::{Decision, Fault, Point, Rng, decode, encode};
 pub use schedules::{SCHEDULES, TTL_MS, schedule};
 pub use world::{Ctx, ModelClock, ModelStore, World};
+// `CreateProcedure` is defined below, with `FaultMix`.
 
 use sched::{Killed, Sched, Status, set_current_actor};
 
@@ -116,6 +117,63 @@ pub struct FaultMix {
     pub step_wall: u32,
     /// Runs with a power cut (at most one per run, at a random step).
     pub power_cut: u32,
+    /// How the model backend's flushed creates reach the disk: in one step, or step
+    /// by step as a real backend orders its writes, links and flushes, so a power
+    /// cut can fall between them.
+    pub procedure: CreateProcedure,
+}
+
+/// How a flushed create reaches the disk in the model backend, with POSIX power-cut
+/// semantics: a name survives only once its directory was flushed (by anyone), its
+/// bytes only once its file was flushed. docs/design-07-performance.md argues which
+/// flushes the fs backend needs; the `power_cut_*` schedules pin each procedure it
+/// uses, and the planted ones must be caught.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateProcedure {
+    /// The contract's abstraction: the record lands durable in one step.
+    Atomic,
+    /// Write a nameless (`O_TMPFILE`) or staging file, link it into place, flush the
+    /// file, flush the directory, acknowledge: the fs backend on POSIX.
+    LinkThenFlush,
+    /// Write and flush a staging file, link it into place, flush the directory,
+    /// acknowledge: the fs backend on Windows (and on POSIX before issue 17).
+    FlushThenLink,
+    /// Create the record name, write it, flush the file, flush the directory: the fs
+    /// backend's fallback without hard links.
+    InPlace,
+    /// Planted: link, flush the file, acknowledge — the directory flush left out (the
+    /// single-fsync floor as a procedure). POSIX may lose the name.
+    PlantedNoDirFlush,
+    /// Planted: link, flush the directory, acknowledge — the file flush left out. The
+    /// name survives with its data lost.
+    PlantedNoFileFlush,
+}
+
+/// One step of a [`CreateProcedure`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProcedureStep {
+    /// The record name appears (exclusively), with its bytes or still empty.
+    Name { complete: bool },
+    /// The bytes are written to the named record.
+    Write,
+    /// The record's file is flushed.
+    FlushFile,
+    /// The key's directory is flushed.
+    FlushDir,
+}
+
+impl CreateProcedure {
+    pub(crate) fn steps(self) -> &'static [ProcedureStep] {
+        use ProcedureStep::*;
+        match self {
+            CreateProcedure::Atomic => &[Name { complete: true }, FlushFile, FlushDir],
+            CreateProcedure::LinkThenFlush => &[Name { complete: true }, FlushFile, FlushDir],
+            CreateProcedure::FlushThenLink => &[FlushFile, Name { complete: true }, FlushDir],
+            CreateProcedure::InPlace => &[Name { complete: false }, Write, FlushFile, FlushDir],
+            CreateProcedure::PlantedNoDirFlush => &[Name { complete: true }, FlushFile],
+            CreateProcedure::PlantedNoFileFlush => &[Name { complete: true }, FlushDir],
+        }
+    }
 }
 
 impl FaultMix {
@@ -131,6 +189,7 @@ impl FaultMix {
         advance: 0,
         step_wall: 0,
         power_cut: 0,
+        procedure: CreateProcedure::Atomic,
     };
 
     /// A little of everything.
@@ -145,6 +204,7 @@ impl FaultMix {
         advance: 50,
         step_wall: 8,
         power_cut: 150,
+        procedure: CreateProcedure::Atomic,
     };
 
     fn roll(&self, point: Point, rng: &mut Rng) -> Fault {
@@ -296,6 +356,7 @@ fn run(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> Outcom
         &late,
         schedule.snapshot_listing,
         schedule.inflight_ms,
+        schedule.mix.procedure,
     ));
     let store = Store::from_parts(
         Arc::new(ModelStore(Arc::clone(&world))),

@@ -12,7 +12,9 @@ use fencepost::{
     AcquireOptions, Lease, LeaseHandle, Liveness, ProcessEvidence, Resource, Secret, Verdict,
 };
 
-use super::{Actor, FaultMix, Schedule, Setup};
+use super::{Actor, CreateProcedure, FaultMix, Schedule, Setup};
+
+mod claims;
 
 /// The lease duration every schedule uses, in (virtual) milliseconds.
 pub const TTL_MS: u64 = 300;
@@ -101,6 +103,53 @@ pub const SCHEDULES: &[Schedule] = &[
         max_steps: 900,
         inflight_ms: INFLIGHT_MS,
         actors: power_cut,
+    },
+    // One power-cut schedule per durable-create procedure of the fs backend
+    // (docs/design-07-performance.md): the power cut falls between its steps.
+    Schedule {
+        name: "power_cut_link_then_flush",
+        about: "power cuts between the steps of the fs backend's POSIX create: link, flush file, flush directory",
+        snapshot_listing: true,
+        mix: FaultMix {
+            advance: 60,
+            power_cut: 700,
+            crash: 5,
+            procedure: CreateProcedure::LinkThenFlush,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: power_cut_handover,
+    },
+    Schedule {
+        name: "power_cut_flush_then_link",
+        about: "power cuts between the steps of the fs backend's Windows create: flush staged file, link, flush directory",
+        snapshot_listing: true,
+        mix: FaultMix {
+            advance: 60,
+            power_cut: 700,
+            crash: 5,
+            procedure: CreateProcedure::FlushThenLink,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: power_cut_handover,
+    },
+    Schedule {
+        name: "power_cut_in_place",
+        about: "power cuts between the steps of the fs backend's create without hard links: name, write, flush file, flush directory",
+        snapshot_listing: true,
+        mix: FaultMix {
+            advance: 60,
+            power_cut: 700,
+            crash: 5,
+            procedure: CreateProcedure::InPlace,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: power_cut_handover,
     },
     Schedule {
         name: "stalled_sweep",
@@ -255,6 +304,15 @@ pub const SCHEDULES: &[Schedule] = &[
         inflight_ms: INFLIGHT_MS,
         actors: file_contention,
     },
+    Schedule {
+        name: "session_reentry",
+        about: "two processes of one session claim one lock (the second re-enters the first's tenure) and keep it; another session waits",
+        snapshot_listing: true,
+        mix: FaultMix::EVERYTHING,
+        max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::session_reentry,
+    },
 ];
 
 /// The schedule named `name`.
@@ -354,6 +412,27 @@ fn power_cut(_: &Setup) -> Vec<Actor> {
                 }
             }
         }),
+        Actor::late("restart", |ctx| {
+            if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 3 * TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
+/// Two holders that renew and hand one lock over (so claims, renewals, tombstones
+/// and sweeps share one key directory, whose flushes make each other's names
+/// durable), and a fresh process after the power cut that must get a higher token.
+fn power_cut_handover(_: &Setup) -> Vec<Actor> {
+    let holder = |ctx: &super::Ctx| {
+        for _ in 0..2 {
+            ctx.hold(&lock(), TTL_MS, 1);
+        }
+    };
+    vec![
+        Actor::new("A", holder),
+        Actor::new("B", holder),
         Actor::late("restart", |ctx| {
             if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 3 * TTL_MS) {
                 ctx.check(&lease);

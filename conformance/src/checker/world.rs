@@ -13,6 +13,7 @@ use fencepost::{
 };
 
 use super::sched::{Fault, Point, Sched, current_actor};
+use super::{CreateProcedure, ProcedureStep};
 
 /// A record in the model store.
 #[derive(Debug, Clone)]
@@ -24,6 +25,33 @@ struct Rec {
     durable: bool,
     /// Which create made this name (a half-written create completes only its own).
     id: u64,
+    /// Staged create procedures only ([`CreateProcedure`]): the name was made
+    /// durable by a flush of its directory (this create's or anyone's).
+    name_durable: bool,
+    /// Staged create procedures only: the bytes were made durable by a file flush.
+    data_durable: bool,
+    /// A flushed create of this record returned `Created`: the contract promises it
+    /// survives a power cut.
+    acked: bool,
+}
+
+impl Rec {
+    fn new(bytes: Vec<u8>, complete: bool, durable: bool, id: u64) -> Rec {
+        Rec {
+            bytes,
+            complete,
+            durable,
+            id,
+            name_durable: false,
+            data_durable: false,
+            acked: false,
+        }
+    }
+
+    /// Name and complete data both flushed: it survives a power cut whole.
+    fn settle(&mut self) {
+        self.durable |= self.name_durable && self.data_durable && self.complete;
+    }
 }
 
 /// A record as the oracle saw it land.
@@ -96,6 +124,11 @@ pub(crate) struct Oracle {
     /// handle carrying its secret. Anyone else writing one (other than a break's
     /// tombstone) acted as a holder it is not (docs/protocol.md §11).
     entitled: HashMap<String, HashSet<usize>>,
+    /// Per actor: the hashes of the session secrets it holds because it claims for
+    /// that session (a session tenure's secret is derived from the session id,
+    /// docs/design-04-claims.md, "Sessions"). Such an actor holds the secret of
+    /// every tenure of its session, and so is entitled to write its records.
+    session_secrets: HashMap<usize, HashSet<String>>,
     /// Per (holder id, token): the step at which a break ended that tenure (its
     /// tombstone landed, or `break_lease` returned it as broken). It never passes
     /// `check` or renews again, even after a power cut. The token is part of the
@@ -122,6 +155,8 @@ pub struct World {
     names: Vec<String>,
     snapshot_listing: bool,
     inflight_ms: u64,
+    /// How a flushed create reaches the disk (which flush makes what durable).
+    procedure: CreateProcedure,
     /// Per actor: true time and step of its latest wall-clock read.
     last_wall_read: Mutex<Vec<(u64, u64)>>,
     step: std::sync::atomic::AtomicU64,
@@ -142,8 +177,10 @@ impl World {
         late: &[bool],
         snapshot_listing: bool,
         inflight_ms: u64,
+        procedure: CreateProcedure,
     ) -> Self {
         World {
+            procedure,
             sched: Sched::new(late, super::START_MS),
             model: Mutex::default(),
             oracle: Mutex::default(),
@@ -221,11 +258,15 @@ impl World {
     /// A power cut with filesystem semantics: a record is durable only once its
     /// file and directory were flushed; a create cut off mid-write leaves its name
     /// with no data (torn). Removals are taken as durable (the worst case for the
-    /// series).
+    /// series). With a staged [`CreateProcedure`], a name whose directory was flushed
+    /// survives even when its data was not (it reads as torn), and any other name
+    /// not yet flushed is lost. An acknowledged flushed create that does not survive
+    /// whole is a violation: the contract's durability promise (docs/protocol.md §4).
     pub(crate) fn power_cut(&self) -> usize {
         let mut model = lock(&self.model);
         let mut oracle = lock(&self.oracle);
         let mut dropped = 0;
+        let procedure = self.procedure;
         for (key, series) in &mut model.series {
             series.retain(|g, rec| {
                 if rec.durable {
@@ -233,6 +274,21 @@ impl World {
                 }
                 dropped += 1;
                 oracle.created.remove(&(key.clone(), *g));
+                if rec.acked && oracle.violation.is_none() {
+                    oracle.violation = Some(format!(
+                        "the power cut {} {} generation {g}, whose flushed create had returned Created (procedure {procedure:?}): an acknowledged claim must survive",
+                        if rec.name_durable {
+                            "left only a torn record of"
+                        } else {
+                            "lost"
+                        },
+                        short(key)
+                    ));
+                }
+                if rec.name_durable {
+                    rec.bytes.clear();
+                    return true;
+                }
                 if !rec.complete {
                     rec.bytes.clear();
                     return true;
@@ -319,8 +375,15 @@ impl World {
                         t.fenced_at = t.fenced_at.or(Some(step));
                     }
                 } else {
+                    let holds_session_secret =
+                        oracle.session_secrets.get(&writer).is_some_and(|held| {
+                            record
+                                .secret_sha256
+                                .as_ref()
+                                .is_some_and(|hash| held.contains(hash))
+                        });
                     let entitled = oracle.entitled.entry(record.holder.clone()).or_default();
-                    if entitled.is_empty() {
+                    if entitled.is_empty() || holds_session_secret {
                         entitled.insert(writer);
                     } else if !entitled.contains(&writer) {
                         let owner = &record.owner;
@@ -597,18 +660,126 @@ impl ModelStore {
         if series.contains_key(&generation) {
             return CreateOutcome::AlreadyExists;
         }
-        series.insert(
-            generation,
-            Rec {
-                bytes: bytes.to_vec(),
-                complete: true,
-                durable,
-                id,
-            },
-        );
+        series.insert(generation, Rec::new(bytes.to_vec(), true, durable, id));
         drop(model);
         self.0.landed(key, generation, bytes);
         CreateOutcome::Created
+    }
+}
+
+impl ModelStore {
+    /// Runs `f` on the record `generation` of `key` made by create `id`, if that
+    /// name still holds it (a sweep may have removed it, and someone re-created it).
+    fn with_rec<T>(
+        &self,
+        key: &Key,
+        generation: u64,
+        id: u64,
+        f: impl FnOnce(&mut Rec) -> T,
+    ) -> Option<T> {
+        lock(&self.0.model)
+            .series
+            .get_mut(key)
+            .and_then(|s| s.get_mut(&generation))
+            .filter(|rec| rec.id == id)
+            .map(f)
+    }
+
+    /// A flushed create by the world's staged [`CreateProcedure`]: one step at a
+    /// time, a scheduling point between steps, so a power cut (or a crash) can fall
+    /// between any two of them.
+    fn create_by_procedure(
+        &self,
+        key: &Key,
+        generation: u64,
+        bytes: &[u8],
+        what: &str,
+    ) -> Result<CreateOutcome, BackendError> {
+        let world = &self.0;
+        let label = short(key);
+        let mut data_durable = false;
+        let mut id = None;
+        for (i, step) in world.procedure.steps().iter().enumerate() {
+            if i > 0 {
+                world.sched.point(Point::Landing(world.now()));
+            }
+            match *step {
+                ProcedureStep::Name { complete } => {
+                    let new_id = {
+                        let mut model = lock(&world.model);
+                        model.creates += 1;
+                        let new_id = model.creates;
+                        let series = model.series.entry(key.clone()).or_default();
+                        if series.contains_key(&generation) {
+                            drop(model);
+                            world.log(format!(
+                                "create {label} g{generation} ({what}) -> AlreadyExists"
+                            ));
+                            return Ok(CreateOutcome::AlreadyExists);
+                        }
+                        let shown = if complete { bytes.to_vec() } else { Vec::new() };
+                        let mut rec = Rec::new(shown, complete, false, new_id);
+                        rec.data_durable = data_durable;
+                        series.insert(generation, rec);
+                        new_id
+                    };
+                    id = Some(new_id);
+                    if complete {
+                        world.landed(key, generation, bytes);
+                    }
+                    world.log(format!(
+                        "create {label} g{generation} ({what}): name linked{}",
+                        if complete {
+                            ""
+                        } else {
+                            ", nothing written yet"
+                        }
+                    ));
+                }
+                ProcedureStep::Write => {
+                    let visible = id.and_then(|id| {
+                        self.with_rec(key, generation, id, |rec| {
+                            rec.bytes = bytes.to_vec();
+                            rec.complete = true;
+                            rec.settle();
+                        })
+                    });
+                    if visible.is_some() {
+                        world.landed(key, generation, bytes);
+                    }
+                    world.log(format!("create {label} g{generation}: written"));
+                }
+                ProcedureStep::FlushFile => {
+                    data_durable = true;
+                    if let Some(id) = id {
+                        self.with_rec(key, generation, id, |rec| {
+                            rec.data_durable = true;
+                            rec.settle();
+                        });
+                    }
+                    world.log(format!("create {label} g{generation}: file flushed"));
+                }
+                ProcedureStep::FlushDir => {
+                    // A directory flush makes every name in it durable, whoever
+                    // made them; their data only if it was flushed too.
+                    if let Some(series) = lock(&world.model).series.get_mut(key) {
+                        for rec in series.values_mut() {
+                            rec.name_durable = true;
+                            rec.settle();
+                        }
+                    }
+                    world.log(format!("create {label} g{generation}: directory flushed"));
+                }
+            }
+        }
+        if let Some(id) = id {
+            self.with_rec(key, generation, id, |rec| rec.acked = true);
+        }
+        world.log(format!(
+            "create {label} g{generation} -> Created ({:?})",
+            world.procedure
+        ));
+        Ok(CreateOutcome::Created)
     }
 }
 
@@ -664,12 +835,7 @@ impl LeaseStore for ModelStore {
                     }
                     series.insert(
                         generation,
-                        Rec {
-                            bytes: bytes[..bytes.len() / 2].to_vec(),
-                            complete: false,
-                            durable: false,
-                            id,
-                        },
+                        Rec::new(bytes[..bytes.len() / 2].to_vec(), false, false, id),
                     );
                     id
                 };
@@ -715,6 +881,9 @@ impl LeaseStore for ModelStore {
                     "create {label} g{generation} ({what}) -> {outcome:?}, then reports an error"
                 ));
                 Err(injected("create", key))
+            }
+            _ if durable && world.procedure != CreateProcedure::Atomic => {
+                self.create_by_procedure(key, generation, bytes, what)
             }
             _ => {
                 let outcome = self.land(key, generation, bytes, durable);
@@ -799,7 +968,8 @@ impl LeaseStore for ModelStore {
             series.remove(&generation);
             series
                 .iter()
-                .filter(|(_, rec)| rec.durable)
+                // A name that survives torn keeps numbering above it too.
+                .filter(|(_, rec)| rec.durable || rec.name_durable)
                 .map(|(g, _)| *g)
                 .max()
                 .unwrap_or(0)
@@ -921,7 +1091,7 @@ impl Ctx {
     /// logs and judges the outcome. `None` when held or failed.
     pub fn acquire_with(&self, resource: &Resource, options: &AcquireOptions) -> Option<Lease> {
         self.world.log(format!(
-            "acquire {} (ttl {}ms, wait {}ms{})",
+            "acquire {} (ttl {}ms, wait {}ms{}{})",
             resource.target(),
             options.ttl_ms,
             options.wait_ms,
@@ -929,17 +1099,40 @@ impl Ctx {
                 ", tied to its process"
             } else {
                 ""
-            }
+            },
+            options
+                .session
+                .as_ref()
+                .map(|s| format!(", session {s}"))
+                .unwrap_or_default()
         ));
+        // Claiming for a session is holding its derived secret.
+        if let Some(session) = &options.session
+            && let Some(me) = super::sched::current_actor()
+        {
+            lock(&self.world.oracle)
+                .session_secrets
+                .entry(me)
+                .or_default()
+                .insert(fencepost::Secret::for_session(session).sha256());
+        }
         let step = self.call_step();
         match self.store.try_acquire(resource, options) {
             Ok(TryAcquire::Acquired(lease)) => {
                 self.world.log(format!(
-                    "acquire -> token {} (generation {})",
+                    "acquire -> token {} (generation {}{})",
                     lease.token(),
-                    lease.generation()
+                    lease.generation(),
+                    if lease.reentered() {
+                        ", re-entered"
+                    } else {
+                        ""
+                    }
                 ));
-                self.world.acknowledged(&self.name, &lease, false, step);
+                // A re-entered tenure (its session already held it) was renewed,
+                // not begun: judged as that tenure's renewal.
+                self.world
+                    .acknowledged(&self.name, &lease, lease.reentered(), step);
                 Some(lease)
             }
             Ok(TryAcquire::Held(holder)) => {

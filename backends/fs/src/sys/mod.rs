@@ -1,36 +1,61 @@
-//! Platform code, chosen with `cfg`; every module exports the same four functions:
+//! Platform code, chosen with `cfg`; every module exports the same items:
 //!
 //! - `sync_dir(path)`: make the entries of directory `path` durable (POSIX: open it
 //!   read-only and fsync; elsewhere a no-op, since opening a directory as a file
 //!   fails on Windows and NTFS journals names itself).
-//! - `open_record(path)`: open a record for reading without following a symbolic
-//!   link in its last component, and only if it is a regular file.
+//! - `open_record(path)` (not POSIX, where `read_record` opens with `O_NOFOLLOW`
+//!   itself): open a record for reading without following a symbolic link in its
+//!   last component, and only if it is a regular file.
+//! - `read_record(path)`: a record's bytes (`None` when absent; empty bytes when the
+//!   name is not a regular file, a torn record), in as few system calls as the
+//!   platform allows.
+//! - `list_names(dir, each)`: every UTF-8 entry name of directory `dir`, refusing a
+//!   `dir` that is a symbolic link or not a directory.
 //! - `links_unsupported(error)`: whether a failed `hard_link` means "this
 //!   filesystem has no hard links" (so the exclusive-create fallback applies).
 //! - `link_count(path)`: the number of names of the file at `path`, where the
 //!   platform tells it cheaply (`None` elsewhere).
+//! - `anonymous_file(dir)` / `link_anonymous(file, path)`: a file with no name yet
+//!   in `dir` (Linux `O_TMPFILE`; `Ok(None)` where there is none), and giving it its
+//!   record name exclusively.
+//! - `FLUSH_AFTER_LINK`: whether a flushed create flushes the record's file after
+//!   linking it into place (one journal commit for data and name together) rather
+//!   than before (docs/design-07-performance.md).
 
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub(crate) use unix::{link_count, links_unsupported, open_record, sync_dir};
+pub(crate) use unix::{
+    FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
+    read_record, sync_dir,
+};
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub(crate) use windows::{link_count, links_unsupported, open_record, sync_dir};
+pub(crate) use windows::{
+    FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
+    open_record, read_record, sync_dir,
+};
 
 #[cfg(not(any(unix, windows)))]
 mod other;
 #[cfg(not(any(unix, windows)))]
-pub(crate) use other::{link_count, links_unsupported, open_record, sync_dir};
+pub(crate) use other::{
+    FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
+    open_record, read_record, sync_dir,
+};
 
+#[cfg(not(unix))]
 use std::fs::File;
 use std::io;
+#[cfg(not(unix))]
+use std::io::Read;
 use std::path::Path;
 
 /// Rejects an opened record that is not a regular file (a directory or device named
 /// like a record), and gives a symbolic link a message that says why it is refused.
+#[cfg(not(unix))]
 pub(crate) fn require_regular_file(path: &Path, file: File) -> io::Result<File> {
     let metadata = file.metadata()?;
     if metadata.is_file() {
@@ -42,6 +67,7 @@ pub(crate) fn require_regular_file(path: &Path, file: File) -> io::Result<File> 
 
 /// The error for a record name that is not a regular file; says "symbolic link" when
 /// it is one.
+#[cfg(not(unix))]
 pub(crate) fn not_a_regular_file(path: &Path) -> io::Error {
     let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     if is_link {
@@ -55,4 +81,56 @@ pub(crate) fn not_a_regular_file(path: &Path) -> io::Error {
             "is not a regular file; a record must be one (remove it)",
         )
     }
+}
+
+/// `Ok` when `path` is a directory and not a symbolic link; `NotFound` when it does
+/// not exist; an explanatory error otherwise.
+pub(crate) fn check_real_dir(path: &Path) -> io::Result<()> {
+    let metadata = std::fs::symlink_metadata(path)?;
+    if metadata.is_dir() {
+        Ok(())
+    } else if metadata.file_type().is_symlink() {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "is a symbolic link; fencepost never follows links inside the store",
+        ))
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            "is not a directory",
+        ))
+    }
+}
+
+/// The portable record read: refuse a name that is not a regular file (empty
+/// bytes, read as torn), open without following a link, read whole.
+#[cfg(not(unix))]
+pub(crate) fn read_record_portable(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_file() => return Ok(Some(Vec::new())),
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let mut file = match open_record(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
+/// The portable listing: check `dir` is a real directory, then list it.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn list_names_portable(dir: &Path, each: &mut dyn FnMut(&str)) -> io::Result<()> {
+    check_real_dir(dir)?;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if let Some(name) = entry.file_name().to_str() {
+            each(name);
+        }
+    }
+    Ok(())
 }

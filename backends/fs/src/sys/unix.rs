@@ -1,9 +1,215 @@
-//! POSIX: directory fsync, `O_NOFOLLOW` opens, errno classification.
+//! POSIX: directory fsync, `O_NOFOLLOW` opens, errno classification; on Linux also
+//! `O_TMPFILE` records and `getdents64` listings (fewer system calls per operation,
+//! docs/design-07-performance.md).
 
 use std::fs::{File, OpenOptions};
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
+
+/// POSIX: the record's file is flushed after it is linked into place, so one journal
+/// commit carries its data and its name (then the directory flush POSIX asks for,
+/// which finds the name already committed on a journaling filesystem). Readers never
+/// see the difference: the bytes are written before the link either way.
+pub(crate) const FLUSH_AFTER_LINK: bool = true;
+
+/// Records are about 250 bytes; one read into a buffer this size takes a whole one.
+const RECORD_BUFFER: usize = 4096;
+
+/// Reads record `path`: `O_NOFOLLOW | O_NONBLOCK` open, `fstat` of the handle, one
+/// read into a fixed buffer (records are immutable once published, so the size the
+/// handle reports is the record's), close. `None` when absent; empty bytes (a torn
+/// record) when the name is a symbolic link, directory, FIFO, socket or device —
+/// never followed, never blocking. Any other failure (permission) is an error, never
+/// guessed to be torn: it may be another user's live claim.
+pub(crate) fn read_record(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    let mut file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        // ELOOP (Linux, macOS), EMLINK (FreeBSD), EFTYPE (NetBSD) for a link, ENXIO
+        // for a socket: only the error path pays for the `lstat` that says which.
+        Err(e) => {
+            return match std::fs::symlink_metadata(path) {
+                Ok(meta) if !meta.file_type().is_file() => Ok(Some(Vec::new())),
+                Err(gone) if gone.kind() == io::ErrorKind::NotFound => Ok(None),
+                _ => Err(e),
+            };
+        }
+    };
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Ok(Some(Vec::new()));
+    }
+    let size = usize::try_from(metadata.len()).unwrap_or(usize::MAX);
+    let mut buffer = [0u8; RECORD_BUFFER];
+    let mut filled = 0;
+    while filled < size {
+        if filled == buffer.len() {
+            // Larger than any record: a foreign file; read the rest the slow way.
+            let mut bytes = buffer.to_vec();
+            file.read_to_end(&mut bytes)?;
+            return Ok(Some(bytes));
+        }
+        match file.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(buffer[..filled].to_vec()))
+}
+
+/// Lists directory `dir`, calling `each` with every UTF-8 entry name except `.` and
+/// `..`. The directory is opened with `O_DIRECTORY | O_NOFOLLOW`, so a symbolic
+/// link or a file in its place is refused by the kernel in the same call that opens
+/// it (no check-then-open window), then read with `getdents64` into a fixed buffer.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn list_names(dir: &Path, each: &mut dyn FnMut(&str)) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(dir);
+    let dir_file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(e),
+        // ENOTDIR for a link or a file: say which (or, if it was just fixed, the error).
+        Err(e) => {
+            super::check_real_dir(dir)?;
+            return Err(e);
+        }
+    };
+    let mut buffer = [0u8; 4096];
+    loop {
+        // SAFETY: the buffer is valid and writable for its length; the descriptor
+        // is open for the whole call (owned by `dir_file`).
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_getdents64,
+                dir_file.as_raw_fd(),
+                buffer.as_mut_ptr(),
+                buffer.len(),
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        let n = n as usize;
+        if n == 0 {
+            return Ok(());
+        }
+        // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type;
+        // char d_name[]; }: the name starts at byte 19, NUL-terminated.
+        let mut at = 0;
+        while at < n {
+            let reclen = usize::from(u16::from_ne_bytes([buffer[at + 16], buffer[at + 17]]));
+            if reclen < 20 || at + reclen > n {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "the kernel returned a malformed directory entry",
+                ));
+            }
+            let name = &buffer[at + 19..at + reclen];
+            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+            if let Ok(name) = std::str::from_utf8(name)
+                && name != "."
+                && name != ".."
+            {
+                each(name);
+            }
+            at += reclen;
+        }
+    }
+}
+
+/// Lists directory `dir` (after an `lstat` refusing a link or a file in its place).
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn list_names(dir: &Path, each: &mut dyn FnMut(&str)) -> io::Result<()> {
+    super::list_names_portable(dir, each)
+}
+
+/// A new file with no name in directory `dir`, open for writing (`O_TMPFILE`), or
+/// `None` when the filesystem or kernel has none (or `/proc/self/fd`, through which
+/// it is linked, is missing). A crash before it is linked leaves nothing behind.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn anonymous_file(dir: &Path) -> io::Result<Option<File>> {
+    static PROC_FD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*PROC_FD.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
+        return Ok(None);
+    }
+    match OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir)
+    {
+        Ok(file) => Ok(Some(file)),
+        // EOPNOTSUPP: this filesystem has no O_TMPFILE; EISDIR / EINVAL: a kernel
+        // older than 3.11 that does not know the flag.
+        Err(e)
+            if matches!(e.raw_os_error(), Some(code)
+                if code == libc::EOPNOTSUPP || code == libc::ENOTSUP
+                    || code == libc::EISDIR || code == libc::EINVAL) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Gives the nameless `file` the name `path`, exclusively: `linkat` of
+/// `/proc/self/fd/N` with `AT_SYMLINK_FOLLOW`, which fails with `EEXIST` when the
+/// name exists. True when `file` now has the name. An `EEXIST` with the file already
+/// linked once is a retried request that landed (as for [`link_count`] after a
+/// staged link), so it is ours.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn link_anonymous(file: &File, path: &Path) -> io::Result<bool> {
+    use std::ffi::CString;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+
+    let source = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+    let target = CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: both are valid NUL-terminated strings alive for the call.
+    let linked = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            source.as_ptr(),
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if linked == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.kind() == io::ErrorKind::AlreadyExists {
+        return Ok(file.metadata()?.nlink() >= 1);
+    }
+    Err(e)
+}
+
+/// No nameless files on this platform: creates stage a named file.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn anonymous_file(_dir: &Path) -> io::Result<Option<File>> {
+    Ok(None)
+}
+
+/// Never called here ([`anonymous_file`] returns `None`).
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn link_anonymous(_file: &File, _path: &Path) -> io::Result<bool> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
 
 /// Flushes the entries of directory `path` (names created or removed in it).
 ///
@@ -15,27 +221,6 @@ pub(crate) fn sync_dir(path: &Path) -> io::Result<()> {
         Ok(()) => Ok(()),
         Err(e) if matches!(e.raw_os_error(), Some(code) if code == libc::EINVAL || code == libc::ENOTSUP || code == libc::EOPNOTSUPP) => {
             Ok(())
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// Opens record `path` for reading with `O_NOFOLLOW` (a symbolic link is refused by
-/// the kernel, with no window between a check and the open) and `O_NONBLOCK` (a FIFO
-/// named like a record cannot block the reader), then requires a regular file.
-pub(crate) fn open_record(path: &Path) -> io::Result<File> {
-    let opened = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path);
-    match opened {
-        Ok(file) => super::require_regular_file(path, file),
-        // ELOOP on Linux and macOS, EMLINK on FreeBSD, EFTYPE on NetBSD: say what it is.
-        Err(e)
-            if e.kind() != io::ErrorKind::NotFound
-                && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) =>
-        {
-            Err(super::not_a_regular_file(path))
         }
         Err(e) => Err(e),
     }

@@ -6,6 +6,11 @@ use std::io;
 use std::os::windows::fs::OpenOptionsExt;
 use std::path::Path;
 
+/// Windows: the staging file is flushed before it is linked, as it always was here
+/// (`FlushFileBuffers` on a handle still open while `CreateHardLinkW` names the file
+/// is not something this crate has tested on Windows yet).
+pub(crate) const FLUSH_AFTER_LINK: bool = false;
+
 /// `FILE_FLAG_OPEN_REPARSE_POINT`: open a symbolic link itself, never its target.
 const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
 /// `ERROR_INVALID_FUNCTION`: what FAT volumes answer to `CreateHardLinkW`.
@@ -44,4 +49,24 @@ pub(crate) fn links_unsupported(error: &io::Error) -> bool {
 /// platform): an `AlreadyExists` from a hard link is then taken at its word.
 pub(crate) fn link_count(_path: &Path) -> Option<u64> {
     None
+}
+
+/// Reads record `path` (`None` when absent, empty bytes when not a regular file).
+pub(crate) fn read_record(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    super::read_record_portable(path)
+}
+
+/// Lists directory `dir` after refusing a link or a file in its place.
+pub(crate) fn list_names(dir: &Path, each: &mut dyn FnMut(&str)) -> io::Result<()> {
+    super::list_names_portable(dir, each)
+}
+
+/// No nameless files on this platform: creates stage a named file.
+pub(crate) fn anonymous_file(_dir: &Path) -> io::Result<Option<File>> {
+    Ok(None)
+}
+
+/// Never called here ([`anonymous_file`] returns `None`).
+pub(crate) fn link_anonymous(_file: &File, _path: &Path) -> io::Result<bool> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
 }

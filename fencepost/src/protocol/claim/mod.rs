@@ -3,5 +3,8 @@
 mod acquire;
 mod end;
 mod renew;
+mod session;
 mod subtree;
 mod verify;
+
+pub use session::check_session;

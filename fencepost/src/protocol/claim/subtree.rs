@@ -105,11 +105,15 @@ impl Store {
 
     /// The live claim of another tenure that conflicts with a claim at `chain`: a
     /// subtree claim of any directory above it, or — for a subtree claim — any claim
-    /// found through its directory's index. `holder_id` is the claimant's own.
+    /// found through its directory's index. `holder_id` and `proof` (the hash of its
+    /// secret) are the claimant's own: a tenure of the claimant's own session (the
+    /// same secret) is no conflict, so a session holding a subtree may claim files in
+    /// it.
     pub(crate) fn tree_conflict(
         &self,
         chain: &TreeChain,
         holder_id: &str,
+        proof: &str,
         down: bool,
     ) -> Result<Option<Holder>> {
         #[cfg(feature = "planted-bugs")]
@@ -118,7 +122,7 @@ impl Store {
         let up = true;
         if up {
             for dir in &chain.above {
-                if let Some(holder) = self.live_other(&dir.subtree, holder_id)? {
+                if let Some(holder) = self.live_other(&dir.subtree, holder_id, proof)? {
                     return Ok(Some(holder));
                 }
             }
@@ -126,14 +130,14 @@ impl Store {
         #[cfg(feature = "planted-bugs")]
         let down = down && !crate::planted::on(&crate::planted::SUBTREE_SKIPS_CHECK_DOWN);
         if let (true, Some(index)) = (down, &chain.own_index) {
-            return self.live_below(index, holder_id);
+            return self.live_below(index, holder_id, proof);
         }
         Ok(None)
     }
 
     /// Walks `index` and the indexes of its child directories for a live claim of
     /// another tenure.
-    fn live_below(&self, index: &Key, holder_id: &str) -> Result<Option<Holder>> {
+    fn live_below(&self, index: &Key, holder_id: &str, proof: &str) -> Result<Option<Holder>> {
         let mut pending = vec![index.clone()];
         let mut seen: HashSet<Key> = HashSet::new();
         while let Some(index) = pending.pop() {
@@ -161,7 +165,7 @@ impl Store {
                 match entry.entry.as_str() {
                     "child" => pending.push(key),
                     "claim" => {
-                        if let Some(holder) = self.live_other(&key, holder_id)? {
+                        if let Some(holder) = self.live_other(&key, holder_id, proof)? {
                             return Ok(Some(holder));
                         }
                     }
@@ -176,13 +180,16 @@ impl Store {
     /// `holder_id`'s. A torn newest record (a create in progress) is waited out as
     /// for a write ([`Store::read_settled`]); one over a live predecessor leaves the
     /// predecessor judged (docs/protocol.md R1).
-    fn live_other(&self, key: &Key, holder_id: &str) -> Result<Option<Holder>> {
+    fn live_other(&self, key: &Key, holder_id: &str, proof: &str) -> Result<Option<Holder>> {
         let newest = self.read_settled(key)?;
         let now = self.clock.wall_ms();
         let live = newest
             .envelope()
             .is_some_and(|envelope| record::is_live(&envelope, now));
-        if !live || newest.holder_id() == Some(holder_id) {
+        let same_secret = newest
+            .claim()
+            .is_some_and(|r| r.secret_sha256.as_deref() == Some(proof));
+        if !live || newest.holder_id() == Some(holder_id) || same_secret {
             return Ok(None);
         }
         Ok(newest.holder())

@@ -1,0 +1,398 @@
+//! The git side: `fencepost guard pre-commit|pre-push`, and installing it as git's
+//! hooks, chaining whatever hook was there.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use fencepost::{ClaimState, Resource, StatusEntry};
+
+use super::session;
+use crate::Failure;
+use crate::args::{GitHook, GuardArgs};
+use crate::output::{expiry_phrase, now_ms, printable};
+
+/// The environment variable a human sets to `off` for one commit or push, to let
+/// it through the guard deliberately (as `git commit --no-verify` skips every hook).
+pub const GUARD_OFF_SWITCH: &str = "FENCEPOST_GUARD";
+
+/// The suffix an existing hook is kept under while fencepost's hook chains it.
+const CHAINED: &str = ".fencepost-chained";
+
+/// Marks a hook file as fencepost's.
+const MARKER: &str = "# fencepost guard: added by `fencepost hooks install --git`";
+
+/// The hook script for `hook` (`pre-commit` or `pre-push`).
+pub fn script(hook: &str) -> String {
+    let chained = format!("\"$(dirname \"$0\")/{hook}{CHAINED}\"");
+    let body = if hook == "pre-push" {
+        // git gives the pushed refs on stdin: both the guard and the chained hook
+        // read them.
+        format!(
+            "input=$(cat)\n\
+             printf '%s\\n' \"$input\" | fencepost guard {hook} \"$@\" || exit $?\n\
+             if [ -e {chained} ]; then printf '%s\\n' \"$input\" | {chained} \"$@\"; exit $?; fi\n"
+        )
+    } else {
+        format!(
+            "fencepost guard {hook} \"$@\" || exit $?\n\
+             if [ -e {chained} ]; then exec {chained} \"$@\"; fi\n"
+        )
+    };
+    format!(
+        "#!/bin/sh\n{MARKER}; `fencepost hooks uninstall --git` removes it\n\
+         # and puts back the hook it chains ({hook}{CHAINED}), if there was one.\n{body}"
+    )
+}
+
+const HOOKS: [&str; 2] = ["pre-commit", "pre-push"];
+
+fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
+    let output = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run git ({e}); is git installed and on PATH?"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "`git {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(output.stdout)
+}
+
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8_lossy(&bytes)
+        .trim_end_matches(['\n', '\r'])
+        .to_string()
+}
+
+/// The directory git runs hooks from for the repository at `project`: the common
+/// git directory's `hooks/` (shared by every worktree), or `core.hooksPath`.
+pub fn hooks_dir(project: &Path) -> Result<PathBuf, String> {
+    let path = text(
+        git(project, &["rev-parse", "--git-path", "hooks"]).map_err(|e| {
+            format!("{e}; `hooks install --git` needs a git repository (pass --project DIR)")
+        })?,
+    );
+    Ok(project.join(path))
+}
+
+pub fn install(hooks: &Path) -> Result<String, String> {
+    std::fs::create_dir_all(hooks)
+        .map_err(|e| format!("cannot create {} ({e})", hooks.display()))?;
+    let mut done = Vec::new();
+    for hook in HOOKS {
+        let path = hooks.join(hook);
+        let ours = script(hook);
+        match std::fs::read(&path) {
+            Ok(bytes) if bytes == ours.as_bytes() => {
+                done.push(format!("{hook}: already installed"));
+                continue;
+            }
+            Ok(_) => {
+                let chained = hooks.join(format!("{hook}{CHAINED}"));
+                if chained.exists() {
+                    return Err(format!(
+                        "cannot install {}: both it and {} exist; remove one of them first",
+                        path.display(),
+                        chained.display()
+                    ));
+                }
+                // Keep the existing hook, byte for byte and with its mode, under the
+                // chained name; ours runs it after the guard.
+                std::fs::rename(&path, &chained)
+                    .map_err(|e| format!("cannot move {} aside ({e})", path.display()))?;
+                done.push(format!("{hook}: installed, chaining the existing hook"));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                done.push(format!("{hook}: installed"));
+            }
+            Err(e) => return Err(format!("cannot read {} ({e})", path.display())),
+        }
+        std::fs::write(&path, ours)
+            .map_err(|e| format!("cannot write {} ({e})", path.display()))?;
+        make_executable(&path)?;
+    }
+    Ok(format!("git ({}): {}", hooks.display(), done.join("; ")))
+}
+
+pub fn uninstall(hooks: &Path) -> Result<String, String> {
+    let mut done = Vec::new();
+    for hook in HOOKS {
+        let path = hooks.join(hook);
+        let chained = hooks.join(format!("{hook}{CHAINED}"));
+        match std::fs::read(&path) {
+            Ok(bytes) if bytes == script(hook).as_bytes() => {
+                std::fs::remove_file(&path)
+                    .map_err(|e| format!("cannot remove {} ({e})", path.display()))?;
+                if chained.exists() {
+                    std::fs::rename(&chained, &path)
+                        .map_err(|e| format!("cannot put {} back ({e})", chained.display()))?;
+                    done.push(format!("{hook}: removed, the chained hook is back"));
+                } else {
+                    done.push(format!("{hook}: removed"));
+                }
+            }
+            Ok(bytes) if String::from_utf8_lossy(&bytes).contains(MARKER) => {
+                return Err(format!(
+                    "{} was changed since fencepost installed it; remove it by hand",
+                    path.display()
+                ));
+            }
+            _ => done.push(format!("{hook}: not installed")),
+        }
+    }
+    Ok(format!("git ({}): {}", hooks.display(), done.join("; ")))
+}
+
+pub fn status(hooks: &Path) -> String {
+    let states: Vec<String> = HOOKS
+        .iter()
+        .map(|hook| {
+            let path = hooks.join(hook);
+            let chained = hooks.join(format!("{hook}{CHAINED}")).exists();
+            match std::fs::read(&path) {
+                Ok(bytes) if bytes == script(hook).as_bytes() && chained => {
+                    format!("{hook}: installed, chaining {hook}{CHAINED}")
+                }
+                Ok(bytes) if bytes == script(hook).as_bytes() => format!("{hook}: installed"),
+                Ok(_) => format!("{hook}: not installed (another hook is there)"),
+                Err(_) => format!("{hook}: not installed"),
+            }
+        })
+        .collect();
+    format!("git ({}): {}", hooks.display(), states.join("; "))
+}
+
+#[cfg(unix)]
+fn make_executable(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("cannot make {} executable ({e})", path.display()))
+}
+
+#[cfg(not(unix))]
+fn make_executable(_path: &Path) -> Result<(), String> {
+    Ok(())
+}
+
+/// A live claim the guard found, by the path it covers.
+struct HeldBy {
+    session: Option<String>,
+    owner: String,
+    pid: u32,
+    expires_at_ms: u64,
+}
+
+/// `fencepost guard pre-commit|pre-push`: exit 0, or 3 with one line per refused
+/// path (1 when it cannot check).
+pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Failure> {
+    if super::switched_off(GUARD_OFF_SWITCH) {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::Error(format!("cannot read the current directory ({e})")))?;
+    let fail = |e: String| {
+        Failure::Error(format!(
+            "fencepost guard cannot check this {}: {e}",
+            what(args.hook)
+        ))
+    };
+    let top = PathBuf::from(text(
+        git(&cwd, &["rev-parse", "--show-toplevel"]).map_err(fail)?,
+    ));
+    let top = super::location(&top)
+        .map_err(|e| fail(format!("cannot resolve {} ({e})", top.display())))?;
+    let ignore_case = git(&top, &["config", "--bool", "core.ignorecase"])
+        .map(|out| text(out) == "true")
+        .unwrap_or(false);
+    let paths = match args.hook {
+        GitHook::PreCommit => staged(&top).map_err(fail)?,
+        GitHook::PrePush => pushed(&top, &args.args).map_err(fail)?,
+    };
+    if paths.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let held = held_files(store_flag, &top, &paths, ignore_case).map_err(fail)?;
+    let mine = session::env_session();
+    let now = now_ms();
+    let mut refused = 0;
+    for rel in &paths {
+        let key = fold(&top.join(rel), ignore_case);
+        let Some(holder) = held.get(&key) else {
+            continue;
+        };
+        if holder.session.is_some() && holder.session == mine {
+            continue;
+        }
+        let who = match &holder.session {
+            Some(session) => format!("agent session {}", printable(session)),
+            None => format!("{} (pid {})", printable(&holder.owner), holder.pid),
+        };
+        crate::output::report(&format!(
+            "refusing to {} {}: it is held by {who} until {} ({}); wait until it is released, leave it out of this {}, or ask the human",
+            what(args.hook),
+            printable(rel),
+            fencepost::utc_timestamp(holder.expires_at_ms),
+            expiry_phrase(holder.expires_at_ms, now),
+            what(args.hook),
+        ));
+        refused += 1;
+    }
+    Ok(if refused == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    })
+}
+
+fn what(hook: GitHook) -> &'static str {
+    match hook {
+        GitHook::PreCommit => "commit",
+        GitHook::PrePush => "push",
+    }
+}
+
+/// Splits `git … -z` output into paths.
+fn split_z(bytes: &[u8]) -> Vec<String> {
+    bytes
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect()
+}
+
+/// Every staged path, relative to the top: additions, changes, deletions, and both
+/// names of a rename (`--no-renames` shows it as a deletion and an addition).
+fn staged(top: &Path) -> Result<Vec<String>, String> {
+    let out = git(
+        top,
+        &[
+            "diff",
+            "--cached",
+            "--name-only",
+            "-z",
+            "--no-renames",
+            "--no-ext-diff",
+        ],
+    )?;
+    Ok(split_z(&out))
+}
+
+/// Every path changed by the commits being pushed: git gives `<local ref> <local
+/// sha> <remote ref> <remote sha>` lines on stdin.
+fn pushed(top: &Path, args: &[OsString]) -> Result<Vec<String>, String> {
+    let _ = args; // remote name and URL: the refs on stdin say what is pushed
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .map_err(|e| format!("cannot read the pushed refs on stdin ({e})"))?;
+    let mut paths = Vec::new();
+    for line in input.lines().filter(|l| !l.trim().is_empty()) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [_, local, _, remote] = fields[..] else {
+            return Err(format!("unexpected pre-push input line {line:?}"));
+        };
+        if local.bytes().all(|b| b == b'0') {
+            continue; // a deletion pushes no content
+        }
+        let out = if remote.bytes().all(|b| b == b'0') {
+            git(
+                top,
+                &[
+                    "log",
+                    "--format=",
+                    "--name-only",
+                    "-z",
+                    "--no-renames",
+                    local,
+                    "--not",
+                    "--remotes",
+                ],
+            )?
+        } else {
+            git(
+                top,
+                &[
+                    "diff",
+                    "--name-only",
+                    "-z",
+                    "--no-renames",
+                    "--no-ext-diff",
+                    remote,
+                    local,
+                ],
+            )?
+        };
+        paths.extend(split_z(&out));
+    }
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
+}
+
+fn fold(path: &Path, ignore_case: bool) -> String {
+    let text = path.to_string_lossy();
+    if ignore_case {
+        text.to_lowercase()
+    } else {
+        text.into_owned()
+    }
+}
+
+/// The live file claims of the stores these paths belong to, by path. One status
+/// read per store (a store is located once per directory), so the cost is the
+/// store's size plus the commit's, never their product.
+fn held_files(
+    store_flag: Option<&Path>,
+    top: &Path,
+    paths: &[String],
+    ignore_case: bool,
+) -> Result<HashMap<String, HeldBy>, String> {
+    let mut stores: HashMap<PathBuf, ()> = HashMap::new();
+    let mut located: HashMap<PathBuf, PathBuf> = HashMap::new();
+    let mut held = HashMap::new();
+    for rel in paths {
+        let file = top.join(rel);
+        let dir = file.parent().unwrap_or(top).to_path_buf();
+        if located.contains_key(&dir) {
+            continue;
+        }
+        let opened = crate::store::open(
+            store_flag,
+            Some(&Resource::file(&file)),
+            top,
+            crate::store::Access::Existing,
+        )?;
+        let locator = PathBuf::from(opened.backend.locator());
+        located.insert(dir, locator.clone());
+        if stores.insert(locator, ()).is_some() || !opened.exists {
+            continue;
+        }
+        let store = fencepost::Store::new(opened.backend);
+        let entries = store
+            .status()
+            .map_err(|e| crate::output::describe_error(&e))?;
+        for entry in entries.iter().filter(|e| live_file(e)) {
+            held.insert(
+                fold(Path::new(&entry.label), ignore_case),
+                HeldBy {
+                    session: session::entry_session(entry),
+                    owner: entry.owner.clone(),
+                    pid: entry.pid,
+                    expires_at_ms: entry.expires_at_ms,
+                },
+            );
+        }
+    }
+    Ok(held)
+}
+
+fn live_file(entry: &StatusEntry) -> bool {
+    entry.live && entry.state == ClaimState::Held && entry.resource.starts_with("file:")
+}

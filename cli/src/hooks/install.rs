@@ -1,0 +1,224 @@
+//! `fencepost hooks install|uninstall|status`: the agents' project settings and the
+//! git hooks.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::git;
+use super::settings::{self, Edited, Entry};
+use crate::Failure;
+use crate::args::{AgentName, HooksArgs, HooksCommand};
+
+/// The command an agent's settings run. `|| exit 2` keeps the hook closed when
+/// `fencepost` itself cannot run (not on PATH: exit 127, which the agents would
+/// read as "go ahead").
+pub fn hook_command(agent: AgentName) -> String {
+    format!("fencepost hook {} || exit 2", agent.name())
+}
+
+/// The settings file of `agent` in `project`.
+pub fn settings_path(agent: AgentName, project: &Path, local: bool) -> PathBuf {
+    match (agent, local) {
+        (AgentName::ClaudeCode, false) => project.join(".claude").join("settings.json"),
+        (AgentName::ClaudeCode, true) => project.join(".claude").join("settings.local.json"),
+        (AgentName::Gemini, _) => project.join(".gemini").join("settings.json"),
+    }
+}
+
+/// The groups `install` adds for `agent`: the pre-edit event, then SessionEnd.
+pub fn entries(agent: AgentName) -> Vec<Entry> {
+    let command = hook_command(agent);
+    let hook = match agent {
+        AgentName::ClaudeCode => json!({"type": "command", "command": command}),
+        AgentName::Gemini => json!({"name": "fencepost", "type": "command", "command": command}),
+    };
+    vec![
+        Entry {
+            event: agent.pre_tool_event(),
+            group: json!({"matcher": agent.matcher(), "hooks": [hook.clone()]}),
+        },
+        Entry {
+            event: "SessionEnd",
+            group: json!({"hooks": [hook]}),
+        },
+    ]
+}
+
+const ALL_AGENTS: [AgentName; 2] = [AgentName::ClaudeCode, AgentName::Gemini];
+
+/// Runs `hooks install|uninstall|status`.
+pub fn run(command: &HooksCommand) -> Result<std::process::ExitCode, Failure> {
+    let (HooksCommand::Install(args) | HooksCommand::Uninstall(args) | HooksCommand::Status(args)) =
+        command;
+    let project = project_dir(args)?;
+    let everything = args.agent.is_empty() && !args.git;
+    let agents: Vec<AgentName> = if everything {
+        ALL_AGENTS.to_vec()
+    } else {
+        args.agent.clone()
+    };
+    let git = args.git || everything;
+    let mut lines = Vec::new();
+    for agent in agents {
+        let path = settings_path(agent, &project, args.local);
+        let line = match command {
+            HooksCommand::Install(_) => install_agent(agent, &path)?,
+            HooksCommand::Uninstall(_) => uninstall_agent(agent, &path)?,
+            HooksCommand::Status(_) => status_agent(agent, &path)?,
+        };
+        lines.push(line);
+    }
+    if git {
+        let hooks = git::hooks_dir(&project).map_err(Failure::Error)?;
+        let line = match command {
+            HooksCommand::Install(_) => git::install(&hooks),
+            HooksCommand::Uninstall(_) => git::uninstall(&hooks),
+            HooksCommand::Status(_) => Ok(git::status(&hooks)),
+        }
+        .map_err(Failure::Error)?;
+        lines.push(line);
+    }
+    for line in lines {
+        crate::output::emit(&line)?;
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `--project`, else the top of the current git work tree, else the current
+/// directory.
+fn project_dir(args: &HooksArgs) -> Result<PathBuf, Failure> {
+    let cwd = std::env::current_dir().map_err(|e| {
+        Failure::Error(format!(
+            "cannot read the current directory ({e}); pass --project DIR"
+        ))
+    })?;
+    let dir = args.project.as_ref().map_or(cwd.clone(), |p| cwd.join(p));
+    if !dir.is_dir() {
+        return Err(Failure::Error(format!(
+            "the project directory {} does not exist; pass an existing --project DIR",
+            dir.display()
+        )));
+    }
+    if args.project.is_some() {
+        return Ok(dir);
+    }
+    super::project_root(&dir).map_err(Failure::Error)
+}
+
+fn read(path: &Path) -> Result<Option<String>, Failure> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
+            Failure::Error(format!(
+                "cannot use {}: it is not UTF-8 text; fix it or add the hook entries by hand",
+                path.display()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Failure::Error(format!(
+            "cannot read {} ({e})",
+            path.display()
+        ))),
+    }
+}
+
+fn refuse(path: &Path, why: String) -> Failure {
+    Failure::Error(format!(
+        "cannot edit {}: {why}; fix it, or add the hook entries by hand (see README, \"Guarding agents' own edits\")",
+        path.display()
+    ))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), Failure> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Failure::Error(format!("cannot create {} ({e})", parent.display())))?;
+    }
+    std::fs::write(path, text)
+        .map_err(|e| Failure::Error(format!("cannot write {} ({e})", path.display())))
+}
+
+fn install_agent(agent: AgentName, path: &Path) -> Result<String, Failure> {
+    let text = read(path)?;
+    match settings::install(text.as_deref(), &entries(agent)).map_err(|why| refuse(path, why))? {
+        Edited::Unchanged => Ok(format!(
+            "{}: already installed in {}",
+            agent.name(),
+            path.display()
+        )),
+        Edited::Text(new) => {
+            write(path, &new)?;
+            Ok(format!(
+                "{}: installed in {} ({} and SessionEnd run `{}`)",
+                agent.name(),
+                path.display(),
+                agent.pre_tool_event(),
+                hook_command(agent)
+            ))
+        }
+        Edited::Delete => unreachable!("install never deletes"),
+    }
+}
+
+fn uninstall_agent(agent: AgentName, path: &Path) -> Result<String, Failure> {
+    let Some(text) = read(path)? else {
+        return Ok(format!(
+            "{}: not installed ({} does not exist)",
+            agent.name(),
+            path.display()
+        ));
+    };
+    match settings::uninstall(&text, &entries(agent)).map_err(|why| refuse(path, why))? {
+        Edited::Unchanged => Ok(format!(
+            "{}: not installed in {}",
+            agent.name(),
+            path.display()
+        )),
+        Edited::Text(new) => {
+            write(path, &new)?;
+            Ok(format!("{}: removed from {}", agent.name(), path.display()))
+        }
+        Edited::Delete => {
+            std::fs::remove_file(path)
+                .map_err(|e| Failure::Error(format!("cannot remove {} ({e})", path.display())))?;
+            // The directory too, if the install created it and it is empty now.
+            if let Some(parent) = path.parent() {
+                let _ = std::fs::remove_dir(parent);
+            }
+            Ok(format!(
+                "{}: removed {} (the install had created it)",
+                agent.name(),
+                path.display()
+            ))
+        }
+    }
+}
+
+fn status_agent(agent: AgentName, path: &Path) -> Result<String, Failure> {
+    let Some(text) = read(path)? else {
+        return Ok(format!(
+            "{}: not installed ({} does not exist)",
+            agent.name(),
+            path.display()
+        ));
+    };
+    let events = entries(agent);
+    let found = settings::installed(&text, &events).map_err(|why| refuse(path, why))?;
+    let have: Vec<&str> = events
+        .iter()
+        .zip(&found)
+        .filter(|(_, f)| **f)
+        .map(|(e, _)| e.event)
+        .collect();
+    Ok(match have.len() {
+        0 => format!("{}: not installed in {}", agent.name(), path.display()),
+        n if n == events.len() => format!("{}: installed in {}", agent.name(), path.display()),
+        _ => format!(
+            "{}: partly installed in {} (only {}); run `fencepost hooks install --agent {}`",
+            agent.name(),
+            path.display(),
+            have.join(", "),
+            agent.name()
+        ),
+    })
+}

@@ -1,0 +1,316 @@
+//! Fencing the agents' own edits: `fencepost hook AGENT` (an agent CLI's pre-edit
+//! hook), `fencepost guard` (git's pre-commit and pre-push) and `fencepost hooks
+//! install|uninstall|status` (`docs/design-06-agent-hooks.md`).
+//!
+//! The hook fails closed: every path out of it is exit 0 (allow) or the agent's
+//! blocking exit code with a reason. A payload it cannot read, a store it cannot
+//! use, an internal error and even a panic block the edit, because both agents
+//! treat any other exit code as "hook broken, go ahead".
+
+pub mod agent;
+pub mod git;
+pub mod install;
+pub mod session;
+pub mod settings;
+
+use std::io::{Read, Write};
+use std::panic::AssertUnwindSafe;
+use std::path::{Component, Path, PathBuf};
+use std::process::ExitCode;
+
+use fencepost::{Holder, Resource};
+
+use crate::args::{AgentName, HookArgs};
+use crate::output::{expiry_phrase, now_ms, printable};
+use crate::store::{self, Access};
+use agent::Event;
+use session::Claimed;
+
+/// The environment variable a human sets to `off` (or `0`, `false`, `no`) in the
+/// environment an agent CLI was started from, to turn the hook off deliberately:
+/// every edit is allowed and nothing is claimed.
+pub const OFF_SWITCH: &str = "FENCEPOST_HOOKS";
+
+/// The most a payload may weigh (a Write carries the whole new file).
+const PAYLOAD_LIMIT: u64 = 256 * 1024 * 1024;
+
+/// What the hook tells the agent.
+#[derive(Debug)]
+enum Decision {
+    /// Let the tool run (with a note on stderr for the human, if any).
+    Allow(Option<String>),
+    /// Block the tool call; the reason reaches the model.
+    Block(String),
+}
+
+/// True when `FENCEPOST_HOOKS` (or the guard's variable) switches fencepost off.
+pub fn switched_off(variable: &str) -> bool {
+    std::env::var(variable).is_ok_and(|value| {
+        matches!(
+            value.trim().to_ascii_lowercase().as_str(),
+            "off" | "0" | "false" | "no"
+        )
+    })
+}
+
+/// `fencepost hook AGENT`: never anything but allow (0) or block (2).
+pub fn hook(store_flag: Option<&Path>, args: &HookArgs) -> ExitCode {
+    let agent = args.agent;
+    // A panic must not become Rust's exit code 101, which both agents read as
+    // "hook broken, go ahead": catch it and block. Its message is kept for the reason.
+    std::panic::set_hook(Box::new(|_| {}));
+    let decision = match std::panic::catch_unwind(AssertUnwindSafe(|| decide(store_flag, args))) {
+        Ok(Ok(decision)) => decision,
+        Ok(Err(reason)) => Decision::Block(fail_closed(&reason)),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            Decision::Block(fail_closed(&format!("internal error ({what})")))
+        }
+    };
+    match decision {
+        Decision::Allow(note) => {
+            if let Some(note) = note {
+                let _ = writeln!(std::io::stderr(), "fencepost: {note}");
+            }
+            let _ = std::io::stdout().write_all(agent.allow_stdout().as_bytes());
+            ExitCode::SUCCESS
+        }
+        Decision::Block(reason) => {
+            let _ = writeln!(std::io::stderr(), "{reason}");
+            ExitCode::from(agent.block_exit_code())
+        }
+    }
+}
+
+/// The reason given when the hook could not decide: it blocks, says why, and sends
+/// the model to the human (who can fix the store, or switch the hook off).
+pub fn fail_closed(what: &str) -> String {
+    format!(
+        "fencepost blocked this edit because it could not check whether another agent session \
+         is editing the file: {what}. Do not make this change another way; tell the human that \
+         the fencepost hook failed, and work on something else until they have fixed it."
+    )
+}
+
+/// The reason given when another session holds the file (shown verbatim in the
+/// README, "Guarding agents' own edits").
+pub fn held_reason(path: &Path, holder: &Holder, now: u64) -> String {
+    let who = match session::holder_session(holder) {
+        // A hook's claim outlives the hook process: its pid says nothing.
+        Some(session) => format!("another agent session ({})", printable(&session)),
+        None => format!("{} (pid {})", printable(&holder.owner), holder.pid),
+    };
+    let until = fencepost::utc_timestamp(holder.expires_at_ms);
+    format!(
+        "fencepost: {} is being edited by {who}, which holds it until {until} ({}). This edit \
+         was blocked so that two sessions do not overwrite each other's work. Do not edit this \
+         file now, and do not write it another way (a shell command, another tool). Work on \
+         other files meanwhile, try this edit again after {until}, or ask the human to \
+         coordinate the two sessions.",
+        printable(&path.display().to_string()),
+        expiry_phrase(holder.expires_at_ms, now),
+    )
+}
+
+fn decide(store_flag: Option<&Path>, args: &HookArgs) -> Result<Decision, String> {
+    let agent = args.agent;
+    let mut payload = Vec::new();
+    std::io::stdin()
+        .take(PAYLOAD_LIMIT)
+        .read_to_end(&mut payload)
+        .map_err(|e| format!("cannot read the hook payload on stdin ({e})"))?;
+    if switched_off(OFF_SWITCH) {
+        return Ok(Decision::Allow(None));
+    }
+    match agent::parse(agent, &payload)? {
+        Event::Ignore => Ok(Decision::Allow(None)),
+        Event::Edit {
+            session,
+            cwd,
+            tool,
+            paths,
+        } => edit(store_flag, agent, args.ttl, &session, cwd, &tool, &paths),
+        Event::SessionEnd { session } => {
+            let session = session::hook_session(agent.name(), &session);
+            let cwd = std::env::current_dir()
+                .map_err(|e| format!("cannot read the current directory ({e})"))?;
+            let opened = store::open(store_flag, None, &cwd, Access::Existing)?;
+            let released = session::release_all(&fencepost::Store::new(opened.backend), &session)
+                .map_err(|e| crate::output::describe_error(&e))?;
+            Ok(Decision::Allow((released > 0).then(|| {
+                format!("released {released} claims of {session}")
+            })))
+        }
+    }
+}
+
+fn edit(
+    store_flag: Option<&Path>,
+    agent: AgentName,
+    ttl_ms: u64,
+    payload_session: &str,
+    cwd: Option<String>,
+    tool: &str,
+    paths: &[String],
+) -> Result<Decision, String> {
+    let session = session::hook_session(agent.name(), payload_session);
+    let cwd = match cwd {
+        Some(cwd) if Path::new(&cwd).is_absolute() => PathBuf::from(cwd),
+        Some(cwd) => return Err(format!("the payload's cwd {cwd:?} is not an absolute path")),
+        None => std::env::current_dir().map_err(|e| {
+            format!("the payload has no cwd and the current directory cannot be read ({e})")
+        })?,
+    };
+    let root = project_root(&cwd)?;
+    let mut notes = Vec::new();
+    for path in paths {
+        let target = cwd.join(path);
+        let location = location(&target)
+            .map_err(|e| format!("cannot resolve {tool}'s path {path:?} ({e})"))?;
+        let resource = Resource::file(&location);
+        if !location.starts_with(&root) {
+            // Outside the project: not claimed (docs), but still not written over
+            // another session's claim (another worktree's file, seen from here).
+            let opened = store::open(store_flag, Some(&resource), &cwd, Access::Existing)?;
+            if opened.exists {
+                let store = fencepost::Store::new(opened.backend);
+                let holder = store
+                    .holder(&resource)
+                    .map_err(|e| crate::output::describe_error(&e))?;
+                if let Some(holder) = holder
+                    && session::holder_session(&holder).as_deref() != Some(session.as_str())
+                {
+                    return Ok(Decision::Block(held_reason(&location, &holder, now_ms())));
+                }
+            }
+            continue;
+        }
+        let opened = store::open(store_flag, Some(&resource), &cwd, Access::Create)?;
+        let store = fencepost::Store::new(opened.backend);
+        match session::claim(&store, &resource, agent.name(), &session, ttl_ms)
+            .map_err(|e| crate::output::describe_error(&e))?
+        {
+            Claimed::Ours {
+                token,
+                expires_at_ms,
+            } => notes.push(format!(
+                "{} is held by this session ({}, token {token}) until {}",
+                printable(&location.display().to_string()),
+                printable(&session),
+                fencepost::utc_timestamp(expires_at_ms)
+            )),
+            Claimed::Theirs(holder) => {
+                return Ok(Decision::Block(held_reason(&location, &holder, now_ms())));
+            }
+        }
+    }
+    // For the human's transcript (both agents show a hook's stderr on exit 0 only
+    // in their verbose views).
+    Ok(Decision::Allow(
+        (!notes.is_empty()).then(|| notes.join("; ")),
+    ))
+}
+
+/// The project a payload's `cwd` belongs to: the git work tree containing it (the
+/// nearest `.git` entry at or above it, a linked worktree's own), else the
+/// directory the agent CLI names (`CLAUDE_PROJECT_DIR`, `GEMINI_PROJECT_DIR`), else
+/// the `cwd` itself; resolved.
+pub fn project_root(cwd: &Path) -> Result<PathBuf, String> {
+    let cwd = location(cwd).map_err(|e| format!("cannot resolve the cwd {cwd:?} ({e})"))?;
+    if let Some(top) = cwd
+        .ancestors()
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+    {
+        return Ok(top.to_path_buf());
+    }
+    for variable in ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"] {
+        if let Some(dir) = std::env::var_os(variable).filter(|d| Path::new(d).is_absolute())
+            && let Ok(dir) = location(Path::new(&dir))
+        {
+            return Ok(dir);
+        }
+    }
+    Ok(cwd)
+}
+
+/// Where `path` (absolute) is: its deepest existing ancestor resolved through the
+/// filesystem (symlinks, `..`), the rest appended with `.` and `..` applied, as the
+/// core resolves a file's identity.
+pub fn location(path: &Path) -> std::io::Result<PathBuf> {
+    let mut rest = Vec::new();
+    let mut existing = path;
+    let resolved = loop {
+        match std::fs::canonicalize(existing) {
+            Ok(resolved) => break resolved,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let (Some(last), Some(parent)) =
+                    (existing.components().next_back(), existing.parent())
+                else {
+                    return Err(e);
+                };
+                rest.push(last.as_os_str().to_os_string());
+                existing = parent;
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let mut out = resolved;
+    for name in rest.iter().rev() {
+        match Path::new(name).components().next() {
+            Some(Component::ParentDir) => {
+                out.pop();
+            }
+            Some(Component::CurDir) | None => {}
+            _ => out.push(name),
+        }
+    }
+    Ok(strip_verbatim(out))
+}
+
+/// `\\?\C:\x` as `C:\x` (what `canonicalize` returns on Windows), so prefixes compare.
+fn strip_verbatim(path: PathBuf) -> PathBuf {
+    #[cfg(windows)]
+    if let Some(rest) = path.to_str().and_then(|text| text.strip_prefix(r"\\?\"))
+        && !rest.starts_with("UNC\\")
+    {
+        return PathBuf::from(rest);
+    }
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README shows the reasons verbatim; this keeps it true.
+    #[test]
+    fn the_readme_shows_the_reasons_verbatim() {
+        let readme = include_str!("../../../README.md").replace("\n", " ");
+        let holder = Holder {
+            owner: "claude-code session claude-code:7f3c2a".into(),
+            holder_id: "h".into(),
+            pid: 4242,
+            token: 7,
+            generation: 9,
+            expires_at_ms: 1_796_135_405_000,
+        };
+        let held = held_reason(
+            Path::new("/repo/src/auth.rs"),
+            &holder,
+            1_796_135_405_000 - 29 * 60_000 - 5_000,
+        );
+        let closed = fail_closed(
+            "the hook payload on stdin is not JSON (expected value at line 1 column 1)",
+        );
+        for reason in [held, closed] {
+            assert!(
+                readme.contains(&reason),
+                "README lacks the reason:\n{reason}"
+            );
+        }
+    }
+}

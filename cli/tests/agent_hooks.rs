@@ -1,0 +1,498 @@
+//! `fencepost hook AGENT` (issue 15): the agents' documented payloads
+//! (tests/fixtures/hooks, with their sources), claims for the payload's session,
+//! blocks in the agent's protocol, and failing closed.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::util::Scratch;
+
+/// The fixtures of each agent's edit tools.
+const EDIT_FIXTURES: [(&str, &str); 6] = [
+    ("claude-code", "claude-code-Edit.json"),
+    ("claude-code", "claude-code-Write.json"),
+    ("claude-code", "claude-code-MultiEdit.json"),
+    ("claude-code", "claude-code-NotebookEdit.json"),
+    ("gemini", "gemini-write_file.json"),
+    ("gemini", "gemini-replace.json"),
+];
+
+fn fixture(name: &str, session: &str, cwd: &Path, path: &str) -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hooks");
+    let text = std::fs::read_to_string(dir.join(name)).unwrap();
+    let escape = |s: &str| {
+        let quoted = serde_json::to_string(s).unwrap();
+        quoted[1..quoted.len() - 1].to_string()
+    };
+    text.replace("{{SESSION}}", &escape(session))
+        .replace("{{CWD}}", &escape(&cwd.display().to_string()))
+        .replace("{{PATH}}", &escape(path))
+}
+
+/// A git repository in a scratch directory: repo/ holding src/a.rs.
+pub struct Repo {
+    pub scratch: Scratch,
+    pub root: PathBuf,
+}
+
+impl Repo {
+    pub fn new() -> Repo {
+        let scratch = Scratch::new();
+        let root = scratch.path().canonicalize().unwrap().join("repo");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.rs"), "fn old() {}\n").unwrap();
+        git(&root, &["init", "-q"]);
+        Repo { scratch, root }
+    }
+
+    /// Runs `fencepost hook AGENT` in `cwd` with `payload` on stdin (the store is
+    /// located: the repository's, in its git directory).
+    pub fn hook_in(&self, cwd: &Path, agent: &str, payload: &str, env: &[(&str, &str)]) -> Output {
+        let mut cmd = self.scratch.bare_cmd(cwd);
+        cmd.args(["hook", agent]).write_stdin(payload.to_string());
+        cmd.env_remove("FENCEPOST_HOOKS")
+            .env_remove("FENCEPOST_SESSION")
+            .env_remove("CLAUDECODE")
+            .env_remove("CLAUDE_CODE_SESSION_ID");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    }
+
+    /// An edit through `fixture` by `session` of `path`, from the repository's root.
+    pub fn edit(&self, fixture_name: &str, session: &str, path: &str) -> Output {
+        let agent = fixture_name.split("-").next().unwrap();
+        let agent = if agent == "claude" {
+            "claude-code"
+        } else {
+            agent
+        };
+        let payload = fixture(fixture_name, session, &self.root, path);
+        self.hook_in(&self.root, agent, &payload, &[])
+    }
+
+    /// `status --json` of the repository's store.
+    pub fn status(&self) -> Vec<serde_json::Value> {
+        let output = self
+            .scratch
+            .bare_cmd(&self.root)
+            .args(["status", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        serde_json::from_slice::<Vec<serde_json::Value>>(&output.stdout).unwrap()
+    }
+
+    /// The live file claim on `path` (absolute), if any: (token, owner).
+    pub fn claim_on(&self, path: &Path) -> Option<(u64, String)> {
+        self.status()
+            .into_iter()
+            .find(|e| e["label"] == path.display().to_string() && e["live"] == true)
+            .map(|e| {
+                (
+                    e["token"].as_u64().unwrap(),
+                    e["owner"].as_str().unwrap().to_string(),
+                )
+            })
+    }
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_INDEX_FILE")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn assert_allowed(output: &Output, agent: &str) {
+    assert_eq!(output.status.code(), Some(0), "not allowed: {output:?}");
+    let expected = if agent == "gemini" { "{}\n" } else { "" };
+    assert_eq!(String::from_utf8_lossy(&output.stdout), expected);
+}
+
+fn assert_blocked(output: &Output) -> String {
+    // Both agents: exit 2 blocks and hands stderr to the model; nothing on stdout.
+    assert_eq!(output.status.code(), Some(2), "not blocked: {output:?}");
+    assert!(output.stdout.is_empty(), "{output:?}");
+    stderr(output)
+}
+
+#[test]
+fn every_edit_tool_claims_for_its_session_and_blocks_other_sessions() {
+    for (agent, name) in EDIT_FIXTURES {
+        let repo = Repo::new();
+        let file = repo.root.join("src/a.rs");
+        // Unheld: allowed, and claimed for the session.
+        let first = repo.edit(name, "s1", "src/a.rs");
+        assert_allowed(&first, agent);
+        let (token, owner) = repo.claim_on(&file).expect("claimed");
+        assert!(
+            owner.contains(&format!("{agent}:s1")),
+            "{name}: owner {owner}"
+        );
+        // The same session again (absolute path this time): allowed, same token.
+        let again = repo.edit(name, "s1", &file.display().to_string());
+        assert_allowed(&again, agent);
+        assert_eq!(repo.claim_on(&file).unwrap().0, token, "{name}");
+        // Another session: blocked with a reason naming the holder and the way on.
+        let other = repo.edit(name, "s2", "src/a.rs");
+        let reason = assert_blocked(&other);
+        assert!(reason.contains(&format!("{agent}:s1")), "{name}: {reason}");
+        assert!(reason.contains(&file.display().to_string()), "{reason}");
+        assert!(reason.contains("until 20"), "{reason}");
+        assert!(reason.contains("Work on other files"), "{reason}");
+        assert!(reason.contains("ask the human"), "{reason}");
+        assert!(
+            !reason.contains("release"),
+            "never suggests acting as the holder: {reason}"
+        );
+        assert_eq!(
+            repo.claim_on(&file).unwrap().0,
+            token,
+            "{name}: nothing changed"
+        );
+    }
+}
+
+#[test]
+fn the_other_session_is_blocked_by_a_claim_from_the_cli_too() {
+    let repo = Repo::new();
+    let claim = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args([
+            "claim", "--file", "src/a.rs", "--owner", "ci", "--ttl", "60000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(claim.status.code(), Some(0), "{claim:?}");
+    let reason = assert_blocked(&repo.edit("claude-code-Edit.json", "s1", "src/a.rs"));
+    assert!(reason.contains("ci (pid "), "{reason}");
+}
+
+#[test]
+fn a_payload_it_cannot_read_blocks() {
+    let repo = Repo::new();
+    for payload in [
+        "",
+        "not json",
+        "[1, 2]",
+        r#"{"hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_input": {"file_path": "src/a.rs"}}"#,
+        r#"{"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {}}"#,
+    ] {
+        for agent in ["claude-code", "gemini"] {
+            let payload = payload
+                .replace(
+                    "PreToolUse",
+                    if agent == "gemini" {
+                        "BeforeTool"
+                    } else {
+                        "PreToolUse"
+                    },
+                )
+                .replace(
+                    "\"Edit\"",
+                    if agent == "gemini" {
+                        "\"replace\""
+                    } else {
+                        "\"Edit\""
+                    },
+                )
+                .replace(
+                    "\"Write\"",
+                    if agent == "gemini" {
+                        "\"write_file\""
+                    } else {
+                        "\"Write\""
+                    },
+                );
+            let out = repo.hook_in(&repo.root, agent, &payload, &[]);
+            let reason = assert_blocked(&out);
+            assert!(
+                reason.starts_with("fencepost blocked this edit"),
+                "{agent} {payload:?}: {reason}"
+            );
+            assert!(reason.contains("tell the human"), "{reason}");
+        }
+    }
+    // A hook command the settings got wrong blocks too (not clap's exit 1).
+    let out = repo.hook_in(&repo.root, "no-such-agent", "{}", &[]);
+    assert_blocked(&out);
+}
+
+#[test]
+fn a_store_it_cannot_use_blocks() {
+    let repo = Repo::new();
+    let not_a_dir = repo.scratch.path().join("store-is-a-file");
+    std::fs::write(&not_a_dir, "x").unwrap();
+    let payload = fixture("claude-code-Edit.json", "s1", &repo.root, "src/a.rs");
+    let store = not_a_dir.display().to_string();
+    let out = repo.hook_in(
+        &repo.root,
+        "claude-code",
+        &payload,
+        &[("FENCEPOST_STORE", &store)],
+    );
+    let reason = assert_blocked(&out);
+    assert!(reason.contains("store-is-a-file"), "{reason}");
+}
+
+#[test]
+fn the_switch_turns_the_hook_off() {
+    let repo = Repo::new();
+    let file = repo.root.join("src/a.rs");
+    let payload = fixture("claude-code-Edit.json", "s1", &repo.root, "src/a.rs");
+    let out = repo.hook_in(
+        &repo.root,
+        "claude-code",
+        &payload,
+        &[("FENCEPOST_HOOKS", "off")],
+    );
+    assert_allowed(&out, "claude-code");
+    assert_eq!(repo.claim_on(&file), None, "nothing claimed while off");
+    // Off means off even for garbage; on again, the other session is refused.
+    assert_allowed(
+        &repo.hook_in(&repo.root, "gemini", "garbage", &[("FENCEPOST_HOOKS", "0")]),
+        "gemini",
+    );
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+    assert_blocked(&repo.edit("claude-code-Edit.json", "s2", "src/a.rs"));
+}
+
+#[test]
+fn relative_paths_resolve_against_the_payloads_cwd() {
+    let repo = Repo::new();
+    // The hook runs elsewhere; the payload's cwd is src/.
+    let payload = fixture(
+        "claude-code-Write.json",
+        "s1",
+        &repo.root.join("src"),
+        "new.rs",
+    );
+    let out = repo.hook_in(&repo.root, "claude-code", &payload, &[]);
+    assert_allowed(&out, "claude-code");
+    assert!(
+        repo.claim_on(&repo.root.join("src/new.rs")).is_some(),
+        "{:?}",
+        repo.status()
+    );
+    // `..` spellings and the absolute path are the same file.
+    let blocked = repo.edit("claude-code-Edit.json", "s2", "src/../src/new.rs");
+    assert_blocked(&blocked);
+}
+
+#[test]
+fn paths_outside_the_repository_are_allowed_and_not_claimed() {
+    let repo = Repo::new();
+    let outside = repo
+        .scratch
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join("outside.txt");
+    let outside = outside.display().to_string();
+    for session in ["s1", "s2"] {
+        assert_allowed(
+            &repo.edit("claude-code-Write.json", session, &outside),
+            "claude-code",
+        );
+    }
+    assert_allowed(
+        &repo.edit("claude-code-Write.json", "s1", "../elsewhere.txt"),
+        "claude-code",
+    );
+    assert!(repo.status().is_empty(), "{:?}", repo.status());
+}
+
+#[test]
+fn symlinks_are_judged_where_they_lead() {
+    let repo = Repo::new();
+    let outside = repo.scratch.path().canonicalize().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.root.join("out")).unwrap();
+    std::os::unix::fs::symlink(repo.root.join("src"), outside.join("into-src")).unwrap();
+    // A link inside the repository leading out: not the repository's file.
+    assert_allowed(
+        &repo.edit("claude-code-Write.json", "s1", "out/x.txt"),
+        "claude-code",
+    );
+    assert!(repo.status().is_empty());
+    // A link from outside into the repository: the repository's file, one identity.
+    let via_link = outside.join("into-src/a.rs").display().to_string();
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", &via_link),
+        "claude-code",
+    );
+    assert!(repo.claim_on(&repo.root.join("src/a.rs")).is_some());
+    assert_blocked(&repo.edit("claude-code-Edit.json", "s2", "src/a.rs"));
+}
+
+#[test]
+fn a_linked_worktree_claims_into_the_shared_store() {
+    let repo = Repo::new();
+    git(&repo.root, &["add", "."]);
+    git(&repo.root, &["commit", "-qm", "init"]);
+    let wt = repo.scratch.path().canonicalize().unwrap().join("wt");
+    git(&repo.root, &["worktree", "add", "-q", wt.to_str().unwrap()]);
+    let payload = fixture("gemini-replace.json", "g1", &wt, "src/a.rs");
+    assert_allowed(&repo.hook_in(&wt, "gemini", &payload, &[]), "gemini");
+    // The claim is in the main repository's store, on the worktree's own file.
+    assert!(
+        repo.claim_on(&wt.join("src/a.rs")).is_some(),
+        "{:?}",
+        repo.status()
+    );
+    assert!(repo.claim_on(&repo.root.join("src/a.rs")).is_none());
+    // Another session in the worktree is blocked, by the claim in the shared store.
+    let other = fixture("claude-code-Edit.json", "c1", &wt.join("src"), "a.rs");
+    let reason = assert_blocked(&repo.hook_in(&wt, "claude-code", &other, &[]));
+    assert!(reason.contains("gemini:g1"), "{reason}");
+    // From the main checkout the worktree is outside the project: not claimed from
+    // there, but not written over the claim either.
+    let from_main = fixture("claude-code-Edit.json", "c1", &repo.root, "../wt/src/b.rs");
+    assert_allowed(
+        &repo.hook_in(&repo.root, "claude-code", &from_main, &[]),
+        "claude-code",
+    );
+    assert!(repo.claim_on(&wt.join("src/b.rs")).is_none());
+    let from_main = fixture("claude-code-Edit.json", "c1", &repo.root, "../wt/src/a.rs");
+    let reason = assert_blocked(&repo.hook_in(&repo.root, "claude-code", &from_main, &[]));
+    assert!(reason.contains("gemini:g1"), "{reason}");
+}
+
+#[test]
+fn fencepost_session_names_the_session_for_every_process_of_the_agent() {
+    let repo = Repo::new();
+    let file = repo.root.join("src/a.rs");
+    // Two payload ids, one FENCEPOST_SESSION: one session.
+    for id in ["p1", "p2"] {
+        let payload = fixture("claude-code-Edit.json", id, &repo.root, "src/a.rs");
+        let out = repo.hook_in(
+            &repo.root,
+            "claude-code",
+            &payload,
+            &[("FENCEPOST_SESSION", "agent-a")],
+        );
+        assert_allowed(&out, "claude-code");
+    }
+    assert!(repo.claim_on(&file).unwrap().1.contains("agent-a"));
+    assert_blocked(&repo.edit("claude-code-Edit.json", "p1", "src/a.rs"));
+}
+
+#[test]
+fn other_tools_and_events_pass() {
+    let repo = Repo::new();
+    let read = r#"{"session_id":"s","cwd":"/","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/etc/hosts"}}"#;
+    assert_allowed(
+        &repo.hook_in(&repo.root, "claude-code", read, &[]),
+        "claude-code",
+    );
+    let end = fixture("claude-code-SessionEnd.json", "s1", &repo.root, "");
+    assert_allowed(
+        &repo.hook_in(&repo.root, "claude-code", &end, &[]),
+        "claude-code",
+    );
+    let end = fixture("gemini-SessionEnd.json", "s1", &repo.root, "");
+    assert_allowed(&repo.hook_in(&repo.root, "gemini", &end, &[]), "gemini");
+}
+
+/// Two agents (two session ids) edit overlapping files through the hook, each edit
+/// a real hook process: a file is never allowed to one session while the other's
+/// tenure on it is live. Oracle: per file, every allow carries the tenure's token,
+/// and a change of session comes with a new, greater token (a new tenure).
+#[test]
+fn two_sessions_alternating_never_both_hold_one_file() {
+    let repo = std::sync::Arc::new(Repo::new());
+    let files = ["src/a.rs", "src/b.rs", "src/c.rs"];
+    let rounds = 12;
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let workers: Vec<_> = ["s1", "s2"]
+        .into_iter()
+        .enumerate()
+        .map(|(n, session)| {
+            let repo = repo.clone();
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for round in 0..rounds {
+                    let file = files[(round + n) % files.len()];
+                    let payload = fixture("claude-code-Edit.json", session, &repo.root, file);
+                    let mut cmd = repo.scratch.bare_cmd(&repo.root);
+                    // A short ttl, so tenures end and the other session gets turns.
+                    cmd.args(["hook", "claude-code", "--ttl", "150"])
+                        .write_stdin(payload)
+                        .env_remove("FENCEPOST_SESSION")
+                        .env_remove("FENCEPOST_HOOKS");
+                    let out = cmd.output().unwrap();
+                    let at = std::time::Instant::now();
+                    match out.status.code() {
+                        Some(0) => {
+                            let note = stderr(&out);
+                            let token: u64 = note
+                                .split("token ")
+                                .nth(1)
+                                .and_then(|t| t.split(')').next())
+                                .and_then(|t| t.parse().ok())
+                                .unwrap_or_else(|| panic!("no token in {note:?}"));
+                            log.lock().unwrap().push((at, file, session, token));
+                        }
+                        Some(2) => assert!(stderr(&out).contains("is being edited by"), "{out:?}"),
+                        _ => panic!("neither allowed nor blocked: {out:?}"),
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    let mut log = log.lock().unwrap().clone();
+    log.sort_by_key(|entry| entry.0);
+    assert!(log.len() >= rounds, "too few edits allowed: {log:?}");
+    for file in files {
+        let mut last: Option<(&str, u64)> = None;
+        for (_, _, session, token) in log.iter().filter(|e| e.1 == file) {
+            if let Some((prev_session, prev_token)) = last {
+                if prev_session == *session {
+                    assert!(*token >= prev_token, "{file}: {log:?}");
+                } else {
+                    assert!(
+                        *token > prev_token,
+                        "{file}: two sessions in one tenure: {log:?}"
+                    );
+                }
+            }
+            last = Some((session, *token));
+        }
+    }
+    // Per token, one session.
+    let mut owners = std::collections::HashMap::new();
+    for (_, file, session, token) in &log {
+        let prev = owners.insert((*file, *token), *session);
+        assert!(
+            prev.is_none() || prev == Some(*session),
+            "{file} token {token}: {log:?}"
+        );
+    }
+}

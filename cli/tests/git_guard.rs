@@ -1,0 +1,388 @@
+//! `fencepost guard` as git's pre-commit and pre-push hooks, and `fencepost hooks
+//! install|uninstall|status` (issue 15), in real git repositories.
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::agent_hooks::{Repo, git};
+
+fn path_with_fencepost() -> String {
+    let dir = crate::util::bin().parent().unwrap().display().to_string();
+    format!("{dir}:{}", std::env::var("PATH").unwrap_or_default())
+}
+
+impl Repo {
+    /// `fencepost hooks …` in `dir`.
+    fn hooks(&self, dir: &Path, args: &[&str]) -> Output {
+        self.scratch
+            .bare_cmd(dir)
+            .arg("hooks")
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Holds `path` (relative to the root) for Claude Code session `session`,
+    /// through the hook.
+    fn hold(&self, session: &str, path: &str) {
+        let payload = format!(
+            r#"{{"session_id":"{session}","cwd":"{}","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{{"file_path":"{path}","content":""}}}}"#,
+            self.root.display()
+        );
+        let out = self.hook_in(&self.root, "claude-code", &payload, &[]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    }
+
+    /// A git command in `dir` with the installed hooks able to run `fencepost`.
+    fn git_with_hooks(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = std::process::Command::new("git");
+        cmd.current_dir(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .env("PATH", path_with_fencepost())
+            .env("XDG_STATE_HOME", self.scratch.user_state())
+            .env_remove("FENCEPOST_SESSION")
+            .env_remove("FENCEPOST_STORE")
+            .env_remove("FENCEPOST_GUARD")
+            .env_remove("CLAUDECODE")
+            .env_remove("CLAUDE_CODE_SESSION_ID");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    }
+
+    fn commit_all(&self, dir: &Path, env: &[(&str, &str)]) -> Output {
+        git(dir, &["add", "-A"]);
+        self.git_with_hooks(dir, &["commit", "-qm", "change"], env)
+    }
+
+    fn initial_commit(&self) {
+        git(&self.root, &["add", "-A"]);
+        git(&self.root, &["commit", "-qm", "init"]);
+    }
+}
+
+fn refusals(output: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .filter(|l| l.starts_with("fencepost: refusing to "))
+        .map(str::to_string)
+        .collect()
+}
+
+fn guarded_repo() -> Repo {
+    let repo = Repo::new();
+    repo.initial_commit();
+    let out = repo.hooks(&repo.root, &["install", "--git"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    repo
+}
+
+#[test]
+fn a_commit_of_a_file_another_session_holds_is_refused() {
+    let repo = guarded_repo();
+    repo.hold("s1", "src/a.rs");
+    std::fs::write(repo.root.join("src/a.rs"), "changed\n").unwrap();
+    std::fs::write(repo.root.join("src/free.rs"), "free\n").unwrap();
+    for env in [vec![], vec![("FENCEPOST_SESSION", "claude-code:s2")]] {
+        let out = repo.commit_all(&repo.root, &env);
+        assert_ne!(out.status.code(), Some(0), "{out:?}");
+        let lines = refusals(&out);
+        assert_eq!(lines.len(), 1, "one line per held path: {out:?}");
+        assert!(
+            lines[0].contains("src/a.rs") && lines[0].contains("claude-code:s1"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[0].contains("until 20") && lines[0].contains("ask the human"),
+            "{lines:?}"
+        );
+    }
+    // The committer's own session commits it; inside Claude Code its session id
+    // comes from the environment Claude Code gives its Bash tool.
+    let out = repo.commit_all(
+        &repo.root,
+        &[("CLAUDECODE", "1"), ("CLAUDE_CODE_SESSION_ID", "s1")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+#[test]
+fn renames_and_deletions_of_held_files_are_refused() {
+    let repo = guarded_repo();
+    repo.hold("s1", "src/a.rs");
+    // Out of a held path.
+    git(&repo.root, &["mv", "src/a.rs", "src/moved.rs"]);
+    let out = repo.git_with_hooks(&repo.root, &["commit", "-qm", "mv"], &[]);
+    assert_eq!(refusals(&out).len(), 1, "{out:?}");
+    git(&repo.root, &["reset", "-q", "--hard"]);
+    // Into a held path (a new name another session claimed first).
+    repo.hold("s1", "src/target.rs");
+    std::fs::write(repo.root.join("src/b.rs"), "b\n").unwrap();
+    git(&repo.root, &["add", "src/b.rs"]);
+    git(&repo.root, &["commit", "-qm", "b", "--no-verify"]);
+    git(&repo.root, &["mv", "src/b.rs", "src/target.rs"]);
+    let out = repo.git_with_hooks(&repo.root, &["commit", "-qm", "mv"], &[]);
+    let lines = refusals(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(lines[0].contains("src/target.rs"), "{lines:?}");
+    git(&repo.root, &["reset", "-q", "--hard"]);
+    // A deletion.
+    git(&repo.root, &["rm", "-q", "src/a.rs"]);
+    let out = repo.git_with_hooks(&repo.root, &["commit", "-qm", "rm"], &[]);
+    assert_eq!(refusals(&out).len(), 1, "{out:?}");
+}
+
+#[test]
+fn the_humans_escapes_let_a_commit_through() {
+    let repo = guarded_repo();
+    repo.hold("s1", "src/a.rs");
+    std::fs::write(repo.root.join("src/a.rs"), "changed\n").unwrap();
+    git(&repo.root, &["add", "-A"]);
+    let out = repo.git_with_hooks(
+        &repo.root,
+        &["commit", "-qm", "x"],
+        &[("FENCEPOST_GUARD", "off")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    std::fs::write(repo.root.join("src/a.rs"), "again\n").unwrap();
+    git(&repo.root, &["add", "-A"]);
+    let out = repo.git_with_hooks(&repo.root, &["commit", "-qm", "y", "--no-verify"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+#[test]
+fn an_existing_hook_is_chained_kept_and_given_back() {
+    let repo = Repo::new();
+    repo.initial_commit();
+    let hooks = repo.root.join(".git/hooks");
+    let original = "#!/bin/sh\necho ran >> \"$(git rev-parse --git-dir)/chained-ran\"\n";
+    std::fs::write(hooks.join("pre-commit"), original).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        hooks.join("pre-commit"),
+        std::fs::Permissions::from_mode(0o750),
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let out = repo.hooks(&repo.root, &["install", "--git"]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    }
+    let status = repo.hooks(&repo.root, &["status", "--git"]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("pre-commit: installed, chaining"),
+        "{status:?}"
+    );
+    std::fs::write(repo.root.join("src/free.rs"), "x\n").unwrap();
+    let out = repo.commit_all(&repo.root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        repo.root.join(".git/chained-ran").exists(),
+        "the existing hook ran"
+    );
+    // Refused by the guard: the chained hook does not run after a refusal.
+    repo.hold("s1", "src/a.rs");
+    std::fs::write(repo.root.join("src/a.rs"), "changed\n").unwrap();
+    assert_ne!(repo.commit_all(&repo.root, &[]).status.code(), Some(0));
+    // Uninstall: the original hook is back, bytes and mode.
+    let out = repo.hooks(&repo.root, &["uninstall", "--git"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("pre-commit")).unwrap(),
+        original
+    );
+    let mode = std::fs::metadata(hooks.join("pre-commit"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o750);
+    assert!(!hooks.join("pre-push").exists());
+}
+
+#[test]
+fn the_guard_runs_in_a_linked_worktree() {
+    let repo = guarded_repo();
+    let wt = repo.scratch.path().canonicalize().unwrap().join("wt");
+    git(&repo.root, &["worktree", "add", "-q", wt.to_str().unwrap()]);
+    // A session in the worktree holds its copy of a.rs.
+    let payload = format!(
+        r#"{{"session_id":"w1","cwd":"{}","hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{{"file_path":"src/a.rs"}}}}"#,
+        wt.display()
+    );
+    assert_eq!(
+        repo.hook_in(&wt, "claude-code", &payload, &[])
+            .status
+            .code(),
+        Some(0)
+    );
+    std::fs::write(wt.join("src/a.rs"), "changed\n").unwrap();
+    let out = repo.commit_all(&wt, &[]);
+    let lines = refusals(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(lines[0].contains("claude-code:w1"), "{lines:?}");
+    // The main checkout's a.rs is another file: committing it there is fine.
+    std::fs::write(repo.root.join("src/a.rs"), "main\n").unwrap();
+    assert_eq!(repo.commit_all(&repo.root, &[]).status.code(), Some(0));
+}
+
+#[test]
+fn core_ignorecase_folds_the_names() {
+    let repo = guarded_repo();
+    repo.hold("s1", "src/README.md");
+    std::fs::write(repo.root.join("src/readme.md"), "x\n").unwrap();
+    git(&repo.root, &["add", "-A"]);
+    git(&repo.root, &["config", "core.ignorecase", "true"]);
+    let out = repo.git_with_hooks(&repo.root, &["commit", "-qm", "x"], &[]);
+    assert_eq!(refusals(&out).len(), 1, "{out:?}");
+    git(&repo.root, &["config", "core.ignorecase", "false"]);
+    let out = repo.git_with_hooks(&repo.root, &["commit", "-qm", "x"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+#[test]
+fn a_push_of_commits_touching_a_held_file_is_refused() {
+    let repo = guarded_repo();
+    let remote = repo.scratch.path().join("remote.git");
+    git(
+        repo.scratch.path(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    git(
+        &repo.root,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    let branch = git(&repo.root, &["branch", "--show-current"])
+        .trim()
+        .to_string();
+    let out = repo.git_with_hooks(&repo.root, &["push", "-q", "origin", &branch], &[]);
+    assert_eq!(out.status.code(), Some(0), "first push: {out:?}");
+    // A commit changing a.rs, made before anyone held it.
+    std::fs::write(repo.root.join("src/a.rs"), "changed\n").unwrap();
+    assert_eq!(repo.commit_all(&repo.root, &[]).status.code(), Some(0));
+    repo.hold("s1", "src/a.rs");
+    let out = repo.git_with_hooks(&repo.root, &["push", "-q", "origin", &branch], &[]);
+    let lines = refusals(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(
+        lines[0].starts_with("fencepost: refusing to push src/a.rs"),
+        "{lines:?}"
+    );
+    let out = repo.git_with_hooks(
+        &repo.root,
+        &["push", "-q", "origin", &branch],
+        &[("FENCEPOST_SESSION", "claude-code:s1")],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the holder's own session pushes: {out:?}"
+    );
+}
+
+/// `hooks install` into an empty project and into one with settings of its own:
+/// everything else byte-identical, twice = once, uninstall gives back the bytes.
+#[test]
+fn install_twice_then_uninstall_gives_back_the_original_bytes() {
+    let repo = Repo::new();
+    let claude = repo.root.join(".claude/settings.json");
+    let gemini = repo.root.join(".gemini/settings.json");
+    // Empty project: the files are created, then removed again.
+    for _ in 0..2 {
+        let out = repo.hooks(
+            &repo.root,
+            &["install", "--agent", "claude-code", "--agent", "gemini"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    }
+    let text = std::fs::read_to_string(&claude).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        value["hooks"]["PreToolUse"][0]["matcher"],
+        "Edit|Write|MultiEdit|NotebookEdit"
+    );
+    assert_eq!(
+        value["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        "fencepost hook claude-code || exit 2"
+    );
+    assert_eq!(value["hooks"]["SessionEnd"].as_array().unwrap().len(), 1);
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&gemini).unwrap()).unwrap();
+    assert_eq!(
+        value["hooks"]["BeforeTool"][0]["matcher"],
+        "write_file|replace"
+    );
+    let status = repo.hooks(&repo.root, &["status", "--agent", "claude-code"]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("claude-code: installed in"),
+        "{status:?}"
+    );
+    let out = repo.hooks(
+        &repo.root,
+        &["uninstall", "--agent", "claude-code", "--agent", "gemini"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!claude.exists() && !gemini.exists() && !repo.root.join(".claude").exists());
+    // A project with settings and hooks of its own.
+    std::fs::create_dir_all(claude.parent().unwrap()).unwrap();
+    let original = "{\n    \"permissions\": {\"allow\": [\"Bash(cargo test:*)\"]},\n    \"hooks\": {\n        \"PreToolUse\": [\n            {\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"./check.sh\"}]}\n        ],\n        \"Stop\": []\n    }\n}\n";
+    std::fs::write(&claude, original).unwrap();
+    repo.hooks(&repo.root, &["install", "--agent", "claude-code"]);
+    let once = std::fs::read_to_string(&claude).unwrap();
+    repo.hooks(&repo.root, &["install", "--agent", "claude-code"]);
+    assert_eq!(
+        std::fs::read_to_string(&claude).unwrap(),
+        once,
+        "twice = once"
+    );
+    let value: serde_json::Value = serde_json::from_str(&once).unwrap();
+    let groups = value["hooks"]["PreToolUse"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "the existing entry is kept: {once}");
+    assert_eq!(groups[0]["hooks"][0]["command"], "./check.sh");
+    // Byte-identical except the added entries: removing them from the text by hand
+    // gives the original.
+    let added_pre = format!(",{}", serde_json::to_string(&groups[1]).unwrap());
+    let added_end = format!(
+        ",\"SessionEnd\":[{}]",
+        serde_json::to_string(&value["hooks"]["SessionEnd"][0]).unwrap()
+    );
+    assert_eq!(
+        once.replacen(&added_pre, "", 1).replacen(&added_end, "", 1),
+        original,
+        "{once}"
+    );
+    let out = repo.hooks(&repo.root, &["uninstall", "--agent", "claude-code"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&claude).unwrap(), original);
+    // Settings that are not JSON are refused with the file named; nothing changes.
+    std::fs::write(&claude, "{ not json").unwrap();
+    let out = repo.hooks(&repo.root, &["install", "--agent", "claude-code"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("settings.json"),
+        "{out:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&claude).unwrap(), "{ not json");
+}
+
+#[test]
+fn local_settings_and_git_hooks_install_from_a_worktree() {
+    let repo = Repo::new();
+    repo.initial_commit();
+    let wt = repo.scratch.path().canonicalize().unwrap().join("wt");
+    git(&repo.root, &["worktree", "add", "-q", wt.to_str().unwrap()]);
+    let out = repo.hooks(
+        &wt,
+        &["install", "--agent", "claude-code", "--local", "--git"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(wt.join(".claude/settings.local.json").exists());
+    assert!(!wt.join(".claude/settings.json").exists());
+    // The git hooks are in the common git directory: every worktree runs them.
+    assert!(repo.root.join(".git/hooks/pre-commit").exists());
+    let status = repo.hooks(&repo.root, &["status", "--git"]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("pre-commit: installed"),
+        "{status:?}"
+    );
+}
