@@ -347,7 +347,10 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
         .map(|(_, t)| t)
     };
     let n = it.tree_files;
-    let (reps, warm) = (few.max(2), it.warmup.min(5));
+    // The same number of samples in every group (the memory group's 20,000 would
+    // make the index walk alone take minutes), fewer for the whole walk.
+    let (reps, warm) = (it.fs_new_key.max(2), it.warmup.min(5));
+    let walk_reps = (it.fs_new_key / 10).max(2);
     let empty = make_store("tree-empty")?;
     let measured = three(paired(
         reps,
@@ -397,8 +400,8 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
         walked.release(&walked.acquire(&Resource::file(other), &options())?)?;
     }
     let measured = three(paired(
-        reps,
-        warm,
+        walk_reps,
+        1,
         &mut || claim_release(&walked, &over_held),
         None,
     )?);
