@@ -71,7 +71,10 @@ pub enum Command {
     /// Claim a lease and print its handle, TOKEN.SECRET (exit 3 if someone else holds it)
     ///
     /// The handle's number is the fencing token; the rest is the secret that proves
-    /// you hold the lease (`renew` and `release` need it). The lease lives until its
+    /// you hold the lease (`renew` and `release` need it). Several resources
+    /// (`--lock a --lock b --file c`) are claimed all or nothing, in one canonical
+    /// order, so two claimers never deadlock: one lease each, one handle per line
+    /// (the locks in the order given, then the files). The lease lives until its
     /// ttl runs out unless renewed: this process exits and nothing renews it. Use
     /// `run` to hold a lease for as long as a command runs.
     #[command(after_help = EXIT_CODES)]
@@ -260,6 +263,33 @@ impl Target {
     }
 }
 
+/// `claim`'s resources: `--lock NAME` and `--file PATH`, each as often as needed
+/// (several at once are claimed all or nothing).
+#[derive(Debug, Args)]
+#[group(id = "resources", required = true, multiple = true)]
+pub struct Targets {
+    /// A named lock such as db:migrations (trimmed, case-folded, invisible
+    /// characters ignored); repeat for several
+    #[arg(long, value_name = "NAME")]
+    pub lock: Vec<String>,
+    /// A file, existing or not, relative to the current directory; repeat for
+    /// several
+    #[arg(long, value_name = "PATH")]
+    pub file: Vec<PathBuf>,
+}
+
+impl Targets {
+    /// The resources named on the command line: the locks in the order given, then
+    /// the files in the order given (the order results are printed in).
+    pub fn resources(&self) -> Vec<Resource> {
+        self.lock
+            .iter()
+            .map(|name| Resource::lock(name.clone()))
+            .chain(self.file.iter().map(|path| Resource::file(path.clone())))
+            .collect()
+    }
+}
+
 /// How a lease is acquired, shared by `claim` and `run`.
 #[derive(Debug, Args)]
 pub struct Timing {
@@ -332,7 +362,7 @@ pub enum OnLoss {
 #[derive(Debug, Args)]
 pub struct ClaimArgs {
     #[command(flatten)]
-    pub target: Target,
+    pub target: Targets,
     #[command(flatten)]
     pub timing: Timing,
     /// Print one JSON object instead of the bare token

@@ -124,3 +124,37 @@ pub fn try_acquire(
         ),
     })
 }
+
+/// The outcome of [`try_acquire_all`].
+pub enum AcquiredAll {
+    /// Every resource, one lease each, in the order given.
+    Leases(Vec<fencepost::Lease>),
+    /// This resource was still held when the wait ended (nothing is held), after
+    /// waiting this many milliseconds.
+    Held(Resource, Holder, u64),
+}
+
+/// Acquires every resource in `resources`, all or nothing, showing the waiting line
+/// (naming the resource in the way) meanwhile.
+pub fn try_acquire_all(
+    store: &fencepost::Store,
+    resources: &[Resource],
+    options: &fencepost::AcquireOptions,
+) -> fencepost::Result<AcquiredAll> {
+    let started = Instant::now();
+    let mut line = WaitLine::new(&resources[0], options.wait_ms);
+    let outcome =
+        store.try_acquire_all_observed(resources, options, &mut |resource, holder, waited_ms| {
+            line.what = printable(&resource.target());
+            line.update(holder, waited_ms)
+        });
+    line.clear();
+    Ok(match outcome? {
+        fencepost::TryAcquireAll::Acquired(leases) => AcquiredAll::Leases(leases),
+        fencepost::TryAcquireAll::Held { resource, holder } => AcquiredAll::Held(
+            resource,
+            holder,
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ),
+    })
+}

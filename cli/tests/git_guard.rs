@@ -299,7 +299,7 @@ fn install_twice_then_uninstall_gives_back_the_original_bytes() {
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
         value["hooks"]["PreToolUse"][0]["matcher"],
-        "Edit|Write|MultiEdit|NotebookEdit"
+        "Edit|Write|MultiEdit|NotebookEdit|Bash"
     );
     assert_eq!(
         value["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
@@ -310,7 +310,7 @@ fn install_twice_then_uninstall_gives_back_the_original_bytes() {
         serde_json::from_str(&std::fs::read_to_string(&gemini).unwrap()).unwrap();
     assert_eq!(
         value["hooks"]["BeforeTool"][0]["matcher"],
-        "write_file|replace"
+        "write_file|replace|run_shell_command"
     );
     let status = repo.hooks(&repo.root, &["status", "--agent", "claude-code"]);
     assert!(

@@ -123,6 +123,11 @@ fn catches_a_subtree_claim_that_skips_its_check_down() {
     catches(&planted::SUBTREE_SKIPS_CHECK_DOWN, "subtree_race", 16);
 }
 
+#[test]
+fn catches_several_resources_returned_without_checking_all_are_live() {
+    catches(&planted::SEVERAL_SKIPS_ALL_LIVE, "several_resources", 0);
+}
+
 /// Which schedules find which planted bug, and at which first seed (a survey for
 /// choosing regression seeds): `cargo test --test interleave_planted survey --
 /// --ignored --nocapture`.
@@ -153,6 +158,7 @@ fn survey() {
             "SESSION_HOLDER_IS_VACANCY",
             &planted::SESSION_HOLDER_IS_VACANCY,
         ),
+        ("SEVERAL_SKIPS_ALL_LIVE", &planted::SEVERAL_SKIPS_ALL_LIVE),
     ] {
         let _planted = Planted::on(switch);
         for schedule in checker::SCHEDULES {

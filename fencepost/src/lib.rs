@@ -79,6 +79,33 @@
 //! # Ok::<(), fencepost::Error>(())
 //! ```
 //!
+//! # Several resources at once
+//!
+//! [`Store::acquire_all`] claims several resources all or nothing, one lease each, in
+//! one canonical order, giving back what it took when one is held — so two claimers
+//! of overlapping sets never deadlock ([`Store::try_acquire_all`] reports the holder).
+//!
+//! ```
+//! use fencepost::{AcquireOptions, Resource, Store, TryAcquireAll};
+//! # let store = Store::new(fencepost::doc_support::TinyStore::default());
+//! let (db, cache) = (Resource::lock("db"), Resource::lock("cache"));
+//! let options = AcquireOptions::new(30_000).owner("agent-a");
+//! let leases = store.acquire_all(&[db.clone(), cache.clone()], &options)?;
+//! assert_eq!(leases.len(), 2); // in the order given, one token each
+//! // Someone wanting {cache, queue} is refused on cache and takes nothing.
+//! let queue = Resource::lock("queue");
+//! let other = AcquireOptions::new(30_000).owner("agent-b");
+//! match store.try_acquire_all(&[cache.clone(), queue.clone()], &other)? {
+//!     TryAcquireAll::Held { resource, .. } => assert_eq!(resource, cache),
+//!     TryAcquireAll::Acquired(_) => unreachable!("cache is held"),
+//! }
+//! assert!(store.holder(&queue)?.is_none());
+//! for lease in &leases {
+//!     store.release(lease)?;
+//! }
+//! # Ok::<(), fencepost::Error>(())
+//! ```
+//!
 //! # Subtrees
 //!
 //! [`Resource::dir`] claims a directory and everything below it, existing or not:
@@ -124,7 +151,7 @@ pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
 pub use proof::{LeaseHandle, Secret, utc_timestamp};
 pub use protocol::{
     AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, StatusEntry, Store, TryAcquire,
-    check_session, nonce,
+    TryAcquireAll, check_session, nonce,
 };
 
 /// This machine's host name, for records and `status` (empty when it cannot be
@@ -186,6 +213,10 @@ pub mod planted {
     /// (a new token, fencing the first process while it was promised the lease)
     /// instead of re-entering it.
     pub static SESSION_HOLDER_IS_VACANCY: AtomicBool = AtomicBool::new(false);
+    /// A claim of several resources returns once each was taken, without checking
+    /// that the first one taken is still live when the last is (a pause or slow
+    /// creates in between hand out an expired lease).
+    pub static SEVERAL_SKIPS_ALL_LIVE: AtomicBool = AtomicBool::new(false);
     /// A break whose create lost to a concurrent renewal reports the tenure broken
     /// without looking again: the renewal that won keeps the lease live while the
     /// operator is told it was broken.

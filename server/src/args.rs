@@ -147,6 +147,37 @@ pub(crate) struct ClaimArgs {
     pub(crate) wait_ms: i64,
 }
 
+/// Arguments of `claim_all`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClaimAllArgs {
+    /// What to claim, all or nothing (1 to 64 resources, each named once).
+    pub(crate) resources: Vec<ResourceArg>,
+    /// Lease duration in milliseconds, for every lease (renewed every ttl/3 until
+    /// released, as for `claim`).
+    #[serde(default = "default_ttl")]
+    #[schemars(range(min = 1_000, max = 3_600_000))]
+    pub(crate) ttl_ms: i64,
+    /// How long to wait while any of them is held by someone else, in
+    /// milliseconds; 0 (the default) answers at once. Nothing is held while waiting.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 120_000))]
+    pub(crate) wait_ms: i64,
+}
+
+/// Most resources one `claim_all` takes.
+pub(crate) const CLAIM_ALL_MAX: usize = 64;
+
+/// Result of `claim_all`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+pub(crate) struct ClaimAllResult {
+    /// One lease per resource, in the order given: each its own token, renewed,
+    /// asserted and released on its own.
+    pub(crate) leases: Vec<ClaimResult>,
+}
+
 /// Arguments of `assert`, `renew` and `release`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(transform = plain_schema)]

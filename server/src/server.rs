@@ -11,9 +11,9 @@ use rmcp::service::RequestContext;
 use rmcp::{Json, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 
 use crate::args::{
-    self, Args, AssertResult, ClaimArgs, ClaimResult, Kind, ReleaseResult, RenewResult,
-    ResourceArg, StatusArgs, StatusClaim, StatusResult, TokenArgs, WriteArgs, WriteResult,
-    input_schema,
+    self, Args, AssertResult, ClaimAllArgs, ClaimAllResult, ClaimArgs, ClaimResult, Kind,
+    ReleaseResult, RenewResult, ResourceArg, StatusArgs, StatusClaim, StatusResult, TokenArgs,
+    WriteArgs, WriteResult, input_schema,
 };
 use crate::confine::Confinement;
 use crate::store::{Access, Stores};
@@ -282,6 +282,28 @@ impl FencepostServer {
     }
 
     #[tool(
+        description = "Claim several resources at once, all or nothing: either every \
+            resource is claimed (one lease and fencing token each, in the order given) \
+            or none is. They are taken in one canonical order and given back when any is \
+            held, so two agents claiming overlapping sets never deadlock and nothing is \
+            held while waiting. If any is held by someone else, the call fails at once \
+            (or after wait_ms) and says which and who holds it. Each lease is then used \
+            and released on its own, as one from claim.",
+        input_schema = input_schema::<ClaimAllArgs>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn claim_all(
+        &self,
+        Args(args): Args<ClaimAllArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<ClaimAllResult>, String> {
+        let args = args?;
+        let cancelled = context.ct.clone();
+        self.blocking(move |inner| inner.claim_all(args, &|| cancelled.is_cancelled()))
+            .await
+    }
+
+    #[tool(
         description = "Check a fencing token: authorized is true only if the token is the \
             current token of the resource and its lease is live. Anyone may assert any \
             token (tokens are public, not passwords); a released, expired, broken or \
@@ -527,6 +549,66 @@ impl Inner {
             return Err("cancelled: the server is shutting down; nothing is held".into());
         }
         Ok(result)
+    }
+
+    fn claim_all(
+        &self,
+        args: ClaimAllArgs,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<ClaimAllResult, String> {
+        let ttl_ms = args::in_range("ttl_ms", args.ttl_ms, args::TTL_MIN_MS, args::TTL_MAX_MS)?;
+        let wait_ms = args::in_range("wait_ms", args.wait_ms, 0, args::WAIT_MAX_MS)?;
+        if args.resources.is_empty() || args.resources.len() > args::CLAIM_ALL_MAX {
+            return Err(format!(
+                "resources: give 1 to {} resources, got {}",
+                args::CLAIM_ALL_MAX,
+                args.resources.len()
+            ));
+        }
+        let resolved = args
+            .resources
+            .iter()
+            .map(|arg| self.resource(arg))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (resources, keys): (Vec<Resource>, Vec<Key>) = resolved.into_iter().unzip();
+        // All or nothing is only possible within one store.
+        let (store, locator) = self.stores.open(Some(&resources[0]), Access::Create)?;
+        for resource in &resources[1..] {
+            let (_, other) = self.stores.open(Some(resource), Access::Create)?;
+            if other != locator {
+                return Err(format!(
+                    "invalid resources: {} and {} are in different stores ({locator} and {other}); claim them with separate calls",
+                    resources[0].target(),
+                    resource.target()
+                ));
+            }
+        }
+        let options = AcquireOptions::new(ttl_ms)
+            .owner(self.owner.clone())
+            .wait_ms(wait_ms)
+            .tied_to_process(true)
+            .session(self.session.clone());
+        // A resource this server already holds is re-entered (same token, renewed):
+        // its old keepalive is stopped once the new lease is kept, never dropped
+        // (dropping a live keepalive releases its lease).
+        let leases = store.acquire_all(&resources, &options).map_err(describe)?;
+        if cancelled() {
+            for lease in leases.iter().filter(|lease| !lease.reentered()) {
+                let _ = store.release(lease);
+            }
+            return Err("cancelled: the claim was cancelled by the client; nothing is held".into());
+        }
+        let results = leases.iter().map(ClaimResult::of).collect();
+        for (key, lease) in keys.into_iter().zip(leases) {
+            let old = self.leases().remove(&key);
+            if let Some(old) = old {
+                old.stop();
+            }
+            if !self.keep(key, Self::keep_alive(&store, lease)) {
+                return Err("cancelled: the server is shutting down; nothing is held".into());
+            }
+        }
+        Ok(ClaimAllResult { leases: results })
     }
 
     fn assert(&self, args: TokenArgs) -> Result<AssertResult, String> {

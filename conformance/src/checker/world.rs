@@ -1149,6 +1149,49 @@ impl Ctx {
         }
     }
 
+    /// Acquires every resource of `resources`, all or nothing
+    /// ([`Store::try_acquire_all`]); logs and judges each lease as an acquire (a
+    /// re-entered one as its tenure's renewal). `None` when held or failed.
+    pub fn acquire_all(
+        &self,
+        resources: &[Resource],
+        options: &AcquireOptions,
+    ) -> Option<Vec<Lease>> {
+        let names: Vec<String> = resources.iter().map(Resource::target).collect();
+        self.world.log(format!(
+            "acquire all of [{}] (ttl {}ms, wait {}ms)",
+            names.join(", "),
+            options.ttl_ms,
+            options.wait_ms
+        ));
+        let step = self.call_step();
+        match self.store.try_acquire_all(resources, options) {
+            Ok(fencepost::TryAcquireAll::Acquired(leases)) => {
+                let tokens: Vec<String> = leases.iter().map(|l| l.token().to_string()).collect();
+                self.world
+                    .log(format!("acquire all -> tokens [{}]", tokens.join(", ")));
+                for lease in &leases {
+                    self.world
+                        .acknowledged(&self.name, lease, lease.reentered(), step);
+                }
+                Some(leases)
+            }
+            Ok(fencepost::TryAcquireAll::Held { resource, holder }) => {
+                self.world.log(format!(
+                    "acquire all -> {} held by {} (token {})",
+                    resource.target(),
+                    holder.owner,
+                    holder.token
+                ));
+                None
+            }
+            Err(e) => {
+                self.world.log(format!("acquire all -> error: {e}"));
+                None
+            }
+        }
+    }
+
     /// Renews `lease`; true when renewed.
     pub fn renew(&self, lease: &mut Lease) -> bool {
         self.world.log(format!("renew token {}", lease.token()));

@@ -4,7 +4,9 @@ mod acquire;
 mod end;
 mod renew;
 mod session;
+mod several;
 mod subtree;
 mod verify;
 
 pub use session::check_session;
+pub use several::TryAcquireAll;
