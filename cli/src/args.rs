@@ -263,8 +263,8 @@ impl Target {
     }
 }
 
-/// `claim`'s resources: `--lock NAME` and `--file PATH`, each as often as needed
-/// (several at once are claimed all or nothing).
+/// `claim`'s resources: `--lock NAME`, `--file PATH` and `--dir PATH`, each as often
+/// as needed (several at once are claimed all or nothing).
 #[derive(Debug, Args)]
 #[group(id = "resources", required = true, multiple = true)]
 pub struct Targets {
@@ -276,16 +276,22 @@ pub struct Targets {
     /// several
     #[arg(long, value_name = "PATH")]
     pub file: Vec<PathBuf>,
+    /// A directory and everything below it (a subtree), existing or not; conflicts
+    /// with claims of files and directories below it and of directories above it;
+    /// repeat for several
+    #[arg(long, value_name = "PATH")]
+    pub dir: Vec<PathBuf>,
 }
 
 impl Targets {
     /// The resources named on the command line: the locks in the order given, then
-    /// the files in the order given (the order results are printed in).
+    /// the files, then the directories (the order results are printed in).
     pub fn resources(&self) -> Vec<Resource> {
         self.lock
             .iter()
             .map(|name| Resource::lock(name.clone()))
             .chain(self.file.iter().map(|path| Resource::file(path.clone())))
+            .chain(self.dir.iter().map(|path| Resource::dir(path.clone())))
             .collect()
     }
 }
