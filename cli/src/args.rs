@@ -235,30 +235,38 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-/// `--lock NAME`, `--file PATH` or `--dir PATH`, exactly one.
+/// `--lock NAME` (with `--slot N`, one slot of it), `--file PATH` or `--dir PATH`,
+/// exactly one.
+// `multiple = true` only so that `--slot` may join `--lock`; `--lock`, `--file` and
+// `--dir` still exclude each other.
 #[derive(Debug, Args)]
-#[group(id = "resource", required = true, multiple = false)]
+#[group(id = "resource", required = true, multiple = true)]
 pub struct Target {
     /// A named lock such as db:migrations (trimmed, case-folded, invisible characters ignored)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "file")]
     pub lock: Option<String>,
     /// A file, existing or not, relative to the current directory
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
     /// A directory and everything below it (a subtree), existing or not; conflicts with
     /// claims of files and directories below it and of directories above it
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["lock", "file"])]
     pub dir: Option<PathBuf>,
+    /// With --lock: slot N (from 1) of the lock, as `claim --slots` printed it;
+    /// each slot is its own lease
+    #[arg(long, value_name = "N", requires = "lock", conflicts_with = "file", value_parser = parse_slots)]
+    pub slot: Option<u32>,
 }
 
 impl Target {
     /// The resource named on the command line.
     pub fn resource(&self) -> Resource {
-        match (&self.lock, &self.file, &self.dir) {
-            (Some(name), _, _) => Resource::lock(name.clone()),
-            (None, Some(path), _) => Resource::file(path.clone()),
-            (None, None, Some(path)) => Resource::dir(path.clone()),
-            (None, None, None) => unreachable!("clap requires --lock, --file or --dir"),
+        match (&self.lock, &self.file, &self.dir, self.slot) {
+            (Some(name), _, _, Some(slot)) => Resource::slot(name.clone(), slot),
+            (Some(name), _, _, None) => Resource::lock(name.clone()),
+            (None, Some(path), _, _) => Resource::file(path.clone()),
+            (None, None, Some(path), _) => Resource::dir(path.clone()),
+            (None, None, None, _) => unreachable!("clap requires --lock, --file or --dir"),
         }
     }
 }
@@ -374,6 +382,11 @@ pub struct ClaimArgs {
     /// Print one JSON object instead of the bare token
     #[arg(long)]
     pub json: bool,
+    /// With one --lock: claim one of N slots of it instead (at most N holders at
+    /// once, e.g. 4 dev servers); prints `SLOT HANDLE` (act on it later with
+    /// `--slot SLOT`)
+    #[arg(long, value_name = "N", value_parser = parse_slots)]
+    pub slots: Option<u32>,
     /// Keep the lease alive in the foreground until SIGINT or SIGTERM (Ctrl+C),
     /// then release it; the token is printed first. Exit 3 if it is lost meanwhile
     #[arg(long)]
@@ -468,6 +481,10 @@ pub struct RunArgs {
     pub target: Target,
     #[command(flatten)]
     pub timing: Timing,
+    /// With --lock: hold one of N slots of it instead (at most N holders at once);
+    /// the child gets FENCEPOST_SLOT
+    #[arg(long, value_name = "N", requires = "lock", conflicts_with = "slot", value_parser = parse_slots)]
+    pub slots: Option<u32>,
     /// What to do with the child when the lease is lost
     #[arg(long, value_enum, value_name = "POLICY", default_value = "term")]
     pub on_loss: OnLoss,
@@ -567,6 +584,16 @@ fn parse_exit_code(text: &str) -> Result<u8, String> {
         Ok(0) => Err("the conflict exit code must not be 0, which means success".into()),
         Ok(code) => Ok(code),
         Err(_) => Err("the conflict exit code is a whole number from 1 to 255".into()),
+    }
+}
+
+fn parse_slots(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if (1..=fencepost::SLOTS_MAX).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "slots are counted from 1 to {}; pass a whole number such as 4",
+            fencepost::SLOTS_MAX
+        )),
     }
 }
 

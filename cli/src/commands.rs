@@ -53,6 +53,9 @@ pub fn identity_of(resource: &Resource) -> Result<fencepost::Identity, Failure> 
 
 pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
     let resources = args.target.resources();
+    if let Some(slots) = args.slots {
+        return claim_slot(ctx, args, &resources, slots);
+    }
     if resources.len() > 1 {
         return claim_all(ctx, args, &resources);
     }
@@ -78,6 +81,50 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
                 emit_json(&VerdictJson {
                     ok: false,
                     resource: name,
+                    token: None,
+                    reason: Some("held"),
+                    holder: Some(&holder),
+                    message: Some(&message),
+                    store: &ctx.locator,
+                })?;
+            }
+            Err(Failure::Code(args.timing.conflict_exit_code, message))
+        }
+    }
+}
+
+/// `claim --lock NAME --slots N`: one free slot; prints `SLOT HANDLE`.
+fn claim_slot(
+    ctx: &Context,
+    args: &ClaimArgs,
+    resources: &[Resource],
+    slots: u32,
+) -> Result<ExitCode, Failure> {
+    let [Resource::Lock(name)] = resources else {
+        return Err(Failure::Error(
+            "--slots applies to one --lock; claim the others with separate commands".into(),
+        ));
+    };
+    let resource = Resource::lock(name.clone());
+    resource_label(&resource)?;
+    let options = args.timing.options().tied_to_process(args.hold);
+    match waiting::try_acquire_slot(&ctx.store, name, slots, &options)? {
+        Acquired::Lease(lease) => {
+            if args.hold {
+                return hold(ctx, args, vec![lease]);
+            }
+            print_lease(ctx, args, &lease)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Acquired::Held(holder, waited_ms) => {
+            let message = format!(
+                "all {slots} slots of {}",
+                held_refusal(&resource, &holder, args.timing.wait, waited_ms)
+            );
+            if args.json {
+                emit_json(&VerdictJson {
+                    ok: false,
+                    resource: resource_label(&resource)?,
                     token: None,
                     reason: Some("held"),
                     holder: Some(&holder),
@@ -146,10 +193,11 @@ fn print_leases(ctx: &Context, args: &ClaimArgs, leases: &[Lease]) -> Result<(),
 }
 
 fn print_lease(ctx: &Context, args: &ClaimArgs, lease: &Lease) -> Result<(), Failure> {
-    if args.json {
-        emit_json(&LeaseJson::new(lease, &ctx.locator))
-    } else {
-        emit(&lease.handle().to_string())
+    match (args.json, lease.slot()) {
+        (true, _) => emit_json(&LeaseJson::new(lease, &ctx.locator)),
+        // The slot first: acting on the lease later needs it (`--slot`).
+        (false, Some(slot)) => emit(&format!("{slot} {}", lease.handle())),
+        (false, None) => emit(&lease.handle().to_string()),
     }
 }
 

@@ -158,3 +158,28 @@ pub fn try_acquire_all(
         ),
     })
 }
+
+/// Acquires one of the `slots` slots of the lock `name`, showing the waiting line
+/// meanwhile.
+pub fn try_acquire_slot(
+    store: &fencepost::Store,
+    name: &str,
+    slots: u32,
+    options: &fencepost::AcquireOptions,
+) -> fencepost::Result<Acquired> {
+    let started = Instant::now();
+    let mut line = WaitLine::new(&Resource::lock(name), options.wait_ms);
+    line.what = format!("one of {slots} slots of {}", printable(name));
+    let outcome =
+        store.try_acquire_slot_observed(name, slots, options, &mut |holder, waited_ms| {
+            line.update(holder, waited_ms)
+        });
+    line.clear();
+    Ok(match outcome? {
+        fencepost::TryAcquire::Acquired(lease) => Acquired::Lease(lease),
+        fencepost::TryAcquire::Held(holder) => Acquired::Held(
+            holder,
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ),
+    })
+}

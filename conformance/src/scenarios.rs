@@ -88,6 +88,8 @@ scenarios! {
     43 several_resources_all_or_nothing None "several resources: one lease each, all or nothing; nothing held after a refusal; one resource named twice is refused";
     44 several_resources_contend_threads None "several resources: {a, b} and {b, a} in threads never deadlock, never both hold b";
     46 several_resources_give_back_on_a_rival None "several resources: a rival arriving between look and take makes the claim give back what it took";
+    47 slots_hold_at_most_n None "slots: at most N holders, each slot its own fenced tenure; the result says which slot";
+    48 slots_contend_processes SharedAcrossProcesses "slots: 12 processes on 4 slots: never two in one slot (so never more than 4 inside), tokens per slot increase";
     45 several_resources_contend_processes SharedAcrossProcesses "several resources: two processes claiming {a, b} and {b, a} in a loop never deadlock, never both hold b";
 }
 

@@ -66,6 +66,21 @@ pub enum Job {
         /// The busy marker.
         busy: PathBuf,
     },
+    /// `rounds` times: acquire one of `slots` slots of `lock` (waiting), mark
+    /// `busy/slot-N` exclusively (a second marker means two holders of one slot),
+    /// append `SLOT TOKEN` to `log`, unmark, release.
+    ContendSlots {
+        /// The lock name.
+        lock: String,
+        /// How many slots it has.
+        slots: u32,
+        /// How many critical sections.
+        rounds: u32,
+        /// The shared log, `SLOT TOKEN` per line (`OVERLAP` on a violation).
+        log: PathBuf,
+        /// The directory of the per-slot markers.
+        busy: PathBuf,
+    },
     /// Forever: acquire, renew, release `lock` — to be killed at a random point.
     Churn {
         /// The lock name.
@@ -190,6 +205,39 @@ pub(crate) fn run_job(encoded: &str, open: impl Fn(&str) -> Result<Store, Backen
                     for lease in &leases {
                         store.release(lease).map_err(|e| e.to_string())?;
                     }
+                }
+                Ok(())
+            }
+            Job::ContendSlots {
+                lock,
+                slots,
+                rounds,
+                log,
+                busy,
+            } => {
+                let options = AcquireOptions::new(60_000).owner("worker").wait_ms(120_000);
+                for _ in 0..rounds {
+                    let lease = store
+                        .acquire_slot(&lock, slots, &options)
+                        .map_err(|e| e.to_string())?;
+                    let slot = lease.slot().ok_or("a slot lease without a slot")?;
+                    let marker = busy.join(format!("slot-{slot}"));
+                    let marked = OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&marker)
+                        .is_ok();
+                    let line = if marked {
+                        format!("{slot} {}\n", lease.token())
+                    } else {
+                        format!("OVERLAP {slot} {}\n", lease.token())
+                    };
+                    append(&log, &line)?;
+                    std::thread::sleep(Duration::from_millis(5));
+                    if marked {
+                        std::fs::remove_file(&marker).map_err(|e| e.to_string())?;
+                    }
+                    store.release(&lease).map_err(|e| e.to_string())?;
                 }
                 Ok(())
             }

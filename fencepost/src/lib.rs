@@ -106,6 +106,25 @@
 //! # Ok::<(), fencepost::Error>(())
 //! ```
 //!
+//! # Slots: at most N holders
+//!
+//! [`Store::acquire_slot`] takes one of N slots of a lock ("4 dev servers"), each its
+//! own fenced tenure; [`Lease::slot`] says which, and [`Resource::slot`] names it for
+//! `check` and the rest.
+//!
+//! ```
+//! use fencepost::{AcquireOptions, Resource, Store, TryAcquire};
+//! # let store = Store::new(fencepost::doc_support::TinyStore::default());
+//! let options = AcquireOptions::new(30_000).owner("agent-a");
+//! let first = store.acquire_slot("dev-server", 2, &options)?;
+//! let second = store.acquire_slot("dev-server", 2, &options)?;
+//! assert_eq!((first.slot(), second.slot()), (Some(1), Some(2)));
+//! // A third claimer of the 2 slots is refused.
+//! assert!(matches!(store.try_acquire_slot("dev-server", 2, &options)?, TryAcquire::Held(_)));
+//! assert!(store.check(&Resource::slot("dev-server", 2), second.token())?);
+//! # Ok::<(), fencepost::Error>(())
+//! ```
+//!
 //! # Subtrees
 //!
 //! [`Resource::dir`] claims a directory and everything below it, existing or not:
@@ -150,7 +169,7 @@ pub use keepalive::Keepalive;
 pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
 pub use proof::{LeaseHandle, Secret, utc_timestamp};
 pub use protocol::{
-    AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, StatusEntry, Store, TryAcquire,
+    AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, SLOTS_MAX, StatusEntry, Store, TryAcquire,
     TryAcquireAll, check_session, nonce,
 };
 
@@ -217,6 +236,9 @@ pub mod planted {
     /// that the first one taken is still live when the last is (a pause or slow
     /// creates in between hand out an expired lease).
     pub static SEVERAL_SKIPS_ALL_LIVE: AtomicBool = AtomicBool::new(false);
+    /// A slot claim tries one slot past the last (`0..=slots` where `1..=slots`
+    /// was meant): with every slot held, one more claimer gets in.
+    pub static SLOT_PAST_THE_LAST: AtomicBool = AtomicBool::new(false);
     /// A break whose create lost to a concurrent renewal reports the tenure broken
     /// without looking again: the renewal that won keeps the lease live while the
     /// operator is told it was broken.

@@ -121,6 +121,11 @@ pub(crate) struct ResourceArg {
     /// paths that leave the root are refused). For `lock`: the lock name; names are
     /// trimmed and case-folded, so `DB:Migrations` and `db:migrations` are one lock.
     pub(crate) target: String,
+    /// For `lock` only: one slot (from 1) of the lock, as `claim` with `slots`
+    /// returned it; each slot is its own lease with its own token.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1024))]
+    pub(crate) slot: Option<i64>,
 }
 
 fn default_ttl() -> i64 {
@@ -145,6 +150,11 @@ pub(crate) struct ClaimArgs {
     #[serde(default)]
     #[schemars(range(min = 0, max = 120_000))]
     pub(crate) wait_ms: i64,
+    /// For a lock: claim one of this many slots instead of the lock itself (at most
+    /// `slots` holders at once, e.g. 4 dev servers); the result says which slot.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1024))]
+    pub(crate) slots: Option<i64>,
 }
 
 /// Arguments of `claim_all`.
@@ -241,6 +251,10 @@ pub(crate) struct ClaimResult {
     /// True when this server's session already held the resource: the same lease
     /// (same token) was returned, renewed, instead of a new one.
     pub(crate) reentered: bool,
+    /// For a claim with `slots`: the slot held (from 1). Name it as the resource's
+    /// `slot` in `assert`, `renew`, `release` and `write`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) slot: Option<u32>,
 }
 
 impl ClaimResult {
@@ -253,6 +267,7 @@ impl ClaimResult {
             label: lease.label().to_string(),
             session: lease.session().unwrap_or_default().to_string(),
             reentered: lease.reentered(),
+            slot: lease.slot(),
         }
     }
 }

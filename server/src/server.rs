@@ -422,14 +422,27 @@ impl Inner {
 
     /// The resource named by a tool argument; file targets are confined.
     fn resource(&self, arg: &ResourceArg) -> Result<(Resource, Key), String> {
-        let resource = match arg.kind {
-            Kind::Lock => Resource::lock(arg.target.clone()),
-            Kind::File => Resource::file(
+        let resource = match (arg.kind, arg.slot) {
+            (Kind::Lock, None) => Resource::lock(arg.target.clone()),
+            (Kind::Lock, Some(slot)) => Resource::slot(
+                arg.target.clone(),
+                u32::try_from(args::in_range(
+                    "slot",
+                    slot,
+                    1,
+                    i64::from(fencepost::SLOTS_MAX),
+                )?)
+                .unwrap_or(1),
+            ),
+            (Kind::File | Kind::Dir, Some(_)) => {
+                return Err("slot: only a lock has slots; drop `slot` or use kind `lock`".into());
+            }
+            (Kind::File, None) => Resource::file(
                 self.confinement
                     .resolve(&arg.target)
                     .map_err(|e| e.to_string())?,
             ),
-            Kind::Dir => Resource::dir(
+            (Kind::Dir, None) => Resource::dir(
                 self.confinement
                     .resolve(&arg.target)
                     .map_err(|e| e.to_string())?,
@@ -477,6 +490,9 @@ impl Inner {
             .tied_to_process(true)
             .session(self.session.clone());
         let store = self.store(&resource, Access::Create)?;
+        if let Some(slots) = args.slots {
+            return self.claim_slot(&store, &args.resource, slots, &options, cancelled);
+        }
         if self.held_token(&key).is_some() {
             return self.reclaim(&store, &resource, key, &options);
         }
@@ -498,6 +514,45 @@ impl Inner {
             ttl_ms,
             "claimed"
         );
+        Ok(result)
+    }
+
+    /// `claim` with `slots`: one free slot of the lock (a slot this server's session
+    /// holds is re-entered; its old keepalive is stopped, never dropped, which
+    /// would release it).
+    fn claim_slot(
+        &self,
+        store: &Store,
+        arg: &ResourceArg,
+        slots: i64,
+        options: &AcquireOptions,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<ClaimResult, String> {
+        let slots = args::in_range("slots", slots, 1, i64::from(fencepost::SLOTS_MAX))?;
+        if arg.kind != Kind::Lock || arg.slot.is_some() {
+            return Err(
+                "slots: only a lock has slots, claimed without `slot` (the claim picks one)".into(),
+            );
+        }
+        let slots = u32::try_from(slots).unwrap_or(1);
+        let lease = store
+            .acquire_slot(&arg.target, slots, options)
+            .map_err(describe)?;
+        if cancelled() {
+            if !lease.reentered() {
+                let _ = store.release(&lease);
+            }
+            return Err("cancelled: the claim was cancelled by the client; nothing is held".into());
+        }
+        let result = ClaimResult::of(&lease);
+        let key = lease.key().clone();
+        let old = self.leases().remove(&key);
+        if let Some(old) = old {
+            old.stop();
+        }
+        if !self.keep(key, Self::keep_alive(store, lease)) {
+            return Err("cancelled: the server is shutting down; nothing is held".into());
+        }
         Ok(result)
     }
 
@@ -895,7 +950,9 @@ impl Inner {
                 // A file's file-id series is a file too: the schema has two kinds
                 // (core `Store::status` already folds a tenure's two series into one
                 // row).
-                kind: if entry.key.as_str().starts_with("lock-") {
+                kind: if entry.key.as_str().starts_with("lock-")
+                    || entry.key.as_str().starts_with("slot-")
+                {
                     "lock".into()
                 } else if entry.key.as_str().starts_with("dir-") {
                     "dir".into()

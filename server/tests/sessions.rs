@@ -193,3 +193,42 @@ async fn inside_claude_code_the_server_is_the_hooks_session() {
         .unwrap_err();
     assert!(refused.contains("held by agent-a"), "{refused}");
 }
+
+/// Slots (issue 14): `claim` with `slots` takes one free slot of a lock and says
+/// which; each slot is its own lease (named with `slot`); when all are held the
+/// claim is refused.
+#[tokio::test]
+async fn claim_with_slots_takes_one_free_slot() {
+    let tree = Tree::new();
+    let a = Server::start(&tree, "agent-a").await;
+    let b = Server::start(&tree, "agent-b").await;
+    let c = Server::start(&tree, "agent-c").await;
+    let claim = json!({"resource": lock("dev"), "slots": 2, "ttl_ms": 60_000});
+    let first = a.call("claim", claim.clone()).await.unwrap();
+    let second = b.call("claim", claim.clone()).await.unwrap();
+    assert_eq!(
+        (first["slot"].clone(), second["slot"].clone()),
+        (json!(1), json!(2))
+    );
+    let refused = c.call("claim", claim.clone()).await.unwrap_err();
+    assert!(refused.contains("held by"), "{refused}");
+    let slot2 = json!({"kind": "lock", "target": "dev", "slot": 2});
+    let token2 = second["token"].as_u64().unwrap();
+    assert!(c.authorized(slot2.clone(), token2).await);
+    b.call("renew", json!({"resource": slot2.clone(), "token": token2}))
+        .await
+        .unwrap();
+    b.call("release", json!({"resource": slot2, "token": token2}))
+        .await
+        .unwrap();
+    let third = c.call("claim", claim).await.unwrap();
+    assert_eq!(third["slot"], 2, "the freed slot");
+    let bad = c
+        .call(
+            "claim",
+            json!({"resource": {"kind": "file", "target": "f.txt", "slot": 1}}),
+        )
+        .await
+        .unwrap_err();
+    assert!(bad.contains("only a lock has slots"), "{bad}");
+}

@@ -327,6 +327,20 @@ pub const SCHEDULES: &[Schedule] = &[
         inflight_ms: TTL_MS / 2,
         actors: claims::several_resources,
     },
+    Schedule {
+        name: "slots",
+        about: "four claimers share the 2 slots of a lock, keeping and releasing them, with slow creates and pauses",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 100,
+            advance: 120,
+            half_written: 80,
+            ..FaultMix::NONE
+        },
+        max_steps: 1500,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::slots,
+    },
 ];
 
 /// The schedule named `name`.

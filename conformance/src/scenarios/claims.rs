@@ -1,5 +1,5 @@
 //! Scenarios for the kinds of claim (issue 14, docs/design-04-claims.md): sessions,
-//! several resources at once.
+//! several resources at once, slots.
 
 use std::time::Duration;
 
@@ -436,6 +436,137 @@ pub(super) fn several_resources_give_back_on_a_rival<S: LeaseStore + Clone + 'st
     ensure!(
         entry.state == fencepost::ClaimState::Released && entry.owner == "claim",
         "the first resource's newest record is not the claim's tombstone: {entry:?}"
+    );
+    Ok(())
+}
+
+/// Slots: N claimers get slots 1..N, each its own tenure and series; the next is
+/// held (naming the holder whose lease ends first); a released slot is taken again
+/// with a higher token in that slot's series; the plain lock is apart from its
+/// slots; a session re-enters the slot it holds.
+pub(super) fn slots_hold_at_most_n<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let mut leases = Vec::new();
+    for i in 0..3 {
+        let lease = store
+            .acquire_slot("dev-server", 3, &opts(&format!("c{i}")))
+            .map_err(|e| fail("acquire_slot", e))?;
+        ensure!(
+            lease.slot() == Some(i + 1) && lease.resource() == &Resource::slot("dev-server", i + 1),
+            "claimer {i} got slot {:?}",
+            lease.slot()
+        );
+        ensure!(
+            check(&store, lease.resource(), lease.token())?,
+            "slot {:?}'s token fails check",
+            lease.slot()
+        );
+        leases.push(lease);
+    }
+    match store.try_acquire_slot("dev-server", 3, &opts("fourth")) {
+        Ok(TryAcquire::Held(holder)) if holder.owner.starts_with('c') => {}
+        other => return Err(format!("a fourth claimer of 3 slots was not held: {other:?}").into()),
+    }
+    // The plain lock is another resource.
+    let plain = acquire(&store, &Resource::lock("dev-server"), &opts("plain"))?;
+    store.release(&plain).map_err(|e| fail("release", e))?;
+    store.release(&leases[1]).map_err(|e| fail("release", e))?;
+    let again = store
+        .acquire_slot("dev-server", 3, &opts("fourth"))
+        .map_err(|e| fail("acquire_slot", e))?;
+    ensure!(
+        again.slot() == Some(2) && again.token() > leases[1].token(),
+        "the released slot 2 came back as slot {:?} token {} (was token {})",
+        again.slot(),
+        again.token(),
+        leases[1].token()
+    );
+    ensure!(
+        !check(&store, leases[1].resource(), leases[1].token())?,
+        "the released slot's old token passes"
+    );
+    // A session holding slot 3 of a new lock re-enters it rather than take slot 1.
+    let first = store
+        .acquire_slot("ports", 2, &opts("s").session("agent-7"))
+        .map_err(|e| fail("acquire_slot", e))?;
+    let reentry = store
+        .acquire_slot("ports", 2, &opts("s").session("agent-7"))
+        .map_err(|e| fail("acquire_slot", e))?;
+    ensure!(
+        reentry.slot() == first.slot() && reentry.token() == first.token() && reentry.reentered(),
+        "the session's second claim took slot {:?} (token {}), not its slot {:?}",
+        reentry.slot(),
+        reentry.token(),
+        first.slot()
+    );
+    for (what, slots) in [("0 slots", 0), ("too many slots", fencepost::SLOTS_MAX + 1)] {
+        match store.acquire_slot("dev-server", slots, &opts("x")) {
+            Err(Error::InvalidArgument(_)) => {}
+            other => return Err(format!("{what} was not refused: {other:?}").into()),
+        }
+    }
+    ensure!(
+        Resource::slot("dev-server", 0).identity().is_err(),
+        "slot 0 has a key"
+    );
+    Ok(())
+}
+
+/// The issue's test through real processes: 12 workers take turns on the 4 slots
+/// of one lock, 5 rounds each; never two in one slot (an exclusive marker per slot),
+/// so never more than 4 inside; every slot number is 1..4; tokens per slot strictly
+/// increase in the log.
+pub(super) fn slots_contend_processes<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    const PROCESSES: usize = 12;
+    const ROUNDS: u32 = 5;
+    let log = f.scratch_file("slots-log");
+    let busy = f.scratch_file("slots-busy");
+    std::fs::create_dir_all(&busy).map_err(|e| fail("mkdir", e))?;
+    let workers = (0..PROCESSES)
+        .map(|_| {
+            f.spawn_worker(&Job::ContendSlots {
+                lock: "slots-pool".into(),
+                slots: 4,
+                rounds: ROUNDS,
+                log: log.clone(),
+                busy: busy.clone(),
+            })
+            .map(KillOnDrop)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for mut worker in workers {
+        let status = worker
+            .0
+            .wait()
+            .map_err(|e| fail("waiting for a worker", e))?;
+        ensure!(status.success(), "a worker failed: {status}");
+    }
+    let text = std::fs::read_to_string(&log).map_err(|e| fail("reading the log", e))?;
+    ensure!(!text.contains("OVERLAP"), "two holders in one slot: {text}");
+    let mut last = std::collections::HashMap::new();
+    let mut lines = 0;
+    for line in text.lines() {
+        lines += 1;
+        let (slot, token) = line.split_once(' ').ok_or("a bad log line")?;
+        let (slot, token): (u32, u64) = (
+            slot.parse().map_err(|_| "a bad slot")?,
+            token.parse().map_err(|_| "a bad token")?,
+        );
+        ensure!((1..=4).contains(&slot), "slot {slot} of 4");
+        let previous = last.insert(slot, token).unwrap_or(0);
+        ensure!(
+            token > previous,
+            "slot {slot}: token {token} after {previous}"
+        );
+    }
+    ensure!(
+        lines == PROCESSES * ROUNDS as usize,
+        "{lines} critical sections, expected {}",
+        PROCESSES * ROUNDS as usize
     );
     Ok(())
 }

@@ -62,6 +62,11 @@ impl Lease {
     pub fn reentered(&self) -> bool {
         self.reentered
     }
+    /// The slot (from 1) of a lease on a [`Resource::Slot`]
+    /// ([`crate::Store::acquire_slot`]).
+    pub fn slot(&self) -> Option<u32> {
+        self.resource.slot_number()
+    }
     /// The label stored in its records.
     pub fn label(&self) -> &str {
         &self.label

@@ -86,6 +86,7 @@ fn resource_of(key: &Key, label: &str) -> String {
     let kind = match key.as_str().split('-').next() {
         Some("lock") => "lock",
         Some("dir") => "dir",
+        Some("slot") => "slot",
         _ => "file",
     };
     format!("{kind}:{label}")

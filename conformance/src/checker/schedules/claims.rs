@@ -79,3 +79,25 @@ pub(super) fn several_resources(_: &Setup) -> Vec<Actor> {
         }),
     ]
 }
+
+/// Four claimers share the 2 slots of one lock: each takes a slot (waiting), keeps
+/// it for a renewal and releases it. The harness judges that never more than 2
+/// tenures of the lock's slots are promised at once (planted bug
+/// `SLOT_PAST_THE_LAST` lets a third in), and the per-key oracle that no slot has
+/// two holders.
+pub(super) fn slots(_: &Setup) -> Vec<Actor> {
+    let claimer = |ctx: &Ctx| {
+        let options = for_session(ctx, None, 3 * TTL_MS);
+        if let Some(mut lease) = ctx.acquire_slot("pool", 2, &options)
+            && ctx.keep(&mut lease, 1)
+        {
+            ctx.release(&lease);
+        }
+    };
+    vec![
+        Actor::new("w", claimer),
+        Actor::new("x", claimer),
+        Actor::new("y", claimer),
+        Actor::new("z", claimer),
+    ]
+}

@@ -5,8 +5,10 @@ mod end;
 mod renew;
 mod session;
 mod several;
+mod slots;
 mod subtree;
 mod verify;
 
 pub use session::check_session;
 pub use several::TryAcquireAll;
+pub use slots::SLOTS_MAX;
