@@ -29,8 +29,8 @@ The token (the number) is public: `status` and messages show it, and anyone
 may `check` it. Only the handle renews or releases the lease, so keep it to
 yourself. A lease claimed with --session ID (or $FENCEPOST_SESSION) can also be
 renewed and released by any process naming that session, and a claim by that
-session gets the same token back: a session id is a name the agent's processes
-share, not a secret. `break` is for a human operator ending someone else's lease.
+session gets the same token back: a session id is the name the agent's processes
+share, and whoever knows it acts as the session, so status shows only its tag. `break` is for a human operator ending someone else's lease.
 
 Store (one resource, one store): --store, else $FENCEPOST_STORE; else the
 nearest .fencepost directory at or above the anchor (a --file's own directory,

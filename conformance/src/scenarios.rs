@@ -91,6 +91,7 @@ scenarios! {
     47 slots_hold_at_most_n None "slots: at most N holders, each slot its own fenced tenure; the result says which slot";
     48 slots_contend_processes SharedAcrossProcesses "slots: 12 processes on 4 slots: never two in one slot (so never more than 4 inside), tokens per slot increase";
     45 several_resources_contend_processes SharedAcrossProcesses "several resources: two processes claiming {a, b} and {b, a} in a loop never deadlock, never both hold b";
+    39 session_records_never_carry_the_session_id None "sessions: records and status carry the session's tag, never the id its secret derives from";
 }
 
 const TTL_MS: u64 = 30_000;

@@ -58,8 +58,9 @@
 //! A claim with [`AcquireOptions::session`] is re-entrant for that session: a claim by
 //! the session that already holds the resource returns the same tenure (same token),
 //! renewed; anyone else is refused as usual. Any process naming the session acts on
-//! its tenure with [`Store::resume_session`]. A session id is a name the agent's
-//! processes agree on, not a secret (docs/protocol.md §11, "Sessions").
+//! its tenure with [`Store::resume_session`]. A session id is the name the agent's
+//! processes already share; knowing it is acting as the session, so records and
+//! `status` carry only its [`SessionTag`] (docs/protocol.md §11, "Sessions").
 //!
 //! ```
 //! use fencepost::{AcquireOptions, Resource, Store, TryAcquire};
@@ -167,7 +168,7 @@ pub use error::{Error, Holder, Result};
 pub use identity::{Identity, Key, Resource};
 pub use keepalive::Keepalive;
 pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
-pub use proof::{LeaseHandle, Secret, utc_timestamp};
+pub use proof::{LeaseHandle, Secret, SessionTag, utc_timestamp};
 pub use protocol::{
     AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, SLOTS_MAX, StatusEntry, Store, TryAcquire,
     TryAcquireAll, check_session, nonce,

@@ -142,7 +142,9 @@ impl FencepostServer {
                 fencepost::check_session(&session).map_err(StartError::Session)?;
                 session
             }
-            None => format!("mcp-{}-{:016x}", std::process::id(), fencepost::nonce()),
+            // Random, not guessable: whoever knows a session id can act as the
+            // session (its tenures' secret derives from it).
+            None => format!("mcp-{}", fencepost::Secret::generate().expose()),
         };
         Ok(FencepostServer {
             inner: Arc::new(Inner {
