@@ -525,7 +525,7 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
                 Some(session) => format!(
                     "{} (session {})",
                     elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH),
-                    elide_middle(&printable(session), MAX_NAME_WIDTH)
+                    elide_middle(&printable(session.as_str()), MAX_NAME_WIDTH)
                 ),
                 None => elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH),
             }),

@@ -144,8 +144,12 @@ fn every_edit_tool_claims_for_its_session_and_blocks_other_sessions() {
         let first = repo.edit(name, "s1", "src/a.rs");
         assert_allowed(&first, agent);
         let (token, owner) = repo.claim_on(&file).expect("claimed");
+        // The owner names the session by its tag: whoever knows the id can act
+        // as the session, and owners are shown to everyone.
+        let tag = fencepost::SessionTag::of(&format!("{agent}:s1"));
+        assert!(owner.contains(tag.as_str()), "{name}: owner {owner}");
         assert!(
-            owner.contains(&format!("{agent}:s1")),
+            !owner.contains(&format!("{agent}:s1")),
             "{name}: owner {owner}"
         );
         // The same session again (absolute path this time): allowed, same token.
@@ -155,7 +159,24 @@ fn every_edit_tool_claims_for_its_session_and_blocks_other_sessions() {
         // Another session: blocked with a reason naming the holder and the way on.
         let other = repo.edit(name, "s2", "src/a.rs");
         let reason = assert_blocked(&other);
-        assert!(reason.contains(&format!("{agent}:s1")), "{name}: {reason}");
+        assert!(reason.contains(tag.as_str()), "{name}: {reason}");
+        assert!(
+            !reason.contains(&format!("{agent}:s1")),
+            "the reason hands the other model the holder's session id: {reason}"
+        );
+        for args in [&["status"][..], &["status", "--json"]] {
+            let shown = repo
+                .scratch
+                .bare_cmd(&repo.root)
+                .args(args)
+                .output()
+                .unwrap();
+            let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+            assert!(
+                !shown.contains(&format!("{agent}:s1")),
+                "{args:?} shows the id: {shown}"
+            );
+        }
         assert!(reason.contains(&file.display().to_string()), "{reason}");
         assert!(reason.contains("until 20"), "{reason}");
         assert!(reason.contains("Work on other files"), "{reason}");
@@ -367,7 +388,10 @@ fn a_linked_worktree_claims_into_the_shared_store() {
     // Another session in the worktree is blocked, by the claim in the shared store.
     let other = fixture("claude-code-Edit.json", "c1", &wt.join("src"), "a.rs");
     let reason = assert_blocked(&repo.hook_in(&wt, "claude-code", &other, &[]));
-    assert!(reason.contains("gemini:g1"), "{reason}");
+    assert!(
+        reason.contains(fencepost::SessionTag::of("gemini:g1").as_str()),
+        "{reason}"
+    );
     // From the main checkout the worktree is outside the project: not claimed from
     // there, but not written over the claim either.
     let from_main = fixture("claude-code-Edit.json", "c1", &repo.root, "../wt/src/b.rs");
@@ -378,7 +402,10 @@ fn a_linked_worktree_claims_into_the_shared_store() {
     assert!(repo.claim_on(&wt.join("src/b.rs")).is_none());
     let from_main = fixture("claude-code-Edit.json", "c1", &repo.root, "../wt/src/a.rs");
     let reason = assert_blocked(&repo.hook_in(&repo.root, "claude-code", &from_main, &[]));
-    assert!(reason.contains("gemini:g1"), "{reason}");
+    assert!(
+        reason.contains(fencepost::SessionTag::of("gemini:g1").as_str()),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -396,7 +423,12 @@ fn fencepost_session_names_the_session_for_every_process_of_the_agent() {
         );
         assert_allowed(&out, "claude-code");
     }
-    assert!(repo.claim_on(&file).unwrap().1.contains("agent-a"));
+    assert!(
+        repo.claim_on(&file)
+            .unwrap()
+            .1
+            .contains(fencepost::SessionTag::of("agent-a").as_str())
+    );
     assert_blocked(&repo.edit("claude-code-Edit.json", "p1", "src/a.rs"));
 }
 

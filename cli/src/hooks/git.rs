@@ -221,7 +221,8 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
         return Ok(ExitCode::SUCCESS);
     }
     let held = held_files(store_flag, &top, &paths, ignore_case).map_err(fail)?;
-    let mine = session::env_session();
+    // Holders are known by their sessions' tags (never the ids).
+    let mine = session::env_session().map(|s| session::tag(&s));
     let now = now_ms();
     let mut refused = 0;
     for rel in &paths {

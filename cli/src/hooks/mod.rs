@@ -249,7 +249,7 @@ fn edit(
                     .holder(&resource)
                     .map_err(|e| crate::output::describe_error(&e))?;
                 if let Some(holder) = holder
-                    && session::holder_session(&holder).as_deref() != Some(session.as_str())
+                    && session::holder_session(&holder) != Some(session::tag(&session))
                 {
                     return Ok(Decision::Block(held_reason(&location, &holder, now_ms())));
                 }
@@ -377,7 +377,8 @@ mod tests {
     fn the_readme_shows_the_reasons_verbatim() {
         let readme = include_str!("../../../README.md").replace("\n", " ");
         let holder = Holder {
-            owner: "claude-code session claude-code:7f3c2a".into(),
+            // What a hook of session `claude-code:7f3c2a` records: its tag.
+            owner: super::session::owner("claude-code", "claude-code:7f3c2a"),
             holder_id: "h".into(),
             pid: 4242,
             token: 7,

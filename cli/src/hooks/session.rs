@@ -4,7 +4,7 @@
 //! (`AcquireOptions::session`, `Store::resume_session`): re-entrant for the session
 //! that holds the resource, refused to everyone else.
 
-use fencepost::{AcquireOptions, Error, Holder, Resource, Store, TryAcquire};
+use fencepost::{AcquireOptions, Error, Holder, Resource, SessionTag, Store, TryAcquire};
 
 /// The session a hook acts for: `FENCEPOST_SESSION` when a human set it for the
 /// agent (the MCP server the agent starts inherits the same variable), else
@@ -32,9 +32,16 @@ pub fn env_session() -> Option<String> {
 }
 
 /// The owner recorded with a hook's claims: who, for `status` and for other agents'
-/// block messages.
+/// block messages. It names the session by its tag, never by its id: whoever knows
+/// the id can act as the session (docs/protocol.md §11, "Sessions"), and the owner
+/// is shown to everyone.
 pub fn owner(agent: &str, session: &str) -> String {
-    format!("{agent} session {session}")
+    format!("{agent} session {}", tag(session))
+}
+
+/// The session's tag as records and `status` show it (`SessionTag`).
+pub fn tag(session: &str) -> String {
+    SessionTag::of(session).as_str().to_string()
 }
 
 /// What a hook's claim came to.
@@ -68,8 +75,8 @@ pub fn claim(
     }
 }
 
-/// The session a holder claimed for, as far as a block message can tell: the
-/// holder's owner names it when the claim came from a hook (`AGENT session ID`).
+/// The tag of the session a holder claimed for, as far as a block message can tell:
+/// the holder's owner names it when the claim came from a hook (`AGENT session TAG`).
 /// For display only; who may re-enter is decided by the core.
 pub fn holder_session(holder: &Holder) -> Option<String> {
     holder
@@ -78,9 +85,9 @@ pub fn holder_session(holder: &Holder) -> Option<String> {
         .map(|(_, session)| session.to_string())
 }
 
-/// The session of a status entry's holder, if it claimed with one.
+/// The tag of the session of a status entry's holder, if it claimed with one.
 pub fn entry_session(entry: &fencepost::StatusEntry) -> Option<String> {
-    entry.session.clone()
+    entry.session.as_ref().map(|tag| tag.as_str().to_string())
 }
 
 /// Releases every live claim `session` holds in `store`; returns how many. A claim
@@ -90,7 +97,7 @@ pub fn release_all(store: &Store, session: &str) -> Result<usize, Error> {
     let mut released = 0;
     let mut seen = std::collections::HashSet::new();
     for entry in store.status()? {
-        if !entry.live || entry.session.as_deref() != Some(session) {
+        if !entry.live || entry.session.as_ref() != Some(&SessionTag::of(session)) {
             continue;
         }
         let resource = match entry.resource.split_once(':') {

@@ -173,6 +173,79 @@ pub(super) fn session_reentry_across_processes<S: LeaseStore + Clone + 'static>(
     Ok(())
 }
 
+/// Nothing a session writes or shows names the session id, from which its
+/// tenures' secret is derived: every record of every key (claim, renewal,
+/// tombstone) and every `status` entry carries the session's tag instead, and the
+/// tag is no proof — a reader who takes it for the id acts on nothing.
+pub(super) fn session_records_never_carry_the_session_id<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let session = "agent-secret-name-7";
+    let tag = fencepost::SessionTag::of(session);
+    let path = f.scratch_file("tagged.txt");
+    std::fs::write(&path, b"x").map_err(|e| fail("write", e))?;
+    for resource in [Resource::lock("tagged-lock"), Resource::file(&path)] {
+        let mut lease = acquire(&store, &resource, &opts("a").session(session))?;
+        store.renew(&mut lease).map_err(|e| fail("renew", e))?;
+        // What a reader of the store sees while the tenure is live.
+        let entries = store.status().map_err(|e| fail("status", e))?;
+        let shown: Vec<_> = entries
+            .iter()
+            .filter(|e| e.token == lease.token() && e.live)
+            .collect();
+        ensure!(
+            !shown.is_empty(),
+            "status does not show the live session tenure"
+        );
+        for entry in &shown {
+            ensure!(
+                entry.session.as_ref() == Some(&tag),
+                "status shows session {:?}, not the tag {tag}",
+                entry.session
+            );
+            let json = serde_json::to_string(entry).map_err(|e| fail("encode", e))?;
+            ensure!(
+                !json.contains(session),
+                "status shows the session id: {json}"
+            );
+        }
+        // Taking the tag (or the owner) for the session id proves nothing.
+        for guess in [tag.as_str(), "a"] {
+            match store.resume_session(&resource, guess) {
+                Err(Error::NotSessionHolder { .. }) => {}
+                other => {
+                    return Err(format!(
+                        "a reader's guess {guess:?} resumed the tenure: {other:?}"
+                    )
+                    .into());
+                }
+            }
+        }
+        store.release(&lease).map_err(|e| fail("release", e))?;
+        for key in lease.keys() {
+            let generations = f.raw().generations(key).map_err(|e| fail("list", e))?;
+            ensure!(!generations.is_empty(), "no records for {key}");
+            for generation in generations {
+                let Some(bytes) = f.raw().read(key, generation).map_err(|e| fail("read", e))?
+                else {
+                    continue;
+                };
+                let text = String::from_utf8_lossy(&bytes);
+                ensure!(
+                    !text.contains(session),
+                    "record {key} #{generation} carries the session id: {text}"
+                );
+                ensure!(
+                    text.contains(tag.as_str()),
+                    "record {key} #{generation} does not carry the session tag: {text}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Several resources at once: one lease each (its own tenure and token), in the
 /// order given; a claim that finds one held takes nothing (the others stay free);
 /// the same resource named twice, or none, is refused.

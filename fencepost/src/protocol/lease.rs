@@ -1,6 +1,6 @@
 //! A tenure as its holder sees it: [`Lease`], and the non-primary keys it holds.
 
-use crate::proof::{LeaseHandle, Secret};
+use crate::proof::{LeaseHandle, Secret, SessionTag};
 use crate::{Error, Key, Resource, Result};
 
 /// One tenure: proof that the holder created the newest record of a key (of every
@@ -30,10 +30,15 @@ pub struct Lease {
     /// ([`AcquireOptions::tied_to_process`]): its renewals carry this process's
     /// liveness evidence. False for a lease resumed from a handle.
     pub(crate) tied: bool,
-    /// The session that claimed the tenure, if any ([`AcquireOptions::session`]).
+    /// The session id this process named for the tenure ([`AcquireOptions::session`]
+    /// or [`Store::resume_session`]); `None` for a lease resumed from a handle, which
+    /// knows only the tag.
     ///
     /// [`AcquireOptions::session`]: crate::AcquireOptions::session
+    /// [`Store::resume_session`]: crate::Store::resume_session
     pub(crate) session: Option<String>,
+    /// The tag its records carry ([`SessionTag`]), when a session claimed it.
+    pub(crate) session_tag: Option<SessionTag>,
     /// This lease came from a claim that re-entered a tenure its session already
     /// held (same token, renewed), rather than starting one.
     pub(crate) reentered: bool,
@@ -53,9 +58,14 @@ impl Lease {
     pub fn keys(&self) -> impl Iterator<Item = &Key> {
         std::iter::once(&self.key).chain(self.others.iter().map(|held| &held.key))
     }
-    /// The session that claimed the tenure (its records carry it), if any.
+    /// The session id this process named for the tenure, if it claimed or resumed
+    /// it through a session. Records carry only its tag ([`Lease::session_tag`]).
     pub fn session(&self) -> Option<&str> {
         self.session.as_deref()
+    }
+    /// The tag of the session that claimed the tenure, as its records carry it.
+    pub fn session_tag(&self) -> Option<&SessionTag> {
+        self.session_tag.as_ref()
     }
     /// True when the claim that returned this lease re-entered a tenure its
     /// session already held (same token, renewed) instead of starting a new one.

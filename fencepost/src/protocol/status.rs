@@ -55,9 +55,11 @@ pub struct StatusEntry {
     /// Who broke the lease, when and why, while the break's tombstone is newest.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub broken: Option<BreakNote>,
-    /// The session that claimed the tenure, when it was claimed with one.
+    /// The tag of the session that claimed the tenure, when it was claimed with one
+    /// ([`crate::SessionTag`]: it tells sessions apart; it is not the session id and
+    /// gives no one the session's proof of holding).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
+    pub session: Option<crate::SessionTag>,
 }
 
 impl StatusEntry {
@@ -85,6 +87,7 @@ impl StatusEntry {
 fn resource_of(key: &Key, label: &str) -> String {
     let kind = match key.as_str().split('-').next() {
         Some("lock") => "lock",
+        Some("dir") => "dir",
         Some("slot") => "slot",
         _ => "file",
     };
@@ -150,7 +153,8 @@ impl Store {
     fn key_rows(&self) -> Result<Vec<(StatusEntry, Option<String>)>> {
         let now = self.clock.wall_ms();
         let mut rows = Vec::new();
-        for key in self.backend.keys()? {
+        // Subtree indexes and their markers hold no tenure (design-05 §2).
+        for key in self.backend.keys()?.into_iter().filter(Key::is_claim) {
             // One unreadable series (permissions, a broken key directory) is shown as
             // unreadable rather than failing the listing of every other key.
             let Ok(newest) = self.read_newest(&key) else {
