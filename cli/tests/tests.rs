@@ -34,6 +34,8 @@ mod git_guard;
 mod contention;
 mod hard_kill;
 mod run;
+#[cfg(unix)]
+mod subtree;
 #[cfg(windows)]
 mod windows;
 

@@ -13,5 +13,6 @@ mod sessions;
 // have (docs/windows.md).
 #[cfg(unix)]
 mod store_location;
+mod subtree;
 #[cfg(target_os = "linux")]
 mod takeover;
