@@ -45,9 +45,13 @@ fn catches(switch: &'static AtomicBool, schedule: &str, seed: u64) {
         replayed.violation.is_some(),
         "the shrunk schedule did not replay the failure"
     );
+    // The kept seeds were found on Unix: on Windows the scratch paths are spelt
+    // otherwise, so the keys hash otherwise and a seed orders the steps otherwise
+    // (under Wine the subtree schedules' kept seeds missed the bug the search
+    // still found). There the search itself is the check.
     let kept = checker::run_seed(schedule, seed);
     assert!(
-        kept.violation.is_some(),
+        kept.violation.is_some() || cfg!(windows),
         "regression seed {seed} no longer finds the bug (the search found seed {})",
         failure.seed
     );
