@@ -283,8 +283,10 @@ fn a_holder_killed_after_renewals_is_taken_over_at_once() {
 fn a_sigkilled_slot_or_set_member_holder_is_taken_over_at_once() {
     let s = Scratch::new();
     let mut slot = s.spawn_cmd();
-    slot.args(["claim", "--lock", "pool", "--slots", "1", "--ttl", "60000", "--hold"])
-        .stdout(Stdio::piped());
+    slot.args([
+        "claim", "--lock", "pool", "--slots", "1", "--ttl", "60000", "--hold",
+    ])
+    .stdout(Stdio::piped());
     let mut slot = Background(slot.spawn().unwrap());
     let mut line = String::new();
     BufReader::new(slot.0.stdout.take().unwrap())
@@ -300,7 +302,11 @@ fn a_sigkilled_slot_or_set_member_holder_is_taken_over_at_once() {
         .args(["claim", "--lock", "pool", "--slots", "1", "--json"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(0), "slot not taken over: {output:?}");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "slot not taken over: {output:?}"
+    );
     let taken = json_of(&output);
     assert_eq!(taken["slot"], 1);
     assert!(taken["token"].as_u64().unwrap() > 1, "{taken}");
@@ -310,7 +316,11 @@ fn a_sigkilled_slot_or_set_member_holder_is_taken_over_at_once() {
         .args(["claim", "--lock", "a", "--lock", "b"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(0), "set not taken over: {output:?}");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "set not taken over: {output:?}"
+    );
     let first = String::from_utf8_lossy(&output.stdout);
     let token: u64 = first.split('.').next().unwrap().trim().parse().unwrap();
     assert!(token > dead, "a's token went from {dead} to {token}");
