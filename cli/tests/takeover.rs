@@ -240,16 +240,18 @@ fn a_sigkilled_slot_or_set_member_holder_is_taken_over_at_once() {
     slot.args([
         "claim", "--lock", "pool", "--slots", "1", "--ttl", "60000", "--hold",
     ])
-    .stdout(Stdio::piped());
-    let mut slot = Background(slot.spawn().unwrap());
+    .stdout(std::process::Stdio::piped());
+    let mut slot = Background::spawn(&mut slot);
     let mut line = String::new();
-    BufReader::new(slot.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(slot.0.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
     assert!(line.starts_with("1 1."), "the first slot, token 1: {line}");
     let (mut member, dead) = holding_claim(&s, "a");
-    kill_and_reap(&mut slot);
-    kill_and_reap(&mut member);
+    slot.kill_and_reap();
+    member.kill_and_reap();
 
     let output = s
         .cmd()
