@@ -142,6 +142,9 @@ pub struct LeaseJson<'a> {
     /// The slot held (from 1), for a claim with `--slots`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slot: Option<u32>,
+    /// True for a shared claim (`--shared`): it authorizes reading.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
     /// The store's locator (its directory).
     pub store: &'a str,
 }
@@ -165,6 +168,7 @@ impl<'a> LeaseJson<'a> {
             session: lease.session(),
             reentered: lease.reentered(),
             slot: lease.slot(),
+            shared: lease.shared(),
             store,
         }
     }
@@ -521,7 +525,24 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
             state.into(),
             or_dash(number(entry.token)),
             // A session tenure's owner with its session: who may re-enter it.
+            // Shared holders: how many, and who.
             or_dash(match &entry.session {
+                _ if !entry.shared.is_empty() => {
+                    let names: Vec<String> = entry
+                        .shared
+                        .iter()
+                        .map(|o| elide_middle(&printable(o), MAX_NAME_WIDTH))
+                        .collect();
+                    let shared = format!("{} shared: {}", names.len(), names.join(", "));
+                    if entry.owner.is_empty() {
+                        shared
+                    } else {
+                        format!(
+                            "{}; {shared}",
+                            elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH)
+                        )
+                    }
+                }
                 Some(session) => format!(
                     "{} (session {})",
                     elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH),

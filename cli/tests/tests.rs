@@ -35,6 +35,8 @@ mod hard_kill;
 #[cfg(unix)]
 mod run;
 #[cfg(unix)]
+mod shared;
+#[cfg(unix)]
 mod subtree;
 
 // Issue 16: lease loss, dead-holder takeover, waiting, exit codes, hold. Linux only

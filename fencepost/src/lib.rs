@@ -255,6 +255,14 @@ pub mod planted {
     /// either claimed both hold).
     pub static TREE_CHECK_BEFORE_CLAIM_ONLY: AtomicBool = AtomicBool::new(false);
 
+    /// A shared claimer checks for an exclusive claim only before it admits
+    /// itself, not after (read first, write second: a writer that claimed in
+    /// between and found no participant yet holds together with the reader).
+    pub static SHARED_CHECK_BEFORE_ADMIT_ONLY: AtomicBool = AtomicBool::new(false);
+    /// A shared claimer ignores a waiting writer's intent: readers that keep
+    /// arriving starve the writer.
+    pub static SHARED_IGNORES_INTENT: AtomicBool = AtomicBool::new(false);
+
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)
     }

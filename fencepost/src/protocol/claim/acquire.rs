@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::session::check_session;
+use super::shared::Intent;
 use crate::proof::{Secret, SessionTag};
 use crate::protocol::series::{Claim, Watch};
 use crate::protocol::{
@@ -87,6 +88,30 @@ impl Store {
                 "ttl must be at least 1 millisecond".into(),
             ));
         }
+        if options.shared {
+            return self.try_acquire_shared(resource, options, on_wait);
+        }
+        // A writer that has to wait holds an intent that keeps new shared claimers
+        // out (design-05 §4.3); whatever the outcome, it is given back here.
+        let mut intent = None;
+        let secret = match &options.session {
+            Some(session) => Secret::for_session(session),
+            None => Secret::generate(),
+        };
+        let outcome = self.acquire_rounds(resource, options, on_wait, &mut intent, &secret);
+        self.drop_intent(intent, &secret);
+        outcome
+    }
+
+    /// The rounds of an exclusive acquisition (see [`Store::try_acquire_observed`]).
+    fn acquire_rounds(
+        &self,
+        resource: &Resource,
+        options: &AcquireOptions,
+        on_wait: &mut dyn FnMut(&Holder, u64),
+        intent: &mut Option<Intent>,
+        secret: &Secret,
+    ) -> Result<TryAcquire> {
         if let Some(session) = &options.session {
             check_session(session)?;
         }
@@ -103,11 +128,9 @@ impl Store {
         // One secret per tenure, whatever the number of keys and attempts: its hash
         // in every record of the tenure is the proof of holding. A session's is
         // derived from its name, so its other processes can act on the tenure.
-        let secret = match &options.session {
-            Some(session) => Secret::for_session(session),
-            None => Secret::generate(),
-        };
+        let secret = secret.clone();
         let proof = secret.sha256();
+        let (primary, label) = (identity.key.clone(), identity.label.clone());
         let started = self.clock.monotonic_ms();
         let deadline = started.saturating_add(options.wait_ms);
         let mut backoff_ms = BACKOFF_START_MS;
@@ -136,7 +159,16 @@ impl Store {
             if held.is_none()
                 && let Some(chain) = &chain
             {
-                held = self.tree_conflict(chain, &holder_id, &proof, down)?;
+                held = self.tree_conflict(chain, &holder_id, &proof, down, true)?;
+            }
+            // Shared holders of it: also looked at before taking.
+            if held.is_none() {
+                for key in &keys {
+                    held = self.live_participant(key, &holder_id)?;
+                    if held.is_some() {
+                        break;
+                    }
+                }
             }
             // Take every key in sorted order; a key found held part-way gives back
             // the ones already taken, so a failure leaves nothing held.
@@ -173,8 +205,26 @@ impl Store {
                 #[cfg(not(feature = "planted-bugs"))]
                 let skip = false;
                 if !skip {
-                    match self.tree_conflict(chain, &holder_id, &proof, down) {
+                    match self.tree_conflict(chain, &holder_id, &proof, down, true) {
                         Ok(conflict) => held = conflict,
+                        Err(error) => {
+                            self.give_back(&taken, &secret);
+                            return Err(error);
+                        }
+                    }
+                }
+            }
+            // Claimed: now the shared participants, after our claim landed
+            // (design-05 §4.2): a reader admitted meanwhile sees our claim, or we
+            // see it.
+            if held.is_none() {
+                for key in &keys {
+                    match self.live_participant(key, &holder_id) {
+                        Ok(None) => {}
+                        Ok(conflict) => {
+                            held = conflict;
+                            break;
+                        }
                         Err(error) => {
                             self.give_back(&taken, &secret);
                             return Err(error);
@@ -236,6 +286,8 @@ impl Store {
                 }
                 return Ok(TryAcquire::Held(holder));
             }
+            // Waiting: no shared claimer is admitted from now on.
+            self.hold_intent(intent, &primary, &label, &holder_id, &secret, options)?;
             on_wait(&holder, mono.saturating_sub(started));
             let step = self
                 .jittered(backoff_ms)
@@ -287,6 +339,7 @@ impl Store {
             session: options.session.clone(),
             session_tag: options.session.as_deref().map(SessionTag::of),
             reentered: false,
+            shared: false,
         }
     }
 
