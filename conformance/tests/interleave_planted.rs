@@ -176,3 +176,12 @@ fn survey() {
         }
     }
 }
+
+#[test]
+fn catches_a_shared_claim_that_checks_only_before_admitting() {
+    catches(
+        &planted::SHARED_CHECK_BEFORE_ADMIT_ONLY,
+        "shared_readers_writer",
+        11,
+    );
+}

@@ -341,6 +341,20 @@ pub const SCHEDULES: &[Schedule] = &[
         inflight_ms: INFLIGHT_MS,
         actors: claims::slots,
     },
+    Schedule {
+        name: "shared_readers_writer",
+        about: "two shared claimers of a lock and of a subtree, a writer of the lock and one of a file below the subtree, and a reader arriving while the writer waits; slow and half-written creates, pauses",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 80,
+            advance: 100,
+            half_written: 60,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::shared_readers_writer,
+    },
 ];
 
 /// The schedule named `name`.

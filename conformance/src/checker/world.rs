@@ -86,6 +86,25 @@ struct Tenure {
     /// The subtree keys of every directory above its resource (a file or subtree):
     /// a subtree tenure whose key is among them covers this one.
     above: Vec<Key>,
+    /// A shared tenure (docs/design-05-subtrees-and-shared.md §4): it may hold with
+    /// other shared tenures, never with an exclusive one of the same resource.
+    shared: bool,
+    /// The resource's primary key (for a shared tenure, not among `keys`, which
+    /// are its participant series).
+    claim: Key,
+}
+
+/// The primary key of the resource `lease` holds: its own for an exclusive tenure,
+/// the resource's for a shared one (whose own series is its participant key).
+fn claim_key(lease: &Lease) -> Key {
+    if lease.shared() {
+        lease
+            .resource()
+            .identity()
+            .map_or_else(|_| lease.key().clone(), |identity| identity.key)
+    } else {
+        lease.key().clone()
+    }
 }
 
 /// True when tenures over these resources may not hold at one instant beyond a
@@ -116,6 +135,10 @@ pub(crate) struct Oracle {
     tenures: HashMap<String, Tenure>,
     /// Highest token an acquire acknowledged, per primary key.
     tokens: HashMap<Key, u64>,
+    /// Highest token a shared acquire acknowledged, per resource primary key: an
+    /// exclusive token is never below it, and a shared token is above every
+    /// exclusive token acknowledged before it.
+    shared_tokens: HashMap<Key, u64>,
     /// Creates that returned Created per (key, generation) since the name was last
     /// free.
     created: HashMap<(Key, u64), u32>,
@@ -563,28 +586,52 @@ impl World {
             } else if end > now {
                 // (A promise a forward wall-clock step already voided is exempt: a
                 // forward step may expire a lease early; the fence survives it.)
-                let best = oracle.tokens.entry(lease.key().clone()).or_default();
+                let claim = claim_key(lease);
+                let shared_best = oracle.shared_tokens.get(&claim).copied().unwrap_or(0);
+                if !lease.shared() && lease.token() < shared_best {
+                    violations.push(format!(
+                        "{who}: acquire returned token {}, below the earlier shared token {shared_best} (tokens went down)",
+                        lease.token(),
+                    ));
+                }
+                let best = oracle.tokens.entry(claim.clone()).or_default();
                 if lease.token() <= *best {
                     violations.push(format!(
-                        "{who}: acquire returned token {}, not above the earlier tenure's token {}",
+                        "{who}: acquire returned token {}, not above the earlier {}tenure's token {}",
                         lease.token(),
+                        if lease.shared() { "exclusive " } else { "" },
                         best
                     ));
                 }
-                *best = (*best).max(lease.token());
+                if lease.shared() {
+                    let shared = oracle.shared_tokens.entry(claim).or_default();
+                    *shared = (*shared).max(lease.token());
+                } else {
+                    *best = (*best).max(lease.token());
+                }
             }
             let keys: Vec<Key> = lease.keys().cloned().collect();
+            let claim = claim_key(lease);
             let above = lease.resource().subtree_keys_above().unwrap_or_default();
             for (other, t) in &oracle.tenures {
-                let overlap = t.keys.iter().any(|k| keys.contains(k))
-                    || covers(
-                        lease.resource(),
-                        lease.key(),
-                        &above,
-                        &t.resource,
-                        &t.keys[0],
-                        &t.above,
-                    );
+                // Shared with shared never conflicts; shared with exclusive as two
+                // exclusive claims of the resource would.
+                let same_key = match (lease.shared(), t.shared) {
+                    (true, true) => false,
+                    (true, false) => t.keys.contains(&claim),
+                    (false, true) => keys.contains(&t.claim),
+                    (false, false) => t.keys.iter().any(|k| keys.contains(k)),
+                };
+                let overlap = !(lease.shared() && t.shared)
+                    && (same_key
+                        || covers(
+                            lease.resource(),
+                            &claim,
+                            &above,
+                            &t.resource,
+                            &t.claim,
+                            &t.above,
+                        ));
                 if *other != holder && end > now && t.end > now && overlap {
                     violations.push(format!(
                         "{who} was told it holds token {} while {} was still promised token {} until +{}ms (two holders at one instant{})",
@@ -592,7 +639,7 @@ impl World {
                         t.actor,
                         t.token,
                         t.end - now,
-                        if t.keys.iter().any(|k| keys.contains(k)) {
+                        if same_key {
                             ""
                         } else {
                             ", one a subtree covering the other"
@@ -626,6 +673,8 @@ impl World {
                     fenced_at,
                     gens,
                     above,
+                    shared: lease.shared(),
+                    claim,
                 },
             );
         }
@@ -1268,7 +1317,17 @@ impl Ctx {
     /// Checks `token` for `resource`; judges a pass after the tenure was fenced.
     pub fn check(&self, lease: &Lease) -> bool {
         let step = self.call_step();
-        let passed = self.store.check(lease.resource(), lease.token());
+        // A shared token is checked with its proof: `check(resource, token)` judges
+        // the resource's exclusive series.
+        let passed = if lease.shared() {
+            match self.store.check_lease(lease) {
+                Ok(()) => Ok(true),
+                Err(e) if matches!(e, fencepost::Error::Backend(_)) => Err(e),
+                Err(_) => Ok(false),
+            }
+        } else {
+            self.store.check(lease.resource(), lease.token())
+        };
         let passed = match passed {
             Ok(p) => p,
             Err(e) => {

@@ -233,6 +233,10 @@ impl Store {
                 }
             }
             if held.is_none() {
+                // Our claims keep shared claimers out from here on; the intent
+                // goes before the final liveness check, so giving it back cannot
+                // delay a lease past its ttl.
+                self.drop_intent(intent.take(), &secret);
                 // Sweep before the final liveness check, not after: a sweep that
                 // stalls (a slow disk, an etcd member without a leader) must not
                 // hand out a lease that expired meanwhile (docs/protocol.md §3; found by the
