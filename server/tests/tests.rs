@@ -9,6 +9,7 @@ mod contention;
 mod polish;
 mod protocol;
 mod sessions;
+mod shared;
 mod store_location;
 mod subtree;
 #[cfg(target_os = "linux")]
