@@ -147,6 +147,33 @@
 //! # Ok::<(), fencepost::Error>(())
 //! ```
 //!
+//! # Shared claims: many readers, writers wait
+//!
+//! [`AcquireOptions::shared`] claims a resource for reading: many shared holders at
+//! once, none while an exclusive claim of it is held; an exclusive claim waits for
+//! every shared holder, and a waiting exclusive claimer keeps new shared claimers out
+//! (`docs/design-05-subtrees-and-shared.md` §4). [`Lease::shared`] says which kind a
+//! lease is; a shared lease is checked with [`Store::check_lease`].
+//!
+//! ```
+//! use fencepost::{AcquireOptions, Resource, Store, TryAcquire};
+//! # let store = Store::new(fencepost::doc_support::TinyStore::default());
+//! let docs = Resource::lock("docs");
+//! let reader = AcquireOptions::new(30_000).shared(true);
+//! let a = store.acquire(&docs, &reader.clone().owner("reader-a"))?;
+//! let b = store.acquire(&docs, &reader.clone().owner("reader-b"))?;
+//! assert!(a.shared() && b.shared());
+//! store.check_lease(&a)?;
+//! // An exclusive claim is held while any reader holds.
+//! let writer = AcquireOptions::new(30_000).owner("writer");
+//! assert!(matches!(store.try_acquire(&docs, &writer)?, TryAcquire::Held(_)));
+//! store.release(&a)?;
+//! store.release(&b)?;
+//! let w = store.acquire(&docs, &writer)?;
+//! assert!(w.token() >= a.token());
+//! # Ok::<(), fencepost::Error>(())
+//! ```
+//!
 //! The rules this crate implements are in `docs/protocol.md` in the repository (§3 protocol,
 //! §4 backend contract, §6 identity), with the reasons in `docs/design-01-lease-and-fence.md`.
 

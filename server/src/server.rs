@@ -698,7 +698,18 @@ impl Inner {
         let (resource, key) = self.resource(&args.resource)?;
         let store = self.store(&resource, Access::Existing)?;
         let authorized = store.check(&resource, token).map_err(describe)?;
-        let reason = (!authorized).then(|| Self::why_not_current(&store, &key, token));
+        // A shared token never authorizes a write (docs/protocol.md §3.2).
+        let shared = self
+            .leases()
+            .get(&key)
+            .is_some_and(|k| k.token() == token && k.lease().shared());
+        let reason = (!authorized).then(|| {
+            if shared {
+                "it is this server's shared lease, which authorizes reading, not writing".into()
+            } else {
+                Self::why_not_current(&store, &key, token)
+            }
+        });
         Ok(AssertResult { authorized, reason })
     }
 

@@ -35,6 +35,21 @@ async fn a_shared_lease_reads_never_writes_and_excludes_writers() {
         std::fs::read_to_string(tree.root.join("notes.md")).unwrap(),
         "original"
     );
+    let asserted = a
+        .call(
+            "assert",
+            json!({"resource": file("notes.md"), "token": token}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(asserted["authorized"], false, "{asserted}");
+    assert!(
+        asserted["reason"]
+            .as_str()
+            .unwrap()
+            .contains("shared lease"),
+        "{asserted}"
+    );
     // An exclusive claim is held by the shared holders.
     let held = c
         .call(
