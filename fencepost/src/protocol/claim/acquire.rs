@@ -146,6 +146,7 @@ impl Store {
             // Several keys (an existing file: path and file id): look before taking
             // anything, so a waiter does not write and tombstone claims every round.
             let mut held = None;
+            let mut readers_in_way = false;
             if keys.len() > 1 {
                 for (key, watch) in keys.iter().zip(&mut watches) {
                     let newest = self.read_newest(key)?;
@@ -165,6 +166,7 @@ impl Store {
             if held.is_none() {
                 for key in &keys {
                     held = self.live_participant(key, &holder_id)?;
+                    readers_in_way = held.is_some();
                     if held.is_some() {
                         break;
                     }
@@ -223,6 +225,7 @@ impl Store {
                         Ok(None) => {}
                         Ok(conflict) => {
                             held = conflict;
+                            readers_in_way = true;
                             break;
                         }
                         Err(error) => {
@@ -291,7 +294,11 @@ impl Store {
                 return Ok(TryAcquire::Held(holder));
             }
             // Waiting: no shared claimer is admitted from now on.
-            self.hold_intent(intent, &primary, &label, &holder_id, &secret, options)?;
+            // (Only once shared holders are in the way: a writer waiting for a
+            // writer needs none, and takes none.)
+            if readers_in_way || intent.is_some() {
+                self.hold_intent(intent, &primary, &label, &holder_id, &secret, options)?;
+            }
             on_wait(&holder, mono.saturating_sub(started));
             let step = self
                 .jittered(backoff_ms)
