@@ -103,6 +103,13 @@ fn catches_a_break_that_trusts_its_lost_create() {
     catches(&planted::BREAK_TRUSTS_LOST_CREATE, "break_renewal", 4);
 }
 
+#[test]
+fn catches_a_lost_wake_up_without_the_fallback() {
+    // The notified wait path: a watch made after the read that found the key held,
+    // and no read again before the deadline, sleeps through a release.
+    catches(&planted::WAIT_WITHOUT_FALLBACK, "notified_handover", 11);
+}
+
 /// Which schedules find which planted bug, and at which first seed (a survey for
 /// choosing regression seeds): `cargo test --test interleave_planted survey --
 /// --ignored --nocapture`.
@@ -129,6 +136,7 @@ fn survey() {
             "BREAK_TRUSTS_LOST_CREATE",
             &planted::BREAK_TRUSTS_LOST_CREATE,
         ),
+        ("WAIT_WITHOUT_FALLBACK", &planted::WAIT_WITHOUT_FALLBACK),
     ] {
         let _planted = Planted::on(switch);
         for schedule in checker::SCHEDULES {
