@@ -27,7 +27,10 @@ Exit codes:
 Authority: `claim` prints a lease handle, TOKEN.SECRET (e.g. 7.3f9a...).
 The token (the number) is public: `status` and messages show it, and anyone
 may `check` it. Only the handle renews or releases the lease, so keep it to
-yourself. `break` is for a human operator ending someone else's lease.
+yourself. A lease claimed with --session ID (or $FENCEPOST_SESSION) can also be
+renewed and released by any process naming that session, and a claim by that
+session gets the same token back: a session id is a name the agent's processes
+share, not a secret. `break` is for a human operator ending someone else's lease.
 
 Store (one resource, one store): --store, else $FENCEPOST_STORE; else the
 nearest .fencepost directory at or above the anchor (a --file's own directory,
@@ -98,8 +101,8 @@ pub enum Command {
     /// Hold a lease while COMMAND runs, renewing it; exit with COMMAND's exit code
     ///
     /// The child gets FENCEPOST_TOKEN, FENCEPOST_LEASE (the lease handle, so it can
-    /// renew or release the lease itself), FENCEPOST_STORE, FENCEPOST_RESOURCE and
-    /// FENCEPOST_LOCK or FENCEPOST_FILE, and runs in its own process group (a job
+    /// renew or release the lease itself), FENCEPOST_STORE, FENCEPOST_RESOURCE,
+    /// FENCEPOST_LOCK or FENCEPOST_FILE, and FENCEPOST_SESSION with --session, and runs in its own process group (a job
     /// object on Windows). SIGINT, SIGTERM and SIGHUP are forwarded to that group.
     /// The lease is released when the child ends. If the lease is lost meanwhile
     /// (taken over, broken, the store failed until it expired), that is reported on
@@ -282,6 +285,13 @@ pub struct Timing {
     /// lease), for scripts whose own command may exit 3 (flock's -E)
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_exit_code)]
     pub conflict_exit_code: u8,
+    /// Claim for this session: a name all of one agent's processes agree on (such
+    /// as the agent's session id). A claim by the session that already holds the
+    /// resource returns the same token, renewed; anyone else is refused as usual.
+    /// Not a secret: any process naming the session can renew and release its
+    /// leases (`renew --session`, `release --session`)
+    #[arg(long, env = "FENCEPOST_SESSION", value_name = "ID", value_parser = parse_session)]
+    pub session: Option<String>,
 }
 
 /// `--wait forever`.
@@ -290,10 +300,14 @@ pub const WAIT_FOREVER: u64 = u64::MAX;
 impl Timing {
     /// The acquire options: ttl, wait and owner.
     pub fn options(&self) -> AcquireOptions {
-        AcquireOptions::new(self.ttl)
+        let options = AcquireOptions::new(self.ttl)
             .owner(self.owner.clone())
             .wait_ms(self.wait)
-            .dead_holder_takeover(!self.no_dead_holder_takeover)
+            .dead_holder_takeover(!self.no_dead_holder_takeover);
+        match &self.session {
+            Some(session) => options.session(session.clone()),
+            None => options,
+        }
     }
 }
 
@@ -346,14 +360,25 @@ pub enum Proof {
     Handle(LeaseHandle),
     /// A number alone: public, so it proves nothing.
     TokenOnly(u64),
+    /// No handle: the lease the session holds (`--session`).
+    Session(String),
 }
 
 impl Proof {
-    /// The token, either way.
+    /// What `renew` or `release` acts with: the handle (or token) when one is
+    /// given, else the session; `None` when neither is.
+    pub fn given(handle: &Option<Proof>, session: &Option<String>) -> Option<Proof> {
+        handle
+            .clone()
+            .or_else(|| session.clone().map(Proof::Session))
+    }
+
+    /// The token presented (0 for a session, which presents none).
     pub fn token(&self) -> u64 {
         match self {
             Proof::Handle(handle) => handle.token(),
             Proof::TokenOnly(token) => *token,
+            Proof::Session(_) => 0,
         }
     }
 }
@@ -363,9 +388,13 @@ impl Proof {
 pub struct ReleaseArgs {
     #[command(flatten)]
     pub target: Target,
-    /// The lease handle `claim` printed (TOKEN.SECRET)
+    /// The lease handle `claim` printed (TOKEN.SECRET); without it, --session
     #[arg(value_name = "HANDLE", value_parser = parse_proof, allow_negative_numbers = true)]
-    pub handle: Proof,
+    pub handle: Option<Proof>,
+    /// Act on the lease this session holds (claimed with --session ID), instead of
+    /// a handle
+    #[arg(long, env = "FENCEPOST_SESSION", value_name = "ID", value_parser = parse_session)]
+    pub session: Option<String>,
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
@@ -376,9 +405,13 @@ pub struct ReleaseArgs {
 pub struct RenewArgs {
     #[command(flatten)]
     pub target: Target,
-    /// The lease handle `claim` printed (TOKEN.SECRET)
+    /// The lease handle `claim` printed (TOKEN.SECRET); without it, --session
     #[arg(value_name = "HANDLE", value_parser = parse_proof, allow_negative_numbers = true)]
-    pub handle: Proof,
+    pub handle: Option<Proof>,
+    /// Act on the lease this session holds (claimed with --session ID), instead of
+    /// a handle
+    #[arg(long, env = "FENCEPOST_SESSION", value_name = "ID", value_parser = parse_session)]
+    pub session: Option<String>,
     /// New lease duration in milliseconds [default: the lease's own ttl]
     #[arg(long, value_name = "MS", value_parser = parse_ttl, allow_negative_numbers = true)]
     pub ttl: Option<u64>,
@@ -493,6 +526,14 @@ fn parse_exit_code(text: &str) -> Result<u8, String> {
         Ok(0) => Err("the conflict exit code must not be 0, which means success".into()),
         Ok(code) => Ok(code),
         Err(_) => Err("the conflict exit code is a whole number from 1 to 255".into()),
+    }
+}
+
+fn parse_session(text: &str) -> Result<String, String> {
+    match fencepost::check_session(text) {
+        Ok(()) => Ok(text.to_string()),
+        Err(fencepost::Error::InvalidArgument(problem)) => Err(problem),
+        Err(other) => Err(other.to_string()),
     }
 }
 

@@ -97,6 +97,7 @@ fn print_lease(ctx: &Context, args: &ClaimArgs, lease: &Lease) -> Result<(), Fai
 /// hold with the conflict exit code.
 fn hold(ctx: &Context, args: &ClaimArgs, lease: Lease) -> Result<ExitCode, Failure> {
     let target = lease.resource().target();
+    let lease_reentered = lease.reentered();
     // Catch the signals before anyone can learn the token and act on it.
     let mut termination = match sys::Termination::install() {
         Ok(termination) => termination,
@@ -131,7 +132,14 @@ fn hold(ctx: &Context, args: &ClaimArgs, lease: Lease) -> Result<ExitCode, Failu
         return Err(failure);
     }
     termination.wait(&ended, Duration::from_millis(20));
-    let released = keepalive.release();
+    // A lease the hold re-entered (its session already held it) is left held: the
+    // session's other process still holds it.
+    let released = if lease_reentered {
+        keepalive.stop();
+        Ok(())
+    } else {
+        keepalive.release()
+    };
     if lost.load(Ordering::SeqCst) {
         return Ok(ExitCode::from(args.timing.conflict_exit_code));
     }
@@ -258,8 +266,9 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
 pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
-    let token = args.handle.token();
-    let renewed = resume(ctx, &resource, &args.handle).and_then(|mut lease| {
+    let proof = given(&args.handle, &args.session)?;
+    let token = proof.token();
+    let renewed = resume(ctx, &resource, &proof).and_then(|mut lease| {
         if let Some(ttl) = args.ttl {
             lease.set_ttl_ms(ttl)?;
         }
@@ -282,8 +291,12 @@ pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
 pub fn release(ctx: &Context, args: &ReleaseArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
-    let token = args.handle.token();
-    let released = resume(ctx, &resource, &args.handle).and_then(|lease| ctx.store.release(&lease));
+    let proof = given(&args.handle, &args.session)?;
+    let mut token = proof.token();
+    let released = resume(ctx, &resource, &proof).and_then(|lease| {
+        token = lease.token();
+        ctx.store.release(&lease)
+    });
     match released {
         Ok(()) => {
             if args.json {
@@ -303,11 +316,23 @@ pub fn release(ctx: &Context, args: &ReleaseArgs) -> Result<ExitCode, Failure> {
     }
 }
 
+/// The handle, or else the session, `renew` or `release` acts with.
+fn given(handle: &Option<Proof>, session: &Option<String>) -> Result<Proof, Failure> {
+    Proof::given(handle, session).ok_or_else(|| {
+        Failure::Error(
+            "no lease handle given; pass the handle `claim` printed (TOKEN.SECRET), or \
+             --session ID for a lease claimed with --session"
+                .into(),
+        )
+    })
+}
+
 /// The lease `proof` stands for. A bare token is refused as not the holder, with
 /// the live holder (if any) named, so the message can say what to do instead.
 fn resume(ctx: &Context, resource: &Resource, proof: &Proof) -> Result<fencepost::Lease, Error> {
     match proof {
         Proof::Handle(handle) => ctx.store.resume(resource, handle),
+        Proof::Session(session) => ctx.store.resume_session(resource, session),
         Proof::TokenOnly(token) => Err(Error::NotHolder {
             label: resource.target(),
             token: *token,

@@ -55,7 +55,8 @@ impl From<Error> for Failure {
             | Error::Expired { .. }
             | Error::Broken { .. }
             | Error::Released { .. }
-            | Error::NotHeld { .. } => Failure::Refused(message),
+            | Error::NotHeld { .. }
+            | Error::NotSessionHolder { .. } => Failure::Refused(message),
             // Bad input, and every I/O failure: never a refusal (docs/protocol.md §5).
             _ => Failure::Error(message),
         }
@@ -180,6 +181,11 @@ fn command() -> clap::Command {
     let mut command = Cli::command();
     if empty("FENCEPOST_STORE") {
         command = command.mut_arg("store", |arg| arg.env(None));
+    }
+    if empty("FENCEPOST_SESSION") {
+        for sub in ["claim", "run", "renew", "release"] {
+            command = command.mut_subcommand(sub, |c| c.mut_arg("session", |arg| arg.env(None)));
+        }
     }
     if empty("FENCEPOST_OWNER") {
         for sub in ["claim", "run"] {

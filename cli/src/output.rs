@@ -133,6 +133,12 @@ pub struct LeaseJson<'a> {
     pub granted_at_ms: u64,
     pub expires_at_ms: u64,
     pub ttl_ms: u64,
+    /// The session that claimed the lease, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<&'a str>,
+    /// True when the claim re-entered the lease its session already held (same
+    /// token, renewed).
+    pub reentered: bool,
     /// The store's locator (its directory).
     pub store: &'a str,
 }
@@ -153,6 +159,8 @@ impl<'a> LeaseJson<'a> {
             granted_at_ms: lease.granted_at_ms(),
             expires_at_ms: lease.expires_at_ms(),
             ttl_ms: lease.ttl_ms(),
+            session: lease.session(),
+            reentered: lease.reentered(),
             store,
         }
     }
@@ -291,7 +299,7 @@ pub fn describe_holder(holder: &Holder) -> String {
 pub fn refusal_reason(error: &Error) -> Option<&'static str> {
     match error {
         Error::Held { .. } => Some("held"),
-        Error::NotHolder { .. } => Some("not_holder"),
+        Error::NotHolder { .. } | Error::NotSessionHolder { .. } => Some("not_holder"),
         Error::Broken { .. } => Some("broken"),
         Error::Released { .. } => Some("released"),
         Error::NotHeld { .. } => Some("not_held"),
@@ -306,6 +314,7 @@ pub fn refusal_holder(error: &Error) -> Option<&Holder> {
     match error {
         Error::Held { holder, .. } => Some(holder),
         Error::NotHolder { newest, .. } => newest.as_ref(),
+        Error::NotSessionHolder { newest, .. } => newest.as_deref(),
         _ => None,
     }
 }
@@ -334,6 +343,22 @@ pub fn describe_error(error: &Error) -> String {
             ),
             None => format!(
                 "token {token} does not hold {label}: it was released, expired or superseded; claim it again for a new token"
+            ),
+        },
+        Error::NotSessionHolder {
+            label,
+            session,
+            newest,
+        } => match newest {
+            Some(holder) => format!(
+                "session {} holds no lease on {label}: it is held by {}; nothing was changed. To use {label} yourself: {}",
+                printable(session),
+                describe_holder(holder),
+                NEXT_STEPS_ANY
+            ),
+            None => format!(
+                "session {} holds no lease on {label} (never claimed by it, released, expired or superseded); nothing was changed; claim it with --session for a lease",
+                printable(session)
             ),
         },
         Error::Broken { .. } => format!("{error}; claim it again for a new token"),
@@ -491,7 +516,15 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
             elide_middle(&printable(&entry.resource), MAX_RESOURCE_WIDTH),
             state.into(),
             or_dash(number(entry.token)),
-            or_dash(elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH)),
+            // A session tenure's owner with its session: who may re-enter it.
+            or_dash(match &entry.session {
+                Some(session) => format!(
+                    "{} (session {})",
+                    elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH),
+                    elide_middle(&printable(session), MAX_NAME_WIDTH)
+                ),
+                None => elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH),
+            }),
             or_dash(number(u64::from(entry.pid))),
             or_dash(elide_middle(&printable(&entry.host), MAX_NAME_WIDTH)),
             expires,

@@ -46,6 +46,17 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     };
     let token = lease.token();
     let handle = lease.handle().to_string();
+    // A lease this run re-entered (its session already held it) is left held when
+    // the child ends: the session's other process still holds it.
+    let reentered = lease.reentered();
+    let give_back = move |keepalive: fencepost::Keepalive| {
+        if reentered {
+            keepalive.stop();
+            Ok(())
+        } else {
+            keepalive.release()
+        }
+    };
 
     // The loss is reported the moment the keepalive sees it, not when the child
     // ends, and the child's tree is stopped: whoever watches stderr learns at once
@@ -75,7 +86,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     let forwarder = match sys::SignalForwarder::install() {
         Ok(forwarder) => forwarder,
         Err(error) => {
-            let _ = keepalive.release();
+            let _ = give_back(keepalive);
             return Err(Failure::Error(format!(
                 "cannot set up signal forwarding: {error}"
             )));
@@ -95,18 +106,22 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     for (name, value) in environment {
         command.env(name, value);
     }
+    // The child acts for the same session: its own claims re-enter this lease.
+    if let Some(session) = &args.timing.session {
+        command.env("FENCEPOST_SESSION", session);
+    }
     let terminal = ProcessTree::prepare(&mut command);
     if stopper.is_lost() {
         // Lost before the child started: do not start it.
         forwarder.finish();
-        let _ = keepalive.release();
+        let _ = give_back(keepalive);
         return Ok(ExitCode::from(conflict));
     }
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => {
             forwarder.finish();
-            let released = keepalive.release();
+            let released = give_back(keepalive);
             // The shell's codes: 127 not found, 126 found but not executable; the
             // next step differs too (a PATH fix does not help a file without `x`).
             let (code, next_step) = if error.kind() == io::ErrorKind::NotFound {
@@ -159,7 +174,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     stopper.finish();
 
     // Stops the renewal thread (after it reported any loss), then releases.
-    let released = keepalive.release();
+    let released = give_back(keepalive);
     if stopper.is_lost() {
         return Ok(ExitCode::from(conflict));
     }

@@ -14,6 +14,7 @@ mod bad_input;
 mod basics;
 mod identity;
 mod polish;
+mod sessions;
 mod status;
 // Real git repositories and POSIX shells (not available to the Windows test
 // executables under Wine; the rule itself is tested there by backends/fs/tests/fs.rs).

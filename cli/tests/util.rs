@@ -14,7 +14,8 @@ pub fn bin() -> &'static Path {
 
 /// Variables of ours that must never leak from the developer's (or a `fencepost
 /// run`'s) environment into a test.
-const OUR_VARIABLES: [&str; 7] = [
+const OUR_VARIABLES: [&str; 8] = [
+    "FENCEPOST_SESSION",
     "FENCEPOST_STORE",
     "FENCEPOST_OWNER",
     "FENCEPOST_TOKEN",

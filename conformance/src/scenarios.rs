@@ -78,6 +78,10 @@ scenarios! {
     29 paused_holder_is_not_taken_over_early SharedAcrossProcesses "dead-holder takeover: an alive (SIGSTOPped) holder keeps its ttl";
     30 takeover_needs_same_host_and_a_definite_death None "dead-holder takeover: never across hosts or boots, never on doubt";
     31 listing_snapshot_under_renewals None "LeaseStore listing: a snapshot with respect to the maximum (docs/protocol.md R5)";
+    // Issue 14, claims (docs/design-04-claims.md), in `scenarios/claims.rs`.
+    40 session_reclaim_is_reentrant None "sessions: a claim by the holding session keeps its token, renewed; anyone else is held";
+    41 session_acts_without_the_handle None "sessions: any handle of the session renews and releases; other sessions refused; no revival";
+    42 session_reentry_across_processes SharedAcrossProcesses "sessions: a second process of the holding session keeps the token; another session is refused";
 }
 
 const TTL_MS: u64 = 30_000;
@@ -90,6 +94,9 @@ macro_rules! ensure {
         }
     };
 }
+
+mod claims;
+use claims::*;
 
 fn fail(context: &str, error: impl std::fmt::Display) -> Failed {
     Failed::from(format!("{context}: {error}"))
@@ -566,6 +573,7 @@ fn sample_record(key: &Key, token: u64, generation: u64, granted_at_ms: u64) -> 
         secret_sha256: None,
         broken: None,
         process: None,
+        session: None,
     }
     .encode()
 }
@@ -891,6 +899,7 @@ fn hard_kill<S: LeaseStore + Clone + 'static>(f: &Fixture<S>) -> Result<(), Fail
         ttl_ms,
         token_file: token_file.clone(),
         tied_to_process: false,
+        session: None,
     })?;
     let dead_token: u64 = wait_for_line(&token_file, Duration::from_secs(30))?
         .parse()
@@ -1229,6 +1238,7 @@ fn tied_holder<S: LeaseStore + Clone + 'static>(
         ttl_ms: 60_000,
         token_file: token_file.clone(),
         tied_to_process: true,
+        session: None,
     })?;
     let token = wait_for_line(&token_file, Duration::from_secs(30))?
         .parse()
@@ -1431,6 +1441,7 @@ fn takeover_needs_same_host_and_a_definite_death<S: LeaseStore + Clone + 'static
             secret_sha256: None,
             broken: None,
             process: Some(evidence),
+            session: None,
         };
         plant(f.raw(), &key, 1, &record.encode())?;
         let store = f.store().with_liveness(Told {

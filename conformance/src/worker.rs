@@ -44,6 +44,9 @@ pub enum Job {
         /// this worker's liveness evidence (dead-holder takeover).
         #[serde(default)]
         tied_to_process: bool,
+        /// Acquire for this session ([`AcquireOptions::session`]).
+        #[serde(default)]
+        session: Option<String>,
     },
     /// Forever: acquire, renew, release `lock` — to be killed at a random point.
     Churn {
@@ -117,12 +120,14 @@ pub(crate) fn run_job(encoded: &str, open: impl Fn(&str) -> Result<Store, Backen
                 ttl_ms,
                 token_file,
                 tied_to_process,
+                session,
             } => {
                 let resource = Resource::lock(lock);
-                let options = AcquireOptions::new(ttl_ms)
+                let mut options = AcquireOptions::new(ttl_ms)
                     .owner("worker")
                     .wait_ms(120_000)
                     .tied_to_process(tied_to_process);
+                options.session = session;
                 let lease = store
                     .acquire(&resource, &options)
                     .map_err(|e| e.to_string())?;

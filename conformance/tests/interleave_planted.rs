@@ -84,6 +84,11 @@ fn catches_a_dead_holder_takeover_that_ignores_the_host() {
 }
 
 #[test]
+fn catches_a_session_claim_that_starts_a_new_tenure_over_its_own() {
+    catches(&planted::SESSION_HOLDER_IS_VACANCY, "session_reentry", 5);
+}
+
+#[test]
 fn catches_a_forged_secret_accepted_as_proof_of_holding() {
     catches(&planted::PROOF_IGNORED, "forged_handle", 0);
 }
@@ -137,6 +142,10 @@ fn survey() {
             &planted::BREAK_TRUSTS_LOST_CREATE,
         ),
         ("WAIT_WITHOUT_FALLBACK", &planted::WAIT_WITHOUT_FALLBACK),
+        (
+            "SESSION_HOLDER_IS_VACANCY",
+            &planted::SESSION_HOLDER_IS_VACANCY,
+        ),
     ] {
         let _planted = Planted::on(switch);
         for schedule in checker::SCHEDULES {

@@ -73,6 +73,19 @@ pub enum Error {
         /// The current holder, if the newest record is a live, decodable claim.
         newest: Option<Holder>,
     },
+    /// Renew or release was asked for by a session ([`crate::Store::resume_session`])
+    /// whose tenure is not the newest record of the resource: it never claimed it,
+    /// or its tenure ended or was superseded. Nothing was written.
+    #[error("session {session} holds no lease on {label}{}", describe_newest(&.newest.as_deref().cloned()))]
+    NotSessionHolder {
+        /// The resource's label.
+        label: String,
+        /// The session named.
+        session: String,
+        /// The current holder, if the newest record is a live, decodable claim
+        /// (boxed: keeps every `Result` of this crate small).
+        newest: Option<Box<Holder>>,
+    },
     /// The lease was written around: a newer tenure owns the resource now. The
     /// lease's token will never pass [`crate::Store::check`] again (docs/protocol.md I3).
     #[error("lease on {label} with token {token} was superseded by token {by_token}")]

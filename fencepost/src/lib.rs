@@ -53,6 +53,32 @@
 //! # Ok::<(), fencepost::Error>(())
 //! ```
 //!
+//! # Sessions: one agent, many processes
+//!
+//! A claim with [`AcquireOptions::session`] is re-entrant for that session: a claim by
+//! the session that already holds the resource returns the same tenure (same token),
+//! renewed; anyone else is refused as usual. Any process naming the session acts on
+//! its tenure with [`Store::resume_session`]. A session id is a name the agent's
+//! processes agree on, not a secret (docs/protocol.md §11, "Sessions").
+//!
+//! ```
+//! use fencepost::{AcquireOptions, Resource, Store, TryAcquire};
+//! # let store = Store::new(fencepost::doc_support::TinyStore::default());
+//! let file = Resource::lock("src/auth.rs");
+//! let options = AcquireOptions::new(30_000).owner("claude-code").session("agent-7");
+//! let first = store.acquire(&file, &options)?; // a pre-edit hook
+//! let again = store.acquire(&file, &options)?; // the next hook, another process
+//! assert_eq!(again.token(), first.token());
+//! assert!(again.reentered());
+//! // Another session is refused, as anyone else would be.
+//! let other = AcquireOptions::new(30_000).session("agent-8");
+//! assert!(matches!(store.try_acquire(&file, &other)?, TryAcquire::Held(_)));
+//! // Any process of the session renews and releases without the handle.
+//! let lease = store.resume_session(&file, "agent-7")?;
+//! store.release(&lease)?;
+//! # Ok::<(), fencepost::Error>(())
+//! ```
+//!
 //! The rules this crate implements are in `docs/protocol.md` in the repository (§3 protocol,
 //! §4 backend contract, §6 identity), with the reasons in `docs/design-01-lease-and-fence.md`.
 
@@ -78,7 +104,8 @@ pub use keepalive::Keepalive;
 pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
 pub use proof::{LeaseHandle, Secret, utc_timestamp};
 pub use protocol::{
-    AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, StatusEntry, Store, TryAcquire, nonce,
+    AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, StatusEntry, Store, TryAcquire,
+    check_session, nonce,
 };
 
 /// This machine's host name, for records and `status` (empty when it cannot be
@@ -135,6 +162,11 @@ pub mod planted {
     /// A break's tombstone is written unflushed, like a release's: a power cut can
     /// drop it and give the broken lease back to its holder.
     pub static BREAK_UNFLUSHED: AtomicBool = AtomicBool::new(false);
+    /// Sessions done naively: a live tenure of the claimer's own session counts as
+    /// no conflict, so a second claim of the session starts a new tenure over it
+    /// (a new token, fencing the first process while it was promised the lease)
+    /// instead of re-entering it.
+    pub static SESSION_HOLDER_IS_VACANCY: AtomicBool = AtomicBool::new(false);
     /// A break whose create lost to a concurrent renewal reports the tenure broken
     /// without looking again: the renewal that won keeps the lease live while the
     /// operator is told it was broken.

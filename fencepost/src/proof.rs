@@ -36,6 +36,20 @@ impl Secret {
         Secret(hex(&bytes))
     }
 
+    /// The secret of every tenure claimed by `session` (docs/design-04-claims.md,
+    /// "Sessions"): the first 128 bits of SHA-256 over `fencepost-session-v1`, a
+    /// zero byte and the session id, as 32 lowercase hex digits. Derived, not drawn:
+    /// every process that names the session computes the same secret, which is how a
+    /// later process of the session renews and releases its tenures — and why a
+    /// session id is not a secret and such a tenure's proof is only as private as
+    /// the session's name.
+    pub fn for_session(session: &str) -> Secret {
+        let mut hasher = Sha256::new();
+        hasher.update(b"fencepost-session-v1\0");
+        hasher.update(session.as_bytes());
+        Secret(hex(&hasher.finalize()[..SECRET_HEX_LEN / 2]))
+    }
+
     /// The secret's text (32 lowercase hex digits).
     pub fn expose(&self) -> &str {
         &self.0
@@ -187,6 +201,17 @@ mod tests {
         assert!(!b.proves(Some(&a.sha256())));
         assert!(!a.proves(None), "a record without a hash proves nothing");
         assert_eq!(a.sha256().len(), 64);
+    }
+
+    #[test]
+    fn a_session_secret_is_derived_from_the_session_id_alone() {
+        // The vector docs/format-v1.md §3.0 gives, so another implementation can
+        // check its derivation.
+        let secret = Secret::for_session("agent-7");
+        assert_eq!(secret.expose(), "427c97da9c01a527cfbd0790ab1a33fd");
+        assert_eq!(Secret::for_session("agent-7"), secret);
+        assert_ne!(Secret::for_session("agent-8"), secret);
+        assert!(secret.expose().parse::<Secret>().is_ok());
     }
 
     #[test]

@@ -59,6 +59,11 @@ pub struct Record {
     /// in records of a tenure that lives as long as its process (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<crate::ProcessEvidence>,
+    /// The session that claimed the tenure (docs/design-04-claims.md, "Sessions"),
+    /// copied by its renewals and tombstone; absent for a claim without a session.
+    /// A session tenure's `secret_sha256` is that of [`crate::Secret::for_session`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 /// Who broke a tenure, when and why (the tombstone of `fencepost break`).
@@ -253,6 +258,7 @@ mod tests {
             secret_sha256: Some("ab".repeat(32)),
             broken: None,
             process: None,
+            session: None,
         }
     }
 

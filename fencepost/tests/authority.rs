@@ -92,6 +92,7 @@ fn a_record_without_a_proof_is_checked_but_never_acted_on() {
         secret_sha256: None,
         broken: None,
         process: None,
+        session: None,
     };
     store
         .backend()

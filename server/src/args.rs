@@ -201,6 +201,26 @@ pub(crate) struct ClaimResult {
     pub(crate) owner: String,
     /// The resource as recorded: the lock name, or the file's absolute path.
     pub(crate) label: String,
+    /// The session the lease was claimed for: this server's (`--session`,
+    /// `FENCEPOST_SESSION`, or its own fresh id).
+    pub(crate) session: String,
+    /// True when this server's session already held the resource: the same lease
+    /// (same token) was returned, renewed, instead of a new one.
+    pub(crate) reentered: bool,
+}
+
+impl ClaimResult {
+    pub(crate) fn of(lease: &fencepost::Lease) -> Self {
+        ClaimResult {
+            token: lease.token(),
+            expires_at_ms: lease.expires_at_ms(),
+            holder: lease.holder_id().to_string(),
+            owner: lease.owner().to_string(),
+            label: lease.label().to_string(),
+            session: lease.session().unwrap_or_default().to_string(),
+            reentered: lease.reentered(),
+        }
+    }
 }
 
 /// Result of `assert`.

@@ -32,6 +32,12 @@ struct Cli {
         value_parser = parse_owner
     )]
     owner: String,
+    /// This server's session: its claims of what the session already holds return
+    /// the same token, renewed, and any process naming the session (a hook, the CLI
+    /// with --session) can renew and release them. A name the agent's processes
+    /// share, not a secret. Default: a fresh id for this server process.
+    #[arg(long, env = "FENCEPOST_SESSION", value_name = "ID")]
+    session: Option<String>,
 }
 
 /// Owners are printed in other agents' terminals and messages ("held by …"), so,
@@ -92,6 +98,7 @@ fn main() -> ExitCode {
         root,
         store: cli.store.filter(|s| !s.as_os_str().is_empty()),
         owner: cli.owner,
+        session: cli.session.filter(|s| !s.is_empty()),
     }) {
         Ok(server) => server,
         Err(e) => {

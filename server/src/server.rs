@@ -32,6 +32,9 @@ pub struct Config {
     pub store: Option<PathBuf>,
     /// The owner name recorded with every claim (diagnostics only).
     pub owner: String,
+    /// The server's session (`AcquireOptions::session`); `None`: a fresh id for
+    /// this server, `mcp-<pid>-<16 hex>`.
+    pub session: Option<String>,
 }
 
 /// Why the server could not start.
@@ -42,6 +45,8 @@ pub enum StartError {
     Root(PathBuf, std::io::Error),
     /// The store could not be opened (or created).
     Store(fencepost::BackendError),
+    /// The session id is malformed.
+    Session(fencepost::Error),
 }
 
 impl std::fmt::Display for StartError {
@@ -53,6 +58,7 @@ impl std::fmt::Display for StartError {
                 path.display()
             ),
             StartError::Store(e) => write!(f, "store: {e}"),
+            StartError::Session(e) => write!(f, "--session: {e}"),
         }
     }
 }
@@ -65,6 +71,8 @@ struct Inner {
     stores: Stores,
     confinement: Confinement,
     owner: String,
+    /// Every claim carries it: a claim of what this session holds re-enters it.
+    session: String,
     leases: Mutex<Held>,
 }
 
@@ -129,11 +137,19 @@ impl FencepostServer {
         let root = std::fs::canonicalize(&config.root).map_err(root_error)?;
         let stores = Stores::new(config.store.as_deref(), &root).map_err(StartError::Store)?;
         let confinement = Confinement::new(&root, stores.guarded_dir()).map_err(root_error)?;
+        let session = match config.session {
+            Some(session) => {
+                fencepost::check_session(&session).map_err(StartError::Session)?;
+                session
+            }
+            None => format!("mcp-{}-{:016x}", std::process::id(), fencepost::nonce()),
+        };
         Ok(FencepostServer {
             inner: Arc::new(Inner {
                 stores,
                 confinement,
                 owner: config.owner,
+                session,
                 leases: Mutex::default(),
             }),
             tool_router: Self::tool_router(),
@@ -248,7 +264,9 @@ impl FencepostServer {
             and says who holds it and until when. The token is public, not a password: \
             anyone can see it in status and check it with assert, and knowing it lets \
             nobody act as the holder. This server alone can renew, release or write with \
-            the leases it claimed (it keeps their secret proof in memory).",
+            the leases it claimed (it keeps their secret proof in memory). Claiming a \
+            resource this server already holds returns the same token, renewed \
+            (reentered: true).",
         input_schema = input_schema::<ClaimArgs>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
@@ -422,20 +440,19 @@ impl Inner {
         let ttl_ms = args::in_range("ttl_ms", args.ttl_ms, args::TTL_MIN_MS, args::TTL_MAX_MS)?;
         let wait_ms = args::in_range("wait_ms", args.wait_ms, 0, args::WAIT_MAX_MS)?;
         let (resource, key) = self.resource(&args.resource)?;
-        if let Some(token) = self.held_token(&key) {
-            return Err(format!(
-                "held: this server already holds {} with token {token}; use that token, or release it first",
-                resource.target()
-            ));
-        }
         // The server keeps its leases alive until released and has no shutdown
         // hook: once it is gone, its leases are a dead holder's (taken over early by
-        // a waiter on this host).
+        // a waiter on this host). Every claim carries the server's session, so a
+        // claim of what the session holds (here, or through a hook) re-enters it.
         let options = AcquireOptions::new(ttl_ms)
             .owner(self.owner.clone())
             .wait_ms(wait_ms)
-            .tied_to_process(true);
+            .tied_to_process(true)
+            .session(self.session.clone());
         let store = self.store(&resource, Access::Create)?;
+        if self.held_token(&key).is_some() {
+            return self.reclaim(&store, &resource, key, &options);
+        }
         let lease = store.acquire(&resource, &options).map_err(describe)?;
         if cancelled() {
             // The client gave up while we waited: nobody will learn this token, so
@@ -443,13 +460,7 @@ impl Inner {
             let _ = store.release(&lease);
             return Err("cancelled: the claim was cancelled by the client; nothing is held".into());
         }
-        let result = ClaimResult {
-            token: lease.token(),
-            expires_at_ms: lease.expires_at_ms(),
-            holder: lease.holder_id().to_string(),
-            owner: lease.owner().to_string(),
-            label: lease.label().to_string(),
-        };
+        let result = ClaimResult::of(&lease);
         if !self.keep(key, Self::keep_alive(&store, lease)) {
             return Err("cancelled: the server is shutting down; nothing is held".into());
         }
@@ -460,6 +471,56 @@ impl Inner {
             ttl_ms,
             "claimed"
         );
+        Ok(result)
+    }
+
+    /// A claim of what this server already holds: its session re-enters the tenure
+    /// (same token, renewed for the new ttl). The keepalive is stopped first, so two
+    /// renewals never race for one generation, and the map stays locked throughout,
+    /// so no other call sees the lease missing (one renewal: milliseconds).
+    fn reclaim(
+        &self,
+        store: &Store,
+        resource: &Resource,
+        key: Key,
+        options: &AcquireOptions,
+    ) -> Result<ClaimResult, String> {
+        let mut leases = self.leases();
+        let Some(keepalive) = leases.remove(&key) else {
+            drop(leases);
+            return self.claim_fresh(store, resource, key, options);
+        };
+        let held = keepalive.stop();
+        // Held by this session, so no wait: re-entry or a definite answer.
+        let options = options.clone().wait_ms(0);
+        match store.acquire(resource, &options) {
+            Ok(lease) => {
+                let result = ClaimResult::of(&lease);
+                leases.insert(key, Self::keep_alive(store, lease));
+                Ok(result)
+            }
+            Err(error) => {
+                // Keep what was held as it was: its own keepalive decides a loss.
+                leases.insert(key, Self::keep_alive(store, held));
+                Err(describe(error))
+            }
+        }
+    }
+
+    /// A claim after the server's own lease vanished between the look and the
+    /// lock (released by another call meanwhile): claimed as usual.
+    fn claim_fresh(
+        &self,
+        store: &Store,
+        resource: &Resource,
+        key: Key,
+        options: &AcquireOptions,
+    ) -> Result<ClaimResult, String> {
+        let lease = store.acquire(resource, options).map_err(describe)?;
+        let result = ClaimResult::of(&lease);
+        if !self.keep(key, Self::keep_alive(store, lease)) {
+            return Err("cancelled: the server is shutting down; nothing is held".into());
+        }
         Ok(result)
     }
 

@@ -160,11 +160,6 @@ async fn bad_arguments_are_one_line_tool_errors() {
             "control character",
         ),
         (
-            "claim",
-            json!({"resource": lock("db")}),
-            "held: this server already holds db",
-        ),
-        (
             "assert",
             json!({"resource": lock("db")}),
             "missing field `token`",

@@ -8,6 +8,7 @@ mod confinement;
 mod contention;
 mod polish;
 mod protocol;
+mod sessions;
 mod store_location;
 #[cfg(target_os = "linux")]
 mod takeover;

@@ -379,6 +379,7 @@ fn valid_record_bytes(key: &Key, generation: u64) -> Vec<u8> {
         secret_sha256: None,
         broken: None,
         process: None,
+        session: None,
     }
     .encode()
 }

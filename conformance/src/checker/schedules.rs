@@ -14,6 +14,8 @@ use fencepost::{
 
 use super::{Actor, CreateProcedure, FaultMix, Schedule, Setup};
 
+mod claims;
+
 /// The lease duration every schedule uses, in (virtual) milliseconds.
 pub const TTL_MS: u64 = 300;
 
@@ -304,6 +306,15 @@ pub const SCHEDULES: &[Schedule] = &[
         max_steps: 1200,
         inflight_ms: INFLIGHT_MS,
         actors: file_contention,
+    },
+    Schedule {
+        name: "session_reentry",
+        about: "two processes of one session claim one lock (the second re-enters the first's tenure) and keep it; another session waits",
+        snapshot_listing: true,
+        mix: FaultMix::EVERYTHING,
+        max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::session_reentry,
     },
 ];
 

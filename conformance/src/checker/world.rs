@@ -106,6 +106,11 @@ pub(crate) struct Oracle {
     /// handle carrying its secret. Anyone else writing one (other than a break's
     /// tombstone) acted as a holder it is not (docs/protocol.md §11).
     entitled: HashMap<String, HashSet<usize>>,
+    /// Per actor: the hashes of the session secrets it holds because it claims for
+    /// that session (a session tenure's secret is derived from the session id,
+    /// docs/design-04-claims.md, "Sessions"). Such an actor holds the secret of
+    /// every tenure of its session, and so is entitled to write its records.
+    session_secrets: HashMap<usize, HashSet<String>>,
     /// Per (holder id, token): the step at which a break ended that tenure (its
     /// tombstone landed, or `break_lease` returned it as broken). It never passes
     /// `check` or renews again, even after a power cut. The token is part of the
@@ -413,8 +418,15 @@ impl World {
                         t.fenced_at = t.fenced_at.or(Some(step));
                     }
                 } else {
+                    let holds_session_secret =
+                        oracle.session_secrets.get(&writer).is_some_and(|held| {
+                            record
+                                .secret_sha256
+                                .as_ref()
+                                .is_some_and(|hash| held.contains(hash))
+                        });
                     let entitled = oracle.entitled.entry(record.holder.clone()).or_default();
-                    if entitled.is_empty() {
+                    if entitled.is_empty() || holds_session_secret {
                         entitled.insert(writer);
                     } else if !entitled.contains(&writer) {
                         let owner = &record.owner;
@@ -1196,7 +1208,7 @@ impl Ctx {
     /// logs and judges the outcome. `None` when held or failed.
     pub fn acquire_with(&self, resource: &Resource, options: &AcquireOptions) -> Option<Lease> {
         self.world.log(format!(
-            "acquire {} (ttl {}ms, wait {}ms{})",
+            "acquire {} (ttl {}ms, wait {}ms{}{})",
             resource.target(),
             options.ttl_ms,
             options.wait_ms,
@@ -1204,17 +1216,40 @@ impl Ctx {
                 ", tied to its process"
             } else {
                 ""
-            }
+            },
+            options
+                .session
+                .as_ref()
+                .map(|s| format!(", session {s}"))
+                .unwrap_or_default()
         ));
+        // Claiming for a session is holding its derived secret.
+        if let Some(session) = &options.session
+            && let Some(me) = super::sched::current_actor()
+        {
+            lock(&self.world.oracle)
+                .session_secrets
+                .entry(me)
+                .or_default()
+                .insert(fencepost::Secret::for_session(session).sha256());
+        }
         let step = self.call_step();
         match self.store.try_acquire(resource, options) {
             Ok(TryAcquire::Acquired(lease)) => {
                 self.world.log(format!(
-                    "acquire -> token {} (generation {})",
+                    "acquire -> token {} (generation {}{})",
                     lease.token(),
-                    lease.generation()
+                    lease.generation(),
+                    if lease.reentered() {
+                        ", re-entered"
+                    } else {
+                        ""
+                    }
                 ));
-                self.world.acknowledged(&self.name, &lease, false, step);
+                // A re-entered tenure (its session already held it) was renewed,
+                // not begun: judged as that tenure's renewal.
+                self.world
+                    .acknowledged(&self.name, &lease, lease.reentered(), step);
                 Some(lease)
             }
             Ok(TryAcquire::Held(holder)) => {

@@ -30,6 +30,13 @@ pub struct Lease {
     /// ([`AcquireOptions::tied_to_process`]): its renewals carry this process's
     /// liveness evidence. False for a lease resumed from a handle.
     pub(crate) tied: bool,
+    /// The session that claimed the tenure, if any ([`AcquireOptions::session`]).
+    ///
+    /// [`AcquireOptions::session`]: crate::AcquireOptions::session
+    pub(crate) session: Option<String>,
+    /// This lease came from a claim that re-entered a tenure its session already
+    /// held (same token, renewed), rather than starting one.
+    pub(crate) reentered: bool,
 }
 
 impl Lease {
@@ -45,6 +52,15 @@ impl Lease {
     /// exist when claimed: one; an existing file: its path key and its file-id key).
     pub fn keys(&self) -> impl Iterator<Item = &Key> {
         std::iter::once(&self.key).chain(self.others.iter().map(|held| &held.key))
+    }
+    /// The session that claimed the tenure (its records carry it), if any.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+    /// True when the claim that returned this lease re-entered a tenure its
+    /// session already held (same token, renewed) instead of starting a new one.
+    pub fn reentered(&self) -> bool {
+        self.reentered
     }
     /// The label stored in its records.
     pub fn label(&self) -> &str {

@@ -24,6 +24,15 @@ pub struct AcquireOptions {
     /// host as expired (dead-holder takeover). Default `true`; `false` is pure ttl
     /// semantics.
     pub dead_holder_takeover: bool,
+    /// The session claiming (docs/design-04-claims.md, "Sessions"): a name the
+    /// agent's processes agree on, such as the agent's own session id. A claim by
+    /// the session whose tenure already holds the resource returns that tenure (same
+    /// token), renewed for `ttl_ms`, instead of "held"; any other claimer is refused
+    /// as usual. Not a secret: any process naming the session can renew and release
+    /// its tenures ([`crate::Store::resume_session`]). At most 256 characters, no
+    /// control characters, not blank. Default `None`: every claim is a new tenure
+    /// with a random secret.
+    pub session: Option<String>,
 }
 
 impl AcquireOptions {
@@ -35,6 +44,7 @@ impl AcquireOptions {
             wait_ms: 0,
             tied_to_process: false,
             dead_holder_takeover: true,
+            session: None,
         }
     }
 
@@ -53,6 +63,12 @@ impl AcquireOptions {
     /// Sets the owner name.
     pub fn owner(mut self, owner: impl Into<String>) -> Self {
         self.owner = owner.into();
+        self
+    }
+
+    /// Sets [`AcquireOptions::session`].
+    pub fn session(mut self, session: impl Into<String>) -> Self {
+        self.session = Some(session.into());
         self
     }
 

@@ -55,6 +55,9 @@ pub struct StatusEntry {
     /// Who broke the lease, when and why, while the break's tombstone is newest.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub broken: Option<BreakNote>,
+    /// The session that claimed the tenure, when it was claimed with one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 impl StatusEntry {
@@ -72,6 +75,7 @@ impl StatusEntry {
             host: String::new(),
             expires_at_ms: 0,
             broken: None,
+            session: None,
         }
     }
 }
@@ -188,6 +192,7 @@ impl Store {
                         host: r.host.clone(),
                         expires_at_ms: r.expires_at_ms,
                         broken: r.broken.clone(),
+                        session: r.session.clone(),
                     };
                     (entry, Some(r.holder.clone()))
                 }
@@ -205,6 +210,7 @@ impl Store {
                         host: String::new(),
                         expires_at_ms: envelope.expires_at_ms,
                         broken: None,
+                        session: None,
                     },
                     None,
                 ),

@@ -74,6 +74,7 @@ fn server_command(tree: &Tree, owner: &str) -> tokio::process::Command {
         .arg(owner)
         .env_remove("FENCEPOST_STORE")
         .env_remove("FENCEPOST_OWNER")
+        .env_remove("FENCEPOST_SESSION")
         .env("FENCEPOST_LOG", "error")
         // The server's cwd must not matter: paths are relative to --root.
         .current_dir(&tree.outside);
@@ -92,7 +93,18 @@ pub type Outcome = Result<Value, String>;
 impl Server {
     /// Spawns `fencepost-server` on `tree` and completes the MCP handshake.
     pub async fn start(tree: &Tree, owner: &str) -> Server {
-        let transport = TokioChildProcess::new(server_command(tree, owner)).expect("spawn server");
+        Self::spawn(server_command(tree, owner)).await
+    }
+
+    /// As [`Server::start`], with `--session SESSION`.
+    pub async fn start_in_session(tree: &Tree, owner: &str, session: &str) -> Server {
+        let mut command = server_command(tree, owner);
+        command.arg("--session").arg(session);
+        Self::spawn(command).await
+    }
+
+    async fn spawn(command: tokio::process::Command) -> Server {
+        let transport = TokioChildProcess::new(command).expect("spawn server");
         let pid = transport.id().expect("server pid");
         let client = ().serve(transport).await.expect("MCP handshake");
         Server { client, pid }

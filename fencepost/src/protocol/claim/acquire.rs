@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::session::check_session;
 use crate::proof::Secret;
 use crate::protocol::series::{Claim, Watch};
 use crate::protocol::{
@@ -86,12 +87,19 @@ impl Store {
                 "ttl must be at least 1 millisecond".into(),
             ));
         }
+        if let Some(session) = &options.session {
+            check_session(session)?;
+        }
         let identity = resource.identity()?;
         let keys = identity.keys();
         let holder_id = new_holder_id(&options.owner);
         // One secret per tenure, whatever the number of keys and attempts: its hash
-        // in every record of the tenure is the proof of holding.
-        let secret = Secret::generate();
+        // in every record of the tenure is the proof of holding. A session's is
+        // derived from its name, so its other processes can act on the tenure.
+        let secret = match &options.session {
+            Some(session) => Secret::for_session(session),
+            None => Secret::generate(),
+        };
         let proof = secret.sha256();
         let started = self.clock.monotonic_ms();
         let deadline = started.saturating_add(options.wait_ms);
@@ -102,6 +110,12 @@ impl Store {
         // several keys polls), made the first time the key is found held.
         let mut change: Option<Option<Box<dyn crate::ChangeWatch>>> = None;
         loop {
+            // The session already holds it: the same tenure, renewed. Every round,
+            // so a claim that lost the race to another process of its session
+            // re-enters that process's tenure instead of waiting it out.
+            if let Some(lease) = self.reenter(resource, options)? {
+                return Ok(TryAcquire::Acquired(lease));
+            }
             // Several keys (an existing file: path and file id): look before taking
             // anything, so a waiter does not write and tombstone claims every round.
             let mut held = None;
@@ -185,6 +199,11 @@ impl Store {
             // within CREATE_GRACE_MS (completed, or taken for abandoned).
             let in_progress = watches.iter().any(|w| w.in_progress);
             if mono >= deadline && !in_progress {
+                // The holder may be this session, which won the race since the
+                // round began.
+                if let Some(lease) = self.reenter(resource, options)? {
+                    return Ok(TryAcquire::Acquired(lease));
+                }
                 return Ok(TryAcquire::Held(holder));
             }
             on_wait(&holder, mono.saturating_sub(started));
@@ -266,6 +285,8 @@ impl Store {
             expires_at_ms: claim.expires_at_ms,
             secret,
             tied: options.tied_to_process,
+            session: options.session.clone(),
+            reentered: false,
         }
     }
 

@@ -3,4 +3,7 @@
 mod acquire;
 mod end;
 mod renew;
+mod session;
+
+pub use session::check_session;
 mod verify;

@@ -152,7 +152,10 @@ impl Store {
             let newest = self.read_settled(key)?;
             if let Some(r) = newest
                 .claim()
-                .filter(|r| lease.secret.proves(r.secret_sha256.as_deref()))
+                // The holder id too: every tenure of a session shares its secret.
+                .filter(|r| {
+                    r.holder == lease.holder_id && lease.secret.proves(r.secret_sha256.as_deref())
+                })
             {
                 let r = self.renew_tenure(
                     key,
@@ -191,6 +194,7 @@ impl Store {
                 broken: None,
                 // The same evidence as the tenure's renewals.
                 process: evidence.clone(),
+                session: lease.session.clone(),
             };
             match self
                 .backend

@@ -139,7 +139,11 @@ impl Store {
             // file was created after the claim); a live rival there is a takeover.
             let newest = self.read_newest(file_id)?;
             match newest.claim() {
-                Some(held) if secret.proves(held.secret_sha256.as_deref()) => {
+                // The holder id too: every tenure of a session shares its secret.
+                Some(held)
+                    if held.holder == record.holder
+                        && secret.proves(held.secret_sha256.as_deref()) =>
+                {
                     others.push(HeldKey {
                         key: file_id.clone(),
                         token: held.token,
@@ -171,6 +175,8 @@ impl Store {
             expires_at_ms: record.expires_at_ms,
             secret: secret.clone(),
             tied: false,
+            session: record.session.clone(),
+            reentered: false,
         })
     }
 

@@ -78,6 +78,7 @@ impl Store {
                 } else {
                     None
                 },
+                session: options.session.clone(),
             };
             match self
                 .backend

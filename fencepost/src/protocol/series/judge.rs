@@ -48,6 +48,13 @@ impl Store {
         if newest.top_is_torn() && planted_vacancy {
             return None;
         }
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::SESSION_HOLDER_IS_VACANCY)
+            && options.session.is_some()
+            && newest.claim().is_some_and(|r| r.session == options.session)
+        {
+            return None;
+        }
         let live = newest
             .envelope()
             .filter(|e| record::is_live(e, self.clock.wall_ms()));

@@ -1,0 +1,206 @@
+//! Sessions (issue 14): a claim by the session that holds a resource is re-entrant
+//! (same token, renewed) from any process; any process naming the session renews
+//! and releases; every other claimer is refused as before.
+
+#[cfg(unix)]
+use std::io::{BufRead, BufReader};
+#[cfg(unix)]
+use std::process::Stdio;
+
+#[cfg(unix)]
+use crate::util::Background;
+use crate::util::{Scratch, json_of, one_line_stderr, token_of};
+
+/// `claim --lock x --json` with `extra`; the JSON object, asserted exit 0.
+fn claim_json(s: &Scratch, extra: &[&str]) -> serde_json::Value {
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "x", "--json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "claim failed: {output:?}");
+    json_of(&output)
+}
+
+#[test]
+fn a_second_process_of_the_holding_session_gets_the_same_token_renewed() {
+    let s = Scratch::new();
+    let first = claim_json(&s, &["--session", "agent-7", "--ttl", "60000"]);
+    assert_eq!(first["session"], "agent-7");
+    assert_eq!(first["reentered"], false);
+    let again = claim_json(&s, &["--session", "agent-7", "--ttl", "90000"]);
+    assert_eq!(again["token"], first["token"], "same tenure, same token");
+    assert_eq!(again["reentered"], true);
+    assert_eq!(again["ttl_ms"], 90_000, "renewed for the new ttl");
+    assert!(again["generation"].as_u64() > first["generation"].as_u64());
+    assert!(again["expires_at_ms"].as_u64() > first["expires_at_ms"].as_u64());
+    // The session in the environment is the same session.
+    let from_env = s
+        .cmd()
+        .env("FENCEPOST_SESSION", "agent-7")
+        .args(["claim", "--lock", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(from_env.status.code(), Some(0), "{from_env:?}");
+    assert_eq!(Some(token_of(&from_env)), first["token"].as_u64());
+    let entry = s.entry("x").unwrap();
+    assert_eq!(entry["session"], "agent-7", "status shows the session");
+
+    // Another session, or no session, is refused as held, naming the holder.
+    for other in [&["--session", "agent-8"][..], &[]] {
+        let output = s
+            .cmd()
+            .args(["claim", "--lock", "x"])
+            .args(other)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(3), "{other:?}: {output:?}");
+        let stderr = one_line_stderr(&output);
+        assert!(stderr.contains("held by"), "{stderr}");
+    }
+    let token = first["token"].as_u64().unwrap().to_string();
+    s.cmd()
+        .args(["check", "--lock", "x", &token])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn any_process_of_the_session_renews_and_releases_without_the_handle() {
+    let s = Scratch::new();
+    let first = claim_json(&s, &["--session", "agent-7", "--ttl", "60000"]);
+    let token = first["token"].as_u64().unwrap();
+
+    // Another session can neither renew nor release it; nothing is written.
+    let generation = s.entry("x").unwrap()["generation"].clone();
+    for command in ["renew", "release"] {
+        let output = s
+            .cmd()
+            .args([command, "--lock", "x", "--session", "agent-8"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(3), "{command}: {output:?}");
+        let stderr = one_line_stderr(&output);
+        assert!(
+            stderr.contains("session agent-8 holds no lease on x"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("nothing was changed"), "{stderr}");
+        assert!(!stderr.contains("release it"), "{stderr}");
+    }
+    assert_eq!(s.entry("x").unwrap()["generation"], generation);
+
+    let renewed = s
+        .cmd()
+        .env("FENCEPOST_SESSION", "agent-7")
+        .args(["renew", "--lock", "x", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(renewed.status.code(), Some(0), "{renewed:?}");
+    assert_eq!(json_of(&renewed)["token"], token);
+    s.cmd()
+        .args(["release", "--lock", "x", "--session", "agent-7"])
+        .assert()
+        .code(0);
+    s.cmd()
+        .args(["check", "--lock", "x", &token.to_string()])
+        .assert()
+        .code(3);
+    // Released: the session holds nothing now, and its next claim is a new tenure.
+    let output = s
+        .cmd()
+        .args(["release", "--lock", "x", "--session", "agent-7"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let next = claim_json(&s, &["--session", "agent-7"]);
+    assert!(next["token"].as_u64().unwrap() > token);
+    assert_eq!(next["reentered"], false);
+}
+
+#[test]
+fn bad_session_input_is_one_clear_line() {
+    let s = Scratch::new();
+    for (args, expected) in [
+        (
+            &["claim", "--lock", "x", "--session", "a\u{7}b"][..],
+            "control characters",
+        ),
+        (&["claim", "--lock", "x", "--session", "  "][..], "is empty"),
+        (
+            &["release", "--lock", "x"][..],
+            "pass the handle `claim` printed (TOKEN.SECRET), or --session ID",
+        ),
+    ] {
+        let output = s.cmd().args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        let stderr = one_line_stderr(&output);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    // FENCEPOST_SESSION= (set, empty) means no session, as for the other variables.
+    let output = s
+        .cmd()
+        .env("FENCEPOST_SESSION", "")
+        .args(["claim", "--lock", "x", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(json_of(&output).get("session").is_none());
+}
+
+/// The issue's multi-process test: a session holds `x` in one real process that
+/// keeps it alive (`claim --hold`); a claim from a second process of the session
+/// keeps the token, a different session is refused; `run --session` hands the
+/// session to its child, whose own claim re-enters the same lease, and leaves the
+/// lease held when the child ends (the hold still holds it).
+#[cfg(unix)]
+#[test]
+fn a_held_session_lease_is_reentered_from_other_processes() {
+    let s = Scratch::new();
+    let mut hold = s.spawn_cmd();
+    hold.args(["claim", "--lock", "x", "--hold", "--ttl", "3000"])
+        .args(["--session", "agent-7"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut hold = Background(hold.spawn().unwrap());
+    let mut handle = String::new();
+    BufReader::new(hold.0.stdout.take().unwrap())
+        .read_line(&mut handle)
+        .unwrap();
+    let token: u64 = handle.trim().split_once('.').unwrap().0.parse().unwrap();
+
+    let again = claim_json(&s, &["--session", "agent-7", "--ttl", "3000"]);
+    assert_eq!(again["token"], token);
+    assert_eq!(again["reentered"], true);
+    s.cmd()
+        .args(["claim", "--lock", "x", "--session", "agent-8"])
+        .assert()
+        .code(3);
+
+    // A child of `run` in the same session claims the same lease again.
+    let output = s
+        .cmd()
+        .args(["run", "--lock", "x", "--session", "agent-7", "--"])
+        .args([
+            "sh",
+            "-c",
+            r#"test "$FENCEPOST_SESSION" = agent-7 && "$FP" claim --lock x"#,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(token_of(&output), token, "the child re-entered the lease");
+    s.cmd()
+        .args(["check", "--lock", "x", &token.to_string()])
+        .assert()
+        .code(0);
+    assert!(hold.0.try_wait().unwrap().is_none(), "the hold still runs");
+    // The hold began the tenure: ending it releases the lease.
+    crate::util::send_signal(hold.id(), "TERM");
+    assert!(hold.0.wait().unwrap().success(), "the hold ends cleanly");
+    s.cmd()
+        .args(["check", "--lock", "x", &token.to_string()])
+        .assert()
+        .code(3);
+}
