@@ -1167,6 +1167,10 @@ impl Clock for ModelClock {
         let until = self.0.now() + (duration.as_millis() as u64).max(1);
         self.0.sched.point(Point::Sleep(until));
     }
+    /// The model backend's watches sleep in this clock's virtual time.
+    fn waits_on_change_watches(&self) -> bool {
+        true
+    }
     fn random_u64(&self) -> u64 {
         let n = self
             .0

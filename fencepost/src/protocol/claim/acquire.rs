@@ -208,7 +208,7 @@ impl Store {
             }
             on_wait(&holder, mono.saturating_sub(started));
             if change.is_none() {
-                let watch = (keys.len() == 1)
+                let watch = (keys.len() == 1 && self.clock.waits_on_change_watches())
                     .then(|| self.backend.watch_changes(&keys[0]))
                     .flatten();
                 let registered = watch.is_some();
