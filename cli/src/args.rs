@@ -29,8 +29,8 @@ The token (the number) is public: `status` and messages show it, and anyone
 may `check` it. Only the handle renews or releases the lease, so keep it to
 yourself. A lease claimed with --session ID (or $FENCEPOST_SESSION) can also be
 renewed and released by any process naming that session, and a claim by that
-session gets the same token back: a session id is a name the agent's processes
-share, not a secret. `break` is for a human operator ending someone else's lease.
+session gets the same token back: a session id is the name the agent's processes
+share, and whoever knows it acts as the session, so status shows only its tag. `break` is for a human operator ending someone else's lease.
 
 Store (one resource, one store): --store, else $FENCEPOST_STORE; else the
 nearest .fencepost directory at or above the anchor (a --file's own directory,
@@ -71,7 +71,10 @@ pub enum Command {
     /// Claim a lease and print its handle, TOKEN.SECRET (exit 3 if someone else holds it)
     ///
     /// The handle's number is the fencing token; the rest is the secret that proves
-    /// you hold the lease (`renew` and `release` need it). The lease lives until its
+    /// you hold the lease (`renew` and `release` need it). Several resources
+    /// (`--lock a --lock b --file c`) are claimed all or nothing, in one canonical
+    /// order, so two claimers never deadlock: one lease each, one handle per line
+    /// (the locks in the order given, then the files). The lease lives until its
     /// ttl runs out unless renewed: this process exits and nothing renews it. Use
     /// `run` to hold a lease for as long as a command runs.
     #[command(after_help = EXIT_CODES)]
@@ -232,26 +235,60 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-/// `--lock NAME` or `--file PATH`, exactly one.
+/// `--lock NAME` (with `--slot N`, one slot of it) or `--file PATH`, exactly one.
+// `multiple = true` only so that `--slot` may join `--lock`; `--lock` and `--file`
+// still exclude each other.
 #[derive(Debug, Args)]
-#[group(id = "resource", required = true, multiple = false)]
+#[group(id = "resource", required = true, multiple = true)]
 pub struct Target {
     /// A named lock such as db:migrations (trimmed, case-folded, invisible characters ignored)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "file")]
     pub lock: Option<String>,
     /// A file, existing or not, relative to the current directory
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
+    /// With --lock: slot N (from 1) of the lock, as `claim --slots` printed it;
+    /// each slot is its own lease
+    #[arg(long, value_name = "N", requires = "lock", conflicts_with = "file", value_parser = parse_slots)]
+    pub slot: Option<u32>,
 }
 
 impl Target {
     /// The resource named on the command line.
     pub fn resource(&self) -> Resource {
-        match (&self.lock, &self.file) {
-            (Some(name), _) => Resource::lock(name.clone()),
-            (None, Some(path)) => Resource::file(path.clone()),
-            (None, None) => unreachable!("clap requires --lock or --file"),
+        match (&self.lock, &self.file, self.slot) {
+            (Some(name), _, Some(slot)) => Resource::slot(name.clone(), slot),
+            (Some(name), _, None) => Resource::lock(name.clone()),
+            (None, Some(path), _) => Resource::file(path.clone()),
+            (None, None, _) => unreachable!("clap requires --lock or --file"),
         }
+    }
+}
+
+/// `claim`'s resources: `--lock NAME` and `--file PATH`, each as often as needed
+/// (several at once are claimed all or nothing).
+#[derive(Debug, Args)]
+#[group(id = "resources", required = true, multiple = true)]
+pub struct Targets {
+    /// A named lock such as db:migrations (trimmed, case-folded, invisible
+    /// characters ignored); repeat for several
+    #[arg(long, value_name = "NAME")]
+    pub lock: Vec<String>,
+    /// A file, existing or not, relative to the current directory; repeat for
+    /// several
+    #[arg(long, value_name = "PATH")]
+    pub file: Vec<PathBuf>,
+}
+
+impl Targets {
+    /// The resources named on the command line: the locks in the order given, then
+    /// the files in the order given (the order results are printed in).
+    pub fn resources(&self) -> Vec<Resource> {
+        self.lock
+            .iter()
+            .map(|name| Resource::lock(name.clone()))
+            .chain(self.file.iter().map(|path| Resource::file(path.clone())))
+            .collect()
     }
 }
 
@@ -327,12 +364,17 @@ pub enum OnLoss {
 #[derive(Debug, Args)]
 pub struct ClaimArgs {
     #[command(flatten)]
-    pub target: Target,
+    pub target: Targets,
     #[command(flatten)]
     pub timing: Timing,
     /// Print one JSON object instead of the bare token
     #[arg(long)]
     pub json: bool,
+    /// With one --lock: claim one of N slots of it instead (at most N holders at
+    /// once, e.g. 4 dev servers); prints `SLOT HANDLE` (act on it later with
+    /// `--slot SLOT`)
+    #[arg(long, value_name = "N", value_parser = parse_slots)]
+    pub slots: Option<u32>,
     /// Keep the lease alive in the foreground until SIGINT or SIGTERM (Ctrl+C),
     /// then release it; the token is printed first. Exit 3 if it is lost meanwhile
     #[arg(long)]
@@ -427,6 +469,10 @@ pub struct RunArgs {
     pub target: Target,
     #[command(flatten)]
     pub timing: Timing,
+    /// With --lock: hold one of N slots of it instead (at most N holders at once);
+    /// the child gets FENCEPOST_SLOT
+    #[arg(long, value_name = "N", requires = "lock", conflicts_with = "slot", value_parser = parse_slots)]
+    pub slots: Option<u32>,
     /// What to do with the child when the lease is lost
     #[arg(long, value_enum, value_name = "POLICY", default_value = "term")]
     pub on_loss: OnLoss,
@@ -526,6 +572,16 @@ fn parse_exit_code(text: &str) -> Result<u8, String> {
         Ok(0) => Err("the conflict exit code must not be 0, which means success".into()),
         Ok(code) => Ok(code),
         Err(_) => Err("the conflict exit code is a whole number from 1 to 255".into()),
+    }
+}
+
+fn parse_slots(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if (1..=fencepost::SLOTS_MAX).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "slots are counted from 1 to {}; pass a whole number such as 4",
+            fencepost::SLOTS_MAX
+        )),
     }
 }
 

@@ -16,7 +16,7 @@ use crate::output::{
     status_table, until_ms,
 };
 use crate::sys;
-use crate::waiting::{self, Acquired};
+use crate::waiting::{self, Acquired, AcquiredAll};
 
 /// An opened store and the string that opens it again (its directory).
 pub struct Context {
@@ -53,7 +53,17 @@ pub fn identity_of(resource: &Resource) -> Result<fencepost::Identity, Failure> 
 }
 
 pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
-    let resource = args.target.resource();
+    let resources = args.target.resources();
+    if let Some(slots) = args.slots {
+        return claim_slot(ctx, args, &resources, slots);
+    }
+    if resources.len() > 1 {
+        return claim_all(ctx, args, &resources);
+    }
+    let resource = resources
+        .into_iter()
+        .next()
+        .expect("clap requires --lock or --file");
     let name = resource_label(&resource)?;
     // A held lease lives as long as this process: a waiter on this host may take it
     // over once the process is provably gone. A plain claim outlives its process.
@@ -61,7 +71,7 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
     match waiting::try_acquire(&ctx.store, &resource, &options)? {
         Acquired::Lease(lease) => {
             if args.hold {
-                return hold(ctx, args, lease);
+                return hold(ctx, args, vec![lease]);
             }
             print_lease(ctx, args, &lease)?;
             Ok(ExitCode::SUCCESS)
@@ -84,84 +94,207 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
     }
 }
 
-fn print_lease(ctx: &Context, args: &ClaimArgs, lease: &Lease) -> Result<(), Failure> {
-    if args.json {
-        emit_json(&LeaseJson::new(lease, &ctx.locator))
-    } else {
-        emit(&lease.handle().to_string())
+/// `claim --lock NAME --slots N`: one free slot; prints `SLOT HANDLE`.
+fn claim_slot(
+    ctx: &Context,
+    args: &ClaimArgs,
+    resources: &[Resource],
+    slots: u32,
+) -> Result<ExitCode, Failure> {
+    let [Resource::Lock(name)] = resources else {
+        return Err(Failure::Error(
+            "--slots applies to one --lock; claim the others with separate commands".into(),
+        ));
+    };
+    let resource = Resource::lock(name.clone());
+    resource_label(&resource)?;
+    let options = args.timing.options().tied_to_process(args.hold);
+    match waiting::try_acquire_slot(&ctx.store, name, slots, &options)? {
+        Acquired::Lease(lease) => {
+            if args.hold {
+                return hold(ctx, args, vec![lease]);
+            }
+            print_lease(ctx, args, &lease)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Acquired::Held(holder, waited_ms) => {
+            let message = format!(
+                "all {slots} slots of {}",
+                held_refusal(&resource, &holder, args.timing.wait, waited_ms)
+            );
+            if args.json {
+                emit_json(&VerdictJson {
+                    ok: false,
+                    resource: resource_label(&resource)?,
+                    token: None,
+                    reason: Some("held"),
+                    holder: Some(&holder),
+                    message: Some(&message),
+                    store: &ctx.locator,
+                })?;
+            }
+            Err(Failure::Code(args.timing.conflict_exit_code, message))
+        }
     }
 }
 
-/// `claim --hold`: print the token, keep the lease alive until SIGINT or SIGTERM
-/// (Ctrl+C), then release it. A loss meanwhile is reported at once and ends the
+/// `claim` of several resources: all or nothing; one handle per line (JSON: one
+/// object with a lease per resource), in the order of [`crate::args::Targets::resources`].
+fn claim_all(ctx: &Context, args: &ClaimArgs, resources: &[Resource]) -> Result<ExitCode, Failure> {
+    for resource in resources {
+        resource_label(resource)?;
+    }
+    let options = args.timing.options().tied_to_process(args.hold);
+    match waiting::try_acquire_all(&ctx.store, resources, &options)? {
+        AcquiredAll::Leases(leases) => {
+            if args.hold {
+                return hold(ctx, args, leases);
+            }
+            print_leases(ctx, args, &leases)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        AcquiredAll::Held(resource, holder, waited_ms) => {
+            let message = format!(
+                "{}; none of the {} resources was claimed (all or nothing)",
+                held_refusal(&resource, &holder, args.timing.wait, waited_ms),
+                resources.len()
+            );
+            if args.json {
+                emit_json(&VerdictJson {
+                    ok: false,
+                    resource: resource_label(&resource)?,
+                    token: None,
+                    reason: Some("held"),
+                    holder: Some(&holder),
+                    message: Some(&message),
+                    store: &ctx.locator,
+                })?;
+            }
+            Err(Failure::Code(args.timing.conflict_exit_code, message))
+        }
+    }
+}
+
+/// One lease as `claim` prints it; several: a handle per line, or one JSON object
+/// `{"ok": true, "leases": [...], "store": ...}`.
+fn print_leases(ctx: &Context, args: &ClaimArgs, leases: &[Lease]) -> Result<(), Failure> {
+    if let [lease] = leases {
+        return print_lease(ctx, args, lease);
+    }
+    if args.json {
+        let leases: Vec<LeaseJson> = leases
+            .iter()
+            .map(|lease| LeaseJson::new(lease, &ctx.locator))
+            .collect();
+        emit_json(&serde_json::json!({"ok": true, "leases": leases, "store": &ctx.locator}))
+    } else {
+        let lines: Vec<String> = leases.iter().map(|l| l.handle().to_string()).collect();
+        emit(&lines.join("\n"))
+    }
+}
+
+fn print_lease(ctx: &Context, args: &ClaimArgs, lease: &Lease) -> Result<(), Failure> {
+    match (args.json, lease.slot()) {
+        (true, _) => emit_json(&LeaseJson::new(lease, &ctx.locator)),
+        // The slot first: acting on the lease later needs it (`--slot`).
+        (false, Some(slot)) => emit(&format!("{slot} {}", lease.handle())),
+        (false, None) => emit(&lease.handle().to_string()),
+    }
+}
+
+/// `claim --hold`: print the handles, keep every lease alive until SIGINT or SIGTERM
+/// (Ctrl+C), then release them. A loss meanwhile is reported at once and ends the
 /// hold with the conflict exit code.
-fn hold(ctx: &Context, args: &ClaimArgs, lease: Lease) -> Result<ExitCode, Failure> {
-    let target = lease.resource().target();
-    let lease_reentered = lease.reentered();
+fn hold(ctx: &Context, args: &ClaimArgs, leases: Vec<Lease>) -> Result<ExitCode, Failure> {
     // Catch the signals before anyone can learn the token and act on it.
     let mut termination = match sys::Termination::install() {
         Ok(termination) => termination,
         Err(error) => {
-            let _ = ctx.store.release(&lease);
+            for lease in leases.iter().filter(|lease| !lease.reentered()) {
+                let _ = ctx.store.release(lease);
+            }
             return Err(Failure::Error(format!(
                 "cannot catch termination signals for --hold: {error}; nothing is held"
             )));
         }
     };
-    // `ended` stops the wait: on a loss, or when the lease was released through its
+    // `ended` stops the wait: on a loss, or when a lease was released through its
     // handle (by another process of the holder), which ends the hold without a loss.
     let ended = Arc::new(AtomicBool::new(false));
     let lost = Arc::new(AtomicBool::new(false));
-    let keepalive = {
-        let (ended, lost) = (Arc::clone(&ended), Arc::clone(&lost));
-        let target = target.clone();
-        ctx.store.keepalive_with(lease.clone(), move |error| {
-            if !matches!(error, Error::Released { .. }) {
-                report(&crate::in_store(format!(
-                    "lease on {target} lost: {}",
-                    loss_reason(error)
-                )));
-                lost.store(true, Ordering::SeqCst);
-            }
-            ended.store(true, Ordering::SeqCst);
+    let kept: Vec<(String, bool, fencepost::Keepalive)> = leases
+        .iter()
+        .map(|lease| {
+            let (ended, lost) = (Arc::clone(&ended), Arc::clone(&lost));
+            let target = lease.resource().target();
+            let keepalive = ctx.store.keepalive_with(lease.clone(), {
+                let target = target.clone();
+                move |error| {
+                    if !matches!(error, Error::Released { .. }) {
+                        report(&crate::in_store(format!(
+                            "lease on {target} lost: {}",
+                            loss_reason(error)
+                        )));
+                        lost.store(true, Ordering::SeqCst);
+                    }
+                    ended.store(true, Ordering::SeqCst);
+                }
+            });
+            (target, lease.reentered(), keepalive)
         })
+        .collect();
+    // A lease the hold re-entered (its session already held it) is left held: the
+    // session's other process still holds it.
+    let give_back = |reentered: bool, keepalive: fencepost::Keepalive| {
+        if reentered {
+            keepalive.stop();
+            Ok(())
+        } else {
+            keepalive.release()
+        }
     };
-    if let Err(failure) = print_lease(ctx, args, &lease) {
-        // Nobody learned the token: give the lease back.
-        let _ = keepalive.release();
+    if let Err(failure) = print_leases(ctx, args, &leases) {
+        // Nobody learned the tokens: give the leases back.
+        for (_, reentered, keepalive) in kept {
+            let _ = give_back(reentered, keepalive);
+        }
         return Err(failure);
     }
     termination.wait(&ended, Duration::from_millis(20));
-    // A lease the hold re-entered (its session already held it) is left held: the
-    // session's other process still holds it.
-    let released = if lease_reentered {
-        keepalive.stop();
-        Ok(())
-    } else {
-        keepalive.release()
-    };
+    let mut code = ExitCode::SUCCESS;
+    let mut failure = None;
+    for (target, reentered, keepalive) in kept {
+        match give_back(reentered, keepalive) {
+            Ok(()) | Err(Error::Released { .. }) => {}
+            Err(
+                error @ (Error::Superseded { .. }
+                | Error::Expired { .. }
+                | Error::NotHolder { .. }
+                | Error::Broken { .. }),
+            ) => {
+                if !lost.load(Ordering::SeqCst) {
+                    report(&crate::in_store(format!(
+                        "lease on {target} lost: {}",
+                        loss_reason(&error)
+                    )));
+                }
+                code = ExitCode::from(args.timing.conflict_exit_code);
+            }
+            Err(error) => {
+                failure.get_or_insert(Failure::Error(format!(
+                    "could not release {target} (it expires by itself within {} ms): {}",
+                    args.timing.ttl,
+                    describe_error(&error)
+                )));
+            }
+        }
+    }
     if lost.load(Ordering::SeqCst) {
         return Ok(ExitCode::from(args.timing.conflict_exit_code));
     }
-    match released {
-        Ok(()) | Err(Error::Released { .. }) => Ok(ExitCode::SUCCESS),
-        Err(
-            error @ (Error::Superseded { .. }
-            | Error::Expired { .. }
-            | Error::NotHolder { .. }
-            | Error::Broken { .. }),
-        ) => {
-            report(&crate::in_store(format!(
-                "lease on {target} lost: {}",
-                loss_reason(&error)
-            )));
-            Ok(ExitCode::from(args.timing.conflict_exit_code))
-        }
-        Err(error) => Err(Failure::Error(format!(
-            "could not release {target} (it expires by itself within {} ms): {}",
-            args.timing.ttl,
-            describe_error(&error)
-        ))),
+    match failure {
+        Some(failure) => Err(failure),
+        None => Ok(code),
     }
 }
 

@@ -205,7 +205,7 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
         ))
     })?;
     let (resource, access) = match &cli.command {
-        Command::Claim(args) => (Some(args.target.resource()), Access::Create),
+        Command::Claim(args) => (args.target.resources().first().cloned(), Access::Create),
         Command::Run(args) => (Some(args.target.resource()), Access::Create),
         Command::Check(args) => (Some(args.target.resource()), Access::Existing),
         Command::Release(args) => (Some(args.target.resource()), Access::Existing),
@@ -221,6 +221,9 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
     };
     let opened = store::open(cli.global.store.as_deref(), resource.as_ref(), &cwd, access)
         .map_err(Failure::Error)?;
+    if let Command::Claim(args) = &cli.command {
+        one_store(cli, &args.target.resources(), &cwd)?;
+    }
     let locator = opened.backend.locator();
     let _ = STORE.set(locator.clone());
     Ok(Context {
@@ -229,6 +232,43 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
         scope: opened.scope,
         exists: opened.exists,
     })
+}
+
+/// Several resources claimed at once must share one store (all or nothing is only
+/// possible within one): each is located by the store location rule unless
+/// `--store` names the store.
+fn one_store(
+    cli: &Cli,
+    resources: &[fencepost::Resource],
+    cwd: &std::path::Path,
+) -> Result<(), Failure> {
+    if resources.len() < 2 || cli.global.store.is_some() {
+        return Ok(());
+    }
+    let locate = |resource: &fencepost::Resource| {
+        fencepost_fs::locate_store(None, Some(resource), cwd)
+            .map(|location| location.path)
+            .map_err(|e| {
+                Failure::Error(format!(
+                    "cannot choose a store for {}: {e}",
+                    resource.target()
+                ))
+            })
+    };
+    let first = locate(&resources[0])?;
+    for resource in &resources[1..] {
+        let other = locate(resource)?;
+        if other != first {
+            return Err(Failure::Error(format!(
+                "{} and {} are in different stores ({} and {}), and several resources are claimed together only within one store; claim them with separate commands, or pass --store",
+                resources[0].target(),
+                resource.target(),
+                first.display(),
+                other.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Clap's usage error on one line: its message (and tip, if any) without the usage

@@ -139,6 +139,9 @@ pub struct LeaseJson<'a> {
     /// True when the claim re-entered the lease its session already held (same
     /// token, renewed).
     pub reentered: bool,
+    /// The slot held (from 1), for a claim with `--slots`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
     /// The store's locator (its directory).
     pub store: &'a str,
 }
@@ -161,6 +164,7 @@ impl<'a> LeaseJson<'a> {
             ttl_ms: lease.ttl_ms(),
             session: lease.session(),
             reentered: lease.reentered(),
+            slot: lease.slot(),
             store,
         }
     }
@@ -521,7 +525,7 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
                 Some(session) => format!(
                     "{} (session {})",
                     elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH),
-                    elide_middle(&printable(session), MAX_NAME_WIDTH)
+                    elide_middle(&printable(session.as_str()), MAX_NAME_WIDTH)
                 ),
                 None => elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH),
             }),

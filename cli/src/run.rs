@@ -31,11 +31,17 @@ const GRACE_POLL: Duration = Duration::from_millis(20);
 
 pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
-    let environment = child_environment(&resource)?;
+    let mut environment = child_environment(&resource)?;
     let conflict = args.timing.conflict_exit_code;
     // The lease lives exactly as long as this process keeps it alive.
     let options = args.timing.options().tied_to_process(true);
-    let lease = match waiting::try_acquire(&ctx.store, &resource, &options)? {
+    let acquired = match (args.slots, &resource) {
+        (Some(slots), Resource::Lock(name)) => {
+            waiting::try_acquire_slot(&ctx.store, name, slots, &options)?
+        }
+        _ => waiting::try_acquire(&ctx.store, &resource, &options)?,
+    };
+    let lease = match acquired {
         Acquired::Lease(lease) => lease,
         Acquired::Held(holder, waited_ms) => {
             return Err(Failure::Code(
@@ -44,6 +50,10 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
             ));
         }
     };
+    if args.slots.is_some() {
+        // The slot taken: the child learns which (FENCEPOST_SLOT).
+        environment = child_environment(lease.resource())?;
+    }
     let token = lease.token();
     let handle = lease.handle().to_string();
     // A lease this run re-entered (its session already held it) is left held when
@@ -102,6 +112,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         .env("FENCEPOST_STORE", &ctx.locator)
         // A nested `run` must not pass the outer resource's variables on.
         .env_remove("FENCEPOST_LOCK")
+        .env_remove("FENCEPOST_SLOT")
         .env_remove("FENCEPOST_FILE");
     for (name, value) in environment {
         command.env(name, value);
@@ -352,5 +363,16 @@ fn child_environment(resource: &Resource) -> Result<Vec<(&'static str, OsString)
             ),
             ("FENCEPOST_LOCK", OsString::from(identity.label)),
         ],
+        Resource::Slot(name, slot) => {
+            let lock = crate::commands::identity_of(&Resource::lock(name.clone()))?;
+            vec![
+                (
+                    "FENCEPOST_RESOURCE",
+                    OsString::from(format!("slot:{}", identity.label)),
+                ),
+                ("FENCEPOST_LOCK", OsString::from(lock.label)),
+                ("FENCEPOST_SLOT", OsString::from(slot.to_string())),
+            ]
+        }
     })
 }

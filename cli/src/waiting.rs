@@ -124,3 +124,62 @@ pub fn try_acquire(
         ),
     })
 }
+
+/// The outcome of [`try_acquire_all`].
+pub enum AcquiredAll {
+    /// Every resource, one lease each, in the order given.
+    Leases(Vec<fencepost::Lease>),
+    /// This resource was still held when the wait ended (nothing is held), after
+    /// waiting this many milliseconds.
+    Held(Resource, Holder, u64),
+}
+
+/// Acquires every resource in `resources`, all or nothing, showing the waiting line
+/// (naming the resource in the way) meanwhile.
+pub fn try_acquire_all(
+    store: &fencepost::Store,
+    resources: &[Resource],
+    options: &fencepost::AcquireOptions,
+) -> fencepost::Result<AcquiredAll> {
+    let started = Instant::now();
+    let mut line = WaitLine::new(&resources[0], options.wait_ms);
+    let outcome =
+        store.try_acquire_all_observed(resources, options, &mut |resource, holder, waited_ms| {
+            line.what = printable(&resource.target());
+            line.update(holder, waited_ms)
+        });
+    line.clear();
+    Ok(match outcome? {
+        fencepost::TryAcquireAll::Acquired(leases) => AcquiredAll::Leases(leases),
+        fencepost::TryAcquireAll::Held { resource, holder } => AcquiredAll::Held(
+            resource,
+            holder,
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ),
+    })
+}
+
+/// Acquires one of the `slots` slots of the lock `name`, showing the waiting line
+/// meanwhile.
+pub fn try_acquire_slot(
+    store: &fencepost::Store,
+    name: &str,
+    slots: u32,
+    options: &fencepost::AcquireOptions,
+) -> fencepost::Result<Acquired> {
+    let started = Instant::now();
+    let mut line = WaitLine::new(&Resource::lock(name), options.wait_ms);
+    line.what = format!("one of {slots} slots of {}", printable(name));
+    let outcome =
+        store.try_acquire_slot_observed(name, slots, options, &mut |holder, waited_ms| {
+            line.update(holder, waited_ms)
+        });
+    line.clear();
+    Ok(match outcome? {
+        fencepost::TryAcquire::Acquired(lease) => Acquired::Lease(lease),
+        fencepost::TryAcquire::Held(holder) => Acquired::Held(
+            holder,
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ),
+    })
+}

@@ -144,8 +144,12 @@ fn every_edit_tool_claims_for_its_session_and_blocks_other_sessions() {
         let first = repo.edit(name, "s1", "src/a.rs");
         assert_allowed(&first, agent);
         let (token, owner) = repo.claim_on(&file).expect("claimed");
+        // The owner names the session by its tag: whoever knows the id can act
+        // as the session, and owners are shown to everyone.
+        let tag = fencepost::SessionTag::of(&format!("{agent}:s1"));
+        assert!(owner.contains(tag.as_str()), "{name}: owner {owner}");
         assert!(
-            owner.contains(&format!("{agent}:s1")),
+            !owner.contains(&format!("{agent}:s1")),
             "{name}: owner {owner}"
         );
         // The same session again (absolute path this time): allowed, same token.
@@ -155,7 +159,24 @@ fn every_edit_tool_claims_for_its_session_and_blocks_other_sessions() {
         // Another session: blocked with a reason naming the holder and the way on.
         let other = repo.edit(name, "s2", "src/a.rs");
         let reason = assert_blocked(&other);
-        assert!(reason.contains(&format!("{agent}:s1")), "{name}: {reason}");
+        assert!(reason.contains(tag.as_str()), "{name}: {reason}");
+        assert!(
+            !reason.contains(&format!("{agent}:s1")),
+            "the reason hands the other model the holder's session id: {reason}"
+        );
+        for args in [&["status"][..], &["status", "--json"]] {
+            let shown = repo
+                .scratch
+                .bare_cmd(&repo.root)
+                .args(args)
+                .output()
+                .unwrap();
+            let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+            assert!(
+                !shown.contains(&format!("{agent}:s1")),
+                "{args:?} shows the id: {shown}"
+            );
+        }
         assert!(reason.contains(&file.display().to_string()), "{reason}");
         assert!(reason.contains("until 20"), "{reason}");
         assert!(reason.contains("Work on other files"), "{reason}");
@@ -367,7 +388,10 @@ fn a_linked_worktree_claims_into_the_shared_store() {
     // Another session in the worktree is blocked, by the claim in the shared store.
     let other = fixture("claude-code-Edit.json", "c1", &wt.join("src"), "a.rs");
     let reason = assert_blocked(&repo.hook_in(&wt, "claude-code", &other, &[]));
-    assert!(reason.contains("gemini:g1"), "{reason}");
+    assert!(
+        reason.contains(fencepost::SessionTag::of("gemini:g1").as_str()),
+        "{reason}"
+    );
     // From the main checkout the worktree is outside the project: not claimed from
     // there, but not written over the claim either.
     let from_main = fixture("claude-code-Edit.json", "c1", &repo.root, "../wt/src/b.rs");
@@ -378,7 +402,10 @@ fn a_linked_worktree_claims_into_the_shared_store() {
     assert!(repo.claim_on(&wt.join("src/b.rs")).is_none());
     let from_main = fixture("claude-code-Edit.json", "c1", &repo.root, "../wt/src/a.rs");
     let reason = assert_blocked(&repo.hook_in(&repo.root, "claude-code", &from_main, &[]));
-    assert!(reason.contains("gemini:g1"), "{reason}");
+    assert!(
+        reason.contains(fencepost::SessionTag::of("gemini:g1").as_str()),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -396,7 +423,12 @@ fn fencepost_session_names_the_session_for_every_process_of_the_agent() {
         );
         assert_allowed(&out, "claude-code");
     }
-    assert!(repo.claim_on(&file).unwrap().1.contains("agent-a"));
+    assert!(
+        repo.claim_on(&file)
+            .unwrap()
+            .1
+            .contains(fencepost::SessionTag::of("agent-a").as_str())
+    );
     assert_blocked(&repo.edit("claude-code-Edit.json", "p1", "src/a.rs"));
 }
 
@@ -495,4 +527,129 @@ fn two_sessions_alternating_never_both_hold_one_file() {
             "{file} token {token}: {log:?}"
         );
     }
+}
+
+/// With the core's sessions: every edit renews the session's tenure (same token,
+/// later expiry), and SessionEnd releases what the session holds, so the next
+/// session gets the file at once, with a greater token.
+#[test]
+fn each_edit_renews_the_claim_and_session_end_releases_it() {
+    let repo = Repo::new();
+    let file = repo.root.join("src/a.rs");
+    let expiry = |repo: &Repo| {
+        repo.status()
+            .into_iter()
+            .find(|e| e["label"] == file.display().to_string() && e["live"] == true)
+            .map(|e| {
+                (
+                    e["token"].as_u64().unwrap(),
+                    e["expires_at_ms"].as_u64().unwrap(),
+                )
+            })
+    };
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+    let (token, first) = expiry(&repo).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+    let (again, second) = expiry(&repo).unwrap();
+    assert_eq!(again, token, "same tenure");
+    assert!(second > first, "renewed: {first} -> {second}");
+    // SessionEnd of another session releases nothing of s1's.
+    let end = fixture("claude-code-SessionEnd.json", "s2", &repo.root, "");
+    assert_allowed(
+        &repo.hook_in(&repo.root, "claude-code", &end, &[]),
+        "claude-code",
+    );
+    assert!(expiry(&repo).is_some());
+    let end = fixture("claude-code-SessionEnd.json", "s1", &repo.root, "");
+    let out = repo.hook_in(&repo.root, "claude-code", &end, &[]);
+    assert_allowed(&out, "claude-code");
+    assert!(stderr(&out).contains("released 1 claim"), "{out:?}");
+    assert_eq!(expiry(&repo), None, "released: {:?}", repo.status());
+    assert_allowed(
+        &repo.edit("gemini-replace.json", "s2", "src/a.rs"),
+        "gemini",
+    );
+    assert!(expiry(&repo).unwrap().0 > token);
+}
+
+/// The hook's session is the one `fencepost claim --session` and the MCP server
+/// (inside Claude Code) name: `claude-code:ID`. A claim made by either re-enters.
+#[test]
+fn the_hook_and_the_cli_agree_on_the_session() {
+    let repo = Repo::new();
+    let claim = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args([
+            "claim",
+            "--file",
+            "src/a.rs",
+            "--session",
+            "claude-code:s1",
+            "--ttl",
+            "60000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(claim.status.code(), Some(0), "{claim:?}");
+    let token: u64 = String::from_utf8_lossy(&claim.stdout)
+        .split('.')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_allowed(
+        &repo.edit("claude-code-Write.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+    assert_eq!(repo.claim_on(&repo.root.join("src/a.rs")).unwrap().0, token);
+    assert_blocked(&repo.edit("claude-code-Write.json", "s2", "src/a.rs"));
+}
+
+/// The guard's escapes are the human's: an agent's shell command taking one is
+/// blocked (a deterrent: a command can hide them), and other commands pass.
+#[test]
+fn shell_commands_taking_the_humans_escapes_are_blocked() {
+    let repo = Repo::new();
+    let shell = |agent: &str, command: &str| {
+        let (event, tool) = match agent {
+            "gemini" => ("BeforeTool", "run_shell_command"),
+            _ => ("PreToolUse", "Bash"),
+        };
+        let payload = serde_json::json!({
+            "session_id": "s1", "cwd": repo.root, "hook_event_name": event,
+            "tool_name": tool, "tool_input": {"command": command, "description": "x"}
+        });
+        repo.hook_in(&repo.root, agent, &payload.to_string(), &[])
+    };
+    for command in [
+        "git commit --no-verify -m wip",
+        "FENCEPOST_GUARD=off git commit -am x",
+        "git -c core.hooksPath=/dev/null commit -m x",
+        "fencepost hooks uninstall --git",
+        "fencepost break --file src/a.rs --reason mine",
+    ] {
+        for agent in ["claude-code", "gemini"] {
+            let reason = assert_blocked(&shell(agent, command));
+            assert!(
+                reason.contains("the human's decision"),
+                "{command}: {reason}"
+            );
+        }
+    }
+    for command in [
+        "cargo test",
+        "git commit -m 'no verify needed'",
+        "grep -rn FENCEPOST_GUARD src",
+    ] {
+        assert_allowed(&shell("claude-code", command), "claude-code");
+    }
+    assert!(repo.status().is_empty(), "a shell command claims nothing");
 }

@@ -91,7 +91,9 @@ fn a_commit_of_a_file_another_session_holds_is_refused() {
         let lines = refusals(&out);
         assert_eq!(lines.len(), 1, "one line per held path: {out:?}");
         assert!(
-            lines[0].contains("src/a.rs") && lines[0].contains("claude-code:s1"),
+            lines[0].contains("src/a.rs")
+                && lines[0].contains(fencepost::SessionTag::of("claude-code:s1").as_str())
+                && !lines[0].contains("claude-code:s1"),
             "{lines:?}"
         );
         assert!(
@@ -220,7 +222,10 @@ fn the_guard_runs_in_a_linked_worktree() {
     let out = repo.commit_all(&wt, &[]);
     let lines = refusals(&out);
     assert_eq!(lines.len(), 1, "{out:?}");
-    assert!(lines[0].contains("claude-code:w1"), "{lines:?}");
+    assert!(
+        lines[0].contains(fencepost::SessionTag::of("claude-code:w1").as_str()),
+        "{lines:?}"
+    );
     // The main checkout's a.rs is another file: committing it there is fine.
     std::fs::write(repo.root.join("src/a.rs"), "main\n").unwrap();
     assert_eq!(repo.commit_all(&repo.root, &[]).status.code(), Some(0));
@@ -299,7 +304,7 @@ fn install_twice_then_uninstall_gives_back_the_original_bytes() {
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
         value["hooks"]["PreToolUse"][0]["matcher"],
-        "Edit|Write|MultiEdit|NotebookEdit"
+        "Edit|Write|MultiEdit|NotebookEdit|Bash"
     );
     assert_eq!(
         value["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
@@ -310,7 +315,7 @@ fn install_twice_then_uninstall_gives_back_the_original_bytes() {
         serde_json::from_str(&std::fs::read_to_string(&gemini).unwrap()).unwrap();
     assert_eq!(
         value["hooks"]["BeforeTool"][0]["matcher"],
-        "write_file|replace"
+        "write_file|replace|run_shell_command"
     );
     let status = repo.hooks(&repo.root, &["status", "--agent", "claude-code"]);
     assert!(

@@ -45,7 +45,22 @@ fn a_second_process_of_the_holding_session_gets_the_same_token_renewed() {
     assert_eq!(from_env.status.code(), Some(0), "{from_env:?}");
     assert_eq!(Some(token_of(&from_env)), first["token"].as_u64());
     let entry = s.entry("x").unwrap();
-    assert_eq!(entry["session"], "agent-7", "status shows the session");
+    // Status shows the session's tag: which session, without the id its secret
+    // derives from (whoever reads status must not be able to act as the session).
+    assert_eq!(
+        entry["session"],
+        fencepost::SessionTag::of("agent-7").as_str(),
+        "status shows the session's tag"
+    );
+    let status = s.cmd().args(["status", "--json"]).output().unwrap();
+    let table = s.cmd().args(["status"]).output().unwrap();
+    for shown in [&status.stdout, &table.stdout] {
+        let text = String::from_utf8_lossy(shown);
+        assert!(
+            !text.contains("agent-7"),
+            "status shows the session id: {text}"
+        );
+    }
 
     // Another session, or no session, is refused as held, naming the holder.
     for other in [&["--session", "agent-8"][..], &[]] {

@@ -15,6 +15,8 @@ mod basics;
 mod identity;
 mod polish;
 mod sessions;
+mod several;
+mod slots;
 mod status;
 // Real git repositories and POSIX shells (not available to the Windows test
 // executables under Wine; the rule itself is tested there by backends/fs/tests/fs.rs).

@@ -14,8 +14,13 @@ pub fn bin() -> &'static Path {
 
 /// Variables of ours that must never leak from the developer's (or a `fencepost
 /// run`'s) environment into a test.
-const OUR_VARIABLES: [&str; 8] = [
+const OUR_VARIABLES: [&str; 12] = [
     "FENCEPOST_SESSION",
+    "FENCEPOST_HOOKS",
+    "FENCEPOST_GUARD",
+    // Inside Claude Code these name its session (the guard reads them).
+    "CLAUDECODE",
+    "CLAUDE_CODE_SESSION_ID",
     "FENCEPOST_STORE",
     "FENCEPOST_OWNER",
     "FENCEPOST_TOKEN",

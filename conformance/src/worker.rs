@@ -48,6 +48,39 @@ pub enum Job {
         #[serde(default)]
         session: Option<String>,
     },
+    /// `rounds` times: acquire every lock of `locks` at once (all or nothing,
+    /// waiting), mark `busy` exclusively while holding `marked` (a second marker
+    /// means two holders of it overlapped), append `marked`'s token to `log`,
+    /// unmark, release them all.
+    ContendAll {
+        /// The locks, in the order this worker names them.
+        locks: Vec<String>,
+        /// The lock whose holders the marker and the log follow.
+        marked: String,
+        /// How many critical sections.
+        rounds: u32,
+        /// Lease ttl in milliseconds.
+        ttl_ms: u64,
+        /// The shared log, one token per line (`OVERLAP` on a violation).
+        log: PathBuf,
+        /// The busy marker.
+        busy: PathBuf,
+    },
+    /// `rounds` times: acquire one of `slots` slots of `lock` (waiting), mark
+    /// `busy/slot-N` exclusively (a second marker means two holders of one slot),
+    /// append `SLOT TOKEN` to `log`, unmark, release.
+    ContendSlots {
+        /// The lock name.
+        lock: String,
+        /// How many slots it has.
+        slots: u32,
+        /// How many critical sections.
+        rounds: u32,
+        /// The shared log, `SLOT TOKEN` per line (`OVERLAP` on a violation).
+        log: PathBuf,
+        /// The directory of the per-slot markers.
+        busy: PathBuf,
+    },
     /// Forever: acquire, renew, release `lock` — to be killed at a random point.
     Churn {
         /// The lock name.
@@ -136,6 +169,77 @@ pub(crate) fn run_job(encoded: &str, open: impl Fn(&str) -> Result<Store, Backen
                 loop {
                     std::thread::sleep(Duration::from_secs(3600));
                 }
+            }
+            Job::ContendAll {
+                locks,
+                marked,
+                rounds,
+                ttl_ms,
+                log,
+                busy,
+            } => {
+                let resources: Vec<Resource> = locks.iter().map(Resource::lock).collect();
+                let at = locks
+                    .iter()
+                    .position(|l| *l == marked)
+                    .ok_or("the marked lock is not among the locks")?;
+                let options = AcquireOptions::new(ttl_ms).owner("worker").wait_ms(120_000);
+                for _ in 0..rounds {
+                    let leases = store
+                        .acquire_all(&resources, &options)
+                        .map_err(|e| e.to_string())?;
+                    let token = leases[at].token();
+                    let mut line = format!("{token}\n");
+                    let marked = OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&busy)
+                        .is_ok();
+                    if !marked {
+                        line = format!("OVERLAP {token}\n");
+                    }
+                    append(&log, &line)?;
+                    if marked {
+                        std::fs::remove_file(&busy).map_err(|e| e.to_string())?;
+                    }
+                    for lease in &leases {
+                        store.release(lease).map_err(|e| e.to_string())?;
+                    }
+                }
+                Ok(())
+            }
+            Job::ContendSlots {
+                lock,
+                slots,
+                rounds,
+                log,
+                busy,
+            } => {
+                let options = AcquireOptions::new(60_000).owner("worker").wait_ms(120_000);
+                for _ in 0..rounds {
+                    let lease = store
+                        .acquire_slot(&lock, slots, &options)
+                        .map_err(|e| e.to_string())?;
+                    let slot = lease.slot().ok_or("a slot lease without a slot")?;
+                    let marker = busy.join(format!("slot-{slot}"));
+                    let marked = OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&marker)
+                        .is_ok();
+                    let line = if marked {
+                        format!("{slot} {}\n", lease.token())
+                    } else {
+                        format!("OVERLAP {slot} {}\n", lease.token())
+                    };
+                    append(&log, &line)?;
+                    std::thread::sleep(Duration::from_millis(5));
+                    if marked {
+                        std::fs::remove_file(&marker).map_err(|e| e.to_string())?;
+                    }
+                    store.release(&lease).map_err(|e| e.to_string())?;
+                }
+                Ok(())
             }
             Job::Churn { lock, ttl_ms } => {
                 let resource = Resource::lock(lock);

@@ -115,6 +115,16 @@ fn catches_a_lost_wake_up_without_the_fallback() {
     catches(&planted::WAIT_WITHOUT_FALLBACK, "notified_handover", 11);
 }
 
+#[test]
+fn catches_several_resources_returned_without_checking_all_are_live() {
+    catches(&planted::SEVERAL_SKIPS_ALL_LIVE, "several_resources", 0);
+}
+
+#[test]
+fn catches_a_slot_claim_that_tries_one_slot_past_the_last() {
+    catches(&planted::SLOT_PAST_THE_LAST, "slots", 4);
+}
+
 /// Which schedules find which planted bug, and at which first seed (a survey for
 /// choosing regression seeds): `cargo test --test interleave_planted survey --
 /// --ignored --nocapture`.
@@ -146,6 +156,8 @@ fn survey() {
             "SESSION_HOLDER_IS_VACANCY",
             &planted::SESSION_HOLDER_IS_VACANCY,
         ),
+        ("SEVERAL_SKIPS_ALL_LIVE", &planted::SEVERAL_SKIPS_ALL_LIVE),
+        ("SLOT_PAST_THE_LAST", &planted::SLOT_PAST_THE_LAST),
     ] {
         let _planted = Planted::on(switch);
         for schedule in checker::SCHEDULES {

@@ -58,8 +58,9 @@
 //! A claim with [`AcquireOptions::session`] is re-entrant for that session: a claim by
 //! the session that already holds the resource returns the same tenure (same token),
 //! renewed; anyone else is refused as usual. Any process naming the session acts on
-//! its tenure with [`Store::resume_session`]. A session id is a name the agent's
-//! processes agree on, not a secret (docs/protocol.md §11, "Sessions").
+//! its tenure with [`Store::resume_session`]. A session id is the name the agent's
+//! processes already share; knowing it is acting as the session, so records and
+//! `status` carry only its [`SessionTag`] (docs/protocol.md §11, "Sessions").
 //!
 //! ```
 //! use fencepost::{AcquireOptions, Resource, Store, TryAcquire};
@@ -76,6 +77,52 @@
 //! // Any process of the session renews and releases without the handle.
 //! let lease = store.resume_session(&file, "agent-7")?;
 //! store.release(&lease)?;
+//! # Ok::<(), fencepost::Error>(())
+//! ```
+//!
+//! # Several resources at once
+//!
+//! [`Store::acquire_all`] claims several resources all or nothing, one lease each, in
+//! one canonical order, giving back what it took when one is held — so two claimers
+//! of overlapping sets never deadlock ([`Store::try_acquire_all`] reports the holder).
+//!
+//! ```
+//! use fencepost::{AcquireOptions, Resource, Store, TryAcquireAll};
+//! # let store = Store::new(fencepost::doc_support::TinyStore::default());
+//! let (db, cache) = (Resource::lock("db"), Resource::lock("cache"));
+//! let options = AcquireOptions::new(30_000).owner("agent-a");
+//! let leases = store.acquire_all(&[db.clone(), cache.clone()], &options)?;
+//! assert_eq!(leases.len(), 2); // in the order given, one token each
+//! // Someone wanting {cache, queue} is refused on cache and takes nothing.
+//! let queue = Resource::lock("queue");
+//! let other = AcquireOptions::new(30_000).owner("agent-b");
+//! match store.try_acquire_all(&[cache.clone(), queue.clone()], &other)? {
+//!     TryAcquireAll::Held { resource, .. } => assert_eq!(resource, cache),
+//!     TryAcquireAll::Acquired(_) => unreachable!("cache is held"),
+//! }
+//! assert!(store.holder(&queue)?.is_none());
+//! for lease in &leases {
+//!     store.release(lease)?;
+//! }
+//! # Ok::<(), fencepost::Error>(())
+//! ```
+//!
+//! # Slots: at most N holders
+//!
+//! [`Store::acquire_slot`] takes one of N slots of a lock ("4 dev servers"), each its
+//! own fenced tenure; [`Lease::slot`] says which, and [`Resource::slot`] names it for
+//! `check` and the rest.
+//!
+//! ```
+//! use fencepost::{AcquireOptions, Resource, Store, TryAcquire};
+//! # let store = Store::new(fencepost::doc_support::TinyStore::default());
+//! let options = AcquireOptions::new(30_000).owner("agent-a");
+//! let first = store.acquire_slot("dev-server", 2, &options)?;
+//! let second = store.acquire_slot("dev-server", 2, &options)?;
+//! assert_eq!((first.slot(), second.slot()), (Some(1), Some(2)));
+//! // A third claimer of the 2 slots is refused.
+//! assert!(matches!(store.try_acquire_slot("dev-server", 2, &options)?, TryAcquire::Held(_)));
+//! assert!(store.check(&Resource::slot("dev-server", 2), second.token())?);
 //! # Ok::<(), fencepost::Error>(())
 //! ```
 //!
@@ -102,10 +149,10 @@ pub use error::{Error, Holder, Result};
 pub use identity::{Identity, Key, Resource};
 pub use keepalive::Keepalive;
 pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
-pub use proof::{LeaseHandle, Secret, utc_timestamp};
+pub use proof::{LeaseHandle, Secret, SessionTag, utc_timestamp};
 pub use protocol::{
-    AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, StatusEntry, Store, TryAcquire,
-    check_session, nonce,
+    AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, SLOTS_MAX, StatusEntry, Store, TryAcquire,
+    TryAcquireAll, check_session, nonce,
 };
 
 /// This machine's host name, for records and `status` (empty when it cannot be
@@ -167,6 +214,13 @@ pub mod planted {
     /// (a new token, fencing the first process while it was promised the lease)
     /// instead of re-entering it.
     pub static SESSION_HOLDER_IS_VACANCY: AtomicBool = AtomicBool::new(false);
+    /// A claim of several resources returns once each was taken, without checking
+    /// that the first one taken is still live when the last is (a pause or slow
+    /// creates in between hand out an expired lease).
+    pub static SEVERAL_SKIPS_ALL_LIVE: AtomicBool = AtomicBool::new(false);
+    /// A slot claim tries one slot past the last (`0..=slots` where `1..=slots`
+    /// was meant): with every slot held, one more claimer gets in.
+    pub static SLOT_PAST_THE_LAST: AtomicBool = AtomicBool::new(false);
     /// A break whose create lost to a concurrent renewal reports the tenure broken
     /// without looking again: the renewal that won keeps the lease live while the
     /// operator is told it was broken.

@@ -23,14 +23,15 @@ const SECRET_HEX_LEN: usize = 32;
 pub struct Secret(String);
 
 impl Secret {
-    /// A new random secret.
+    /// A new random secret (also the random part of a fresh session id, e.g. the
+    /// MCP server's default: a session id is as good as its tenures' secret).
     ///
     /// # Panics
     ///
     /// When the operating system's random source fails, which `getrandom` documents
     /// as not happening on supported platforms after boot. A predictable secret
     /// would be worse than no lease.
-    pub(crate) fn generate() -> Secret {
+    pub fn generate() -> Secret {
         let mut bytes = [0u8; SECRET_HEX_LEN / 2];
         getrandom::fill(&mut bytes).expect("the operating system's random source failed");
         Secret(hex(&bytes))
@@ -40,9 +41,9 @@ impl Secret {
     /// "Sessions"): the first 128 bits of SHA-256 over `fencepost-session-v1`, a
     /// zero byte and the session id, as 32 lowercase hex digits. Derived, not drawn:
     /// every process that names the session computes the same secret, which is how a
-    /// later process of the session renews and releases its tenures — and why a
-    /// session id is not a secret and such a tenure's proof is only as private as
-    /// the session's name.
+    /// later process of the session renews and releases its tenures — and why such a
+    /// tenure's proof is only as private as the session's id, which records and
+    /// `status` therefore never show (they carry its [`SessionTag`]).
     pub fn for_session(session: &str) -> Secret {
         let mut hasher = Sha256::new();
         hasher.update(b"fencepost-session-v1\0");
@@ -91,6 +92,43 @@ impl FromStr for Secret {
                 "a lease secret is {SECRET_HEX_LEN} lowercase hexadecimal digits"
             ))
         }
+    }
+}
+
+/// What records, `status` and "held by" messages show of a session: its *tag*, the
+/// first 64 bits of SHA-256 over `fencepost-session-tag-v1`, a zero byte and the
+/// session id, as 16 lowercase hex digits (docs/format-v1.md §3.0).
+///
+/// Why not the id itself: a session tenure's secret is derived from the id
+/// ([`Secret::for_session`]), so showing the id would hand every reader of the store
+/// the proof of holding. The tag tells sessions apart and lets a process of the
+/// session recognize its own tenures ([`SessionTag::of`] of its id), and nothing
+/// computes the id or the secret from it. Pinned by
+/// `a_session_tag_names_the_session_without_revealing_it` and the conformance
+/// scenario `session_records_never_carry_the_session_id`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct SessionTag(String);
+
+impl SessionTag {
+    /// The tag of session id `session`.
+    pub fn of(session: &str) -> SessionTag {
+        let mut hasher = Sha256::new();
+        hasher.update(b"fencepost-session-tag-v1\0");
+        hasher.update(session.as_bytes());
+        SessionTag(hex(&hasher.finalize()[..8]))
+    }
+
+    /// The tag's text (16 lowercase hex digits in records this crate writes; a
+    /// record from elsewhere may carry other text, which matches no session).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SessionTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
@@ -212,6 +250,22 @@ mod tests {
         assert_eq!(Secret::for_session("agent-7"), secret);
         assert_ne!(Secret::for_session("agent-8"), secret);
         assert!(secret.expose().parse::<Secret>().is_ok());
+    }
+
+    #[test]
+    fn a_session_tag_names_the_session_without_revealing_it() {
+        // The vector docs/format-v1.md §3.0 gives.
+        let tag = SessionTag::of("agent-7");
+        assert_eq!(tag.as_str().len(), 16);
+        assert_eq!(tag, SessionTag::of("agent-7"));
+        assert_ne!(tag, SessionTag::of("agent-8"));
+        let secret = Secret::for_session("agent-7");
+        assert!(
+            !secret.expose().contains(tag.as_str()),
+            "the tag is not a piece of the secret"
+        );
+        assert!(!tag.as_str().contains("agent"));
+        assert_eq!(tag.as_str(), "d6029b4dd9683fb9");
     }
 
     #[test]

@@ -59,11 +59,13 @@ pub struct Record {
     /// in records of a tenure that lives as long as its process (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<crate::ProcessEvidence>,
-    /// The session that claimed the tenure (docs/design-04-claims.md, "Sessions"),
-    /// copied by its renewals and tombstone; absent for a claim without a session.
-    /// A session tenure's `secret_sha256` is that of [`crate::Secret::for_session`].
+    /// The tag of the session that claimed the tenure ([`crate::SessionTag`],
+    /// docs/design-04-claims.md, "Sessions") — never the session id, from which the
+    /// tenure's secret is derived — copied by its renewals and tombstone; absent for
+    /// a claim without a session. A session tenure's `secret_sha256` is that of
+    /// [`crate::Secret::for_session`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
+    pub session: Option<crate::SessionTag>,
 }
 
 /// Who broke a tenure, when and why (the tombstone of `fencepost break`).

@@ -118,6 +118,11 @@ pub(crate) struct ResourceArg {
     /// that leave the root are refused). For `lock`: the lock name; names are
     /// trimmed and case-folded, so `DB:Migrations` and `db:migrations` are one lock.
     pub(crate) target: String,
+    /// For `lock` only: one slot (from 1) of the lock, as `claim` with `slots`
+    /// returned it; each slot is its own lease with its own token.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1024))]
+    pub(crate) slot: Option<i64>,
 }
 
 fn default_ttl() -> i64 {
@@ -142,6 +147,42 @@ pub(crate) struct ClaimArgs {
     #[serde(default)]
     #[schemars(range(min = 0, max = 120_000))]
     pub(crate) wait_ms: i64,
+    /// For a lock: claim one of this many slots instead of the lock itself (at most
+    /// `slots` holders at once, e.g. 4 dev servers); the result says which slot.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1024))]
+    pub(crate) slots: Option<i64>,
+}
+
+/// Arguments of `claim_all`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClaimAllArgs {
+    /// What to claim, all or nothing (1 to 64 resources, each named once).
+    pub(crate) resources: Vec<ResourceArg>,
+    /// Lease duration in milliseconds, for every lease (renewed every ttl/3 until
+    /// released, as for `claim`).
+    #[serde(default = "default_ttl")]
+    #[schemars(range(min = 1_000, max = 3_600_000))]
+    pub(crate) ttl_ms: i64,
+    /// How long to wait while any of them is held by someone else, in
+    /// milliseconds; 0 (the default) answers at once. Nothing is held while waiting.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 120_000))]
+    pub(crate) wait_ms: i64,
+}
+
+/// Most resources one `claim_all` takes.
+pub(crate) const CLAIM_ALL_MAX: usize = 64;
+
+/// Result of `claim_all`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(transform = plain_schema)]
+pub(crate) struct ClaimAllResult {
+    /// One lease per resource, in the order given: each its own token, renewed,
+    /// asserted and released on its own.
+    pub(crate) leases: Vec<ClaimResult>,
 }
 
 /// Arguments of `assert`, `renew` and `release`.
@@ -207,6 +248,10 @@ pub(crate) struct ClaimResult {
     /// True when this server's session already held the resource: the same lease
     /// (same token) was returned, renewed, instead of a new one.
     pub(crate) reentered: bool,
+    /// For a claim with `slots`: the slot held (from 1). Name it as the resource's
+    /// `slot` in `assert`, `renew`, `release` and `write`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) slot: Option<u32>,
 }
 
 impl ClaimResult {
@@ -219,6 +264,7 @@ impl ClaimResult {
             label: lease.label().to_string(),
             session: lease.session().unwrap_or_default().to_string(),
             reentered: lease.reentered(),
+            slot: lease.slot(),
         }
     }
 }

@@ -35,9 +35,24 @@ struct Cli {
     /// This server's session: its claims of what the session already holds return
     /// the same token, renewed, and any process naming the session (a hook, the CLI
     /// with --session) can renew and release them. A name the agent's processes
-    /// share, not a secret. Default: a fresh id for this server process.
+    /// share, not a secret. Default: inside Claude Code, `claude-code:` + its
+    /// CLAUDE_CODE_SESSION_ID (the session its edit hooks claim for); else a fresh id
+    /// for this server process.
     #[arg(long, env = "FENCEPOST_SESSION", value_name = "ID")]
     session: Option<String>,
+}
+
+/// Inside Claude Code (`CLAUDECODE=1`), the session Claude Code names in the
+/// environment of the servers it spawns (`CLAUDE_CODE_SESSION_ID`), spelled as
+/// `fencepost hook claude-code` spells the session of its payloads
+/// (`claude-code:ID`): the server and the agent's edit hooks are one session
+/// (docs/design-06-agent-hooks.md, "Sessions").
+fn claude_code_session() -> Option<String> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    if var("CLAUDECODE").as_deref() != Some("1") {
+        return None;
+    }
+    var("CLAUDE_CODE_SESSION_ID").map(|id| format!("claude-code:{id}"))
 }
 
 /// Owners are printed in other agents' terminals and messages ("held by …"), so,
@@ -98,7 +113,10 @@ fn main() -> ExitCode {
         root,
         store: cli.store.filter(|s| !s.as_os_str().is_empty()),
         owner: cli.owner,
-        session: cli.session.filter(|s| !s.is_empty()),
+        session: cli
+            .session
+            .filter(|s| !s.is_empty())
+            .or_else(claude_code_session),
     }) {
         Ok(server) => server,
         Err(e) => {

@@ -11,9 +11,9 @@ use rmcp::service::RequestContext;
 use rmcp::{Json, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 
 use crate::args::{
-    self, Args, AssertResult, ClaimArgs, ClaimResult, Kind, ReleaseResult, RenewResult,
-    ResourceArg, StatusArgs, StatusClaim, StatusResult, TokenArgs, WriteArgs, WriteResult,
-    input_schema,
+    self, Args, AssertResult, ClaimAllArgs, ClaimAllResult, ClaimArgs, ClaimResult, Kind,
+    ReleaseResult, RenewResult, ResourceArg, StatusArgs, StatusClaim, StatusResult, TokenArgs,
+    WriteArgs, WriteResult, input_schema,
 };
 use crate::confine::Confinement;
 use crate::store::{Access, Stores};
@@ -142,7 +142,9 @@ impl FencepostServer {
                 fencepost::check_session(&session).map_err(StartError::Session)?;
                 session
             }
-            None => format!("mcp-{}-{:016x}", std::process::id(), fencepost::nonce()),
+            // Random, not guessable: whoever knows a session id can act as the
+            // session (its tenures' secret derives from it).
+            None => format!("mcp-{}", fencepost::Secret::generate().expose()),
         };
         Ok(FencepostServer {
             inner: Arc::new(Inner {
@@ -282,6 +284,28 @@ impl FencepostServer {
     }
 
     #[tool(
+        description = "Claim several resources at once, all or nothing: either every \
+            resource is claimed (one lease and fencing token each, in the order given) \
+            or none is. They are taken in one canonical order and given back when any is \
+            held, so two agents claiming overlapping sets never deadlock and nothing is \
+            held while waiting. If any is held by someone else, the call fails at once \
+            (or after wait_ms) and says which and who holds it. Each lease is then used \
+            and released on its own, as one from claim.",
+        input_schema = input_schema::<ClaimAllArgs>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn claim_all(
+        &self,
+        Args(args): Args<ClaimAllArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<ClaimAllResult>, String> {
+        let args = args?;
+        let cancelled = context.ct.clone();
+        self.blocking(move |inner| inner.claim_all(args, &|| cancelled.is_cancelled()))
+            .await
+    }
+
+    #[tool(
         description = "Check a fencing token: authorized is true only if the token is the \
             current token of the resource and its lease is live. Anyone may assert any \
             token (tokens are public, not passwords); a released, expired, broken or \
@@ -400,9 +424,22 @@ impl Inner {
 
     /// The resource named by a tool argument; file targets are confined.
     fn resource(&self, arg: &ResourceArg) -> Result<(Resource, Key), String> {
-        let resource = match arg.kind {
-            Kind::Lock => Resource::lock(arg.target.clone()),
-            Kind::File => Resource::file(
+        let resource = match (arg.kind, arg.slot) {
+            (Kind::Lock, None) => Resource::lock(arg.target.clone()),
+            (Kind::Lock, Some(slot)) => Resource::slot(
+                arg.target.clone(),
+                u32::try_from(args::in_range(
+                    "slot",
+                    slot,
+                    1,
+                    i64::from(fencepost::SLOTS_MAX),
+                )?)
+                .unwrap_or(1),
+            ),
+            (Kind::File, Some(_)) => {
+                return Err("slot: only a lock has slots; drop `slot` or use kind `lock`".into());
+            }
+            (Kind::File, None) => Resource::file(
                 self.confinement
                     .resolve(&arg.target)
                     .map_err(|e| e.to_string())?,
@@ -450,6 +487,9 @@ impl Inner {
             .tied_to_process(true)
             .session(self.session.clone());
         let store = self.store(&resource, Access::Create)?;
+        if let Some(slots) = args.slots {
+            return self.claim_slot(&store, &args.resource, slots, &options, cancelled);
+        }
         if self.held_token(&key).is_some() {
             return self.reclaim(&store, &resource, key, &options);
         }
@@ -471,6 +511,45 @@ impl Inner {
             ttl_ms,
             "claimed"
         );
+        Ok(result)
+    }
+
+    /// `claim` with `slots`: one free slot of the lock (a slot this server's session
+    /// holds is re-entered; its old keepalive is stopped, never dropped, which
+    /// would release it).
+    fn claim_slot(
+        &self,
+        store: &Store,
+        arg: &ResourceArg,
+        slots: i64,
+        options: &AcquireOptions,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<ClaimResult, String> {
+        let slots = args::in_range("slots", slots, 1, i64::from(fencepost::SLOTS_MAX))?;
+        if arg.kind != Kind::Lock || arg.slot.is_some() {
+            return Err(
+                "slots: only a lock has slots, claimed without `slot` (the claim picks one)".into(),
+            );
+        }
+        let slots = u32::try_from(slots).unwrap_or(1);
+        let lease = store
+            .acquire_slot(&arg.target, slots, options)
+            .map_err(describe)?;
+        if cancelled() {
+            if !lease.reentered() {
+                let _ = store.release(&lease);
+            }
+            return Err("cancelled: the claim was cancelled by the client; nothing is held".into());
+        }
+        let result = ClaimResult::of(&lease);
+        let key = lease.key().clone();
+        let old = self.leases().remove(&key);
+        if let Some(old) = old {
+            old.stop();
+        }
+        if !self.keep(key, Self::keep_alive(store, lease)) {
+            return Err("cancelled: the server is shutting down; nothing is held".into());
+        }
         Ok(result)
     }
 
@@ -522,6 +601,66 @@ impl Inner {
             return Err("cancelled: the server is shutting down; nothing is held".into());
         }
         Ok(result)
+    }
+
+    fn claim_all(
+        &self,
+        args: ClaimAllArgs,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<ClaimAllResult, String> {
+        let ttl_ms = args::in_range("ttl_ms", args.ttl_ms, args::TTL_MIN_MS, args::TTL_MAX_MS)?;
+        let wait_ms = args::in_range("wait_ms", args.wait_ms, 0, args::WAIT_MAX_MS)?;
+        if args.resources.is_empty() || args.resources.len() > args::CLAIM_ALL_MAX {
+            return Err(format!(
+                "resources: give 1 to {} resources, got {}",
+                args::CLAIM_ALL_MAX,
+                args.resources.len()
+            ));
+        }
+        let resolved = args
+            .resources
+            .iter()
+            .map(|arg| self.resource(arg))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (resources, keys): (Vec<Resource>, Vec<Key>) = resolved.into_iter().unzip();
+        // All or nothing is only possible within one store.
+        let (store, locator) = self.stores.open(Some(&resources[0]), Access::Create)?;
+        for resource in &resources[1..] {
+            let (_, other) = self.stores.open(Some(resource), Access::Create)?;
+            if other != locator {
+                return Err(format!(
+                    "invalid resources: {} and {} are in different stores ({locator} and {other}); claim them with separate calls",
+                    resources[0].target(),
+                    resource.target()
+                ));
+            }
+        }
+        let options = AcquireOptions::new(ttl_ms)
+            .owner(self.owner.clone())
+            .wait_ms(wait_ms)
+            .tied_to_process(true)
+            .session(self.session.clone());
+        // A resource this server already holds is re-entered (same token, renewed):
+        // its old keepalive is stopped once the new lease is kept, never dropped
+        // (dropping a live keepalive releases its lease).
+        let leases = store.acquire_all(&resources, &options).map_err(describe)?;
+        if cancelled() {
+            for lease in leases.iter().filter(|lease| !lease.reentered()) {
+                let _ = store.release(lease);
+            }
+            return Err("cancelled: the claim was cancelled by the client; nothing is held".into());
+        }
+        let results = leases.iter().map(ClaimResult::of).collect();
+        for (key, lease) in keys.into_iter().zip(leases) {
+            let old = self.leases().remove(&key);
+            if let Some(old) = old {
+                old.stop();
+            }
+            if !self.keep(key, Self::keep_alive(&store, lease)) {
+                return Err("cancelled: the server is shutting down; nothing is held".into());
+            }
+        }
+        Ok(ClaimAllResult { leases: results })
     }
 
     fn assert(&self, args: TokenArgs) -> Result<AssertResult, String> {
@@ -793,7 +932,9 @@ impl Inner {
                 // A file's file-id series is a file too: the schema has two kinds
                 // (core `Store::status` already folds a tenure's two series into one
                 // row).
-                kind: if entry.key.as_str().starts_with("lock-") {
+                kind: if entry.key.as_str().starts_with("lock-")
+                    || entry.key.as_str().starts_with("slot-")
+                {
                     "lock".into()
                 } else {
                     "file".into()

@@ -4,13 +4,21 @@ use serde_json::{Value, json};
 
 use crate::support::{Raw, Server, Tree, file, lock};
 
-const TOOLS: [&str; 6] = ["assert", "claim", "release", "renew", "status", "write"];
+const TOOLS: [&str; 7] = [
+    "assert",
+    "claim",
+    "claim_all",
+    "release",
+    "renew",
+    "status",
+    "write",
+];
 
-/// Issue 4 acceptance: `initialize` and `tools/list` over stdio list exactly the six
-/// tools, each with an input schema (bounds included) and an output schema; stdout
+/// Issue 4 acceptance: `initialize` and `tools/list` over stdio list exactly the
+/// tools (six, and `claim_all` since issue 14), each with an input schema (bounds included) and an output schema; stdout
 /// carries nothing but JSON-RPC.
 #[test]
-fn initialize_then_tools_list_shows_exactly_six_tools_with_schemas() {
+fn initialize_then_tools_list_shows_exactly_the_tools_with_schemas() {
     let tree = Tree::new();
     let mut raw = Raw::start(&tree);
     let init = raw.initialize();

@@ -1,6 +1,7 @@
-//! Sessions through real server processes (issue 14): a server's claim of what its
-//! session already holds returns the same token, renewed; servers of one session
-//! share its leases; any other session is refused.
+//! Sessions and several resources at once through real server processes (issue
+//! 14): a server's claim of what its session already holds returns the same token,
+//! renewed; servers of one session share its leases; any other session is refused;
+//! `claim_all` claims all or nothing.
 
 use serde_json::json;
 
@@ -100,4 +101,134 @@ async fn a_bad_session_id_stops_the_server_with_one_line() {
         "{stderr}"
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[tokio::test]
+async fn claim_all_is_all_or_nothing_with_one_token_per_resource() {
+    let tree = Tree::new();
+    let a = Server::start(&tree, "agent-a").await;
+    let b = Server::start(&tree, "agent-b").await;
+    let both = a
+        .call(
+            "claim_all",
+            json!({"resources": [lock("x"), crate::support::file("notes.txt")], "ttl_ms": 60_000}),
+        )
+        .await
+        .unwrap();
+    let leases = both["leases"].as_array().unwrap();
+    assert_eq!(leases.len(), 2);
+    assert_eq!(leases[0]["label"], "x", "in the order given");
+    assert!(leases[1]["label"].as_str().unwrap().ends_with("notes.txt"));
+    let (x, notes) = (
+        leases[0]["token"].as_u64().unwrap(),
+        leases[1]["token"].as_u64().unwrap(),
+    );
+    assert!(a.authorized(lock("x"), x).await);
+    assert!(a.authorized(crate::support::file("notes.txt"), notes).await);
+
+    // B wants {free, x}: refused, naming x's holder, and takes nothing.
+    let refused = b
+        .call("claim_all", json!({"resources": [lock("free"), lock("x")]}))
+        .await
+        .unwrap_err();
+    assert!(refused.contains("x is held by agent-a"), "{refused}");
+    let status = b.call("status", json!({})).await.unwrap();
+    assert!(
+        !status["claims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["label"] == "free" && c["live"] == true),
+        "a refused claim_all left something held: {status}"
+    );
+    // Each lease is released on its own; then B gets both.
+    a.call("release", json!({"resource": lock("x"), "token": x}))
+        .await
+        .unwrap();
+    let got = b
+        .call("claim_all", json!({"resources": [lock("free"), lock("x")]}))
+        .await
+        .unwrap();
+    assert!(got["leases"][1]["token"].as_u64().unwrap() > x);
+    // One resource named twice, or none, is a one-line error.
+    for resources in [json!([lock("d"), lock("D")]), json!([])] {
+        let error = b
+            .call("claim_all", json!({"resources": resources}))
+            .await
+            .unwrap_err();
+        assert!(
+            error.contains("one resource") || error.contains("give 1 to 64"),
+            "{error}"
+        );
+    }
+}
+
+/// Issue 15: inside Claude Code the server's default session is the one
+/// `fencepost hook claude-code` claims for (`claude-code:` + the session id Claude
+/// Code gives its MCP servers), so the agent's edit hooks and its server are one
+/// session; outside it, and with --session, nothing changes.
+#[tokio::test]
+async fn inside_claude_code_the_server_is_the_hooks_session() {
+    let tree = Tree::new();
+    let env = [("CLAUDECODE", "1"), ("CLAUDE_CODE_SESSION_ID", "7f3c2a")];
+    let a = Server::start_with_env(&tree, "agent-a", &env).await;
+    let first = a
+        .call("claim", json!({"resource": lock("db"), "ttl_ms": 60_000}))
+        .await
+        .unwrap();
+    assert_eq!(first["session"], "claude-code:7f3c2a");
+    // A second server of the same Claude Code session re-enters the tenure.
+    let b = Server::start_with_env(&tree, "agent-a", &env).await;
+    let again = b
+        .call("claim", json!({"resource": lock("db"), "ttl_ms": 60_000}))
+        .await
+        .unwrap();
+    assert_eq!(again["token"], first["token"]);
+    assert_eq!(again["reentered"], true);
+    // Not inside Claude Code (CLAUDECODE unset): the variable alone is not trusted.
+    let c = Server::start_with_env(&tree, "agent-c", &[("CLAUDE_CODE_SESSION_ID", "7f3c2a")]).await;
+    let refused = c
+        .call("claim", json!({"resource": lock("db")}))
+        .await
+        .unwrap_err();
+    assert!(refused.contains("held by agent-a"), "{refused}");
+}
+
+/// Slots (issue 14): `claim` with `slots` takes one free slot of a lock and says
+/// which; each slot is its own lease (named with `slot`); when all are held the
+/// claim is refused.
+#[tokio::test]
+async fn claim_with_slots_takes_one_free_slot() {
+    let tree = Tree::new();
+    let a = Server::start(&tree, "agent-a").await;
+    let b = Server::start(&tree, "agent-b").await;
+    let c = Server::start(&tree, "agent-c").await;
+    let claim = json!({"resource": lock("dev"), "slots": 2, "ttl_ms": 60_000});
+    let first = a.call("claim", claim.clone()).await.unwrap();
+    let second = b.call("claim", claim.clone()).await.unwrap();
+    assert_eq!(
+        (first["slot"].clone(), second["slot"].clone()),
+        (json!(1), json!(2))
+    );
+    let refused = c.call("claim", claim.clone()).await.unwrap_err();
+    assert!(refused.contains("held by"), "{refused}");
+    let slot2 = json!({"kind": "lock", "target": "dev", "slot": 2});
+    let token2 = second["token"].as_u64().unwrap();
+    assert!(c.authorized(slot2.clone(), token2).await);
+    b.call("renew", json!({"resource": slot2.clone(), "token": token2}))
+        .await
+        .unwrap();
+    b.call("release", json!({"resource": slot2, "token": token2}))
+        .await
+        .unwrap();
+    let third = c.call("claim", claim).await.unwrap();
+    assert_eq!(third["slot"], 2, "the freed slot");
+    let bad = c
+        .call(
+            "claim",
+            json!({"resource": {"kind": "file", "target": "f.txt", "slot": 1}}),
+        )
+        .await
+        .unwrap_err();
+    assert!(bad.contains("only a lock has slots"), "{bad}");
 }

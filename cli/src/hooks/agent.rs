@@ -29,6 +29,9 @@ pub enum Event {
         tool: String,
         paths: Vec<String>,
     },
+    /// A shell command the agent is about to run (checked only for ways around
+    /// the guard, which are the human's to take).
+    Shell { command: String },
     /// The session ended: its claims may go.
     SessionEnd { session: String },
     /// Nothing for fencepost (another tool, another event).
@@ -65,11 +68,20 @@ impl AgentName {
         }
     }
 
-    /// The matcher that sends the edit tools to the hook, in the form both agents'
+    /// The shell tool, and the `tool_input` field holding its command line.
+    pub fn shell_tool(self) -> (&'static str, &'static str) {
+        match self {
+            AgentName::ClaudeCode => ("Bash", "command"),
+            AgentName::Gemini => ("run_shell_command", "command"),
+        }
+    }
+
+    /// The matcher that sends the edit tools (and the shell tool) to the hook, in the form both agents'
     /// docs show (`Edit|Write`, `write_file|replace`): tool names joined by `|`. The
     /// hook itself ignores any other tool a matcher lets through.
     pub fn matcher(self) -> String {
-        let names: Vec<&str> = self.edit_tools().iter().map(|(tool, _)| *tool).collect();
+        let mut names: Vec<&str> = self.edit_tools().iter().map(|(tool, _)| *tool).collect();
+        names.push(self.shell_tool().0);
         names.join("|")
     }
 
@@ -117,6 +129,17 @@ pub fn parse(agent: AgentName, payload: &[u8]) -> Result<Event, String> {
     let Some(tool) = text("tool_name") else {
         return Err(format!("the {event} payload has no tool_name"));
     };
+    let (shell, command_field) = agent.shell_tool();
+    if tool == shell {
+        let command = fields
+            .get("tool_input")
+            .and_then(|input| input.get(command_field))
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("the {tool} payload has no tool_input.{command_field}"))?;
+        return Ok(Event::Shell {
+            command: command.to_string(),
+        });
+    }
     let Some((_, field)) = agent.edit_tools().iter().find(|(name, _)| *name == tool) else {
         // Not an edit tool (the matcher let it through): nothing to claim.
         return Ok(Event::Ignore);
@@ -175,8 +198,11 @@ mod tests {
     fn the_matcher_names_exactly_the_edit_tools() {
         assert_eq!(
             AgentName::ClaudeCode.matcher(),
-            "Edit|Write|MultiEdit|NotebookEdit"
+            "Edit|Write|MultiEdit|NotebookEdit|Bash"
         );
-        assert_eq!(AgentName::Gemini.matcher(), "write_file|replace");
+        assert_eq!(
+            AgentName::Gemini.matcher(),
+            "write_file|replace|run_shell_command"
+        );
     }
 }

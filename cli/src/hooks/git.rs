@@ -183,6 +183,8 @@ fn make_executable(_path: &Path) -> Result<(), String> {
 
 /// A live claim the guard found, by the path it covers.
 struct HeldBy {
+    /// The directory, for a subtree claim.
+    subtree: Option<String>,
     session: Option<String>,
     owner: String,
     pid: u32,
@@ -219,12 +221,17 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
         return Ok(ExitCode::SUCCESS);
     }
     let held = held_files(store_flag, &top, &paths, ignore_case).map_err(fail)?;
-    let mine = session::env_session();
+    // Holders are known by their sessions' tags (never the ids).
+    let mine = session::env_session().map(|s| session::tag(&s));
     let now = now_ms();
     let mut refused = 0;
     for rel in &paths {
-        let key = fold(&top.join(rel), ignore_case);
-        let Some(holder) = held.get(&key) else {
+        let file = top.join(rel);
+        // The file's own claim, else a subtree claim of a directory above it.
+        let found = std::iter::once(("file", file.as_path()))
+            .chain(file.ancestors().skip(1).map(|dir| ("dir", dir)))
+            .find_map(|(kind, path)| held.get(&(kind, fold(path, ignore_case))));
+        let Some(holder) = found else {
             continue;
         };
         if holder.session.is_some() && holder.session == mine {
@@ -233,6 +240,10 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
         let who = match &holder.session {
             Some(session) => format!("agent session {}", printable(session)),
             None => format!("{} (pid {})", printable(&holder.owner), holder.pid),
+        };
+        let who = match &holder.subtree {
+            Some(dir) => format!("{who}, which holds the directory {}", printable(dir)),
+            None => who,
         };
         crate::output::report(&format!(
             "refusing to {} {}: it is held by {who} until {} ({}); wait until it is released, leave it out of this {}, or ask the human",
@@ -345,7 +356,8 @@ fn fold(path: &Path, ignore_case: bool) -> String {
     }
 }
 
-/// The live file claims of the stores these paths belong to, by path. One status
+/// The live file and subtree claims of the stores these paths belong to, by kind
+/// and path. One status
 /// read per store (a store is located once per directory), so the cost is the
 /// store's size plus the commit's, never their product.
 fn held_files(
@@ -353,7 +365,7 @@ fn held_files(
     top: &Path,
     paths: &[String],
     ignore_case: bool,
-) -> Result<HashMap<String, HeldBy>, String> {
+) -> Result<HashMap<(&'static str, String), HeldBy>, String> {
     let mut stores: HashMap<PathBuf, ()> = HashMap::new();
     let mut located: HashMap<PathBuf, PathBuf> = HashMap::new();
     let mut held = HashMap::new();
@@ -378,10 +390,16 @@ fn held_files(
         let entries = store
             .status()
             .map_err(|e| crate::output::describe_error(&e))?;
-        for entry in entries.iter().filter(|e| live_file(e)) {
+        for entry in entries.iter().filter(|e| live_claim(e)) {
+            let kind = if entry.resource.starts_with("dir:") {
+                "dir"
+            } else {
+                "file"
+            };
             held.insert(
-                fold(Path::new(&entry.label), ignore_case),
+                (kind, fold(Path::new(&entry.label), ignore_case)),
                 HeldBy {
+                    subtree: (kind == "dir").then(|| entry.label.clone()),
                     session: session::entry_session(entry),
                     owner: entry.owner.clone(),
                     pid: entry.pid,
@@ -393,6 +411,9 @@ fn held_files(
     Ok(held)
 }
 
-fn live_file(entry: &StatusEntry) -> bool {
-    entry.live && entry.state == ClaimState::Held && entry.resource.starts_with("file:")
+/// A live claim of a file, or of a subtree (`dir:`), the kinds a commit can touch.
+fn live_claim(entry: &StatusEntry) -> bool {
+    entry.live
+        && entry.state == ClaimState::Held
+        && (entry.resource.starts_with("file:") || entry.resource.starts_with("dir:"))
 }

@@ -59,18 +59,7 @@ pub fn hook(store_flag: Option<&Path>, args: &HookArgs) -> ExitCode {
     // A panic must not become Rust's exit code 101, which both agents read as
     // "hook broken, go ahead": catch it and block. Its message is kept for the reason.
     std::panic::set_hook(Box::new(|_| {}));
-    let decision = match std::panic::catch_unwind(AssertUnwindSafe(|| decide(store_flag, args))) {
-        Ok(Ok(decision)) => decision,
-        Ok(Err(reason)) => Decision::Block(fail_closed(&reason)),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic".into());
-            Decision::Block(fail_closed(&format!("internal error ({what})")))
-        }
-    };
+    let decision = closed(|| decide(store_flag, args));
     match decision {
         Decision::Allow(note) => {
             if let Some(note) = note {
@@ -86,6 +75,22 @@ pub fn hook(store_flag: Option<&Path>, args: &HookArgs) -> ExitCode {
     }
 }
 
+/// Runs `decide`, turning its error and even its panic into a block.
+fn closed(decide: impl FnOnce() -> Result<Decision, String>) -> Decision {
+    match std::panic::catch_unwind(AssertUnwindSafe(decide)) {
+        Ok(Ok(decision)) => decision,
+        Ok(Err(reason)) => Decision::Block(fail_closed(&reason)),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            Decision::Block(fail_closed(&format!("internal error ({what})")))
+        }
+    }
+}
+
 /// The reason given when the hook could not decide: it blocks, says why, and sends
 /// the model to the human (who can fix the store, or switch the hook off).
 pub fn fail_closed(what: &str) -> String {
@@ -93,6 +98,64 @@ pub fn fail_closed(what: &str) -> String {
         "fencepost blocked this edit because it could not check whether another agent session \
          is editing the file: {what}. Do not make this change another way; tell the human that \
          the fencepost hook failed, and work on something else until they have fixed it."
+    )
+}
+
+/// The ways around fencepost a shell command can take, by what gives them away
+/// (lowercased; git's config keys are case-insensitive). These are the human's
+/// escapes (README, "Guarding agents' own edits"): an agent asking for one is
+/// blocked. A deterrent, not a lock: a command can hide them.
+const ESCAPES: [(&str, &str); 6] = [
+    (
+        "--no-verify",
+        "git's --no-verify, which skips the commit guard",
+    ),
+    (
+        "fencepost_guard=",
+        "FENCEPOST_GUARD, which turns the commit guard off",
+    ),
+    (
+        "fencepost_hooks=",
+        "FENCEPOST_HOOKS, which turns the edit hook off",
+    ),
+    (
+        "core.hookspath",
+        "core.hooksPath, which moves git's hooks (and the guard) away",
+    ),
+    (
+        "fencepost hooks uninstall",
+        "`fencepost hooks uninstall`, which removes the guard",
+    ),
+    (
+        "fencepost break",
+        "`fencepost break`, a human operator's override of another holder's lease",
+    ),
+];
+
+/// The escape `command` takes, if any.
+pub fn guard_escape(command: &str) -> Option<&'static str> {
+    let lower = command.to_lowercase();
+    ESCAPES
+        .iter()
+        .find(|(needle, _)| {
+            if needle.starts_with("--") {
+                // A flag: only as a word of its own (not inside `grep no-verify`).
+                lower
+                    .split_whitespace()
+                    .any(|word| word.trim_matches(['\'', '"']) == *needle)
+            } else {
+                lower.contains(needle)
+            }
+        })
+        .map(|(_, what)| *what)
+}
+
+/// The reason given when an agent's shell command would get around the guard.
+pub fn escape_reason(what: &str) -> String {
+    format!(
+        "fencepost blocked this command: it uses {what}. Getting around fencepost is the \
+         human's decision, not an agent's. Do not run it in another form; leave the files \
+         another session holds out of your commit, wait for them, or ask the human."
     )
 }
 
@@ -128,6 +191,10 @@ fn decide(store_flag: Option<&Path>, args: &HookArgs) -> Result<Decision, String
     }
     match agent::parse(agent, &payload)? {
         Event::Ignore => Ok(Decision::Allow(None)),
+        Event::Shell { command } => Ok(match guard_escape(&command) {
+            Some(what) => Decision::Block(escape_reason(what)),
+            None => Decision::Allow(None),
+        }),
         Event::Edit {
             session,
             cwd,
@@ -182,7 +249,7 @@ fn edit(
                     .holder(&resource)
                     .map_err(|e| crate::output::describe_error(&e))?;
                 if let Some(holder) = holder
-                    && session::holder_session(&holder).as_deref() != Some(session.as_str())
+                    && session::holder_session(&holder) != Some(session::tag(&session))
                 {
                     return Ok(Decision::Block(held_reason(&location, &holder, now_ms())));
                 }
@@ -286,12 +353,32 @@ fn strip_verbatim(path: PathBuf) -> PathBuf {
 mod tests {
     use super::*;
 
+    /// A panic inside the hook blocks (Rust's own exit code 101 would let the edit
+    /// through), and says what panicked.
+    #[test]
+    fn a_panic_blocks() {
+        let decision = closed(|| panic!("index out of bounds"));
+        let Decision::Block(reason) = decision else {
+            panic!("a panic allowed the edit: {decision:?}")
+        };
+        assert!(
+            reason.contains("internal error (index out of bounds)"),
+            "{reason}"
+        );
+        assert!(matches!(
+            closed(|| Ok(Decision::Allow(None))),
+            Decision::Allow(None)
+        ));
+        assert!(matches!(closed(|| Err("x".into())), Decision::Block(_)));
+    }
+
     /// The README shows the reasons verbatim; this keeps it true.
     #[test]
     fn the_readme_shows_the_reasons_verbatim() {
         let readme = include_str!("../../../README.md").replace("\n", " ");
         let holder = Holder {
-            owner: "claude-code session claude-code:7f3c2a".into(),
+            // What a hook of session `claude-code:7f3c2a` records: its tag.
+            owner: super::session::owner("claude-code", "claude-code:7f3c2a"),
             holder_id: "h".into(),
             pid: 4242,
             token: 7,

@@ -1,9 +1,10 @@
 //! Every place the agent hooks and the git guard touch sessions: how a session id is
 //! named, how a hook claims a file for its session, who a holder's session is, and
-//! how a session's claims are released. Kept in one module so the hooks follow the
-//! core's session rules (docs/protocol.md) instead of growing their own.
+//! how a session's claims are released. The claims are the core's session claims
+//! (`AcquireOptions::session`, `Store::resume_session`): re-entrant for the session
+//! that holds the resource, refused to everyone else.
 
-use fencepost::{AcquireOptions, Error, Holder, Resource, Store, TryAcquire};
+use fencepost::{AcquireOptions, Error, Holder, Resource, SessionTag, Store, TryAcquire};
 
 /// The session a hook acts for: `FENCEPOST_SESSION` when a human set it for the
 /// agent (the MCP server the agent starts inherits the same variable), else
@@ -15,9 +16,10 @@ pub fn hook_session(agent: &str, payload_session: &str) -> String {
     }
 }
 
-/// The session of this process as the environment names it, for the guard and the
-/// server: `FENCEPOST_SESSION`, else inside Claude Code (`CLAUDECODE=1`) its session
-/// id `CLAUDE_CODE_SESSION_ID`, spelled as the hook spells it.
+/// The session of this process as the environment names it, for the guard:
+/// `FENCEPOST_SESSION`, else inside Claude Code (`CLAUDECODE=1`) its session id
+/// `CLAUDE_CODE_SESSION_ID`, spelled as the hook spells it. (The MCP server applies
+/// the same rule: server/src/main.rs.)
 pub fn env_session() -> Option<String> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     if let Some(session) = var("FENCEPOST_SESSION") {
@@ -30,22 +32,30 @@ pub fn env_session() -> Option<String> {
 }
 
 /// The owner recorded with a hook's claims: who, for `status` and for other agents'
-/// block messages.
+/// block messages. It names the session by its tag, never by its id: whoever knows
+/// the id can act as the session (docs/protocol.md §11, "Sessions"), and the owner
+/// is shown to everyone.
 pub fn owner(agent: &str, session: &str) -> String {
-    format!("{agent} session {session}")
+    format!("{agent} session {}", tag(session))
+}
+
+/// The session's tag as records and `status` show it (`SessionTag`).
+pub fn tag(session: &str) -> String {
+    SessionTag::of(session).as_str().to_string()
 }
 
 /// What a hook's claim came to.
 #[derive(Debug)]
 pub enum Claimed {
-    /// The session holds the file: a new tenure, or its own tenure renewed.
+    /// The session holds the file: a new tenure, or its own tenure renewed (same
+    /// token, new expiry).
     Ours { token: u64, expires_at_ms: u64 },
     /// Another session (or a holder with no session) holds it.
     Theirs(Holder),
 }
 
 /// Claims `resource` for `session`, re-entrantly: the session's own tenure is
-/// renewed and keeps its token; anyone else's is reported.
+/// renewed for `ttl_ms` and keeps its token; anyone else's is reported.
 pub fn claim(
     store: &Store,
     resource: &Resource,
@@ -53,42 +63,59 @@ pub fn claim(
     session: &str,
     ttl_ms: u64,
 ) -> Result<Claimed, Error> {
-    let options = AcquireOptions::new(ttl_ms).owner(owner(agent, session));
+    let options = AcquireOptions::new(ttl_ms)
+        .owner(owner(agent, session))
+        .session(session);
     match store.try_acquire(resource, &options)? {
         TryAcquire::Acquired(lease) => Ok(Claimed::Ours {
             token: lease.token(),
             expires_at_ms: lease.expires_at_ms(),
         }),
-        TryAcquire::Held(holder) if holder_session(&holder).as_deref() == Some(session) => {
-            Ok(Claimed::Ours {
-                token: holder.token,
-                expires_at_ms: holder.expires_at_ms,
-            })
-        }
         TryAcquire::Held(holder) => Ok(Claimed::Theirs(holder)),
     }
 }
 
-/// The session a holder claimed for, if any.
+/// The tag of the session a holder claimed for, as far as a block message can tell:
+/// the holder's owner names it when the claim came from a hook (`AGENT session TAG`).
+/// For display only; who may re-enter is decided by the core.
 pub fn holder_session(holder: &Holder) -> Option<String> {
-    session_of_owner(&holder.owner)
-}
-
-/// The session of a status entry's holder, if any.
-pub fn entry_session(entry: &fencepost::StatusEntry) -> Option<String> {
-    session_of_owner(&entry.owner)
-}
-
-fn session_of_owner(owner: &str) -> Option<String> {
-    owner
+    holder
+        .owner
         .split_once(" session ")
         .map(|(_, session)| session.to_string())
 }
 
-/// Releases every live claim `session` holds in `store`; returns how many.
+/// The tag of the session of a status entry's holder, if it claimed with one.
+pub fn entry_session(entry: &fencepost::StatusEntry) -> Option<String> {
+    entry.session.as_ref().map(|tag| tag.as_str().to_string())
+}
+
+/// Releases every live claim `session` holds in `store`; returns how many. A claim
+/// that ended meanwhile (expired, taken over, broken) is not the session's to
+/// release, and is skipped.
 pub fn release_all(store: &Store, session: &str) -> Result<usize, Error> {
-    // Releasing needs the tenure's proof, which only the core's sessions carry
-    // across processes; until then a session's claims end with their ttl.
-    let _ = (store, session);
-    Ok(0)
+    let mut released = 0;
+    let mut seen = std::collections::HashSet::new();
+    for entry in store.status()? {
+        if !entry.live || entry.session.as_ref() != Some(&SessionTag::of(session)) {
+            continue;
+        }
+        let resource = match entry.resource.split_once(':') {
+            Some(("file", path)) => Resource::file(path),
+            Some(("lock", name)) => Resource::lock(name),
+            _ => continue,
+        };
+        if !seen.insert(entry.resource.clone()) {
+            continue;
+        }
+        match store.resume_session(&resource, session) {
+            Ok(lease) => {
+                store.release(&lease)?;
+                released += 1;
+            }
+            Err(Error::Backend(e)) => return Err(Error::Backend(e)),
+            Err(_) => {}
+        }
+    }
+    Ok(released)
 }

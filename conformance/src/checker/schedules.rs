@@ -316,6 +316,34 @@ pub const SCHEDULES: &[Schedule] = &[
         inflight_ms: INFLIGHT_MS,
         actors: claims::session_reentry,
     },
+    Schedule {
+        name: "several_resources",
+        about: "two claimers take {a, b} and {b, a} all or nothing, with slow creates and pauses; a third claims b alone",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 150,
+            advance: 150,
+            half_written: 60,
+            ..FaultMix::NONE
+        },
+        max_steps: 1500,
+        inflight_ms: TTL_MS / 2,
+        actors: claims::several_resources,
+    },
+    Schedule {
+        name: "slots",
+        about: "four claimers share the 2 slots of a lock, keeping and releasing them, with slow creates and pauses",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 100,
+            advance: 120,
+            half_written: 80,
+            ..FaultMix::NONE
+        },
+        max_steps: 1500,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::slots,
+    },
 ];
 
 /// The schedule named `name`.

@@ -1270,6 +1270,99 @@ impl Ctx {
         }
     }
 
+    /// Acquires every resource of `resources`, all or nothing
+    /// ([`Store::try_acquire_all`]); logs and judges each lease as an acquire (a
+    /// re-entered one as its tenure's renewal). `None` when held or failed.
+    pub fn acquire_all(
+        &self,
+        resources: &[Resource],
+        options: &AcquireOptions,
+    ) -> Option<Vec<Lease>> {
+        let names: Vec<String> = resources.iter().map(Resource::target).collect();
+        self.world.log(format!(
+            "acquire all of [{}] (ttl {}ms, wait {}ms)",
+            names.join(", "),
+            options.ttl_ms,
+            options.wait_ms
+        ));
+        let step = self.call_step();
+        match self.store.try_acquire_all(resources, options) {
+            Ok(fencepost::TryAcquireAll::Acquired(leases)) => {
+                let tokens: Vec<String> = leases.iter().map(|l| l.token().to_string()).collect();
+                self.world
+                    .log(format!("acquire all -> tokens [{}]", tokens.join(", ")));
+                for lease in &leases {
+                    self.world
+                        .acknowledged(&self.name, lease, lease.reentered(), step);
+                }
+                Some(leases)
+            }
+            Ok(fencepost::TryAcquireAll::Held { resource, holder }) => {
+                self.world.log(format!(
+                    "acquire all -> {} held by {} (token {})",
+                    resource.target(),
+                    holder.owner,
+                    holder.token
+                ));
+                None
+            }
+            Err(e) => {
+                self.world.log(format!("acquire all -> error: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Acquires one of `slots` slots of the lock `name` ([`Store::try_acquire_slot`]);
+    /// logs and judges the lease as an acquire, and judges that no more than `slots`
+    /// tenures of the lock's slots are promised at this instant. `None` when held or
+    /// failed.
+    pub fn acquire_slot(&self, name: &str, slots: u32, options: &AcquireOptions) -> Option<Lease> {
+        self.world.log(format!(
+            "acquire a slot of {name} (of {slots}; ttl {}ms, wait {}ms)",
+            options.ttl_ms, options.wait_ms
+        ));
+        let step = self.call_step();
+        match self.store.try_acquire_slot(name, slots, options) {
+            Ok(TryAcquire::Acquired(lease)) => {
+                self.world.log(format!(
+                    "acquire a slot -> slot {} token {} (generation {})",
+                    lease.slot().unwrap_or(0),
+                    lease.token(),
+                    lease.generation()
+                ));
+                self.world
+                    .acknowledged(&self.name, &lease, lease.reentered(), step);
+                let now = self.world.now();
+                let inside = lock(&self.world.oracle)
+                    .tenures
+                    .values()
+                    .filter(|t| {
+                        t.end > now && matches!(&t.resource, Resource::Slot(n, _) if n == name)
+                    })
+                    .count();
+                if inside > slots as usize {
+                    self.world.violate(format!(
+                        "{}: {inside} tenures of the {slots} slots of {name} promised at one instant",
+                        self.name
+                    ));
+                }
+                Some(lease)
+            }
+            Ok(TryAcquire::Held(holder)) => {
+                self.world.log(format!(
+                    "acquire a slot -> all held (first to end: {}, token {})",
+                    holder.owner, holder.token
+                ));
+                None
+            }
+            Err(e) => {
+                self.world.log(format!("acquire a slot -> error: {e}"));
+                None
+            }
+        }
+    }
+
     /// Renews `lease`; true when renewed.
     pub fn renew(&self, lease: &mut Lease) -> bool {
         self.world.log(format!("renew token {}", lease.token()));

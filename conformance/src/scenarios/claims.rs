@@ -1,8 +1,9 @@
-//! Scenarios for the kinds of claim (issue 14, docs/design-04-claims.md): sessions.
+//! Scenarios for the kinds of claim (issue 14, docs/design-04-claims.md): sessions,
+//! several resources at once, slots.
 
 use std::time::Duration;
 
-use fencepost::{Clock, Error, LeaseStore, ManualClock, Resource, TryAcquire};
+use fencepost::{Clock, Error, LeaseStore, ManualClock, Resource, TryAcquire, TryAcquireAll};
 
 use super::{
     KillOnDrop, START_MS, TTL_MS, acquire, check, fail, key_of, newest_generation, opts,
@@ -169,5 +170,476 @@ pub(super) fn session_reentry_across_processes<S: LeaseStore + Clone + 'static>(
         again.reentered()
     );
     drop(worker);
+    Ok(())
+}
+
+/// Nothing a session writes or shows names the session id, from which its
+/// tenures' secret is derived: every record of every key (claim, renewal,
+/// tombstone) and every `status` entry carries the session's tag instead, and the
+/// tag is no proof — a reader who takes it for the id acts on nothing.
+pub(super) fn session_records_never_carry_the_session_id<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let session = "agent-secret-name-7";
+    let tag = fencepost::SessionTag::of(session);
+    let path = f.scratch_file("tagged.txt");
+    std::fs::write(&path, b"x").map_err(|e| fail("write", e))?;
+    for resource in [Resource::lock("tagged-lock"), Resource::file(&path)] {
+        let mut lease = acquire(&store, &resource, &opts("a").session(session))?;
+        store.renew(&mut lease).map_err(|e| fail("renew", e))?;
+        // What a reader of the store sees while the tenure is live.
+        let entries = store.status().map_err(|e| fail("status", e))?;
+        let shown: Vec<_> = entries
+            .iter()
+            .filter(|e| e.token == lease.token() && e.live)
+            .collect();
+        ensure!(
+            !shown.is_empty(),
+            "status does not show the live session tenure"
+        );
+        for entry in &shown {
+            ensure!(
+                entry.session.as_ref() == Some(&tag),
+                "status shows session {:?}, not the tag {tag}",
+                entry.session
+            );
+            let json = serde_json::to_string(entry).map_err(|e| fail("encode", e))?;
+            ensure!(
+                !json.contains(session),
+                "status shows the session id: {json}"
+            );
+        }
+        // Taking the tag (or the owner) for the session id proves nothing.
+        for guess in [tag.as_str(), "a"] {
+            match store.resume_session(&resource, guess) {
+                Err(Error::NotSessionHolder { .. }) => {}
+                other => {
+                    return Err(format!(
+                        "a reader's guess {guess:?} resumed the tenure: {other:?}"
+                    )
+                    .into());
+                }
+            }
+        }
+        store.release(&lease).map_err(|e| fail("release", e))?;
+        for key in lease.keys() {
+            let generations = f.raw().generations(key).map_err(|e| fail("list", e))?;
+            ensure!(!generations.is_empty(), "no records for {key}");
+            for generation in generations {
+                let Some(bytes) = f.raw().read(key, generation).map_err(|e| fail("read", e))?
+                else {
+                    continue;
+                };
+                let text = String::from_utf8_lossy(&bytes);
+                ensure!(
+                    !text.contains(session),
+                    "record {key} #{generation} carries the session id: {text}"
+                );
+                ensure!(
+                    text.contains(tag.as_str()),
+                    "record {key} #{generation} does not carry the session tag: {text}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Several resources at once: one lease each (its own tenure and token), in the
+/// order given; a claim that finds one held takes nothing (the others stay free);
+/// the same resource named twice, or none, is refused.
+pub(super) fn several_resources_all_or_nothing<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let path = f.scratch_file("several.txt");
+    std::fs::write(&path, b"x").map_err(|e| fail("write", e))?;
+    let (z, a, file) = (
+        Resource::lock("several-z"),
+        Resource::lock("several-a"),
+        Resource::file(&path),
+    );
+    let leases = store
+        .acquire_all(&[z.clone(), a.clone(), file.clone()], &opts("all"))
+        .map_err(|e| fail("acquire_all", e))?;
+    ensure!(leases.len() == 3, "{} leases for 3 resources", leases.len());
+    for (lease, resource) in leases.iter().zip([&z, &a, &file]) {
+        ensure!(
+            lease.resource() == resource,
+            "leases out of the order given: {:?} where {:?} was",
+            lease.resource(),
+            resource
+        );
+        ensure!(
+            check(&store, resource, lease.token())?,
+            "the lease on {} fails check",
+            resource.target()
+        );
+    }
+    let holders: std::collections::HashSet<&str> =
+        leases.iter().map(fencepost::Lease::holder_id).collect();
+    ensure!(holders.len() == 3, "the leases share a tenure: {holders:?}");
+
+    // Another claimer of {free, a}: held on a, and the free one is left free.
+    let free = Resource::lock("several-free");
+    match store.try_acquire_all(&[free.clone(), a.clone()], &opts("other")) {
+        Ok(TryAcquireAll::Held { resource, holder })
+            if resource == a && holder.token == leases[1].token() => {}
+        other => return Err(format!("the overlapping claim was not held on a: {other:?}").into()),
+    }
+    ensure!(
+        store
+            .holder(&free)
+            .map_err(|e| fail("holder", e))?
+            .is_none(),
+        "a refused all-or-nothing claim left a resource held"
+    );
+    for lease in &leases {
+        store.release(lease).map_err(|e| fail("release", e))?;
+    }
+    let both = store
+        .acquire_all(&[free.clone(), a.clone()], &opts("other"))
+        .map_err(|e| fail("acquire_all after release", e))?;
+    ensure!(
+        both[1].token() > leases[1].token(),
+        "a's next tenure did not get a higher token"
+    );
+
+    for (what, resources) in [
+        (
+            "one lock spelled twice",
+            vec![Resource::lock("Dup"), Resource::lock(" dup")],
+        ),
+        ("nothing", vec![]),
+    ] {
+        match store.acquire_all(&resources, &opts("x")) {
+            Err(Error::InvalidArgument(_)) => {}
+            other => return Err(format!("{what} was not refused: {other:?}").into()),
+        }
+    }
+    ensure!(
+        store
+            .holder(&Resource::lock("dup"))
+            .map_err(|e| fail("holder", e))?
+            .is_none(),
+        "a refused claim took something"
+    );
+    Ok(())
+}
+
+/// Two threads claim `{a, b}` and `{b, a}` all or nothing, 30 rounds each, and a
+/// third claims `b` alone: every round completes (no deadlock) and no two are
+/// inside `b` at once (log oracle: tokens of `b` strictly increase).
+pub(super) fn several_resources_contend_threads<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    const ROUNDS: usize = 30;
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let inside = Arc::new(AtomicUsize::new(0));
+    let sets: [&[&str]; 3] = [&["a", "b"], &["b", "a"], &["b"]];
+    let mut threads = Vec::new();
+    for (t, set) in sets.into_iter().enumerate() {
+        let store = fencepost::Store::new(f.reopen()?);
+        let (log, inside) = (Arc::clone(&log), Arc::clone(&inside));
+        let resources: Vec<Resource> = set
+            .iter()
+            .map(|n| Resource::lock(format!("several-{n}")))
+            .collect();
+        let at = set.iter().position(|n| *n == "b").expect("every set has b");
+        threads.push(std::thread::spawn(move || -> Result<(), String> {
+            let options = fencepost::AcquireOptions::new(60_000)
+                .owner(format!("thread-{t}"))
+                .wait_ms(120_000);
+            for _ in 0..ROUNDS {
+                let leases = store
+                    .acquire_all(&resources, &options)
+                    .map_err(|e| e.to_string())?;
+                let token = leases[at].token();
+                let entry = if inside.fetch_add(1, Ordering::SeqCst) == 0 {
+                    token.to_string()
+                } else {
+                    format!("OVERLAP {token}")
+                };
+                log.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
+                inside.fetch_sub(1, Ordering::SeqCst);
+                for lease in &leases {
+                    store.release(lease).map_err(|e| e.to_string())?;
+                }
+            }
+            Ok(())
+        }));
+    }
+    for thread in threads {
+        thread.join().map_err(|_| "a contender panicked")??;
+    }
+    let lines = log.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    super::check_log(&lines, 3 * ROUNDS)
+}
+
+/// The issue's test through real processes: two workers claim `{a, b}` and
+/// `{b, a}` in a loop, all or nothing; both finish every round (no deadlock) and
+/// the log of `b`'s holders shows no overlap and strictly increasing tokens.
+pub(super) fn several_resources_contend_processes<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    const ROUNDS: u32 = 15;
+    let log = f.scratch_file("several-log");
+    let busy = f.scratch_file("several-busy");
+    let workers = [["a", "b"], ["b", "a"]]
+        .iter()
+        .map(|set| {
+            f.spawn_worker(&Job::ContendAll {
+                locks: set.iter().map(|n| format!("several-{n}")).collect(),
+                marked: "several-b".into(),
+                rounds: ROUNDS,
+                ttl_ms: 60_000,
+                log: log.clone(),
+                busy: busy.clone(),
+            })
+            .map(KillOnDrop)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for mut worker in workers {
+        let status = worker
+            .0
+            .wait()
+            .map_err(|e| fail("waiting for a worker", e))?;
+        ensure!(status.success(), "a worker failed: {status}");
+    }
+    let text = std::fs::read_to_string(&log).map_err(|e| fail("reading the log", e))?;
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    super::check_log(&lines, 2 * ROUNDS as usize)
+}
+
+/// The backend under test, with one rival planted the moment the claim's first
+/// create lands: a live claim of another tenure in `rival_key`'s series (a rival
+/// that arrived between the claim's look and its take).
+#[derive(Debug)]
+struct RivalAfterFirstCreate<S> {
+    inner: S,
+    rival_key: fencepost::Key,
+    rival: Vec<u8>,
+    planted: std::sync::atomic::AtomicBool,
+}
+
+impl<S: LeaseStore> LeaseStore for RivalAfterFirstCreate<S> {
+    fn create(
+        &self,
+        key: &fencepost::Key,
+        generation: u64,
+        bytes: &[u8],
+        durability: fencepost::Durability,
+    ) -> Result<fencepost::CreateOutcome, fencepost::BackendError> {
+        let outcome = self.inner.create(key, generation, bytes, durability)?;
+        if *key != self.rival_key && !self.planted.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            self.inner.create(
+                &self.rival_key,
+                1,
+                &self.rival,
+                fencepost::Durability::Flushed,
+            )?;
+        }
+        Ok(outcome)
+    }
+    fn generations(&self, key: &fencepost::Key) -> Result<Vec<u64>, fencepost::BackendError> {
+        self.inner.generations(key)
+    }
+    fn read(
+        &self,
+        key: &fencepost::Key,
+        generation: u64,
+    ) -> Result<Option<Vec<u8>>, fencepost::BackendError> {
+        self.inner.read(key, generation)
+    }
+    fn remove(&self, key: &fencepost::Key, generation: u64) -> Result<(), fencepost::BackendError> {
+        self.inner.remove(key, generation)
+    }
+    fn keys(&self) -> Result<Vec<fencepost::Key>, fencepost::BackendError> {
+        self.inner.keys()
+    }
+    fn listing_is_snapshot(&self) -> bool {
+        self.inner.listing_is_snapshot()
+    }
+    fn locator(&self) -> String {
+        self.inner.locator()
+    }
+}
+
+/// A rival takes the second resource (in canonical order) right after the claim
+/// took the first: the claim reports the rival as the holder and gives the first
+/// back (its newest record is our tombstone), so nothing is left held.
+pub(super) fn several_resources_give_back_on_a_rival<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let clock = ManualClock::new(START_MS);
+    let mut pair = [Resource::lock("rival-p"), Resource::lock("rival-q")];
+    pair.sort_by_key(|r| r.identity().map(|i| i.key).ok());
+    let [first, second] = pair;
+    let rival_key = key_of(&second)?;
+    let store = fencepost::Store::with_clock(
+        RivalAfterFirstCreate {
+            inner: f.raw().clone(),
+            rival: super::sample_record(&rival_key, 1, 1, START_MS),
+            rival_key,
+            planted: std::sync::atomic::AtomicBool::new(false),
+        },
+        clock,
+    );
+    match store.try_acquire_all(&[second.clone(), first.clone()], &opts("claim")) {
+        Ok(TryAcquireAll::Held { resource, holder }) if resource == second && holder.token == 1 => {
+        }
+        other => return Err(format!("the rival was not reported as the holder: {other:?}").into()),
+    }
+    ensure!(
+        store
+            .holder(&first)
+            .map_err(|e| fail("holder", e))?
+            .is_none(),
+        "the resource taken before the rival arrived was not given back"
+    );
+    let entry = store
+        .key_status()
+        .map_err(|e| fail("status", e))?
+        .into_iter()
+        .find(|e| e.key == key_of(&first).unwrap_or_else(|_| e.key.clone()))
+        .ok_or("the first resource was never taken")?;
+    ensure!(
+        entry.state == fencepost::ClaimState::Released && entry.owner == "claim",
+        "the first resource's newest record is not the claim's tombstone: {entry:?}"
+    );
+    Ok(())
+}
+
+/// Slots: N claimers get slots 1..N, each its own tenure and series; the next is
+/// held (naming the holder whose lease ends first); a released slot is taken again
+/// with a higher token in that slot's series; the plain lock is apart from its
+/// slots; a session re-enters the slot it holds.
+pub(super) fn slots_hold_at_most_n<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let mut leases = Vec::new();
+    for i in 0..3 {
+        let lease = store
+            .acquire_slot("dev-server", 3, &opts(&format!("c{i}")))
+            .map_err(|e| fail("acquire_slot", e))?;
+        ensure!(
+            lease.slot() == Some(i + 1) && lease.resource() == &Resource::slot("dev-server", i + 1),
+            "claimer {i} got slot {:?}",
+            lease.slot()
+        );
+        ensure!(
+            check(&store, lease.resource(), lease.token())?,
+            "slot {:?}'s token fails check",
+            lease.slot()
+        );
+        leases.push(lease);
+    }
+    match store.try_acquire_slot("dev-server", 3, &opts("fourth")) {
+        Ok(TryAcquire::Held(holder)) if holder.owner.starts_with('c') => {}
+        other => return Err(format!("a fourth claimer of 3 slots was not held: {other:?}").into()),
+    }
+    // The plain lock is another resource.
+    let plain = acquire(&store, &Resource::lock("dev-server"), &opts("plain"))?;
+    store.release(&plain).map_err(|e| fail("release", e))?;
+    store.release(&leases[1]).map_err(|e| fail("release", e))?;
+    let again = store
+        .acquire_slot("dev-server", 3, &opts("fourth"))
+        .map_err(|e| fail("acquire_slot", e))?;
+    ensure!(
+        again.slot() == Some(2) && again.token() > leases[1].token(),
+        "the released slot 2 came back as slot {:?} token {} (was token {})",
+        again.slot(),
+        again.token(),
+        leases[1].token()
+    );
+    ensure!(
+        !check(&store, leases[1].resource(), leases[1].token())?,
+        "the released slot's old token passes"
+    );
+    // A session holding slot 3 of a new lock re-enters it rather than take slot 1.
+    let first = store
+        .acquire_slot("ports", 2, &opts("s").session("agent-7"))
+        .map_err(|e| fail("acquire_slot", e))?;
+    let reentry = store
+        .acquire_slot("ports", 2, &opts("s").session("agent-7"))
+        .map_err(|e| fail("acquire_slot", e))?;
+    ensure!(
+        reentry.slot() == first.slot() && reentry.token() == first.token() && reentry.reentered(),
+        "the session's second claim took slot {:?} (token {}), not its slot {:?}",
+        reentry.slot(),
+        reentry.token(),
+        first.slot()
+    );
+    for (what, slots) in [("0 slots", 0), ("too many slots", fencepost::SLOTS_MAX + 1)] {
+        match store.acquire_slot("dev-server", slots, &opts("x")) {
+            Err(Error::InvalidArgument(_)) => {}
+            other => return Err(format!("{what} was not refused: {other:?}").into()),
+        }
+    }
+    ensure!(
+        Resource::slot("dev-server", 0).identity().is_err(),
+        "slot 0 has a key"
+    );
+    Ok(())
+}
+
+/// The issue's test through real processes: 12 workers take turns on the 4 slots
+/// of one lock, 5 rounds each; never two in one slot (an exclusive marker per slot),
+/// so never more than 4 inside; every slot number is 1..4; tokens per slot strictly
+/// increase in the log.
+pub(super) fn slots_contend_processes<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    const PROCESSES: usize = 12;
+    const ROUNDS: u32 = 5;
+    let log = f.scratch_file("slots-log");
+    let busy = f.scratch_file("slots-busy");
+    std::fs::create_dir_all(&busy).map_err(|e| fail("mkdir", e))?;
+    let workers = (0..PROCESSES)
+        .map(|_| {
+            f.spawn_worker(&Job::ContendSlots {
+                lock: "slots-pool".into(),
+                slots: 4,
+                rounds: ROUNDS,
+                log: log.clone(),
+                busy: busy.clone(),
+            })
+            .map(KillOnDrop)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for mut worker in workers {
+        let status = worker
+            .0
+            .wait()
+            .map_err(|e| fail("waiting for a worker", e))?;
+        ensure!(status.success(), "a worker failed: {status}");
+    }
+    let text = std::fs::read_to_string(&log).map_err(|e| fail("reading the log", e))?;
+    ensure!(!text.contains("OVERLAP"), "two holders in one slot: {text}");
+    let mut last = std::collections::HashMap::new();
+    let mut lines = 0;
+    for line in text.lines() {
+        lines += 1;
+        let (slot, token) = line.split_once(' ').ok_or("a bad log line")?;
+        let (slot, token): (u32, u64) = (
+            slot.parse().map_err(|_| "a bad slot")?,
+            token.parse().map_err(|_| "a bad token")?,
+        );
+        ensure!((1..=4).contains(&slot), "slot {slot} of 4");
+        let previous = last.insert(slot, token).unwrap_or(0);
+        ensure!(
+            token > previous,
+            "slot {slot}: token {token} after {previous}"
+        );
+    }
+    ensure!(
+        lines == PROCESSES * ROUNDS as usize,
+        "{lines} critical sections, expected {}",
+        PROCESSES * ROUNDS as usize
+    );
     Ok(())
 }

@@ -40,6 +40,10 @@ pub enum Resource {
     /// A file, existing or not yet created. Relative paths are resolved against the
     /// working directory at the time of each call.
     File(PathBuf),
+    /// Slot `n` (from 1) of the lock named as in [`Resource::Lock`]: one of the N
+    /// separately fenced tenures of a lock that up to N holders share
+    /// ([`crate::Store::acquire_slot`]). Its own series, apart from the lock's.
+    Slot(String, u32),
 }
 
 impl Resource {
@@ -54,19 +58,35 @@ impl Resource {
         Resource::File(path.into())
     }
 
-    /// `lock` or `file`.
+    /// Slot `slot` (from 1) of the lock `name`.
+    pub fn slot(name: impl Into<String>, slot: u32) -> Self {
+        Resource::Slot(name.into(), slot)
+    }
+
+    /// `lock`, `file` or `slot`.
     pub fn kind(&self) -> &'static str {
         match self {
             Resource::Lock(_) => "lock",
             Resource::File(_) => "file",
+            Resource::Slot(..) => "slot",
         }
     }
 
-    /// The text the caller gave (the lock name, or the path), for messages.
+    /// The text the caller gave (the lock name, or the path; a slot as
+    /// `NAME#SLOT`), for messages.
     pub fn target(&self) -> String {
         match self {
             Resource::Lock(name) => name.clone(),
             Resource::File(path) => path.display().to_string(),
+            Resource::Slot(name, slot) => format!("{name}#{slot}"),
+        }
+    }
+
+    /// The slot number of a [`Resource::Slot`].
+    pub fn slot_number(&self) -> Option<u32> {
+        match self {
+            Resource::Slot(_, slot) => Some(*slot),
+            _ => None,
         }
     }
 
@@ -81,8 +101,9 @@ impl Resource {
     /// applied, so a file has one key before and after it exists; then NFC-normalized
     /// and case-folded (on Windows, through the Windows spelling rules). A file that
     /// exists also gets a [`file_id`](Identity::file_id) key from its device and
-    /// inode, so two hard links to it contend. Lock keys start `lock-`, file keys
-    /// `file-`, file-id keys `inode-`: the namespaces never collide.
+    /// inode, so two hard links to it contend. Slots: the lock's canonical name and
+    /// the slot number (from 1; 0 is rejected). Lock keys start `lock-`, file keys
+    /// `file-`, file-id keys `inode-`, slot keys `slot-`: the namespaces never collide.
     ///
     /// # Errors
     ///
@@ -90,6 +111,21 @@ impl Resource {
     /// that cannot be made absolute (no working directory).
     pub fn identity(&self) -> Result<Identity> {
         match self {
+            Resource::Slot(name, slot) => {
+                if *slot == 0 {
+                    return Err(Error::InvalidResource(
+                        "slots are numbered from 1; slot 0 does not exist".into(),
+                    ));
+                }
+                let lock = Resource::Lock(name.clone()).identity()?;
+                let canonical = canonical_lock_name(name)?;
+                Ok(Identity {
+                    path: None,
+                    key: Key::derive("slot", format!("{canonical}\u{0}{slot}").as_bytes()),
+                    label: format!("{}#{slot}", lock.label),
+                    file_id: None,
+                })
+            }
             Resource::Lock(name) => {
                 let canonical = canonical_lock_name(name)?;
                 Ok(Identity {
@@ -202,11 +238,11 @@ impl Key {
     }
 
     /// Parses a key as stored by a backend (a directory name, a key prefix); `None`
-    /// for anything that is not exactly `lock-`, `file-` or `inode-` plus 32 lowercase hex
+    /// for anything that is not exactly `lock-`, `file-`, `inode-` or `slot-` plus 32 lowercase hex
     /// digits, so foreign names in a store are skipped.
     pub fn parse(text: &str) -> Option<Key> {
         let (namespace, hash) = text.split_once('-')?;
-        let valid = matches!(namespace, "lock" | "file" | "inode")
+        let valid = matches!(namespace, "lock" | "file" | "inode" | "slot")
             && hash.len() == KEY_HASH_HEX_DIGITS
             && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         valid.then(|| Key(text.to_string()))
@@ -440,6 +476,20 @@ mod tests {
             key(Resource::file(root.join("real/x"))),
             key(Resource::file(root.join("link/x")))
         );
+    }
+
+    #[test]
+    fn slots_have_their_own_keys() {
+        // docs/format-v1.md §1.2: sha256("slot" 0x00 canonical-lock-name 0x00 "2").
+        let two = key(Resource::slot("Dev-Server ", 2));
+        assert_eq!(two.as_str(), "slot-074f4589e445fff18d9270d64152e387");
+        assert_eq!(Key::parse(two.as_str()), Some(two.clone()));
+        assert_ne!(two, key(Resource::slot("dev-server", 3)));
+        assert_ne!(two, key(Resource::lock("dev-server")));
+        let identity = Resource::slot("dev-server", 2).identity().unwrap();
+        assert_eq!(identity.label, "dev-server#2");
+        assert!(Resource::slot("dev-server", 0).identity().is_err());
+        assert!(Resource::slot("  ", 1).identity().is_err());
     }
 
     #[test]

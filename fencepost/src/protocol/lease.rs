@@ -1,6 +1,6 @@
 //! A tenure as its holder sees it: [`Lease`], and the non-primary keys it holds.
 
-use crate::proof::{LeaseHandle, Secret};
+use crate::proof::{LeaseHandle, Secret, SessionTag};
 use crate::{Error, Key, Resource, Result};
 
 /// One tenure: proof that the holder created the newest record of a key (of every
@@ -30,10 +30,15 @@ pub struct Lease {
     /// ([`AcquireOptions::tied_to_process`]): its renewals carry this process's
     /// liveness evidence. False for a lease resumed from a handle.
     pub(crate) tied: bool,
-    /// The session that claimed the tenure, if any ([`AcquireOptions::session`]).
+    /// The session id this process named for the tenure ([`AcquireOptions::session`]
+    /// or [`Store::resume_session`]); `None` for a lease resumed from a handle, which
+    /// knows only the tag.
     ///
     /// [`AcquireOptions::session`]: crate::AcquireOptions::session
+    /// [`Store::resume_session`]: crate::Store::resume_session
     pub(crate) session: Option<String>,
+    /// The tag its records carry ([`SessionTag`]), when a session claimed it.
+    pub(crate) session_tag: Option<SessionTag>,
     /// This lease came from a claim that re-entered a tenure its session already
     /// held (same token, renewed), rather than starting one.
     pub(crate) reentered: bool,
@@ -53,20 +58,30 @@ impl Lease {
     pub fn keys(&self) -> impl Iterator<Item = &Key> {
         std::iter::once(&self.key).chain(self.others.iter().map(|held| &held.key))
     }
-    /// The session that claimed the tenure (its records carry it), if any.
+    /// The session id this process named for the tenure, if it claimed or resumed
+    /// it through a session. Records carry only its tag ([`Lease::session_tag`]).
     pub fn session(&self) -> Option<&str> {
         self.session.as_deref()
+    }
+    /// The tag of the session that claimed the tenure, as its records carry it.
+    pub fn session_tag(&self) -> Option<&SessionTag> {
+        self.session_tag.as_ref()
     }
     /// True when the claim that returned this lease re-entered a tenure its
     /// session already held (same token, renewed) instead of starting a new one.
     pub fn reentered(&self) -> bool {
         self.reentered
     }
+    /// The slot (from 1) of a lease on a [`Resource::Slot`]
+    /// ([`crate::Store::acquire_slot`]).
+    pub fn slot(&self) -> Option<u32> {
+        self.resource.slot_number()
+    }
     /// The label stored in its records.
     pub fn label(&self) -> &str {
         &self.label
     }
-    /// The fencing token: present it to [`Store::check`] before every guarded write.
+    /// The fencing token: present it to [`Store::check`](crate::Store::check) before every guarded write.
     pub fn token(&self) -> u64 {
         self.token
     }
@@ -95,7 +110,7 @@ impl Lease {
         self.expires_at_ms
     }
     /// The handle (`<token>.<secret>`) that lets another process of the holder's
-    /// act on this lease through [`Store::resume`]. Give it only to processes
+    /// act on this lease through [`Store::resume`](crate::Store::resume). Give it only to processes
     /// acting for the holder: it is the proof of holding, where the token is public.
     pub fn handle(&self) -> LeaseHandle {
         LeaseHandle::new(self.token, self.secret.clone())

@@ -18,7 +18,7 @@ mod options;
 mod series;
 mod status;
 
-pub use claim::check_session;
+pub use claim::{SLOTS_MAX, TryAcquireAll, check_session};
 pub(crate) use lease::HeldKey;
 pub use lease::Lease;
 pub use options::{AcquireOptions, TryAcquire};

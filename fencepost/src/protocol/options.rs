@@ -79,7 +79,7 @@ impl AcquireOptions {
     }
 }
 
-/// The outcome of [`Store::try_acquire`]: the lease, or who holds the resource.
+/// The outcome of [`Store::try_acquire`](crate::Store::try_acquire): the lease, or who holds the resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TryAcquire {
     /// Acquired.

@@ -55,9 +55,11 @@ pub struct StatusEntry {
     /// Who broke the lease, when and why, while the break's tombstone is newest.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub broken: Option<BreakNote>,
-    /// The session that claimed the tenure, when it was claimed with one.
+    /// The tag of the session that claimed the tenure, when it was claimed with one
+    /// ([`crate::SessionTag`]: it tells sessions apart; it is not the session id and
+    /// gives no one the session's proof of holding).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
+    pub session: Option<crate::SessionTag>,
 }
 
 impl StatusEntry {
@@ -85,6 +87,7 @@ impl StatusEntry {
 fn resource_of(key: &Key, label: &str) -> String {
     let kind = match key.as_str().split('-').next() {
         Some("lock") => "lock",
+        Some("slot") => "slot",
         _ => "file",
     };
     format!("{kind}:{label}")
@@ -102,7 +105,7 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// [`Error::Backend`] when the store cannot be listed.
+    /// [`Error::Backend`](crate::Error::Backend) when the store cannot be listed.
     pub fn status(&self) -> Result<Vec<StatusEntry>> {
         let mut entries = Vec::new();
         // File-id keys are decided once every path key is seen.
@@ -134,7 +137,7 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// [`Error::Backend`] when the store cannot be listed.
+    /// [`Error::Backend`](crate::Error::Backend) when the store cannot be listed.
     pub fn key_status(&self) -> Result<Vec<StatusEntry>> {
         let mut entries: Vec<StatusEntry> = self
             .key_rows()?

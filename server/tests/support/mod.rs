@@ -75,6 +75,9 @@ fn server_command(tree: &Tree, owner: &str) -> tokio::process::Command {
         .env_remove("FENCEPOST_STORE")
         .env_remove("FENCEPOST_OWNER")
         .env_remove("FENCEPOST_SESSION")
+        // Inside Claude Code these name the server's default session.
+        .env_remove("CLAUDECODE")
+        .env_remove("CLAUDE_CODE_SESSION_ID")
         .env("FENCEPOST_LOG", "error")
         // The server's cwd must not matter: paths are relative to --root.
         .current_dir(&tree.outside);
@@ -100,6 +103,15 @@ impl Server {
     pub async fn start_in_session(tree: &Tree, owner: &str, session: &str) -> Server {
         let mut command = server_command(tree, owner);
         command.arg("--session").arg(session);
+        Self::spawn(command).await
+    }
+
+    /// As [`Server::start`], with these environment variables set.
+    pub async fn start_with_env(tree: &Tree, owner: &str, env: &[(&str, &str)]) -> Server {
+        let mut command = server_command(tree, owner);
+        for (name, value) in env {
+            command.env(name, value);
+        }
         Self::spawn(command).await
     }
 

@@ -1,6 +1,6 @@
 //! Schedules for the kinds of claim (issue 14, docs/design-04-claims.md).
 
-use fencepost::AcquireOptions;
+use fencepost::{AcquireOptions, Resource};
 
 use super::super::{Actor, Ctx, Setup};
 use super::{TTL_MS, lock};
@@ -44,5 +44,60 @@ pub(super) fn session_reentry(_: &Setup) -> Vec<Actor> {
                 ctx.release(&lease);
             }
         }),
+    ]
+}
+
+/// Two claimers take `{a, b}` and `{b, a}` all or nothing, keep every lease for a
+/// renewal and release; a third claims `b` alone. Slow creates (in flight for half
+/// a ttl) and pauses make the first lease taken lapse before the last is, which an
+/// all-or-nothing claim must notice (planted bug `SEVERAL_SKIPS_ALL_LIVE`), and the
+/// oracle's "never two tenures promised one key" covers the overlap on `b`.
+pub(super) fn several_resources(_: &Setup) -> Vec<Actor> {
+    let (a, b) = (Resource::lock("a"), Resource::lock("b"));
+    let pair = |resources: Vec<Resource>| {
+        move |ctx: &Ctx| {
+            let options = for_session(ctx, None, 3 * TTL_MS);
+            if let Some(mut leases) = ctx.acquire_all(&resources, &options) {
+                for lease in &mut leases {
+                    ctx.check(lease);
+                    ctx.renew(lease);
+                }
+                for lease in &leases {
+                    ctx.release(lease);
+                }
+            }
+        }
+    };
+    vec![
+        Actor::new("ab", pair(vec![a.clone(), b.clone()])),
+        Actor::new("ba", pair(vec![b.clone(), a])),
+        Actor::new("b", move |ctx: &Ctx| {
+            if let Some(lease) = ctx.acquire(&b, TTL_MS, 3 * TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
+/// Four claimers share the 2 slots of one lock: each takes a slot (waiting), keeps
+/// it for a renewal and releases it. The harness judges that never more than 2
+/// tenures of the lock's slots are promised at once (planted bug
+/// `SLOT_PAST_THE_LAST` lets a third in), and the per-key oracle that no slot has
+/// two holders.
+pub(super) fn slots(_: &Setup) -> Vec<Actor> {
+    let claimer = |ctx: &Ctx| {
+        let options = for_session(ctx, None, 3 * TTL_MS);
+        if let Some(mut lease) = ctx.acquire_slot("pool", 2, &options)
+            && ctx.keep(&mut lease, 1)
+        {
+            ctx.release(&lease);
+        }
+    };
+    vec![
+        Actor::new("w", claimer),
+        Actor::new("x", claimer),
+        Actor::new("y", claimer),
+        Actor::new("z", claimer),
     ]
 }

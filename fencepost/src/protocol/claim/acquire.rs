@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::session::check_session;
-use crate::proof::Secret;
+use crate::proof::{Secret, SessionTag};
 use crate::protocol::series::{Claim, Watch};
 use crate::protocol::{
     AcquireOptions, BACKOFF_CAP_MS, BACKOFF_START_MS, HeldKey, Lease, Store, TryAcquire,
@@ -286,6 +286,7 @@ impl Store {
             secret,
             tied: options.tied_to_process,
             session: options.session.clone(),
+            session_tag: options.session.as_deref().map(SessionTag::of),
             reentered: false,
         }
     }

@@ -4,6 +4,10 @@ mod acquire;
 mod end;
 mod renew;
 mod session;
+mod several;
+mod slots;
 
 pub use session::check_session;
+pub use several::TryAcquireAll;
+pub use slots::SLOTS_MAX;
 mod verify;

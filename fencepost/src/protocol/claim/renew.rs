@@ -194,7 +194,7 @@ impl Store {
                 broken: None,
                 // The same evidence as the tenure's renewals.
                 process: evidence.clone(),
-                session: lease.session.clone(),
+                session: lease.session_tag.clone(),
             };
             match self
                 .backend

@@ -2,7 +2,7 @@
 //! tenure, and any process naming the session may act on it (docs/design-04-claims.md,
 //! "Sessions").
 
-use crate::proof::{LeaseHandle, Secret};
+use crate::proof::{LeaseHandle, Secret, SessionTag};
 use crate::protocol::{AcquireOptions, Lease, Store, is_loss};
 use crate::record::{self, Decoded};
 use crate::{Error, Resource, Result};
@@ -36,8 +36,8 @@ impl Store {
     /// tenure another process of the session claimed, without its handle. Then
     /// [`Store::renew`] or [`Store::release`] it.
     ///
-    /// A session id is not a secret: a session tenure's secret is derived from the
-    /// id ([`Secret::for_session`]), so this authorizes exactly what the tenure's
+    /// Knowing the session id is the proof: a session tenure's secret is derived
+    /// from the id (records and `status` carry only its [`SessionTag`]) ([`Secret::for_session`]), so this authorizes exactly what the tenure's
     /// handle would — renew and release *that session's* tenures — for any process
     /// that names the session. It never acts on a tenure claimed without a session
     /// or by another session, and it is not needed to `check` a token.
@@ -57,10 +57,12 @@ impl Store {
         let newest = self.read_newest(&identity.key)?;
         match newest.decoded() {
             Some(Decoded::Record(r))
-                if r.session.as_deref() == Some(session)
+                if r.session.as_ref() == Some(&SessionTag::of(session))
                     && secret.proves(r.secret_sha256.as_deref()) =>
             {
-                self.resume(resource, &LeaseHandle::new(r.token, secret))
+                let mut lease = self.resume(resource, &LeaseHandle::new(r.token, secret))?;
+                lease.session = Some(session.to_string());
+                Ok(lease)
             }
             _ => {
                 let now = self.clock.wall_ms();

@@ -175,7 +175,8 @@ impl Store {
             expires_at_ms: record.expires_at_ms,
             secret: secret.clone(),
             tied: false,
-            session: record.session.clone(),
+            session: None,
+            session_tag: record.session.clone(),
             reentered: false,
         })
     }

@@ -78,7 +78,7 @@ impl Store {
                 } else {
                     None
                 },
-                session: options.session.clone(),
+                session: options.session.as_deref().map(crate::SessionTag::of),
             };
             match self
                 .backend

@@ -51,7 +51,9 @@ impl Store {
         #[cfg(feature = "planted-bugs")]
         if crate::planted::on(&crate::planted::SESSION_HOLDER_IS_VACANCY)
             && options.session.is_some()
-            && newest.claim().is_some_and(|r| r.session == options.session)
+            && newest
+                .claim()
+                .is_some_and(|r| r.session == options.session.as_deref().map(crate::SessionTag::of))
         {
             return None;
         }

@@ -14,7 +14,7 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidResource`] or [`Error::Backend`] when the series cannot be
+    /// [`Error::InvalidResource`](crate::Error::InvalidResource) or [`Error::Backend`](crate::Error::Backend) when the series cannot be
     /// listed or read. Individual removals are best effort.
     pub fn sweep(&self, resource: &Resource) -> Result<usize> {
         let mut removed = 0;

@@ -1,0 +1,227 @@
+//! Several resources at once: all or nothing, in one canonical order, given back
+//! when any is held (docs/design-04-claims.md, "Several resources at once").
+
+use std::time::Duration;
+
+use crate::protocol::{AcquireOptions, BACKOFF_CAP_MS, BACKOFF_START_MS, Lease, Store};
+use crate::{Error, Holder, Resource, Result};
+
+/// How many rounds in a row may lapse (every resource taken, but the first one's
+/// claim already expired by the time the last was confirmed) after the wait is
+/// over before the acquire reports it, as for one resource.
+const LAPSE_RETRIES: usize = 2;
+
+/// The outcome of [`Store::try_acquire_all`]: one lease per resource, or the first
+/// resource found held and who holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TryAcquireAll {
+    /// Every resource, one lease each (its own tenure and token), in the order the
+    /// resources were given.
+    Acquired(Vec<Lease>),
+    /// Still held by someone else when the wait ended; nothing is held.
+    Held {
+        /// The resource found held (as it was given).
+        resource: Resource,
+        /// Who holds it.
+        holder: Holder,
+    },
+}
+
+impl Store {
+    /// Acquires every resource in `resources`, or none: one lease per resource (each
+    /// its own tenure, token and handle), in the order given. Waits up to
+    /// `options.wait_ms` while any is held.
+    ///
+    /// The resources are taken in one canonical order (by key, whatever order they
+    /// were given in), each as [`Store::try_acquire`] would with no wait; when one is
+    /// held, the ones already taken are given back (tombstones) before backing off,
+    /// so nothing is held while waiting. No claimer ever waits while holding, so two
+    /// claimers of overlapping sets cannot deadlock; the common order makes them meet
+    /// on the same first resource, where one proceeds and the other waits without
+    /// taking anything. While waiting, each round first looks at every resource
+    /// (reads only) and takes nothing while one is held. A session's claim re-enters
+    /// what the session already holds ([`AcquireOptions::session`]); a re-entered
+    /// lease is never given back on a conflict (its session still holds it).
+    ///
+    /// Every returned lease is live: if taking them took a full ttl (a pause), all
+    /// are given back and the round is retried, as for one resource.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::Held`] when a resource was still held when the wait ended.
+    /// - [`Error::InvalidArgument`] for an empty list, a ttl of 0, or two entries
+    ///   that are one resource (the same lock spelled twice, one file by two paths
+    ///   or hard links).
+    /// - As [`Store::acquire`] otherwise; on an error nothing is left held (best
+    ///   effort, as a crashed holder's claims expire with their ttl).
+    pub fn acquire_all(
+        &self,
+        resources: &[Resource],
+        options: &AcquireOptions,
+    ) -> Result<Vec<Lease>> {
+        match self.try_acquire_all(resources, options)? {
+            TryAcquireAll::Acquired(leases) => Ok(leases),
+            TryAcquireAll::Held { resource, holder } => Err(Error::Held {
+                label: resource.target(),
+                holder,
+            }),
+        }
+    }
+
+    /// Like [`Store::acquire_all`], but still held when the wait ends is reported
+    /// as [`TryAcquireAll::Held`] instead of as an error.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::acquire_all`], except [`Error::Held`].
+    pub fn try_acquire_all(
+        &self,
+        resources: &[Resource],
+        options: &AcquireOptions,
+    ) -> Result<TryAcquireAll> {
+        self.try_acquire_all_observed(resources, options, &mut |_, _, _| {})
+    }
+
+    /// Like [`Store::try_acquire_all`], and calls `on_wait(resource, holder,
+    /// waited_ms)` each time it backs off because `holder` holds `resource`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::try_acquire_all`].
+    pub fn try_acquire_all_observed(
+        &self,
+        resources: &[Resource],
+        options: &AcquireOptions,
+        on_wait: &mut dyn FnMut(&Resource, &Holder, u64),
+    ) -> Result<TryAcquireAll> {
+        let order = canonical_order(resources)?;
+        let started = self.clock.monotonic_ms();
+        let deadline = started.saturating_add(options.wait_ms);
+        let now_options = options.clone().wait_ms(0);
+        let mut backoff_ms = BACKOFF_START_MS;
+        let mut lapses = 0;
+        loop {
+            let round = self.clock.monotonic_ms();
+            // Look first: a waiter writes nothing while something is held.
+            let mut held = self.first_held(resources, &order, options)?;
+            let mut taken: Vec<(usize, Lease)> = Vec::new();
+            if held.is_none() {
+                for &i in &order {
+                    match self.try_acquire(&resources[i], &now_options) {
+                        Ok(crate::TryAcquire::Acquired(lease)) => taken.push((i, lease)),
+                        Ok(crate::TryAcquire::Held(holder)) => {
+                            held = Some((i, holder));
+                            break;
+                        }
+                        Err(error) => {
+                            self.give_back_leases(&taken);
+                            return Err(error);
+                        }
+                    }
+                }
+            }
+            let mono = self.clock.monotonic_ms();
+            if held.is_none() {
+                // Every lease live on the monotonic clock from before the round: the
+                // first one taken expires first.
+                #[cfg(feature = "planted-bugs")]
+                let round = if crate::planted::on(&crate::planted::SEVERAL_SKIPS_ALL_LIVE) {
+                    mono
+                } else {
+                    round
+                };
+                if mono.saturating_sub(round) < options.ttl_ms {
+                    taken.sort_by_key(|(i, _)| *i);
+                    return Ok(TryAcquireAll::Acquired(
+                        taken.into_iter().map(|(_, lease)| lease).collect(),
+                    ));
+                }
+                self.give_back_leases(&taken);
+                lapses += 1;
+                if mono >= deadline && lapses > LAPSE_RETRIES {
+                    return Err(Error::ClaimLapsed {
+                        label: resources[order[0]].target(),
+                        ttl_ms: options.ttl_ms,
+                    });
+                }
+            } else {
+                self.give_back_leases(&taken);
+            }
+            if let Some((i, holder)) = held {
+                if mono >= deadline {
+                    return Ok(TryAcquireAll::Held {
+                        resource: resources[i].clone(),
+                        holder,
+                    });
+                }
+                on_wait(&resources[i], &holder, mono.saturating_sub(started));
+            }
+            let step = self
+                .jittered(backoff_ms)
+                .min(deadline.saturating_sub(mono).max(BACKOFF_START_MS))
+                .max(1);
+            self.clock.sleep(Duration::from_millis(step));
+            backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
+        }
+    }
+
+    /// The first resource, in canonical order, that someone other than this claim's
+    /// session holds live (reads only).
+    fn first_held(
+        &self,
+        resources: &[Resource],
+        order: &[usize],
+        options: &AcquireOptions,
+    ) -> Result<Option<(usize, Holder)>> {
+        for &i in order {
+            let Some(holder) = self.holder(&resources[i])? else {
+                continue;
+            };
+            let ours = match &options.session {
+                Some(session) => self.resume_session(&resources[i], session).is_ok(),
+                None => false,
+            };
+            if !ours {
+                return Ok(Some((i, holder)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Gives back leases an all-or-nothing claim took, best effort; a re-entered
+    /// lease is left to its session.
+    fn give_back_leases(&self, taken: &[(usize, Lease)]) {
+        for (_, lease) in taken.iter().filter(|(_, lease)| !lease.reentered()) {
+            let _ = self.release(lease);
+        }
+    }
+}
+
+/// The indices of `resources` sorted by their keys (the canonical order), after
+/// checking that no two of them share a key.
+fn canonical_order(resources: &[Resource]) -> Result<Vec<usize>> {
+    if resources.is_empty() {
+        return Err(Error::InvalidArgument(
+            "no resource to claim; name at least one".into(),
+        ));
+    }
+    let mut keyed = Vec::with_capacity(resources.len());
+    for (i, resource) in resources.iter().enumerate() {
+        let identity = resource.identity()?;
+        keyed.push((identity.keys(), i));
+    }
+    let mut seen = std::collections::HashMap::new();
+    for (keys, i) in &keyed {
+        for key in keys {
+            if let Some(first) = seen.insert(key.clone(), *i) {
+                return Err(Error::InvalidArgument(format!(
+                    "{} and {} are one resource (the same lock or file, spelled or linked twice); name it once",
+                    resources[first].target(),
+                    resources[*i].target()
+                )));
+            }
+        }
+    }
+    keyed.sort();
+    Ok(keyed.into_iter().map(|(_, i)| i).collect())
+}
