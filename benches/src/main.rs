@@ -61,6 +61,8 @@ pub struct Iters {
     pub loss: usize,
     /// Rounds of the handoff row (release → the waiter's acquire returns).
     pub handoff: usize,
+    /// Unrelated file claims, and files below a subtree, in the subtree rows.
+    pub tree_files: usize,
 }
 
 impl Iters {
@@ -78,6 +80,7 @@ impl Iters {
             stale_ms: 300,
             loss: 20,
             handoff: 200,
+            tree_files: 1000,
         }
     }
 
@@ -95,6 +98,7 @@ impl Iters {
             stale_ms: 300,
             loss: 2,
             handoff: 5,
+            tree_files: 100,
         }
     }
 }

@@ -329,6 +329,84 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     let name = format!("status over {} keys", it.status_keys);
     let floor_name = format!("{} × listing + read", it.status_keys);
     push(&name, measured, &floor_name, None);
+
+    // Subtree claims (docs/design-05-subtrees-and-shared.md §3.5). Paths under a
+    // directory that does not exist: nothing but the store is written.
+    let base = std::env::temp_dir().join(format!(
+        "fencepost-bench-tree-{}-{}",
+        std::process::id(),
+        group_name.replace([',', ' '], "")
+    ));
+    let file = Resource::file(base.join("work/src/auth/login.rs"));
+    let claim_release = |store: &Store, res: &Resource| -> R<Duration> {
+        timed(|| {
+            let lease = store.acquire(res, &options())?;
+            store.release(&lease)?;
+            Ok(())
+        })
+        .map(|(_, t)| t)
+    };
+    let n = it.tree_files;
+    // The same number of samples in every group (the memory group's 20,000 would
+    // make the index walk alone take minutes), fewer for the whole walk.
+    let (reps, warm) = (it.fs_new_key.max(2), it.warmup.min(5));
+    let walk_reps = (it.fs_new_key / 10).max(2);
+    let empty = make_store("tree-empty")?;
+    let measured = three(paired(
+        reps,
+        warm,
+        &mut || claim_release(&empty, &file),
+        None,
+    )?);
+    push(
+        "file claim + release, no other claims in the store",
+        measured,
+        "",
+        None,
+    );
+    // The same file with `n` unrelated file claims held (beside it, sharing its
+    // ancestors above `work/`).
+    let crowded = make_store("tree-crowded")?;
+    for k in 0..n {
+        let other = base.join(format!("other/d{}/f{k}.rs", k / 50));
+        crowded.acquire(&Resource::file(other), &options())?;
+    }
+    let measured = three(paired(
+        reps,
+        warm,
+        &mut || claim_release(&crowded, &file),
+        None,
+    )?);
+    let name = format!("file claim + release, {n} unrelated file claims held in the store");
+    push(&name, measured, "", None);
+    // A subtree claim over `n` held files: refused, at the first live claim its walk
+    // meets (a look before claiming writes nothing).
+    let over_held = Resource::dir(base.join("other"));
+    let mut op = || {
+        let (outcome, t) = timed(|| Ok(crowded.try_acquire(&over_held, &options())?))?;
+        match outcome {
+            TryAcquire::Held(_) => Ok(t),
+            TryAcquire::Acquired(_) => Err("a subtree over held files was acquired".into()),
+        }
+    };
+    let measured = three(paired(reps, warm, &mut op, None)?);
+    let name = format!("subtree claim refused over {n} held files");
+    push(&name, measured, "", None);
+    // A subtree claim over `n` files claimed before and released: the whole index
+    // walk (every entry and every file's newest record read), then claimed.
+    let walked = make_store("tree-walked")?;
+    for k in 0..n {
+        let other = base.join(format!("other/d{}/f{k}.rs", k / 50));
+        walked.release(&walked.acquire(&Resource::file(other), &options())?)?;
+    }
+    let measured = three(paired(
+        walk_reps,
+        1,
+        &mut || claim_release(&walked, &over_held),
+        None,
+    )?);
+    let name = format!("subtree claim + release over {n} released files (the whole index walk)");
+    push(&name, measured, "", None);
     Ok(rows)
 }
 

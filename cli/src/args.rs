@@ -235,9 +235,10 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-/// `--lock NAME` (with `--slot N`, one slot of it) or `--file PATH`, exactly one.
-// `multiple = true` only so that `--slot` may join `--lock`; `--lock` and `--file`
-// still exclude each other.
+/// `--lock NAME` (with `--slot N`, one slot of it), `--file PATH` or `--dir PATH`,
+/// exactly one.
+// `multiple = true` only so that `--slot` may join `--lock`; `--lock`, `--file` and
+// `--dir` still exclude each other.
 #[derive(Debug, Args)]
 #[group(id = "resource", required = true, multiple = true)]
 pub struct Target {
@@ -247,6 +248,10 @@ pub struct Target {
     /// A file, existing or not, relative to the current directory
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
+    /// A directory and everything below it (a subtree), existing or not; conflicts with
+    /// claims of files and directories below it and of directories above it
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["lock", "file"])]
+    pub dir: Option<PathBuf>,
     /// With --lock: slot N (from 1) of the lock, as `claim --slots` printed it;
     /// each slot is its own lease
     #[arg(long, value_name = "N", requires = "lock", conflicts_with = "file", value_parser = parse_slots)]
@@ -256,17 +261,18 @@ pub struct Target {
 impl Target {
     /// The resource named on the command line.
     pub fn resource(&self) -> Resource {
-        match (&self.lock, &self.file, self.slot) {
-            (Some(name), _, Some(slot)) => Resource::slot(name.clone(), slot),
-            (Some(name), _, None) => Resource::lock(name.clone()),
-            (None, Some(path), _) => Resource::file(path.clone()),
-            (None, None, _) => unreachable!("clap requires --lock or --file"),
+        match (&self.lock, &self.file, &self.dir, self.slot) {
+            (Some(name), _, _, Some(slot)) => Resource::slot(name.clone(), slot),
+            (Some(name), _, _, None) => Resource::lock(name.clone()),
+            (None, Some(path), _, _) => Resource::file(path.clone()),
+            (None, None, Some(path), _) => Resource::dir(path.clone()),
+            (None, None, None, _) => unreachable!("clap requires --lock, --file or --dir"),
         }
     }
 }
 
-/// `claim`'s resources: `--lock NAME` and `--file PATH`, each as often as needed
-/// (several at once are claimed all or nothing).
+/// `claim`'s resources: `--lock NAME`, `--file PATH` and `--dir PATH`, each as often
+/// as needed (several at once are claimed all or nothing).
 #[derive(Debug, Args)]
 #[group(id = "resources", required = true, multiple = true)]
 pub struct Targets {
@@ -278,16 +284,22 @@ pub struct Targets {
     /// several
     #[arg(long, value_name = "PATH")]
     pub file: Vec<PathBuf>,
+    /// A directory and everything below it (a subtree), existing or not; conflicts
+    /// with claims of files and directories below it and of directories above it;
+    /// repeat for several
+    #[arg(long, value_name = "PATH")]
+    pub dir: Vec<PathBuf>,
 }
 
 impl Targets {
     /// The resources named on the command line: the locks in the order given, then
-    /// the files in the order given (the order results are printed in).
+    /// the files, then the directories (the order results are printed in).
     pub fn resources(&self) -> Vec<Resource> {
         self.lock
             .iter()
             .map(|name| Resource::lock(name.clone()))
             .chain(self.file.iter().map(|path| Resource::file(path.clone())))
+            .chain(self.dir.iter().map(|path| Resource::dir(path.clone())))
             .collect()
     }
 }

@@ -42,9 +42,8 @@ pub fn identity_of(resource: &Resource) -> Result<fencepost::Identity, Failure> 
         && path.is_dir()
     {
         return Err(Failure::Error(format!(
-            "{} is a directory, and --file claims one file; claim a file in it, or a lock \
-             named after the directory (--lock 'dir:{}'); directory claims (--dir) are \
-             not supported yet",
+            "{} is a directory, and --file claims one file; claim the directory and \
+             everything below it with --dir {}, or a file in it",
             path.display(),
             path.display()
         )));

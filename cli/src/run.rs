@@ -337,13 +337,24 @@ fn stop(tree: &ProcessTree, policy: OnLoss, grace: Duration) {
     }
 }
 
-/// FENCEPOST_RESOURCE (`lock:NAME` or `file:/abs/path`) and FENCEPOST_LOCK or
-/// FENCEPOST_FILE for the child. Validates the resource (a bad name is exit 1 before
+/// FENCEPOST_RESOURCE (`lock:NAME`, `file:/abs/path` or `dir:/abs/path`) and
+/// FENCEPOST_LOCK, FENCEPOST_FILE or FENCEPOST_DIR for the child. Validates the resource (a bad name is exit 1 before
 /// anything is claimed). File paths are made absolute here from the path as given,
 /// without a detour through text, so a non-UTF-8 path reaches the child intact.
 fn child_environment(resource: &Resource) -> Result<Vec<(&'static str, OsString)>, Failure> {
     let identity = crate::commands::identity_of(resource)?;
     Ok(match resource {
+        Resource::Dir(_) => {
+            let resolved = identity
+                .path
+                .expect("a directory identity has its resolved path");
+            let mut tagged = OsString::from("dir:");
+            tagged.push(resolved.as_os_str());
+            vec![
+                ("FENCEPOST_RESOURCE", tagged),
+                ("FENCEPOST_DIR", resolved.into_os_string()),
+            ]
+        }
         Resource::File(_) => {
             // The resolved path (no `..`, symbolic links resolved), as `status` shows it.
             let resolved = identity

@@ -34,6 +34,8 @@ mod git_guard;
 mod hard_kill;
 #[cfg(unix)]
 mod run;
+#[cfg(unix)]
+mod subtree;
 
 // Issue 16: lease loss, dead-holder takeover, waiting, exit codes, hold. Linux only
 // where they read /proc or mount a tmpfs.

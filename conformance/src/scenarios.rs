@@ -78,6 +78,9 @@ scenarios! {
     29 paused_holder_is_not_taken_over_early SharedAcrossProcesses "dead-holder takeover: an alive (SIGSTOPped) holder keeps its ttl";
     30 takeover_needs_same_host_and_a_definite_death None "dead-holder takeover: never across hosts or boots, never on doubt";
     31 listing_snapshot_under_renewals None "LeaseStore listing: a snapshot with respect to the maximum (docs/protocol.md R5)";
+    32 subtree_conflicts_both_ways None "subtree claims: a held subtree refuses files and directories below it, a held file refuses subtrees above it (docs/design-05-subtrees-and-shared.md §1)";
+    33 subtree_spellings_are_one_tree None "subtree claims: a file not created yet, a symlinked directory and `..` spellings land on one chain (design-05 §1)";
+    34 subtree_contention_threads None "subtree claims: 8 threads claim a subtree and files inside it, never a subtree holder and a file holder inside it at once (log oracle)";
     // Issue 14, claims (docs/design-04-claims.md), in `scenarios/claims.rs`.
     40 session_reclaim_is_reentrant None "sessions: a claim by the holding session keeps its token, renewed; anyone else is held";
     41 session_acts_without_the_handle None "sessions: any handle of the session renews and releases; other sessions refused; no revival";
@@ -1479,5 +1482,299 @@ fn takeover_needs_same_host_and_a_definite_death<S: LeaseStore + Clone + 'static
             }
         }
     }
+    Ok(())
+}
+
+/// `store.try_acquire` that must report the resource held by `owner`.
+fn held_by(store: &Store, resource: &Resource, owner: &str, what: &str) -> Result<(), Failed> {
+    held_by_one_of(store, resource, &[owner], what)
+}
+
+/// As [`held_by`], for a resource that several live claims cover.
+fn held_by_one_of(
+    store: &Store,
+    resource: &Resource,
+    owners: &[&str],
+    what: &str,
+) -> Result<(), Failed> {
+    match store.try_acquire(resource, &opts("intruder")) {
+        Ok(TryAcquire::Held(holder)) => {
+            ensure!(
+                owners.contains(&holder.owner.as_str()),
+                "{what}: held by {:?}, expected one of {owners:?}",
+                holder.owner
+            );
+            Ok(())
+        }
+        other => {
+            Err(format!("{what}: acquire returned {other:?}, expected held by {owners:?}").into())
+        }
+    }
+}
+
+fn subtree_conflicts_both_ways<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let root = f.scratch().join("repo");
+    std::fs::create_dir_all(root.join("src/auth")).map_err(|e| fail("mkdir", e))?;
+    std::fs::write(root.join("src/auth/login.rs"), b"x").map_err(|e| fail("write", e))?;
+    let src = Resource::dir(root.join("src"));
+    // A held subtree refuses a file below it (existing, and not created yet, in a
+    // directory that does not exist yet), a directory below it, and itself.
+    let tree = acquire(&store, &src, &opts("tree"))?;
+    held_by(
+        &store,
+        &Resource::file(root.join("src/auth/login.rs")),
+        "tree",
+        "an existing file below a held subtree",
+    )?;
+    held_by(
+        &store,
+        &Resource::file(root.join("src/new/deep/file.rs")),
+        "tree",
+        "a file not created yet below a held subtree",
+    )?;
+    held_by(
+        &store,
+        &Resource::dir(root.join("src/auth")),
+        "tree",
+        "a directory below a held subtree",
+    )?;
+    held_by(
+        &store,
+        &Resource::dir(root.join("src")),
+        "tree",
+        "the held subtree itself",
+    )?;
+    held_by(
+        &store,
+        &Resource::dir(&root),
+        "tree",
+        "a directory above a held subtree",
+    )?;
+    // Beside it: free.
+    let beside = acquire(
+        &store,
+        &Resource::file(root.join("README.md")),
+        &opts("beside"),
+    )?;
+    let sibling = acquire(&store, &Resource::dir(root.join("docs")), &opts("sibling"))?;
+    store.release(&tree).map_err(|e| fail("release", e))?;
+    // A held file refuses a subtree of any directory above it.
+    let file = acquire(
+        &store,
+        &Resource::file(root.join("src/auth/login.rs")),
+        &opts("file"),
+    )?;
+    held_by(
+        &store,
+        &Resource::dir(root.join("src/auth")),
+        "file",
+        "the parent of a held file",
+    )?;
+    held_by(
+        &store,
+        &Resource::dir(root.join("src")),
+        "file",
+        "an ancestor of a held file",
+    )?;
+    // A held subtree refuses a subtree above it.
+    let auth_free = store.try_acquire(&Resource::dir(root.join("src/other")), &opts("other"));
+    let other = match auth_free {
+        Ok(TryAcquire::Acquired(lease)) => lease,
+        other => return Err(format!("a subtree beside a held file: {other:?}").into()),
+    };
+    held_by_one_of(
+        &store,
+        &Resource::dir(root.join("src")),
+        &["file", "other"],
+        "an ancestor of a held file and subtree",
+    )?;
+    store.release(&file).map_err(|e| fail("release", e))?;
+    held_by(
+        &store,
+        &Resource::dir(root.join("src")),
+        "other",
+        "an ancestor of a held subtree",
+    )?;
+    store.release(&other).map_err(|e| fail("release", e))?;
+    store.release(&beside).map_err(|e| fail("release", e))?;
+    // Released everything below: the subtree is free, with a token above its first.
+    let again = acquire(&store, &src, &opts("tree"))?;
+    ensure!(
+        again.token() > tree.token(),
+        "token {} did not rise above {}",
+        again.token(),
+        tree.token()
+    );
+    ensure!(
+        check(&store, &src, again.token())?,
+        "the subtree's token does not pass check"
+    );
+    ensure!(
+        !check(&store, &src, tree.token())?,
+        "the released subtree token passes check"
+    );
+    store.release(&again).map_err(|e| fail("release", e))?;
+    store.release(&sibling).map_err(|e| fail("release", e))?;
+    // `status` shows one row per claim and no index series.
+    let rows = store.status().map_err(|e| fail("status", e))?;
+    ensure!(
+        rows.iter().all(|r| r.key.is_claim()),
+        "status shows index or marker keys: {:?}",
+        rows.iter().map(|r| r.key.as_str()).collect::<Vec<_>>()
+    );
+    // A session holding a subtree may claim files in it; anyone else may not.
+    let session = AcquireOptions::new(TTL_MS)
+        .owner("agent")
+        .session("subtree-session");
+    let tree = acquire(&store, &src, &session)?;
+    let login = Resource::file(root.join("src/auth/login.rs"));
+    let mine = acquire(&store, &login, &session)?;
+    held_by(
+        &store,
+        &Resource::file(root.join("src/auth/other.rs")),
+        "agent",
+        "a file below another session's subtree",
+    )?;
+    store.release(&mine).map_err(|e| fail("release", e))?;
+    store.release(&tree).map_err(|e| fail("release", e))?;
+    // A path that is a file is not a subtree.
+    ensure!(
+        matches!(
+            Resource::dir(root.join("src/auth/login.rs")).identity(),
+            Err(Error::InvalidResource(_))
+        ),
+        "a file was accepted as a subtree"
+    );
+    Ok(())
+}
+
+fn subtree_spellings_are_one_tree<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let root = f.scratch().join("repo");
+    std::fs::create_dir_all(root.join("src/auth")).map_err(|e| fail("mkdir", e))?;
+    // A held subtree through `..`: the real path is below it.
+    let dotted = Resource::dir(root.join("docs/../src"));
+    let tree = acquire(&store, &dotted, &opts("tree"))?;
+    held_by(
+        &store,
+        &Resource::file(root.join("src/auth/x.rs")),
+        "tree",
+        "a file below a subtree claimed through ..",
+    )?;
+    held_by(
+        &store,
+        &Resource::file(root.join("src/./auth/../auth/y.rs")),
+        "tree",
+        "a `..` spelling of a file below a held subtree",
+    )?;
+    #[cfg(unix)]
+    {
+        // A symlinked directory: claims through the link are claims of the real path.
+        std::os::unix::fs::symlink(root.join("src"), root.join("link"))
+            .map_err(|e| fail("symlink", e))?;
+        held_by(
+            &store,
+            &Resource::file(root.join("link/auth/z.rs")),
+            "tree",
+            "a file below a held subtree through a symlinked directory",
+        )?;
+        held_by(
+            &store,
+            &Resource::dir(root.join("link")),
+            "tree",
+            "the held subtree through a symlink to it",
+        )?;
+    }
+    store.release(&tree).map_err(|e| fail("release", e))?;
+    // A file not created yet, then created: one chain before and after.
+    let new = root.join("src/auth/new.rs");
+    let file = acquire(&store, &Resource::file(&new), &opts("file"))?;
+    std::fs::write(&new, b"x").map_err(|e| fail("write", e))?;
+    held_by(
+        &store,
+        &Resource::dir(root.join("src")),
+        "file",
+        "an ancestor of a file claimed before it existed",
+    )?;
+    #[cfg(unix)]
+    held_by(
+        &store,
+        &Resource::dir(root.join("link/auth")),
+        "file",
+        "an ancestor of a held file through a symlinked directory",
+    )?;
+    store.release(&file).map_err(|e| fail("release", e))?;
+    Ok(())
+}
+
+fn subtree_contention_threads<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    use std::sync::Mutex;
+    let root = f.scratch().join("repo");
+    std::fs::create_dir_all(root.join("src/a")).map_err(|e| fail("mkdir", e))?;
+    let resources = [
+        Resource::dir(root.join("src")),
+        Resource::dir(root.join("src/a")),
+        Resource::file(root.join("src/a/one.rs")),
+        Resource::file(root.join("src/b/two.rs")),
+    ];
+    // Which resources cover which (index pairs that must never be held at once).
+    let conflicts =
+        |a: usize, b: usize| a == b || a == 0 || b == 0 || (a.min(b) == 1 && a.max(b) == 2);
+    let inside: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let violations: Arc<Mutex<Vec<String>>> = Arc::default();
+    let barrier = Arc::new(Barrier::new(8));
+    let handles: Vec<_> = (0..8)
+        .map(|t| {
+            let (store, resources) = (f.store(), resources.clone());
+            let (inside, violations, barrier) =
+                (inside.clone(), violations.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                for round in 0..12 {
+                    let which = (t + round) % resources.len();
+                    let options = AcquireOptions::new(TTL_MS)
+                        .owner(format!("t{t}"))
+                        .wait_ms(20_000);
+                    let Ok(lease) = store.acquire(&resources[which], &options) else {
+                        violations
+                            .lock()
+                            .unwrap()
+                            .push(format!("t{t} could not acquire {which} within 20 s"));
+                        return;
+                    };
+                    {
+                        let mut now = inside.lock().unwrap();
+                        if let Some(other) = now.iter().find(|o| conflicts(**o, which)) {
+                            violations.lock().unwrap().push(format!(
+                                "t{t} holds resource {which} while resource {other} is held"
+                            ));
+                        }
+                        now.push(which);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                    {
+                        let mut now = inside.lock().unwrap();
+                        let at = now.iter().position(|o| *o == which).expect("entered");
+                        now.remove(at);
+                    }
+                    let _ = store.release(&lease);
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle
+            .join()
+            .map_err(|_| Failed::from("a contention thread panicked"))?;
+    }
+    let violations = violations.lock().unwrap();
+    ensure!(violations.is_empty(), "{}", violations.join("; "));
     Ok(())
 }

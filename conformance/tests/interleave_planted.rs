@@ -116,6 +116,21 @@ fn catches_a_lost_wake_up_without_the_fallback() {
 }
 
 #[test]
+fn catches_a_tree_check_made_only_before_claiming() {
+    catches(&planted::TREE_CHECK_BEFORE_CLAIM_ONLY, "subtree_race", 6);
+}
+
+#[test]
+fn catches_a_file_claim_that_skips_its_check_up() {
+    catches(&planted::FILE_SKIPS_CHECK_UP, "subtree_race", 0);
+}
+
+#[test]
+fn catches_a_subtree_claim_that_skips_its_check_down() {
+    catches(&planted::SUBTREE_SKIPS_CHECK_DOWN, "subtree_race", 16);
+}
+
+#[test]
 fn catches_several_resources_returned_without_checking_all_are_live() {
     catches(&planted::SEVERAL_SKIPS_ALL_LIVE, "several_resources", 0);
 }

@@ -126,6 +126,27 @@
 //! # Ok::<(), fencepost::Error>(())
 //! ```
 //!
+//! # Subtrees
+//!
+//! [`Resource::dir`] claims a directory and everything below it, existing or not:
+//! while it is held, a claim of any file or directory below it (or a subtree claim
+//! of a directory above it) is [`Error::Held`] by the subtree's holder, and the other
+//! way round (`docs/design-05-subtrees-and-shared.md`).
+//!
+//! ```
+//! use fencepost::{AcquireOptions, Error, Resource, Store};
+//! # let store = Store::new(fencepost::doc_support::TinyStore::default());
+//! let auth = Resource::dir("src/auth");
+//! let lease = store.acquire(&auth, &AcquireOptions::new(30_000).owner("agent-a"))?;
+//! // A file below it, even one not created yet, is held by the subtree's holder.
+//! let login = Resource::file("src/auth/new_login.rs");
+//! let refused = store.acquire(&login, &AcquireOptions::new(30_000).owner("agent-b"));
+//! assert!(matches!(refused, Err(Error::Held { holder, .. }) if holder.owner == "agent-a"));
+//! store.release(&lease)?;
+//! assert!(store.acquire(&login, &AcquireOptions::new(30_000).owner("agent-b")).is_ok());
+//! # Ok::<(), fencepost::Error>(())
+//! ```
+//!
 //! The rules this crate implements are in `docs/protocol.md` in the repository (§3 protocol,
 //! §4 backend contract, §6 identity), with the reasons in `docs/design-01-lease-and-fence.md`.
 
@@ -230,6 +251,16 @@ pub mod planted {
     /// no fallback read: a release between that read and the watch is slept
     /// through (a lost wake-up).
     pub static WAIT_WITHOUT_FALLBACK: AtomicBool = AtomicBool::new(false);
+    /// A file or subtree claim skips its check up: a subtree claim of a directory
+    /// above it is not looked for.
+    pub static FILE_SKIPS_CHECK_UP: AtomicBool = AtomicBool::new(false);
+    /// A subtree claim skips its check down: claims below its directory are not
+    /// looked for.
+    pub static SUBTREE_SKIPS_CHECK_DOWN: AtomicBool = AtomicBool::new(false);
+    /// A file or subtree claim looks at the other side only before it claims, not
+    /// after (read first, write second: two claimants that both looked before
+    /// either claimed both hold).
+    pub static TREE_CHECK_BEFORE_CLAIM_ONLY: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

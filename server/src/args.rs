@@ -104,6 +104,8 @@ pub(crate) enum Kind {
     File,
     // A named lock such as `db:migrations`.
     Lock,
+    // A directory and everything below it (a subtree), relative to the server's root.
+    Dir,
 }
 
 /// The resource a lease is on.
@@ -111,11 +113,12 @@ pub(crate) enum Kind {
 #[serde(deny_unknown_fields)]
 #[schemars(inline)]
 pub(crate) struct ResourceArg {
-    /// `file` for a path in the working tree, `lock` for a named lock (a migration
-    /// sequence, a port, a release tag...).
+    /// `file` for a path in the working tree, `dir` for a directory and everything
+    /// below it (a subtree), `lock` for a named lock (a migration sequence, a port, a
+    /// release tag...).
     pub(crate) kind: Kind,
-    /// For `file`: a path relative to the server's root (absolute paths and paths
-    /// that leave the root are refused). For `lock`: the lock name; names are
+    /// For `file` and `dir`: a path relative to the server's root (absolute paths and
+    /// paths that leave the root are refused). For `lock`: the lock name; names are
     /// trimmed and case-folded, so `DB:Migrations` and `db:migrations` are one lock.
     pub(crate) target: String,
     /// For `lock` only: one slot (from 1) of the lock, as `claim` with `slots`
@@ -320,9 +323,9 @@ pub(crate) struct StatusClaim {
     /// The resource as recorded: the lock name, or the file's absolute path (empty
     /// when the newest record is unreadable).
     pub(crate) label: String,
-    /// `file` or `lock`.
+    /// `file`, `dir` (a subtree) or `lock`.
     pub(crate) kind: String,
-    /// `lock:NAME` or `file:/absolute/path`, as `claim` names it.
+    /// `lock:NAME`, `file:/absolute/path` or `dir:/absolute/path`, as `claim` names it.
     pub(crate) resource: String,
     /// The holder's process id (0 when unknown).
     pub(crate) pid: u32,
@@ -372,11 +375,11 @@ mod tests {
     #[test]
     fn errors_name_the_field() {
         let e = parse_value::<TokenArgs>(serde_json::json!({
-            "resource": {"kind": "dir", "target": "x"}, "token": 1
+            "resource": {"kind": "tree", "target": "x"}, "token": 1
         }))
         .unwrap_err();
         assert!(
-            e.starts_with("invalid arguments: resource.kind: unknown variant `dir`"),
+            e.starts_with("invalid arguments: resource.kind: unknown variant `tree`"),
             "{e}"
         );
         let e = parse_value::<TokenArgs>(serde_json::json!({

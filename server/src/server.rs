@@ -436,10 +436,15 @@ impl Inner {
                 )?)
                 .unwrap_or(1),
             ),
-            (Kind::File, Some(_)) => {
+            (Kind::File | Kind::Dir, Some(_)) => {
                 return Err("slot: only a lock has slots; drop `slot` or use kind `lock`".into());
             }
             (Kind::File, None) => Resource::file(
+                self.confinement
+                    .resolve(&arg.target)
+                    .map_err(|e| e.to_string())?,
+            ),
+            (Kind::Dir, None) => Resource::dir(
                 self.confinement
                     .resolve(&arg.target)
                     .map_err(|e| e.to_string())?,
@@ -844,11 +849,26 @@ impl Inner {
                 ));
             }
         }
+        if args.resource.kind == Kind::Dir {
+            let above = Resource::file(&target)
+                .subtree_keys_above()
+                .map_err(describe)?;
+            if !above.contains(&key) {
+                return Err(format!(
+                    "refused path {:?}: a subtree lease authorizes writes below its directory \
+                     only, and this is not below {}; claim this file, or a subtree that \
+                     contains it",
+                    args.path,
+                    resource.target()
+                ));
+            }
+        }
         let relative = self.confinement.relative(&target).display().to_string();
         let held_as_file = |holder: fencepost::Holder| {
             format!(
-                "refused path {:?}: {relative} is held as a file by {holder}, and a lock never \
-                 overrides a file lease; nothing was written. {NEXT_STEPS}",
+                "refused path {:?}: {relative} is held as a file by {holder} (a lease on the \
+                 file, or on a subtree that contains it), and a lock never overrides a file \
+                 lease or a subtree lease; nothing was written. {NEXT_STEPS}",
                 args.path
             )
         };
@@ -936,6 +956,8 @@ impl Inner {
                     || entry.key.as_str().starts_with("slot-")
                 {
                     "lock".into()
+                } else if entry.key.as_str().starts_with("dir-") {
+                    "dir".into()
                 } else {
                     "file".into()
                 },

@@ -167,7 +167,7 @@ const SESSION: &str = concat!(
     "\n",
     r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"status","arguments":{}}}"#,
     "\n",
-    r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"claim","arguments":{"resource":{"kind":"dir","target":"x"}}}}"#,
+    r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"claim","arguments":{"resource":{"kind":"tree","target":"x"}}}}"#,
     "\n",
 );
 

@@ -54,7 +54,7 @@ fn initialize_then_tools_list_shows_exactly_the_tools_with_schemas() {
         (json!(0), json!(120000))
     );
     let kind = &claim["inputSchema"]["properties"]["resource"]["properties"]["kind"];
-    assert_eq!(kind["enum"], json!(["file", "lock"]), "{kind}");
+    assert_eq!(kind["enum"], json!(["file", "lock", "dir"]), "{kind}");
     let write = tools.iter().find(|t| t["name"] == "write").unwrap();
     assert_eq!(
         write["inputSchema"]["required"],
@@ -119,8 +119,8 @@ async fn bad_arguments_are_one_line_tool_errors() {
         ),
         (
             "claim",
-            json!({"resource": {"kind": "dir", "target": "x"}}),
-            "resource.kind: unknown variant `dir`",
+            json!({"resource": {"kind": "tree", "target": "x"}}),
+            "resource.kind: unknown variant `tree`",
         ),
         (
             "claim",

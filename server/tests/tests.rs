@@ -10,5 +10,6 @@ mod polish;
 mod protocol;
 mod sessions;
 mod store_location;
+mod subtree;
 #[cfg(target_os = "linux")]
 mod takeover;

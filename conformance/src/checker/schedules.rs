@@ -299,6 +299,22 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: break_renewal,
     },
     Schedule {
+        name: "subtree_race",
+        about: "a subtree claim of src/, a claim of a file below it that does not exist yet, and a subtree claim of the directory above, all at once; a power cut; a fresh process claims the subtree",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 60,
+            stall: 20,
+            advance: 50,
+            power_cut: 200,
+            ..FaultMix::NONE
+        },
+        max_steps: 1500,
+        inflight_ms: INFLIGHT_MS,
+        actors: subtree_race,
+    },
+    Schedule {
         name: "file_contention",
         about: "two tenures contend for one existing file through two hard links (path and file-id keys)",
         snapshot_listing: true,
@@ -868,6 +884,33 @@ fn break_renewal(_: &Setup) -> Vec<Actor> {
             for _ in 0..3 {
                 ctx.sleep(TTL_MS / 3);
                 ctx.break_lease(&lock());
+            }
+        }),
+    ]
+}
+
+fn subtree_race(setup: &Setup) -> Vec<Actor> {
+    let src = setup.dir.join("src");
+    let file = src.join("auth").join("new.rs");
+    let (src_tree, src_late, top) = (src.clone(), src, setup.dir.clone());
+    vec![
+        Actor::new("tree", move |ctx| {
+            ctx.hold(&Resource::dir(&src_tree), 2 * TTL_MS, 2);
+        }),
+        Actor::new("file", move |ctx| {
+            ctx.hold(&Resource::file(&file), 2 * TTL_MS, 2);
+        }),
+        Actor::new("outer", move |ctx| {
+            ctx.sleep(TTL_MS / 10);
+            if let Some(lease) = ctx.acquire(&Resource::dir(&top), TTL_MS, TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+        Actor::late("restart", move |ctx| {
+            if let Some(lease) = ctx.acquire(&Resource::dir(&src_late), TTL_MS, 2 * TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
             }
         }),
     ]

@@ -83,6 +83,24 @@ struct Tenure {
     fenced_at: Option<u64>,
     /// Highest generation this tenure wrote per key.
     gens: HashMap<Key, u64>,
+    /// The subtree keys of every directory above its resource (a file or subtree):
+    /// a subtree tenure whose key is among them covers this one.
+    above: Vec<Key>,
+}
+
+/// True when tenures over these resources may not hold at one instant beyond a
+/// shared key: one is a subtree claim covering the other
+/// (docs/design-05-subtrees-and-shared.md §1).
+fn covers(
+    a: &Resource,
+    a_key: &Key,
+    a_above: &[Key],
+    b: &Resource,
+    b_key: &Key,
+    b_above: &[Key],
+) -> bool {
+    (matches!(a, Resource::Dir(_)) && b_above.contains(a_key))
+        || (matches!(b, Resource::Dir(_)) && a_above.contains(b_key))
 }
 
 #[derive(Debug, Default)]
@@ -617,18 +635,29 @@ impl World {
                 *best = (*best).max(lease.token());
             }
             let keys: Vec<Key> = lease.keys().cloned().collect();
+            let above = lease.resource().subtree_keys_above().unwrap_or_default();
             for (other, t) in &oracle.tenures {
-                if *other != holder
-                    && end > now
-                    && t.end > now
-                    && t.keys.iter().any(|k| keys.contains(k))
-                {
+                let overlap = t.keys.iter().any(|k| keys.contains(k))
+                    || covers(
+                        lease.resource(),
+                        lease.key(),
+                        &above,
+                        &t.resource,
+                        &t.keys[0],
+                        &t.above,
+                    );
+                if *other != holder && end > now && t.end > now && overlap {
                     violations.push(format!(
-                        "{who} was told it holds token {} while {} was still promised token {} until +{}ms (two holders at one instant)",
+                        "{who} was told it holds token {} while {} was still promised token {} until +{}ms (two holders at one instant{})",
                         lease.token(),
                         t.actor,
                         t.token,
-                        t.end - now
+                        t.end - now,
+                        if t.keys.iter().any(|k| keys.contains(k)) {
+                            ""
+                        } else {
+                            ", one a subtree covering the other"
+                        }
                     ));
                 }
             }
@@ -657,6 +686,7 @@ impl World {
                     end,
                     fenced_at,
                     gens,
+                    above,
                 },
             );
         }

@@ -30,7 +30,8 @@ use crate::{Error, Result};
 /// the keys one store holds, and short enough for every filesystem's name limit.
 const KEY_HASH_HEX_DIGITS: usize = 32;
 
-/// What is claimed: a named lock, or a file in the working tree.
+/// What is claimed: a named lock, a file in the working tree, or a directory and
+/// everything below it (a subtree).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Resource {
     /// A named lock such as `db:migrations`. Names are trimmed, stripped of invisible
@@ -40,6 +41,11 @@ pub enum Resource {
     /// A file, existing or not yet created. Relative paths are resolved against the
     /// working directory at the time of each call.
     File(PathBuf),
+    /// A directory and every path below it, existing or not (a subtree claim,
+    /// docs/design-05-subtrees-and-shared.md). It conflicts with a claim of any file
+    /// or directory below it and with a subtree claim of any directory above it.
+    /// Resolved like a file path.
+    Dir(PathBuf),
     /// Slot `n` (from 1) of the lock named as in [`Resource::Lock`]: one of the N
     /// separately fenced tenures of a lock that up to N holders share
     /// ([`crate::Store::acquire_slot`]). Its own series, apart from the lock's.
@@ -58,16 +64,23 @@ impl Resource {
         Resource::File(path.into())
     }
 
+    /// A directory path (a subtree claim), absolute or relative to the working
+    /// directory.
+    pub fn dir(path: impl Into<PathBuf>) -> Self {
+        Resource::Dir(path.into())
+    }
+
     /// Slot `slot` (from 1) of the lock `name`.
     pub fn slot(name: impl Into<String>, slot: u32) -> Self {
         Resource::Slot(name.into(), slot)
     }
 
-    /// `lock`, `file` or `slot`.
+    /// `lock`, `file`, `dir` or `slot`.
     pub fn kind(&self) -> &'static str {
         match self {
             Resource::Lock(_) => "lock",
             Resource::File(_) => "file",
+            Resource::Dir(_) => "dir",
             Resource::Slot(..) => "slot",
         }
     }
@@ -77,7 +90,7 @@ impl Resource {
     pub fn target(&self) -> String {
         match self {
             Resource::Lock(name) => name.clone(),
-            Resource::File(path) => path.display().to_string(),
+            Resource::File(path) | Resource::Dir(path) => path.display().to_string(),
             Resource::Slot(name, slot) => format!("{name}#{slot}"),
         }
     }
@@ -150,9 +163,9 @@ impl Resource {
                 let resolved = resolve(&absolute, SYMLINK_LIMIT);
                 if resolved.is_dir() {
                     return Err(Error::InvalidResource(format!(
-                        "{} is a directory, and a file resource must be a file; claim a file \
-                         in it, or a lock named after the directory (directory claims are \
-                         not supported yet)",
+                        "{} is a directory, and a file resource must be a file; claim the \
+                         directory and everything below it with a subtree claim (--dir), or a \
+                         file in it",
                         path.display()
                     )));
                 }
@@ -164,8 +177,142 @@ impl Resource {
                     path: Some(shown),
                 })
             }
+            Resource::Dir(path) => {
+                let resolved = resolve_dir(path)?;
+                let shown = sys::display_path(&resolved);
+                Ok(Identity {
+                    key: Key::derive("dir", &sys::path_material(&resolved)),
+                    label: shown.display().to_string(),
+                    file_id: None,
+                    path: Some(shown),
+                })
+            }
         }
     }
+
+    /// Where a file or subtree claim sits in the directory tree: its own key, and for
+    /// every directory above it (the root first) that directory's subtree key and
+    /// index key (docs/design-05-subtrees-and-shared.md §2). `None` for a lock.
+    /// Built from the same resolved path as [`Resource::identity`] (resolved again:
+    /// no identity is cached), by lexical steps up, so a file that does not exist yet,
+    /// a symlinked directory and a `..` spelling share one chain.
+    ///
+    /// # Errors
+    ///
+    /// As [`Resource::identity`].
+    pub(crate) fn tree_chain(&self) -> Result<Option<TreeChain>> {
+        let (resolved, own) = match self {
+            Resource::Lock(_) | Resource::Slot(..) => return Ok(None),
+            Resource::File(path) => {
+                let key = self.identity()?.key;
+                let absolute = std::path::absolute(path).map_err(|e| {
+                    Error::InvalidResource(format!("cannot make {} absolute: {e}", path.display()))
+                })?;
+                (resolve(&absolute, SYMLINK_LIMIT), key)
+            }
+            Resource::Dir(path) => {
+                let resolved = resolve_dir(path)?;
+                let key = Key::derive("dir", &sys::path_material(&resolved));
+                (resolved, key)
+            }
+        };
+        let own_index = matches!(self, Resource::Dir(_))
+            .then(|| Key::derive("tree", &sys::path_material(&resolved)));
+        let mut above: Vec<TreeDir> = resolved
+            .ancestors()
+            .skip(1)
+            .map(|dir| {
+                let material = sys::path_material(dir);
+                TreeDir {
+                    subtree: Key::derive("dir", &material),
+                    index: Key::derive("tree", &material),
+                    label: sys::display_path(dir).display().to_string(),
+                }
+            })
+            .collect();
+        above.reverse();
+        Ok(Some(TreeChain {
+            own,
+            own_index,
+            above,
+        }))
+    }
+
+    /// The subtree keys of every directory above this resource (for a file or a
+    /// directory; none for a lock): a live subtree claim in any of them covers it.
+    /// With [`Resource::identity`]'s key of a [`Resource::Dir`], this is how a
+    /// tool tells whether one claim covers another.
+    ///
+    /// # Errors
+    ///
+    /// As [`Resource::identity`].
+    pub fn subtree_keys_above(&self) -> Result<Vec<Key>> {
+        Ok(self
+            .tree_chain()?
+            .map(|chain| chain.above.into_iter().map(|d| d.subtree).collect())
+            .unwrap_or_default())
+    }
+}
+
+/// A directory above a claimed path: its subtree claim series and its index.
+#[derive(Debug, Clone)]
+pub(crate) struct TreeDir {
+    /// `dir-…`: subtree claims of this directory.
+    pub(crate) subtree: Key,
+    /// `tree-…`: what was ever claimed directly in it, and its child directories
+    /// with entries.
+    pub(crate) index: Key,
+    /// The directory's resolved path, for index entries.
+    pub(crate) label: String,
+}
+
+/// A claimed path's place in the tree (see [`Resource::tree_chain`]).
+#[derive(Debug, Clone)]
+pub(crate) struct TreeChain {
+    /// The claim's own key (`file-…` or `dir-…`).
+    pub(crate) own: Key,
+    /// For a subtree claim, the index of the directory itself (walked to find claims
+    /// below it).
+    pub(crate) own_index: Option<Key>,
+    /// Every directory above, the root first, the parent last.
+    pub(crate) above: Vec<TreeDir>,
+}
+
+impl Key {
+    /// The `link-` marker key that an index entry of `index` pointing to `points_to`
+    /// exists (docs/design-05-subtrees-and-shared.md §3.1).
+    pub(crate) fn link(index: &Key, points_to: &Key) -> Key {
+        let mut material = index.as_str().as_bytes().to_vec();
+        material.push(0);
+        material.extend_from_slice(points_to.as_str().as_bytes());
+        Key::derive("link", &material)
+    }
+
+    /// True for keys of claim series (`lock-`, `file-`, `inode-`, `dir-`); false for
+    /// the index and marker keys of subtree claims (`tree-`, `link-`), which hold no
+    /// tenure.
+    pub fn is_claim(&self) -> bool {
+        !(self.0.starts_with("tree-") || self.0.starts_with("link-"))
+    }
+}
+
+/// Resolves a subtree claim's directory as a file path is resolved; an existing
+/// path that is not a directory is refused.
+fn resolve_dir(path: &Path) -> Result<PathBuf> {
+    if path.as_os_str().is_empty() {
+        return Err(Error::InvalidResource("the directory path is empty".into()));
+    }
+    let absolute = std::path::absolute(path).map_err(|e| {
+        Error::InvalidResource(format!("cannot make {} absolute: {e}", path.display()))
+    })?;
+    let resolved = resolve(&absolute, SYMLINK_LIMIT);
+    if resolved.exists() && !resolved.is_dir() {
+        return Err(Error::InvalidResource(format!(
+            "{} is a file, and a subtree claim names a directory; claim the file itself              (--file), or its directory",
+            path.display()
+        )));
+    }
+    Ok(resolved)
 }
 
 impl fmt::Display for Resource {
@@ -238,12 +385,15 @@ impl Key {
     }
 
     /// Parses a key as stored by a backend (a directory name, a key prefix); `None`
-    /// for anything that is not exactly `lock-`, `file-`, `inode-` or `slot-` plus 32 lowercase hex
-    /// digits, so foreign names in a store are skipped.
+    /// for anything that is not exactly `lock-`, `file-`, `inode-`, `slot-`, `dir-`,
+    /// `tree-` or `link-` plus 32 lowercase hex digits, so foreign names in a store
+    /// are skipped.
     pub fn parse(text: &str) -> Option<Key> {
         let (namespace, hash) = text.split_once('-')?;
-        let valid = matches!(namespace, "lock" | "file" | "inode" | "slot")
-            && hash.len() == KEY_HASH_HEX_DIGITS
+        let valid = matches!(
+            namespace,
+            "lock" | "file" | "inode" | "slot" | "dir" | "tree" | "link"
+        ) && hash.len() == KEY_HASH_HEX_DIGITS
             && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         valid.then(|| Key(text.to_string()))
     }

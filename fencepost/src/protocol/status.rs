@@ -87,6 +87,7 @@ impl StatusEntry {
 fn resource_of(key: &Key, label: &str) -> String {
     let kind = match key.as_str().split('-').next() {
         Some("lock") => "lock",
+        Some("dir") => "dir",
         Some("slot") => "slot",
         _ => "file",
     };
@@ -152,7 +153,8 @@ impl Store {
     fn key_rows(&self) -> Result<Vec<(StatusEntry, Option<String>)>> {
         let now = self.clock.wall_ms();
         let mut rows = Vec::new();
-        for key in self.backend.keys()? {
+        // Subtree indexes and their markers hold no tenure (design-05 §2).
+        for key in self.backend.keys()?.into_iter().filter(Key::is_claim) {
             // One unreadable series (permissions, a broken key directory) is shown as
             // unreadable rather than failing the listing of every other key.
             let Ok(newest) = self.read_newest(&key) else {

@@ -249,9 +249,15 @@ fn discover(
     }
 }
 
-/// The directory whose surroundings decide the store: a file's resolved parent,
-/// else the (resolved) working directory.
+/// The directory whose surroundings decide the store: a file's resolved parent, a
+/// subtree claim's resolved directory, else the (resolved) working directory.
 fn anchor(resource: Option<&Resource>, cwd: &Path) -> Result<PathBuf, LocateError> {
+    if let Some(Resource::Dir(path)) = resource {
+        let identity = Resource::dir(cwd.join(path)).identity()?;
+        if let Some(resolved) = identity.path {
+            return Ok(sys::plain(resolved));
+        }
+    }
     if let Some(Resource::File(path)) = resource {
         // The path its key is derived from (resolved exactly as for the key).
         let identity = Resource::file(cwd.join(path)).identity()?;

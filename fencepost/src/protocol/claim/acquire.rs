@@ -92,6 +92,13 @@ impl Store {
         }
         let identity = resource.identity()?;
         let keys = identity.keys();
+        // A file or subtree claim: findable from every directory above it before it
+        // claims anything (docs/design-05-subtrees-and-shared.md §3.1).
+        let chain = resource.tree_chain()?;
+        if let Some(chain) = &chain {
+            self.register_path(chain)?;
+        }
+        let down = matches!(resource, Resource::Dir(_));
         let holder_id = new_holder_id(&options.owner);
         // One secret per tenure, whatever the number of keys and attempts: its hash
         // in every record of the tenure is the proof of holding. A session's is
@@ -128,6 +135,12 @@ impl Store {
                     }
                 }
             }
+            // A covering or covered claim: look before taking, as for several keys.
+            if held.is_none()
+                && let Some(chain) = &chain
+            {
+                held = self.tree_conflict(chain, &holder_id, &proof, down)?;
+            }
             // Take every key in sorted order; a key found held part-way gives back
             // the ones already taken, so a failure leaves nothing held.
             let mut taken: Vec<Taken> = Vec::new();
@@ -145,6 +158,26 @@ impl Store {
                             held = Some(holder);
                             break;
                         }
+                        Err(error) => {
+                            self.give_back(&taken, &secret);
+                            return Err(error);
+                        }
+                    }
+                }
+            }
+            // Claimed: now check the other side (design-05 §3.2, §3.3). A claim that
+            // covers ours, or that ours covers, made while we claimed, is seen here
+            // or sees ours; whoever sees the other gives back.
+            if held.is_none()
+                && let Some(chain) = &chain
+            {
+                #[cfg(feature = "planted-bugs")]
+                let skip = crate::planted::on(&crate::planted::TREE_CHECK_BEFORE_CLAIM_ONLY);
+                #[cfg(not(feature = "planted-bugs"))]
+                let skip = false;
+                if !skip {
+                    match self.tree_conflict(chain, &holder_id, &proof, down) {
+                        Ok(conflict) => held = conflict,
                         Err(error) => {
                             self.give_back(&taken, &secret);
                             return Err(error);

@@ -6,8 +6,9 @@ mod renew;
 mod session;
 mod several;
 mod slots;
+mod subtree;
+mod verify;
 
 pub use session::check_session;
 pub use several::TryAcquireAll;
 pub use slots::SLOTS_MAX;
-mod verify;

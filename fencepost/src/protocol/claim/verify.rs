@@ -236,15 +236,17 @@ impl Store {
     }
 
     /// The live holder of `resource`, if any: the newest record of any of its keys
-    /// that is live (for an existing file, its path key or its file-id key). For a
-    /// mediated write with a lock, which a file lease always overrides.
+    /// that is live (for an existing file, its path key or its file-id key), else a
+    /// live subtree claim of a directory above it (for a file or a directory). For a
+    /// mediated write with a lock, which a file or subtree lease always overrides.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidResource`] or [`Error::Backend`].
     pub fn holder(&self, resource: &Resource) -> Result<Option<Holder>> {
         let now = self.clock.wall_ms();
-        for key in resource.identity()?.keys() {
+        let above = resource.subtree_keys_above()?;
+        for key in resource.identity()?.keys().into_iter().chain(above) {
             let newest = self.read_newest(&key)?;
             if newest.envelope().is_some_and(|e| record::is_live(&e, now)) {
                 return Ok(newest.holder());

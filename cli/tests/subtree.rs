@@ -1,0 +1,169 @@
+//! Subtree claims through the binary (`--dir`, docs/design-05-subtrees-and-shared.md):
+//! conflicts both ways, bad input, `status`, and real processes racing a subtree
+//! against files inside it.
+
+use std::process::Stdio;
+
+use crate::util::{Background, Scratch, one_line_stderr, token_of};
+
+fn claim(s: &Scratch, args: &[&str]) -> std::process::Output {
+    s.cmd()
+        .arg("claim")
+        .args(args)
+        .args(["--ttl", "60000"])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_subtree_and_the_files_below_it_exclude_each_other() {
+    let s = Scratch::new();
+    std::fs::create_dir_all(s.path().join("src/auth")).unwrap();
+    let tree = claim(&s, &["--dir", "src", "--owner", "tree-agent"]);
+    assert_eq!(tree.status.code(), Some(0), "{tree:?}");
+    // A file below it that does not exist yet, through a `..` spelling: refused (3),
+    // naming the subtree's holder.
+    let file = claim(
+        &s,
+        &["--file", "docs/../src/auth/new.rs", "--owner", "file-agent"],
+    );
+    assert_eq!(file.status.code(), Some(3), "{file:?}");
+    let message = one_line_stderr(&file);
+    assert!(message.contains("tree-agent"), "{message}");
+    // A directory above: refused too. Beside it: free.
+    assert_eq!(claim(&s, &["--dir", "."]).status.code(), Some(3));
+    assert_eq!(claim(&s, &["--file", "README.md"]).status.code(), Some(0));
+    // status: one row for the subtree, of kind dir, and no index rows.
+    let status = s.status();
+    let dirs: Vec<_> = status
+        .iter()
+        .filter(|e| {
+            e["resource"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("dir:"))
+        })
+        .collect();
+    assert_eq!(dirs.len(), 1, "{status:?}");
+    assert!(
+        status.iter().all(|e| e["key"]
+            .as_str()
+            .is_some_and(|k| !k.starts_with("tree-") && !k.starts_with("link-"))),
+        "{status:?}"
+    );
+    // Released, the file can be claimed, and then the subtree is refused.
+    let handle = crate::util::handle_of(&tree);
+    let released = s
+        .cmd()
+        .args(["release", "--dir", "src", &handle])
+        .output()
+        .unwrap();
+    assert_eq!(released.status.code(), Some(0), "{released:?}");
+    let file = claim(&s, &["--file", "src/auth/new.rs", "--owner", "file-agent"]);
+    assert_eq!(file.status.code(), Some(0), "{file:?}");
+    let tree = claim(&s, &["--dir", "src"]);
+    assert_eq!(tree.status.code(), Some(3), "{tree:?}");
+    assert!(one_line_stderr(&tree).contains("file-agent"));
+    // check takes the subtree's token.
+    let token = token_of(&claim(&s, &["--dir", "docs"]));
+    let check = s
+        .cmd()
+        .args(["check", "--dir", "docs", &token.to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(0), "{check:?}");
+}
+
+#[test]
+fn a_file_given_as_a_subtree_is_refused_with_the_flag_to_use() {
+    let s = Scratch::new();
+    std::fs::write(s.path().join("notes.txt"), b"x").unwrap();
+    let output = claim(&s, &["--dir", "notes.txt"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let message = one_line_stderr(&output);
+    assert!(message.contains("--file"), "{message}");
+    // And a directory given as a file points to --dir.
+    std::fs::create_dir(s.path().join("src")).unwrap();
+    let output = claim(&s, &["--file", "src"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(one_line_stderr(&output).contains("--dir"));
+}
+
+/// Each `run` child: a subtree holder creates `tree.busy` and finds no file marker;
+/// a file holder creates its own marker and finds no `tree.busy`. Both write their
+/// marker first and look second, so any two inside at once are seen by at least
+/// one of them (exit 9).
+const CRITICAL: &str = r#"
+if [ "$KIND" = tree ]; then
+  : > tree.busy
+  for m in file-*.busy; do [ -e "$m" ] && { echo "overlap: $m while the subtree is held" >&2; exit 9; }; done
+else
+  : > "file-$$.busy"
+  [ -e tree.busy ] && { echo "overlap: tree.busy while $FENCEPOST_FILE is held" >&2; exit 9; }
+fi
+echo "$KIND $FENCEPOST_TOKEN" >> log
+sleep 0.02
+rm -f tree.busy "file-$$.busy"
+"#;
+
+const WORKER: &str = r#"
+fails=0
+i=0
+while [ $i -lt "$ROUNDS" ]; do
+  "$FP" run $TARGET --wait 60000 --ttl 5000 -- sh -c "$CRITICAL" || fails=$((fails+1))
+  i=$((i+1))
+done
+exit $fails
+"#;
+
+#[test]
+fn racing_processes_never_hold_a_subtree_and_a_file_inside_it_at_once() {
+    const ROUNDS: usize = 4;
+    let s = Scratch::new();
+    std::fs::create_dir_all(s.path().join("src/a")).unwrap();
+    std::fs::write(s.path().join("src/a/one.rs"), b"x").unwrap();
+    let targets = [
+        ("tree", "--dir src"),
+        ("tree", "--dir ./src/../src"),
+        ("file", "--file src/a/one.rs"),
+        ("file", "--file src/b/new.rs"),
+        ("file", "--file src/a/one.rs"),
+        ("file", "--file src/c/d/e.rs"),
+    ];
+    let workers: Vec<Background> = targets
+        .iter()
+        .map(|(kind, target)| {
+            let child = std::process::Command::new("sh")
+                .args(["-c", WORKER])
+                .current_dir(s.path())
+                .env("FP", crate::util::bin())
+                .env("FENCEPOST_STORE", s.store())
+                .env_remove("FENCEPOST_OWNER")
+                .env("ROUNDS", ROUNDS.to_string())
+                .env("TARGET", target)
+                .env("KIND", kind)
+                .env("CRITICAL", CRITICAL)
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            Background(child)
+        })
+        .collect();
+    for mut worker in workers {
+        let stderr = worker.0.stderr.take();
+        let status = worker.0.wait().unwrap();
+        let mut text = String::new();
+        if let Some(mut stderr) = stderr {
+            std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+        }
+        assert_eq!(status.code(), Some(0), "a worker failed: {text}");
+    }
+    let log = std::fs::read_to_string(s.path().join("log")).unwrap();
+    assert_eq!(log.lines().count(), targets.len() * ROUNDS, "log:\n{log}");
+    // The subtree's tokens strictly increase.
+    let tree: Vec<u64> = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("tree "))
+        .map(|t| t.parse().unwrap())
+        .collect();
+    assert!(tree.windows(2).all(|w| w[0] < w[1]), "{tree:?}");
+}

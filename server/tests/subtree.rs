@@ -1,0 +1,81 @@
+//! Subtree claims through real server processes (docs/design-05-subtrees-and-shared.md):
+//! a `dir` lease writes below its directory only; another server's file claim below
+//! it is refused, and so is its lock-guarded write there.
+
+use serde_json::json;
+
+use crate::support::{Server, Tree, file, lock};
+
+fn dir(path: &str) -> serde_json::Value {
+    json!({"kind": "dir", "target": path})
+}
+
+#[tokio::test]
+async fn a_subtree_lease_writes_below_its_directory_and_excludes_files_there() {
+    let tree = Tree::new();
+    std::fs::create_dir_all(tree.root.join("src/auth")).unwrap();
+    let a = Server::start(&tree, "agent-a").await;
+    let b = Server::start(&tree, "agent-b").await;
+    let token = a
+        .call("claim", json!({"resource": dir("src"), "ttl_ms": 600_000}))
+        .await
+        .unwrap()["token"]
+        .as_u64()
+        .unwrap();
+    // Writes below the directory, including a file that does not exist yet.
+    let write =
+        |path: &str| json!({"resource": dir("src"), "token": token, "path": path, "content": "A"});
+    a.call("write", write("src/auth/new.rs")).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("src/auth/new.rs")).unwrap(),
+        "A"
+    );
+    // Not outside it.
+    let refused = a.call("write", write("README.md")).await.unwrap_err();
+    assert!(
+        refused.contains("subtree lease authorizes writes below its directory"),
+        "{refused}"
+    );
+    assert!(!tree.root.join("README.md").exists());
+    // Another server: a file below it is held by agent-a; a lock does not override it.
+    let held = b
+        .call(
+            "claim",
+            json!({"resource": file("src/auth/new.rs"), "ttl_ms": 60_000}),
+        )
+        .await
+        .unwrap_err();
+    assert!(held.contains("agent-a"), "{held}");
+    let lock_token = b.claim_lock("anything", 600_000).await;
+    let refused = b
+        .call(
+            "write",
+            json!({"resource": lock("anything"), "token": lock_token, "path": "src/auth/new.rs", "content": "B"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(refused.contains("held as a file by agent-a"), "{refused}");
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("src/auth/new.rs")).unwrap(),
+        "A"
+    );
+    // status: one row of kind dir.
+    let status = b.call("status", json!({})).await.unwrap();
+    let dirs: Vec<_> = status["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "dir")
+        .collect();
+    assert_eq!(dirs.len(), 1, "{status}");
+    // Released: the file can be claimed by the other server.
+    a.call("release", json!({"resource": dir("src"), "token": token}))
+        .await
+        .unwrap();
+    b.call(
+        "claim",
+        json!({"resource": file("src/auth/new.rs"), "ttl_ms": 60_000}),
+    )
+    .await
+    .unwrap();
+}
