@@ -139,8 +139,8 @@ responses=$( { printf '%s\n' \
   '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"verify-package","version":"0"}}}' \
   '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
   '{"jsonrpc":"2.0","id":2,"method":"tools/list"}'; sleep 2; } | "$work/install/bin/fencepost-server" --root "$work/root" 2>/dev/null )
-for tool in claim assert renew release write status; do
+for tool in claim claim_all assert renew release write status; do
   echo "$responses" | grep -q "\"name\":\"$tool\"" || fail "installed server: tools/list lacks $tool"
 done
-echo "installed server: initialize + tools/list shows the six tools: ok"
+echo "installed server: initialize + tools/list shows every tool: ok"
 echo "verify-package: all checks passed"

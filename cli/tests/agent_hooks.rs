@@ -653,3 +653,39 @@ fn shell_commands_taking_the_humans_escapes_are_blocked() {
     }
     assert!(repo.status().is_empty(), "a shell command claims nothing");
 }
+
+/// A subtree (`--dir`) held by another session blocks the hook's edits of every
+/// file below it, existing or not; the holding session edits below its own subtree.
+#[test]
+fn a_subtree_another_session_holds_blocks_edits_below_it() {
+    let repo = Repo::new();
+    let claim = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args([
+            "claim",
+            "--dir",
+            "src",
+            "--session",
+            "claude-code:s1",
+            "--ttl",
+            "60000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(claim.status.code(), Some(0), "{claim:?}");
+    for path in ["src/a.rs", "src/new/deep.rs"] {
+        let reason = assert_blocked(&repo.edit("claude-code-Edit.json", "s2", path));
+        assert!(reason.contains("is being edited by"), "{path}: {reason}");
+        let reason = assert_blocked(&repo.edit("gemini-write_file.json", "g1", path));
+        assert!(reason.contains("is being edited by"), "{path}: {reason}");
+    }
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+    assert_allowed(
+        &repo.edit("claude-code-Write.json", "s2", "README.md"),
+        "claude-code",
+    );
+}

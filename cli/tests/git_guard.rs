@@ -391,3 +391,34 @@ fn local_settings_and_git_hooks_install_from_a_worktree() {
         "{status:?}"
     );
 }
+
+#[test]
+fn a_subtree_another_session_holds_refuses_commits_below_it() {
+    let repo = guarded_repo();
+    let claim = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args([
+            "claim",
+            "--dir",
+            "src",
+            "--session",
+            "claude-code:s1",
+            "--ttl",
+            "60000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(claim.status.code(), Some(0), "{claim:?}");
+    std::fs::write(repo.root.join("src/a.rs"), "changed\n").unwrap();
+    let out = repo.commit_all(&repo.root, &[]);
+    let lines = refusals(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(lines[0].contains("which holds the directory"), "{lines:?}");
+    let out = repo.commit_all(&repo.root, &[("FENCEPOST_SESSION", "claude-code:s1")]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the subtree's session commits: {out:?}"
+    );
+}

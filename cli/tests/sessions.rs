@@ -219,3 +219,50 @@ fn a_held_session_lease_is_reentered_from_other_processes() {
         .assert()
         .code(3);
 }
+
+/// A `run` that re-entered its session's lease leaves it held when it ends — and
+/// held it must stay: its renewals must not tie the tenure to the `run` process,
+/// or the exited `run` reads as a dead holder and any other session takes the
+/// lease over at once (found by the breaker: `claim --session s1 --ttl 60000`,
+/// `run --session s1 -- true`, then `claim --session s2` succeeded).
+#[test]
+fn a_run_that_reentered_does_not_leave_the_lease_to_a_dead_holder_takeover() {
+    let s = Scratch::new();
+    let first = claim_json(&s, &["--session", "s1", "--ttl", "60000"]);
+    s.cmd()
+        .args(["run", "--lock", "x", "--session", "s1", "--", "true"])
+        .assert()
+        .code(0);
+    for hold in [false, true] {
+        // `claim --hold` that re-entered, ended by SIGTERM, leaves it held too.
+        if hold {
+            #[cfg(unix)]
+            {
+                let mut child = s
+                    .spawn_cmd()
+                    .args(["claim", "--lock", "x", "--session", "s1", "--hold"])
+                    .stdout(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let mut line = String::new();
+                BufReader::new(child.stdout.take().unwrap())
+                    .read_line(&mut line)
+                    .unwrap();
+                crate::util::send_signal(child.id(), "TERM");
+                assert!(child.wait().unwrap().success());
+            }
+        }
+        let rival = s
+            .cmd()
+            .args(["claim", "--lock", "x", "--session", "s2"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            rival.status.code(),
+            Some(3),
+            "another session took over the lease s1 still holds (hold: {hold}): {rival:?}"
+        );
+        let again = claim_json(&s, &["--session", "s1"]);
+        assert_eq!(again["token"], first["token"], "s1 still holds its tenure");
+    }
+}

@@ -273,3 +273,59 @@ fn a_holder_killed_after_renewals_is_taken_over_at_once() {
     kill_and_reap(&mut hold);
     s.cmd().args(["claim", "--lock", "x"]).assert().code(0);
 }
+
+/// A `claim --hold` of the only slot, or of one of a set, SIGKILLed: the next
+/// claim of the slot, or of the set, takes it over at once with a higher token, as
+/// a claim of the one lock does. (Found by the breaker: the compositions' look
+/// step counted a provably dead holder as in the way, so the slot and the set
+/// were refused as "held by" the dead pid until its 60 s ttl ran out.)
+#[test]
+fn a_sigkilled_slot_or_set_member_holder_is_taken_over_at_once() {
+    let s = Scratch::new();
+    let mut slot = s.spawn_cmd();
+    slot.args([
+        "claim", "--lock", "pool", "--slots", "1", "--ttl", "60000", "--hold",
+    ])
+    .stdout(Stdio::piped());
+    let mut slot = Background(slot.spawn().unwrap());
+    let mut line = String::new();
+    BufReader::new(slot.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("1 1."), "the first slot, token 1: {line}");
+    let (mut member, dead) = holding_claim(&s, "a");
+    kill_and_reap(&mut slot);
+    kill_and_reap(&mut member);
+
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "pool", "--slots", "1", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "slot not taken over: {output:?}"
+    );
+    let taken = json_of(&output);
+    assert_eq!(taken["slot"], 1);
+    assert!(taken["token"].as_u64().unwrap() > 1, "{taken}");
+
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "a", "--lock", "b"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "set not taken over: {output:?}"
+    );
+    let first = String::from_utf8_lossy(&output.stdout);
+    let token: u64 = first.split('.').next().unwrap().trim().parse().unwrap();
+    assert!(token > dead, "a's token went from {dead} to {token}");
+    s.cmd()
+        .args(["check", "--lock", "a", &dead.to_string()])
+        .assert()
+        .code(3);
+}

@@ -103,6 +103,7 @@ pub fn release_all(store: &Store, session: &str) -> Result<usize, Error> {
         let resource = match entry.resource.split_once(':') {
             Some(("file", path)) => Resource::file(path),
             Some(("lock", name)) => Resource::lock(name),
+            Some(("dir", path)) => Resource::dir(path),
             _ => continue,
         };
         if !seen.insert(entry.resource.clone()) {

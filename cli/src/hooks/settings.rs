@@ -198,6 +198,8 @@ fn parse_object(text: &str) -> Result<Value, String> {
     if !value.is_object() {
         return Err("it is not a JSON object".into());
     }
+    // The spans refuse a key given twice (serde_json keeps the last silently).
+    Span::parse(text)?;
     Ok(value)
 }
 
@@ -342,6 +344,15 @@ fn parse_value(bytes: &[u8], at: &mut usize) -> Result<Span, String> {
                         }
                         *at = skip_ws(bytes, *at + 1);
                         let value = parse_value(bytes, at)?;
+                        // serde_json and the agents' own readers take the last of
+                        // a key given twice, the span edit the first: an entry
+                        // would go where nothing reads it, again on every install.
+                        if members.iter().any(|m: &Member| m.key == key) {
+                            return Err(format!(
+                                "it has the key {} twice in one object, and an agent reads only one of them",
+                                quoted(&key)
+                            ));
+                        }
                         members.push(Member {
                             key,
                             start: key_start,
@@ -489,5 +500,21 @@ mod tests {
         assert!(install(Some("[1]"), &entries()).is_err());
         assert!(install(Some("{\"hooks\": 3}"), &entries()).is_err());
         assert!(install(Some("{// comment\n}"), &entries()).is_err());
+    }
+
+    /// A key given twice: the agent reads the last `"hooks"`, so an entry put into
+    /// the first is never run, and every install added another copy while status
+    /// said "not installed" (found by the breaker). Refused, unchanged.
+    #[test]
+    fn settings_with_a_key_given_twice_are_refused() {
+        for text in [
+            "{\"hooks\":{\"PreToolUse\":[]},\"hooks\":{\"Stop\":[]}}",
+            "{\"hooks\":{\"PreToolUse\":[],\"PreToolUse\":[]}}",
+        ] {
+            let refused = install(Some(text), &entries()).unwrap_err();
+            assert!(refused.contains("twice"), "{refused}");
+            assert!(uninstall(text, &entries()).is_err(), "{text}");
+            assert!(installed(text, &entries()).is_err(), "{text}");
+        }
     }
 }

@@ -102,9 +102,11 @@ impl Store {
             Err(error) => return Err(error),
         };
         lease.ttl_ms = options.ttl_ms;
-        // This process keeps it alive now: its renewals carry this process's
-        // evidence when the claim is tied to it, none otherwise.
-        lease.tied = options.tied_to_process;
+        // Never tied to this process: it did not begin the tenure and leaves it
+        // held when it ends (`run`, `claim --hold`), so evidence of its life in the
+        // records would hand the tenure to anyone once it exits, as a dead holder's,
+        // while the session still holds it. Its renewals carry no evidence.
+        lease.tied = false;
         lease.reentered = true;
         match self.renew(&mut lease) {
             Ok(()) => Ok(Some(lease)),

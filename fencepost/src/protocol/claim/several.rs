@@ -174,7 +174,7 @@ impl Store {
         options: &AcquireOptions,
     ) -> Result<Option<(usize, Holder)>> {
         for &i in order {
-            let Some(holder) = self.holder(&resources[i])? else {
+            let Some(holder) = self.holder_in_the_way(&resources[i], Some(options))? else {
                 continue;
             };
             let ours = match &options.session {

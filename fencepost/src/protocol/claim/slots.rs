@@ -101,7 +101,7 @@ impl Store {
             // Look first; then try the free slots, lowest first.
             let mut soonest: Option<Holder> = None;
             for slot in &all {
-                if let Some(holder) = self.holder(slot)? {
+                if let Some(holder) = self.holder_in_the_way(slot, Some(options))? {
                     if soonest
                         .as_ref()
                         .is_none_or(|s| holder.expires_at_ms < s.expires_at_ms)

@@ -244,11 +244,33 @@ impl Store {
     ///
     /// [`Error::InvalidResource`] or [`Error::Backend`].
     pub fn holder(&self, resource: &Resource) -> Result<Option<Holder>> {
+        self.holder_in_the_way(resource, None)
+    }
+
+    /// [`Store::holder`] as a claimer with `options` sees it before taking: a
+    /// holder whose process provably died is not in the way when
+    /// `options.dead_holder_takeover`, because the single acquire would take it
+    /// over. The compositions' look-first step uses this, so a set or a slot whose
+    /// holder was killed is taken over at once, as one resource is, instead of
+    /// waited out for its ttl.
+    pub(crate) fn holder_in_the_way(
+        &self,
+        resource: &Resource,
+        options: Option<&crate::AcquireOptions>,
+    ) -> Result<Option<Holder>> {
         let now = self.clock.wall_ms();
         let above = resource.subtree_keys_above()?;
         for key in resource.identity()?.keys().into_iter().chain(above) {
             let newest = self.read_newest(&key)?;
-            if newest.envelope().is_some_and(|e| record::is_live(&e, now)) {
+            if !newest.envelope().is_some_and(|e| record::is_live(&e, now)) {
+                continue;
+            }
+            let dead = options.is_some_and(|o| o.dead_holder_takeover)
+                && newest
+                    .claim()
+                    .and_then(|r| r.process.as_ref())
+                    .is_some_and(|evidence| self.provably_dead(evidence));
+            if !dead {
                 return Ok(newest.holder());
             }
         }

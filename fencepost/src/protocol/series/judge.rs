@@ -98,7 +98,7 @@ impl Store {
 
     /// True only when `evidence` names a process of this host and boot that the
     /// liveness probe says definitely no longer runs; every doubt is `false`.
-    fn provably_dead(&self, evidence: &ProcessEvidence) -> bool {
+    pub(crate) fn provably_dead(&self, evidence: &ProcessEvidence) -> bool {
         self.liveness
             .this_process()
             .is_some_and(|ours| same_host(evidence, &ours))
