@@ -112,7 +112,7 @@ fn catches_a_break_that_trusts_its_lost_create() {
 fn catches_a_lost_wake_up_without_the_fallback() {
     // The notified wait path: a watch made after the read that found the key held,
     // and no read again before the deadline, sleeps through a release.
-    catches(&planted::WAIT_WITHOUT_FALLBACK, "notified_handover", 11);
+    catches(&planted::WAIT_WITHOUT_FALLBACK, "notified_handover", 3);
 }
 
 #[test]
