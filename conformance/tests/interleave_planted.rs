@@ -109,6 +109,13 @@ fn catches_a_break_that_trusts_its_lost_create() {
 }
 
 #[test]
+fn catches_a_lost_wake_up_without_the_fallback() {
+    // The notified wait path: a watch made after the read that found the key held,
+    // and no read again before the deadline, sleeps through a release.
+    catches(&planted::WAIT_WITHOUT_FALLBACK, "notified_handover", 11);
+}
+
+#[test]
 fn catches_a_tree_check_made_only_before_claiming() {
     catches(&planted::TREE_CHECK_BEFORE_CLAIM_ONLY, "subtree_race", 6);
 }
@@ -159,6 +166,7 @@ fn survey() {
             "BREAK_TRUSTS_LOST_CREATE",
             &planted::BREAK_TRUSTS_LOST_CREATE,
         ),
+        ("WAIT_WITHOUT_FALLBACK", &planted::WAIT_WITHOUT_FALLBACK),
         (
             "SESSION_HOLDER_IS_VACANCY",
             &planted::SESSION_HOLDER_IS_VACANCY,

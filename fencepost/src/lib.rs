@@ -162,7 +162,9 @@ mod proof;
 mod protocol;
 pub mod record;
 
-pub use backend::{BackendError, CreateOutcome, Durability, LeaseStore};
+pub use backend::{
+    BackendError, CHANGE_WAIT_MAX, ChangeWatch, CreateOutcome, Durability, LeaseStore,
+};
 pub use clock::{Clock, ManualClock, SteppedClock, SystemClock};
 pub use error::{Error, Holder, Result};
 pub use identity::{Identity, Key, Resource};
@@ -244,6 +246,11 @@ pub mod planted {
     /// without looking again: the renewal that won keeps the lease live while the
     /// operator is told it was broken.
     pub static BREAK_TRUSTS_LOST_CREATE: AtomicBool = AtomicBool::new(false);
+    /// A waiter sleeping on a change notification makes its watch after the read
+    /// that found the key held (no second read) and sleeps until its deadline with
+    /// no fallback read: a release between that read and the watch is slept
+    /// through (a lost wake-up).
+    pub static WAIT_WITHOUT_FALLBACK: AtomicBool = AtomicBool::new(false);
     /// A file or subtree claim skips its check up: a subtree claim of a directory
     /// above it is not looked for.
     pub static FILE_SKIPS_CHECK_UP: AtomicBool = AtomicBool::new(false);

@@ -157,6 +157,11 @@ pub struct World {
     inflight_ms: u64,
     /// How a flushed create reaches the disk (which flush makes what durable).
     procedure: CreateProcedure,
+    /// Whether the model backend offers change notifications (`watch_changes`).
+    notify: bool,
+    /// Open change watches: (watch id, actor, key, a change pending, waiting now).
+    watchers: Mutex<Vec<WatchSlot>>,
+    next_watch: std::sync::atomic::AtomicU64,
     /// Per actor: true time and step of its latest wall-clock read.
     last_wall_read: Mutex<Vec<(u64, u64)>>,
     step: std::sync::atomic::AtomicU64,
@@ -165,6 +170,18 @@ pub struct World {
     /// Steps at which the wall clock stepped, either way.
     wall_steps: Mutex<Vec<u64>>,
     jitter: std::sync::atomic::AtomicU64,
+}
+
+/// One open change watch of the model backend.
+#[derive(Debug)]
+struct WatchSlot {
+    id: u64,
+    actor: usize,
+    key: Key,
+    /// A change landed since the watch was made or its last wait returned.
+    pending: bool,
+    /// Its actor is inside `wait` now (and may be woken early).
+    waiting: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -178,9 +195,13 @@ impl World {
         snapshot_listing: bool,
         inflight_ms: u64,
         procedure: CreateProcedure,
+        notify: bool,
     ) -> Self {
         World {
             procedure,
+            notify,
+            watchers: Mutex::default(),
+            next_watch: Default::default(),
             sched: Sched::new(late, super::START_MS),
             model: Mutex::default(),
             oracle: Mutex::default(),
@@ -313,7 +334,47 @@ impl World {
         }
     }
 
+    /// A record landed in `key`'s series: every watch of that key has a change
+    /// pending, and a watcher asleep in `wait` becomes runnable at once.
+    fn notify(&self, key: &Key) {
+        let mut watchers = lock(&self.watchers);
+        if watchers.is_empty() {
+            return;
+        }
+        let now = self.now();
+        let mut st = self.sched.lock();
+        for slot in watchers.iter_mut().filter(|w| &w.key == key) {
+            slot.pending = true;
+            if slot.waiting
+                && let super::sched::Status::Waiting(Point::Sleep(until)) = st.status[slot.actor]
+                && until > now
+            {
+                st.status[slot.actor] = super::sched::Status::Waiting(Point::Sleep(now));
+            }
+        }
+    }
+
+    /// Whether `key` is free for the oracle: its newest record is a tombstone, or a
+    /// record whose expiry passed on the shared wall clock.
+    fn key_is_free(&self, key: &Key) -> Option<&'static str> {
+        let model = lock(&self.model);
+        let (generation, rec) = model.series.get(key)?.iter().next_back()?;
+        let Decoded::Record(record) = decode(&rec.bytes, key.as_str(), *generation) else {
+            return None;
+        };
+        let st = self.sched.lock();
+        let wall = (st.now as i64 + st.wall_offset).max(0) as u64;
+        if record.released {
+            Some("released")
+        } else if wall >= record.expires_at_ms && wall >= record.granted_at_ms {
+            Some("expired")
+        } else {
+            None
+        }
+    }
+
     fn landed(&self, key: &Key, generation: u64, bytes: &[u8]) {
+        self.notify(key);
         let Decoded::Record(record) = decode(bytes, key.as_str(), generation) else {
             return;
         };
@@ -783,7 +844,93 @@ impl ModelStore {
     }
 }
 
+/// A change watch of the model backend: `wait` is a sleep that a landing record of
+/// its key ends early.
+struct ModelWatch {
+    world: Arc<World>,
+    id: u64,
+    key: Key,
+}
+
+impl fencepost::ChangeWatch for ModelWatch {
+    fn wait(&mut self, timeout: Duration) -> bool {
+        let world = &self.world;
+        let ms = (timeout.as_millis() as u64).max(1);
+        let label = short(&self.key);
+        {
+            let mut watchers = lock(&world.watchers);
+            let Some(slot) = watchers.iter_mut().find(|w| w.id == self.id) else {
+                return false;
+            };
+            if slot.pending {
+                slot.pending = false;
+                drop(watchers);
+                world.log(format!("wait for a change of {label}: one is pending"));
+                return true;
+            }
+            slot.waiting = true;
+        }
+        // The lost wake-up oracle: sleeping on a key that is already free, with
+        // nothing pending, is sleeping through the resource. After a release (an
+        // event) that means the watch missed it; after an expiry (no event) the
+        // wait must end within CHANGE_WAIT_MAX.
+        match world.key_is_free(&self.key) {
+            Some("released") => world.violate(format!(
+                "lost wake-up: a waiter sleeps up to {ms} ms on a change of {label}, whose newest record is already a tombstone and no change is pending"
+            )),
+            Some(why) if timeout > fencepost::CHANGE_WAIT_MAX => world.violate(format!(
+                "lost wake-up: a waiter sleeps {ms} ms (more than CHANGE_WAIT_MAX) on {label}, which is {why}"
+            )),
+            _ => {}
+        }
+        world.log(format!("wait for a change of {label} (up to {ms} ms)"));
+        world.sched.point(Point::Sleep(world.now() + ms));
+        let mut watchers = lock(&world.watchers);
+        let Some(slot) = watchers.iter_mut().find(|w| w.id == self.id) else {
+            return false;
+        };
+        slot.waiting = false;
+        let woken = std::mem::take(&mut slot.pending);
+        drop(watchers);
+        world.log(format!(
+            "wait for a change of {label} -> {}",
+            if woken { "woken" } else { "timed out" }
+        ));
+        woken
+    }
+}
+
+impl Drop for ModelWatch {
+    fn drop(&mut self) {
+        lock(&self.world.watchers).retain(|w| w.id != self.id);
+    }
+}
+
 impl LeaseStore for ModelStore {
+    fn watch_changes(&self, key: &Key) -> Option<Box<dyn fencepost::ChangeWatch>> {
+        let world = &self.0;
+        if !world.notify {
+            return None;
+        }
+        let actor = current_actor()?;
+        let id = world
+            .next_watch
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&world.watchers).push(WatchSlot {
+            id,
+            actor,
+            key: key.clone(),
+            pending: false,
+            waiting: false,
+        });
+        world.log(format!("watch {} for changes", short(key)));
+        Some(Box::new(ModelWatch {
+            world: Arc::clone(world),
+            id,
+            key: key.clone(),
+        }))
+    }
+
     fn create(
         &self,
         key: &Key,
@@ -1049,6 +1196,10 @@ impl Clock for ModelClock {
     fn sleep(&self, duration: Duration) {
         let until = self.0.now() + (duration.as_millis() as u64).max(1);
         self.0.sched.point(Point::Sleep(until));
+    }
+    /// The model backend's watches sleep in this clock's virtual time.
+    fn waits_on_change_watches(&self) -> bool {
+        true
     }
     fn random_u64(&self) -> u64 {
         let n = self

@@ -360,6 +360,16 @@ impl Identity {
 #[serde(transparent)]
 pub struct Key(String);
 
+/// Appends `bytes` as lowercase hex digits (keys, hashes): a table lookup per
+/// nibble rather than a formatter call per byte, on every call's hot path.
+pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for &byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+}
+
 impl Key {
     fn derive(namespace: &str, canonical: &[u8]) -> Key {
         let mut hasher = Sha256::new();
@@ -370,9 +380,7 @@ impl Key {
         let mut hex = String::with_capacity(namespace.len() + 1 + KEY_HASH_HEX_DIGITS);
         hex.push_str(namespace);
         hex.push('-');
-        for byte in digest.iter().take(KEY_HASH_HEX_DIGITS / 2) {
-            hex.push_str(&format!("{byte:02x}"));
-        }
+        push_hex(&mut hex, &digest[..KEY_HASH_HEX_DIGITS / 2]);
         Key(hex)
     }
 

@@ -113,6 +113,9 @@ impl Store {
         let mut backoff_ms = BACKOFF_START_MS;
         let mut lapses = 0;
         let mut watches: Vec<Watch> = keys.iter().map(|_| Watch::default()).collect();
+        // A change notification to sleep on while held (one key only; a resource of
+        // several keys polls), made the first time the key is found held.
+        let mut change: Option<Option<Box<dyn crate::ChangeWatch>>> = None;
         loop {
             // The session already holds it: the same tenure, renewed. Every round,
             // so a claim that lost the race to another process of its session
@@ -237,6 +240,37 @@ impl Store {
                 return Ok(TryAcquire::Held(holder));
             }
             on_wait(&holder, mono.saturating_sub(started));
+            if change.is_none() {
+                let watch = (keys.len() == 1 && self.clock.waits_on_change_watches())
+                    .then(|| self.backend.watch_changes(&keys[0]))
+                    .flatten();
+                let registered = watch.is_some();
+                change = Some(watch);
+                // The watch exists from now on: read again before sleeping on it, so
+                // a release that landed since the last read is not slept through
+                // (docs/design-07-performance.md, "Waiting").
+                #[cfg(feature = "planted-bugs")]
+                let registered =
+                    registered && !crate::planted::on(&crate::planted::WAIT_WITHOUT_FALLBACK);
+                if registered {
+                    continue;
+                }
+            }
+            if let Some(Some(watch)) = change.as_mut() {
+                // Woken by the change (a release, a renewal, a claim) or after
+                // CHANGE_WAIT_MAX at the latest: a missed notification, or a holder
+                // that died without releasing, costs no more than polling did.
+                let cap = crate::CHANGE_WAIT_MAX.as_millis() as u64;
+                #[cfg(feature = "planted-bugs")]
+                let cap = if crate::planted::on(&crate::planted::WAIT_WITHOUT_FALLBACK) {
+                    u64::MAX
+                } else {
+                    cap
+                };
+                let step = cap.min(deadline.saturating_sub(mono)).max(1);
+                watch.wait(Duration::from_millis(step));
+                continue;
+            }
             let step = self
                 .jittered(backoff_ms)
                 .min(deadline.saturating_sub(mono).max(BACKOFF_START_MS))
