@@ -274,9 +274,13 @@ pub fn next_steps(resource: &fencepost::Resource, wait_ms: u64) -> String {
 /// [`next_steps`] where the resource is known only by its label.
 const NEXT_STEPS_ANY: &str = "claim it with --wait MS to wait for it, work on something else meanwhile, or, if its holder is gone or stuck, ask a human to run `fencepost break`";
 
-/// `fencepost break --lock NAME --reason '…'` for `resource`.
+/// `fencepost break --lock NAME --reason '…'` for `resource` (a slot:
+/// `--lock NAME --slot N`).
 fn break_command(resource: &fencepost::Resource) -> String {
-    let target = resource.target();
+    let (kind, target, slot) = match resource {
+        fencepost::Resource::Slot(name, slot) => ("lock", name.clone(), format!(" --slot {slot}")),
+        _ => (resource.kind(), resource.target(), String::new()),
+    };
     let quoted = if target
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+,=".contains(c))
@@ -285,10 +289,7 @@ fn break_command(resource: &fencepost::Resource) -> String {
     } else {
         format!("'{}'", printable(&target).replace('\'', r"'\''"))
     };
-    format!(
-        "fencepost break --{} {quoted} --reason '…'",
-        resource.kind()
-    )
+    format!("fencepost break --{kind} {quoted}{slot} --reason '…'")
 }
 
 /// `cli (pid 123, token 4) until 2026-12-01T12:30:05Z (in 29.1s)`.
