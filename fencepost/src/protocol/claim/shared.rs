@@ -15,7 +15,7 @@ use crate::protocol::{
     AcquireOptions, BACKOFF_CAP_MS, BACKOFF_START_MS, CREATE_GRACE_MS, Lease, Store, TryAcquire,
     new_holder_id,
 };
-use crate::record::{self, FORMAT_VERSION, Record};
+use crate::record::{self, Record};
 use crate::{Error, Holder, Key, Resource, Result};
 
 /// A waiting writer's intent (`want-…`), held as an ordinary tenure of that key.
@@ -163,29 +163,16 @@ impl Store {
             let generation =
                 crate::protocol::series::next_generation(key, newest.generation)?.max(token);
             let granted_at_ms = self.clock.wall_ms();
-            let claim = Record {
-                v: FORMAT_VERSION,
-                key: key.to_string(),
-                label: label.to_string(),
-                token,
-                generation,
-                holder: holder_id.to_string(),
-                owner: options.owner.clone(),
-                pid: std::process::id(),
-                host: crate::host_name().to_string(),
+            // A shared claim never carries a session (refused with one).
+            let claim = self.fresh_claim(
+                key,
+                label,
+                (token, generation),
+                holder_id,
+                options,
+                proof,
                 granted_at_ms,
-                expires_at_ms: granted_at_ms.saturating_add(options.ttl_ms),
-                ttl_ms: options.ttl_ms,
-                released: false,
-                secret_sha256: Some(proof.to_string()),
-                broken: None,
-                process: if options.tied_to_process {
-                    self.liveness.this_process()
-                } else {
-                    None
-                },
-                session: None,
-            };
+            );
             let bytes = claim.encode();
             if self
                 .backend
