@@ -9,7 +9,9 @@ set -euo pipefail
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
 echo "building the fencepost binary (release; the first build takes about 3 minutes on 2 cores)..."
 cargo build --release --quiet --manifest-path "$repo_root/Cargo.toml" -p fencepost-cli
-fencepost="$repo_root/target/release/fencepost"
+target_dir=${CARGO_TARGET_DIR:-$repo_root/target}   # cargo puts the binary under CARGO_TARGET_DIR when set
+case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
+fencepost="$target_dir/release/fencepost"
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

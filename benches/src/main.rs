@@ -242,10 +242,15 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
     /// `__ops OP N DIR`: `N` times one protocol operation on an fs store in `DIR`
     /// (flush on), nothing else, so `strace -c -f` of this mode divided by `N` is the
     /// syscalls one operation makes (docs/design-07-performance.md). OP is `check`,
-    /// `renew` or `acquire-release`.
+    /// `renew` or `acquire-release`, or `memory-` and one of those for the memory
+    /// backend (for a profiler).
     fn ops(op: &str, n: usize, dir: &Path) -> R<()> {
         use fencepost::{AcquireOptions, Resource};
-        let store = Store::new(FsStore::open(dir)?);
+        // `memory-OP`: the same on the memory backend (the protocol's own cost).
+        let (store, op) = match op.strip_prefix("memory-") {
+            Some(op) => (Store::new(MemoryStore::new()), op),
+            None => (Store::new(FsStore::open(dir)?), op),
+        };
         let resource = Resource::lock(format!("ops-{op}"));
         let options = AcquireOptions::new(600_000).owner("ops");
         match op {

@@ -341,6 +341,12 @@ pub struct Timing {
     /// leases (`renew --session`, `release --session`)
     #[arg(long, env = "FENCEPOST_SESSION", value_name = "ID", value_parser = parse_session)]
     pub session: Option<String>,
+    /// A shared claim, for reading: many shared holders at once, none while an
+    /// exclusive claim of the resource (or of a subtree around it, or a file in it)
+    /// is held or waiting. A waiting exclusive claimer keeps new shared claimers
+    /// out, so it waits only for the shared holders already in. Takes no --session
+    #[arg(long, conflicts_with = "session")]
+    pub shared: bool,
 }
 
 /// `--wait forever`.
@@ -352,7 +358,8 @@ impl Timing {
         let options = AcquireOptions::new(self.ttl)
             .owner(self.owner.clone())
             .wait_ms(self.wait)
-            .dead_holder_takeover(!self.no_dead_holder_takeover);
+            .dead_holder_takeover(!self.no_dead_holder_takeover)
+            .shared(self.shared);
         match &self.session {
             Some(session) => options.session(session.clone()),
             None => options,

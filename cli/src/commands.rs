@@ -117,9 +117,11 @@ fn claim_slot(
             Ok(ExitCode::SUCCESS)
         }
         Acquired::Held(holder, waited_ms) => {
+            let in_the_way = waiting::slot_in_the_way(&ctx.store, name, slots, &holder);
             let message = format!(
-                "all {slots} slots of {}",
-                held_refusal(&resource, &holder, args.timing.wait, waited_ms)
+                "all {slots} slots of {} are held; {}",
+                printable(name),
+                held_refusal(&in_the_way, &holder, args.timing.wait, waited_ms)
             );
             if args.json {
                 emit_json(&VerdictJson {

@@ -142,6 +142,9 @@ pub struct LeaseJson<'a> {
     /// The slot held (from 1), for a claim with `--slots`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slot: Option<u32>,
+    /// True for a shared claim (`--shared`): it authorizes reading.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
     /// The store's locator (its directory).
     pub store: &'a str,
 }
@@ -165,6 +168,7 @@ impl<'a> LeaseJson<'a> {
             session: lease.session(),
             reentered: lease.reentered(),
             slot: lease.slot(),
+            shared: lease.shared(),
             store,
         }
     }
@@ -270,9 +274,13 @@ pub fn next_steps(resource: &fencepost::Resource, wait_ms: u64) -> String {
 /// [`next_steps`] where the resource is known only by its label.
 const NEXT_STEPS_ANY: &str = "claim it with --wait MS to wait for it, work on something else meanwhile, or, if its holder is gone or stuck, ask a human to run `fencepost break`";
 
-/// `fencepost break --lock NAME --reason '…'` for `resource`.
+/// `fencepost break --lock NAME --reason '…'` for `resource` (a slot:
+/// `--lock NAME --slot N`).
 fn break_command(resource: &fencepost::Resource) -> String {
-    let target = resource.target();
+    let (kind, target, slot) = match resource {
+        fencepost::Resource::Slot(name, slot) => ("lock", name.clone(), format!(" --slot {slot}")),
+        _ => (resource.kind(), resource.target(), String::new()),
+    };
     let quoted = if target
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+,=".contains(c))
@@ -281,10 +289,7 @@ fn break_command(resource: &fencepost::Resource) -> String {
     } else {
         format!("'{}'", printable(&target).replace('\'', r"'\''"))
     };
-    format!(
-        "fencepost break --{} {quoted} --reason '…'",
-        resource.kind()
-    )
+    format!("fencepost break --{kind} {quoted}{slot} --reason '…'")
 }
 
 /// `cli (pid 123, token 4) until 2026-12-01T12:30:05Z (in 29.1s)`.
@@ -521,7 +526,24 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
             state.into(),
             or_dash(number(entry.token)),
             // A session tenure's owner with its session: who may re-enter it.
+            // Shared holders: how many, and who.
             or_dash(match &entry.session {
+                _ if !entry.shared.is_empty() => {
+                    let names: Vec<String> = entry
+                        .shared
+                        .iter()
+                        .map(|o| elide_middle(&printable(o), MAX_NAME_WIDTH))
+                        .collect();
+                    let shared = format!("{} shared: {}", names.len(), names.join(", "));
+                    if entry.owner.is_empty() {
+                        shared
+                    } else {
+                        format!(
+                            "{}; {shared}",
+                            elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH)
+                        )
+                    }
+                }
                 Some(session) => format!(
                     "{} (session {})",
                     elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH),

@@ -22,7 +22,7 @@ use fencepost::{Error, Resource};
 use crate::Failure;
 use crate::args::{OnLoss, RunArgs};
 use crate::commands::Context;
-use crate::output::{describe_error, held_refusal, human_precise, loss_reason, report};
+use crate::output::{describe_error, held_refusal, human_precise, loss_reason, printable, report};
 use crate::sys::{self, ProcessTree};
 use crate::waiting::{self, Acquired};
 
@@ -44,10 +44,20 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     let lease = match acquired {
         Acquired::Lease(lease) => lease,
         Acquired::Held(holder, waited_ms) => {
-            return Err(Failure::Code(
-                conflict,
-                held_refusal(&resource, &holder, args.timing.wait, waited_ms),
-            ));
+            let message = match (args.slots, &resource) {
+                (Some(slots), Resource::Lock(name)) => format!(
+                    "all {slots} slots of {} are held; {}",
+                    printable(name),
+                    held_refusal(
+                        &waiting::slot_in_the_way(&ctx.store, name, slots, &holder),
+                        &holder,
+                        args.timing.wait,
+                        waited_ms
+                    )
+                ),
+                _ => held_refusal(&resource, &holder, args.timing.wait, waited_ms),
+            };
+            return Err(Failure::Code(conflict, message));
         }
     };
     if args.slots.is_some() {

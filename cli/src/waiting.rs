@@ -159,6 +159,24 @@ pub fn try_acquire_all(
     })
 }
 
+/// The slot of the lock `name` that `holder` (the one a slot claim was refused by)
+/// holds, so that the refusal names a resource its reader can act on
+/// (`break --lock NAME --slot N`); the lock itself when no slot has that tenure any
+/// more (it changed hands meanwhile).
+pub fn slot_in_the_way(
+    store: &fencepost::Store,
+    name: &str,
+    slots: u32,
+    holder: &Holder,
+) -> Resource {
+    (1..=slots)
+        .map(|slot| Resource::slot(name, slot))
+        .find(|slot| {
+            matches!(store.holder(slot), Ok(Some(current)) if current.holder_id == holder.holder_id)
+        })
+        .unwrap_or_else(|| Resource::lock(name))
+}
+
 /// Acquires one of the `slots` slots of the lock `name`, showing the waiting line
 /// meanwhile.
 pub fn try_acquire_slot(

@@ -202,6 +202,52 @@ fn an_existing_hook_is_chained_kept_and_given_back() {
     assert!(!hooks.join("pre-push").exists());
 }
 
+/// A hook git ignores (not executable) stays ignored once chained: before the
+/// install, commits went through with git's "hook was ignored" hint; the chain ran
+/// it anyway (`exec` of a non-executable file), so every commit failed with
+/// "Permission denied" after the install (found by the breaker). Pre-push alike.
+#[test]
+fn a_chained_hook_git_ignored_stays_ignored() {
+    let repo = Repo::new();
+    repo.initial_commit();
+    let hooks = repo.root.join(".git/hooks");
+    for hook in ["pre-commit", "pre-push"] {
+        std::fs::write(
+            hooks.join(hook),
+            "#!/bin/sh
+echo disabled >&2
+exit 1
+",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(hooks.join(hook), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    std::fs::write(repo.root.join("src/free.rs"), "x\n").unwrap();
+    let before = repo.commit_all(&repo.root, &[]);
+    assert_eq!(
+        before.status.code(),
+        Some(0),
+        "git ignores the hook: {before:?}"
+    );
+    let out = repo.hooks(&repo.root, &["install", "--git"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    std::fs::write(repo.root.join("src/free.rs"), "y\n").unwrap();
+    let after = repo.commit_all(&repo.root, &[]);
+    assert_eq!(
+        after.status.code(),
+        Some(0),
+        "the install woke an ignored hook: {after:?}"
+    );
+    git(&repo.root, &["init", "-q", "--bare", "remote.git"]);
+    let push = repo.git_with_hooks(&repo.root, &["push", "-q", "remote.git", "HEAD:main"], &[]);
+    assert_eq!(
+        push.status.code(),
+        Some(0),
+        "the install woke an ignored pre-push hook: {push:?}"
+    );
+}
+
 #[test]
 fn the_guard_runs_in_a_linked_worktree() {
     let repo = guarded_repo();

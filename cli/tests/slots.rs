@@ -79,6 +79,42 @@ fn at_most_n_holders_each_slot_its_own_lease() {
     );
 }
 
+/// When every slot is held, the refusal (`claim` and `run`) names the slot in the way,
+/// and the `break` it tells the human to run is one that works: `--lock L --slot N`,
+/// not the plain lock (which nobody holds: "nothing to break").
+#[test]
+fn all_slots_held_names_a_slot_a_human_can_break() {
+    let s = Scratch::new();
+    claim_slot(&s, "2", "a");
+    claim_slot(&s, "2", "b");
+    let claim = s
+        .cmd()
+        .args(["claim", "--lock", "pool", "--slots", "2", "--owner", "c"])
+        .output()
+        .unwrap();
+    let run = s
+        .cmd()
+        .args(["run", "--lock", "pool", "--slots", "2", "--", "true"])
+        .output()
+        .unwrap();
+    for output in [claim, run] {
+        assert_eq!(output.status.code(), Some(3), "{output:?}");
+        let stderr = one_line_stderr(&output);
+        assert!(stderr.contains("all 2 slots of pool are held"), "{stderr}");
+        assert!(stderr.contains("pool#1 is held by a"), "{stderr}");
+        assert!(
+            stderr.contains("`fencepost break --lock pool --slot 1 --reason '…'`"),
+            "{stderr}"
+        );
+    }
+    s.cmd()
+        .args([
+            "break", "--lock", "pool", "--slot", "1", "--reason", "wedged",
+        ])
+        .assert()
+        .code(0);
+}
+
 #[test]
 fn bad_slot_input_is_one_clear_line() {
     let s = Scratch::new();

@@ -35,6 +35,8 @@ mod contention;
 mod hard_kill;
 mod run;
 #[cfg(unix)]
+mod shared;
+#[cfg(unix)]
 mod subtree;
 #[cfg(windows)]
 mod windows;

@@ -9,6 +9,7 @@
 use std::fmt;
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::Key;
 
@@ -188,10 +189,35 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
         true
     }
 
+    /// A subscription to changes of `key`'s series, for a waiter to sleep on instead
+    /// of a fixed backoff (docs/design-07-performance.md, "Waiting"). `None` (the
+    /// default) when the backend cannot notify: the protocol then polls with backoff,
+    /// as it always did. The protocol never relies on a notification arriving: it
+    /// waits at most [`CHANGE_WAIT_MAX`] before it reads again.
+    fn watch_changes(&self, key: &Key) -> Option<Box<dyn ChangeWatch>> {
+        let _ = key;
+        None
+    }
+
     /// A string that opens this same store again, in another process if the backend
     /// is shared across processes (for the fs backend: the store directory). Exported
     /// to children of `fencepost run` as `FENCEPOST_STORE`.
     fn locator(&self) -> String;
+}
+
+/// The longest a waiter sleeps on a [`ChangeWatch`] before it reads the series again
+/// anyway: the fallback that covers a lost or never-sent notification, and a holder
+/// that dies without releasing (expiry is not an event). The same bound as the
+/// polling backoff's cap.
+pub const CHANGE_WAIT_MAX: Duration = Duration::from_millis(64);
+
+/// Changes of one key's series, from [`LeaseStore::watch_changes`]: made *before*
+/// the read that found the key held, so a change after that read is never missed.
+pub trait ChangeWatch: Send {
+    /// Blocks until the series may have changed since the watch was made or the
+    /// last `wait` returned, or `timeout` passed. True when woken by a change
+    /// (spurious wake-ups allowed); false on timeout.
+    fn wait(&mut self, timeout: Duration) -> bool;
 }
 
 macro_rules! forward_lease_store {
@@ -215,6 +241,9 @@ macro_rules! forward_lease_store {
             }
             fn listing_is_snapshot(&self) -> bool {
                 (**self).listing_is_snapshot()
+            }
+            fn watch_changes(&self, key: &Key) -> Option<Box<dyn ChangeWatch>> {
+                (**self).watch_changes(key)
             }
             fn locator(&self) -> String {
                 (**self).locator()

@@ -22,6 +22,15 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
     fn random_u64(&self) -> u64 {
         crate::nonce()
     }
+    /// Whether a waiter may sleep on a backend's change watch
+    /// ([`crate::ChangeWatch`]) instead of [`sleep`](Clock::sleep): only when the
+    /// watch passes time as this clock does — real time for the system clock, the
+    /// checker's virtual time for its model. The default, `false`, keeps a clock that
+    /// advances by itself (a manual clock) in charge of every wait: a watch blocking
+    /// in real time would never bring its deadline.
+    fn waits_on_change_watches(&self) -> bool {
+        false
+    }
 }
 
 /// The real clocks: [`SystemTime`] and [`Instant`].
@@ -58,6 +67,9 @@ impl Clock for SystemClock {
     fn sleep(&self, duration: Duration) {
         std::thread::sleep(duration)
     }
+    fn waits_on_change_watches(&self) -> bool {
+        true
+    }
 }
 
 /// A clock for tests: the system clock plus an adjustable wall-clock offset, so a
@@ -93,6 +105,9 @@ impl Clock for SteppedClock {
     }
     fn sleep(&self, duration: Duration) {
         self.system.sleep(duration)
+    }
+    fn waits_on_change_watches(&self) -> bool {
+        true
     }
 }
 

@@ -147,6 +147,33 @@
 //! # Ok::<(), fencepost::Error>(())
 //! ```
 //!
+//! # Shared claims: many readers, writers wait
+//!
+//! [`AcquireOptions::shared`] claims a resource for reading: many shared holders at
+//! once, none while an exclusive claim of it is held; an exclusive claim waits for
+//! every shared holder, and a waiting exclusive claimer keeps new shared claimers out
+//! (`docs/design-05-subtrees-and-shared.md` §4). [`Lease::shared`] says which kind a
+//! lease is; a shared lease is checked with [`Store::check_lease`].
+//!
+//! ```
+//! use fencepost::{AcquireOptions, Resource, Store, TryAcquire};
+//! # let store = Store::new(fencepost::doc_support::TinyStore::default());
+//! let docs = Resource::lock("docs");
+//! let reader = AcquireOptions::new(30_000).shared(true);
+//! let a = store.acquire(&docs, &reader.clone().owner("reader-a"))?;
+//! let b = store.acquire(&docs, &reader.clone().owner("reader-b"))?;
+//! assert!(a.shared() && b.shared());
+//! store.check_lease(&a)?;
+//! // An exclusive claim is held while any reader holds.
+//! let writer = AcquireOptions::new(30_000).owner("writer");
+//! assert!(matches!(store.try_acquire(&docs, &writer)?, TryAcquire::Held(_)));
+//! store.release(&a)?;
+//! store.release(&b)?;
+//! let w = store.acquire(&docs, &writer)?;
+//! assert!(w.token() >= a.token());
+//! # Ok::<(), fencepost::Error>(())
+//! ```
+//!
 //! The rules this crate implements are in `docs/protocol.md` in the repository (§3 protocol,
 //! §4 backend contract, §6 identity), with the reasons in `docs/design-01-lease-and-fence.md`.
 
@@ -162,7 +189,9 @@ mod proof;
 mod protocol;
 pub mod record;
 
-pub use backend::{BackendError, CreateOutcome, Durability, LeaseStore};
+pub use backend::{
+    BackendError, CHANGE_WAIT_MAX, ChangeWatch, CreateOutcome, Durability, LeaseStore,
+};
 pub use clock::{Clock, ManualClock, SteppedClock, SystemClock};
 pub use error::{Error, Holder, Result};
 pub use identity::{Identity, Key, Resource, reserved_device_name};
@@ -244,6 +273,11 @@ pub mod planted {
     /// without looking again: the renewal that won keeps the lease live while the
     /// operator is told it was broken.
     pub static BREAK_TRUSTS_LOST_CREATE: AtomicBool = AtomicBool::new(false);
+    /// A waiter sleeping on a change notification makes its watch after the read
+    /// that found the key held (no second read) and sleeps until its deadline with
+    /// no fallback read: a release between that read and the watch is slept
+    /// through (a lost wake-up).
+    pub static WAIT_WITHOUT_FALLBACK: AtomicBool = AtomicBool::new(false);
     /// A file or subtree claim skips its check up: a subtree claim of a directory
     /// above it is not looked for.
     pub static FILE_SKIPS_CHECK_UP: AtomicBool = AtomicBool::new(false);
@@ -254,6 +288,14 @@ pub mod planted {
     /// after (read first, write second: two claimants that both looked before
     /// either claimed both hold).
     pub static TREE_CHECK_BEFORE_CLAIM_ONLY: AtomicBool = AtomicBool::new(false);
+
+    /// A shared claimer checks for an exclusive claim only before it admits
+    /// itself, not after (read first, write second: a writer that claimed in
+    /// between and found no participant yet holds together with the reader).
+    pub static SHARED_CHECK_BEFORE_ADMIT_ONLY: AtomicBool = AtomicBool::new(false);
+    /// A shared claimer ignores a waiting writer's intent: readers that keep
+    /// arriving starve the writer.
+    pub static SHARED_IGNORES_INTENT: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

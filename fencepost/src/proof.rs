@@ -196,11 +196,9 @@ impl FromStr for LeaseHandle {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    use fmt::Write;
-    bytes.iter().fold(String::new(), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
+    let mut out = String::with_capacity(bytes.len() * 2);
+    crate::identity::push_hex(&mut out, bytes);
+    out
 }
 
 /// `ms` (milliseconds since the Unix epoch) as an RFC 3339 UTC timestamp to the

@@ -151,6 +151,22 @@ pub fn decode(bytes: &[u8], key: &str, generation: u64) -> Decoded {
     if bytes.is_empty() {
         return Decoded::Torn("empty record".into());
     }
+    // Fast path, the common case: a well-formed v1 record parsed straight into
+    // `Record`. It decides exactly as the general path below would: whatever it
+    // refuses (another version, duplicate fields, wrong types) goes down that path.
+    if let Ok(record) = serde_json::from_slice::<Record>(bytes)
+        && record.v == FORMAT_VERSION
+    {
+        return check_v1(record, key, generation);
+    }
+    decode_general(bytes, key, generation)
+}
+
+/// [`decode`] without its fast path: through a JSON value, any format version.
+fn decode_general(bytes: &[u8], key: &str, generation: u64) -> Decoded {
+    if bytes.is_empty() {
+        return Decoded::Torn("empty record".into());
+    }
     let value: serde_json::Value = match serde_json::from_slice(bytes) {
         Ok(value) => value,
         Err(e) => return Decoded::Torn(format!("not JSON: {e}")),
@@ -161,24 +177,7 @@ pub fn decode(bytes: &[u8], key: &str, generation: u64) -> Decoded {
     match v {
         0 => Decoded::Torn("format version 0 does not exist".into()),
         FORMAT_VERSION => match Record::deserialize(&value) {
-            Ok(record) if record.key != key => Decoded::Torn(format!(
-                "record names key {}, found under {key}",
-                record.key
-            )),
-            Ok(record) if record.generation != generation => Decoded::Torn(format!(
-                "record names generation {}, found as {generation}",
-                record.generation
-            )),
-            Ok(record) if record.token == 0 || record.token > record.generation => {
-                Decoded::Torn(format!(
-                    "token {} cannot start a tenure at or before generation {}",
-                    record.token, record.generation
-                ))
-            }
-            Ok(record) if record.broken.is_some() && !record.released => {
-                Decoded::Torn("a broken record that is not a tombstone".into())
-            }
-            Ok(record) => Decoded::Record(record),
+            Ok(record) => check_v1(record, key, generation),
             Err(e) => Decoded::Torn(format!("malformed v1 record: {e}")),
         },
         newer => match Envelope::deserialize(&value) {
@@ -198,6 +197,32 @@ pub fn decode(bytes: &[u8], key: &str, generation: u64) -> Decoded {
             Ok(envelope) => Decoded::Newer { v: newer, envelope },
             Err(e) => Decoded::Torn(format!("v{newer} record without a readable envelope: {e}")),
         },
+    }
+}
+
+/// The v1 rules beyond the field types: the record names where it was found, its
+/// token can start a tenure at or before its generation, and only a tombstone is
+/// broken.
+fn check_v1(record: Record, key: &str, generation: u64) -> Decoded {
+    if record.key != key {
+        Decoded::Torn(format!(
+            "record names key {}, found under {key}",
+            record.key
+        ))
+    } else if record.generation != generation {
+        Decoded::Torn(format!(
+            "record names generation {}, found as {generation}",
+            record.generation
+        ))
+    } else if record.token == 0 || record.token > record.generation {
+        Decoded::Torn(format!(
+            "token {} cannot start a tenure at or before generation {}",
+            record.token, record.generation
+        ))
+    } else if record.broken.is_some() && !record.released {
+        Decoded::Torn("a broken record that is not a tombstone".into())
+    } else {
+        Decoded::Record(record)
     }
 }
 
@@ -241,6 +266,47 @@ mod tests {
 
     fn decode_sample(bytes: &[u8]) -> Decoded {
         decode(bytes, &sample().key, 4)
+    }
+
+    /// The fast path of `decode` (straight into `Record`) decides exactly as the
+    /// general path through a JSON value, for good records and for every way a
+    /// record can be refused or read differently (issue 17).
+    #[test]
+    fn the_fast_path_decides_as_the_general_path() {
+        let good = String::from_utf8(sample().encode()).unwrap();
+        let with = |from: &str, to: &str| good.replacen(from, to, 1);
+        let mut broken = sample();
+        broken.broken = Some(BreakNote {
+            by: "op".into(),
+            at_ms: 5,
+            reason: "r".into(),
+        });
+        let variants = [
+            good.clone(),
+            with("\"v\":1", "\"v\":2"),
+            with("\"v\":1", "\"v\":1.0"),
+            with("\"v\":1", "\"v\":0"),
+            with("\"token\":3", "\"token\":0"),
+            with("\"token\":3", "\"token\":5"),
+            with("\"token\":3", "\"token\":\"3\""),
+            with("\"generation\":4", "\"generation\":7"),
+            with("lock-0123", "lock-9999"),
+            // A duplicate field: the general path keeps the last, the fast one refuses.
+            with("\"token\":3", "\"token\":1,\"token\":3"),
+            with("\"token\":3", "\"token\":3,\"token\":9"),
+            with("{", "{\"unknown\":[1,2],"),
+            good[..good.len() / 2].to_string(),
+            format!("{good} trailing"),
+            String::from_utf8(broken.encode()).unwrap(),
+        ];
+        for variant in &variants {
+            assert_eq!(
+                decode_sample(variant.as_bytes()),
+                decode_general(variant.as_bytes(), &sample().key, 4),
+                "{variant}"
+            );
+        }
+        assert!(matches!(decode_sample(good.as_bytes()), Decoded::Record(_)));
     }
 
     #[test]

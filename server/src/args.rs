@@ -155,6 +155,11 @@ pub(crate) struct ClaimArgs {
     #[serde(default)]
     #[schemars(range(min = 1, max = 1024))]
     pub(crate) slots: Option<i64>,
+    /// A shared claim, for reading: many shared holders at once, none while
+    /// anyone holds (or waits for) the resource exclusively. Its token authorizes
+    /// reading only: `write` refuses it. Default false (exclusive).
+    #[serde(default)]
+    pub(crate) shared: bool,
 }
 
 /// Arguments of `claim_all`.
@@ -255,6 +260,9 @@ pub(crate) struct ClaimResult {
     /// `slot` in `assert`, `renew`, `release` and `write`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) slot: Option<u32>,
+    /// True for a shared claim: it authorizes reading, and `write` refuses it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) shared: bool,
 }
 
 impl ClaimResult {
@@ -268,6 +276,7 @@ impl ClaimResult {
             session: lease.session().unwrap_or_default().to_string(),
             reentered: lease.reentered(),
             slot: lease.slot(),
+            shared: lease.shared(),
         }
     }
 }
@@ -347,6 +356,10 @@ pub(crate) struct StatusClaim {
     /// For a broken lease: "broken by WHO at TIME: REASON".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) broken: Option<String>,
+    /// The owners of the live shared leases of the resource, sorted (absent when
+    /// none): one row per resource, however many share it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) shared: Vec<String>,
 }
 
 /// Result of `status`.

@@ -489,11 +489,36 @@ impl Inner {
         let options = AcquireOptions::new(ttl_ms)
             .owner(self.owner.clone())
             .wait_ms(wait_ms)
-            .tied_to_process(true)
-            .session(self.session.clone());
+            .tied_to_process(true);
+        // A shared claim takes no session: each is a tenure of its own.
+        let options = if args.shared {
+            if args.slots.is_some() {
+                return Err("shared: slots are exclusive; drop `shared` or `slots`".into());
+            }
+            if let Some(token) = self.held_token(&key) {
+                return Err(format!(
+                    "this server already holds {} (token {token}); release it before claiming it shared",
+                    resource.target()
+                ));
+            }
+            options.shared(true)
+        } else {
+            options.session(self.session.clone())
+        };
         let store = self.store(&resource, Access::Create)?;
         if let Some(slots) = args.slots {
             return self.claim_slot(&store, &args.resource, slots, &options, cancelled);
+        }
+        let held_shared = self
+            .leases()
+            .get(&key)
+            .filter(|k| !k.is_lost())
+            .map(|k| (k.token(), k.lease().shared()));
+        if let Some((token, true)) = held_shared {
+            return Err(format!(
+                "this server holds {} shared (token {token}); release it before claiming it exclusively",
+                resource.target()
+            ));
         }
         if self.held_token(&key).is_some() {
             return self.reclaim(&store, &resource, key, &options);
@@ -673,7 +698,18 @@ impl Inner {
         let (resource, key) = self.resource(&args.resource)?;
         let store = self.store(&resource, Access::Existing)?;
         let authorized = store.check(&resource, token).map_err(describe)?;
-        let reason = (!authorized).then(|| Self::why_not_current(&store, &key, token));
+        // A shared token never authorizes a write (docs/protocol.md §3.2).
+        let shared = self
+            .leases()
+            .get(&key)
+            .is_some_and(|k| k.token() == token && k.lease().shared());
+        let reason = (!authorized).then(|| {
+            if shared {
+                "it is this server's shared lease, which authorizes reading, not writing".into()
+            } else {
+                Self::why_not_current(&store, &key, token)
+            }
+        });
         Ok(AssertResult { authorized, reason })
     }
 
@@ -832,6 +868,15 @@ impl Inner {
         let token = args::token(args.token)?;
         let (resource, key) = self.resource(&args.resource)?;
         let lease = self.own_lease(&key, token, &resource, "write")?;
+        if lease.shared() {
+            return Err(format!(
+                "refused: this server's lease on {} (token {token}) is shared, which authorizes \
+                 reading only; nothing was written. To write, release it and claim {} without \
+                 `shared` (you get it once the other shared holders released theirs)",
+                resource.target(),
+                resource.target()
+            ));
+        }
         let store = self.store(&resource, Access::Existing)?;
         store.check_lease(&lease).map_err(describe)?;
         let target = self
@@ -952,15 +997,13 @@ impl Inner {
                 // A file's file-id series is a file too: the schema has two kinds
                 // (core `Store::status` already folds a tenure's two series into one
                 // row).
-                kind: if entry.key.as_str().starts_with("lock-")
-                    || entry.key.as_str().starts_with("slot-")
-                {
-                    "lock".into()
-                } else if entry.key.as_str().starts_with("dir-") {
-                    "dir".into()
-                } else {
-                    "file".into()
+                // (A row of shared holders only is named by its resource.)
+                kind: match entry.resource.split(':').next() {
+                    Some("lock" | "slot") => "lock".into(),
+                    Some("dir") => "dir".into(),
+                    _ => "file".into(),
                 },
+                shared: entry.shared,
                 resource: entry.resource,
                 pid: entry.pid,
                 host: entry.host,

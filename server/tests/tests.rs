@@ -9,6 +9,7 @@ mod contention;
 mod polish;
 mod protocol;
 mod sessions;
+mod shared;
 // Builds repositories with the git CLI, which the Windows run under Wine does not
 // have (docs/windows.md).
 #[cfg(unix)]

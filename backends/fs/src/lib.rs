@@ -98,7 +98,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use fencepost::{BackendError, CreateOutcome, Durability, Key, LeaseStore};
+use fencepost::{BackendError, ChangeWatch, CreateOutcome, Durability, Key, LeaseStore};
 
 pub use locate::{
     LocateError, REPOSITORY_STORE_NAME, STORE_DIR_NAME, StoreLocation, StoreScope, locate_store,
@@ -796,10 +796,29 @@ impl LeaseStore for FsStore {
         Ok(keys)
     }
 
+    /// A change notification on the key's directory (Linux inotify): every record
+    /// created in it — a release's tombstone, a claim, a renewal — wakes the
+    /// waiter. `None` where there is none (other platforms, no inotify, the key
+    /// directory missing or not a real directory): the protocol then polls.
+    fn watch_changes(&self, key: &Key) -> Option<Box<dyn ChangeWatch>> {
+        let dir = self.key_dir(key);
+        check_real_dir(&dir).ok()?;
+        sys::watch_dir(&dir).map(|watch| Box::new(FsChangeWatch(watch)) as Box<dyn ChangeWatch>)
+    }
+
     /// The store root as an absolute path. Exact: [`FsStore::open`] refuses a root
     /// that is not valid UTF-8, so the locator opens this same directory again.
     fn locator(&self) -> String {
         self.root.to_string_lossy().into_owned()
+    }
+}
+
+/// [`ChangeWatch`] over a key directory's notification.
+struct FsChangeWatch(sys::DirWatch);
+
+impl ChangeWatch for FsChangeWatch {
+    fn wait(&mut self, timeout: Duration) -> bool {
+        self.0.wait(timeout)
     }
 }
 
@@ -1067,6 +1086,44 @@ mod tests {
         store.create(&k, 3, &big, Durability::Flushed).unwrap();
         assert_eq!(store.read(&k, 3).unwrap().unwrap(), big);
         assert_eq!(store.read(&k, 4).unwrap(), None);
+    }
+
+    /// The change notification (Linux inotify): a wait times out while nothing
+    /// lands, and returns once a record is created in the key's directory by
+    /// another handle; a key with no directory has no watch (the protocol polls).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_watch_wakes_on_a_new_record_and_times_out_without_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let k = key("watched");
+        assert!(store.watch_changes(&k).is_none(), "a watch on no directory");
+        store.create(&k, 1, b"one", Durability::Unflushed).unwrap();
+        let mut watch = store.watch_changes(&k).expect("inotify on this machine");
+        assert!(!watch.wait(Duration::from_millis(30)), "woken by nothing");
+        let other = FsStore::open(tmp.path()).unwrap();
+        let writer = {
+            let k = k.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                other.create(&k, 2, b"two", Durability::Flushed).unwrap();
+            })
+        };
+        let started = Instant::now();
+        assert!(
+            watch.wait(Duration::from_secs(30)),
+            "the new record did not wake it"
+        );
+        assert!(started.elapsed() < Duration::from_secs(20));
+        writer.join().unwrap();
+        // A change that landed before the wait is not lost: it is pending.
+        store
+            .create(&k, 3, b"three", Durability::Unflushed)
+            .unwrap();
+        assert!(
+            watch.wait(Duration::from_secs(30)),
+            "a pending change was lost"
+        );
     }
 
     /// The fallback for filesystems without hard links (forced here: this machine's

@@ -129,7 +129,14 @@ impl LeaseStore for MemoryStore {
         inner.creates += 1;
         let fault = inner.faults.pop_front();
         let flushed = durability == Durability::Flushed && !inner.ignore_flush;
-        let series = inner.records.entry(key.clone()).or_default();
+        // No key clone (an allocation) unless the key is new.
+        if !inner.records.contains_key(key) {
+            inner.records.insert(key.clone(), BTreeMap::new());
+        }
+        let series = inner
+            .records
+            .get_mut(key)
+            .expect("the series was just made");
         if series.contains_key(&generation) {
             return match fault {
                 Some(fault) => Err(Self::fault_error(key, generation, fault)),

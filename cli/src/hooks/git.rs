@@ -27,18 +27,20 @@ const MARKER: &str = "# fencepost guard: added by `fencepost hooks install --git
 /// The hook script for `hook` (`pre-commit` or `pre-push`).
 pub fn script(hook: &str) -> String {
     let chained = format!("\"$(dirname \"$0\")/{hook}{CHAINED}\"");
+    // `-x`, as git itself decides: a hook that is not executable was ignored by git
+    // before the install, and stays ignored when chained.
     let body = if hook == "pre-push" {
         // git gives the pushed refs on stdin: both the guard and the chained hook
         // read them.
         format!(
             "input=$(cat)\n\
              printf '%s\\n' \"$input\" | fencepost guard {hook} \"$@\" || exit $?\n\
-             if [ -e {chained} ]; then printf '%s\\n' \"$input\" | {chained} \"$@\"; exit $?; fi\n"
+             if [ -x {chained} ]; then printf '%s\\n' \"$input\" | {chained} \"$@\"; exit $?; fi\n"
         )
     } else {
         format!(
             "fencepost guard {hook} \"$@\" || exit $?\n\
-             if [ -e {chained} ]; then exec {chained} \"$@\"; fi\n"
+             if [ -x {chained} ]; then exec {chained} \"$@\"; fi\n"
         )
     };
     format!(

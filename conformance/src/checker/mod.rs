@@ -121,6 +121,9 @@ pub struct FaultMix {
     /// by step as a real backend orders its writes, links and flushes, so a power
     /// cut can fall between them.
     pub procedure: CreateProcedure,
+    /// Whether the model backend offers change notifications: waiters then sleep on
+    /// a watch of the key (`LeaseStore::watch_changes`) instead of a backoff.
+    pub notify: bool,
 }
 
 /// How a flushed create reaches the disk in the model backend, with POSIX power-cut
@@ -190,6 +193,7 @@ impl FaultMix {
         step_wall: 0,
         power_cut: 0,
         procedure: CreateProcedure::Atomic,
+        notify: false,
     };
 
     /// A little of everything.
@@ -205,6 +209,7 @@ impl FaultMix {
         step_wall: 8,
         power_cut: 150,
         procedure: CreateProcedure::Atomic,
+        notify: false,
     };
 
     fn roll(&self, point: Point, rng: &mut Rng) -> Fault {
@@ -357,6 +362,7 @@ fn run(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> Outcom
         schedule.snapshot_listing,
         schedule.inflight_ms,
         schedule.mix.procedure,
+        schedule.mix.notify,
     ));
     let store = Store::from_parts(
         Arc::new(ModelStore(Arc::clone(&world))),

@@ -151,6 +151,25 @@ pub const SCHEDULES: &[Schedule] = &[
         inflight_ms: INFLIGHT_MS,
         actors: power_cut_handover,
     },
+    // The wait path on change notifications (docs/design-07-performance.md,
+    // "Waiting"): waiters sleep on a watch of the key, woken by every record that
+    // lands in it, reading again after CHANGE_WAIT_MAX at the latest.
+    Schedule {
+        name: "notified_handover",
+        about: "a holder renews and hands one lock over while waiters sleep on change notifications, with slow and half-written creates",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 40,
+            half_written: 40,
+            advance: 60,
+            crash: 3,
+            notify: true,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: notified_handover,
+    },
     Schedule {
         name: "stalled_sweep",
         about: "claimers stall between confirming and sweeping while others claim and release; then a power cut",
@@ -341,6 +360,20 @@ pub const SCHEDULES: &[Schedule] = &[
         inflight_ms: INFLIGHT_MS,
         actors: claims::slots,
     },
+    Schedule {
+        name: "shared_readers_writer",
+        about: "two shared claimers of a lock and of a subtree, a writer of the lock and one of a file below the subtree, and a reader arriving while the writer waits; slow and half-written creates, pauses",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 80,
+            advance: 100,
+            half_written: 60,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::shared_readers_writer,
+    },
 ];
 
 /// The schedule named `name`.
@@ -467,6 +500,28 @@ fn power_cut_handover(_: &Setup) -> Vec<Actor> {
                 ctx.release(&lease);
             }
         }),
+    ]
+}
+
+/// One holder that keeps the lock across a renewal, releases and claims again;
+/// two waiters that wait on notifications for it, each releasing at once.
+fn notified_handover(_: &Setup) -> Vec<Actor> {
+    let waiter = |ctx: &super::Ctx| {
+        for _ in 0..2 {
+            if let Some(lease) = ctx.acquire(&lock(), TTL_MS, 3 * TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }
+    };
+    vec![
+        Actor::new("holder", |ctx| {
+            for _ in 0..2 {
+                ctx.hold(&lock(), 3 * TTL_MS, 1);
+            }
+        }),
+        Actor::new("W1", waiter),
+        Actor::new("W2", waiter),
     ]
 }
 

@@ -86,6 +86,25 @@ struct Tenure {
     /// The subtree keys of every directory above its resource (a file or subtree):
     /// a subtree tenure whose key is among them covers this one.
     above: Vec<Key>,
+    /// A shared tenure (docs/design-05-subtrees-and-shared.md §4): it may hold with
+    /// other shared tenures, never with an exclusive one of the same resource.
+    shared: bool,
+    /// The resource's primary key (for a shared tenure, not among `keys`, which
+    /// are its participant series).
+    claim: Key,
+}
+
+/// The primary key of the resource `lease` holds: its own for an exclusive tenure,
+/// the resource's for a shared one (whose own series is its participant key).
+fn claim_key(lease: &Lease) -> Key {
+    if lease.shared() {
+        lease
+            .resource()
+            .identity()
+            .map_or_else(|_| lease.key().clone(), |identity| identity.key)
+    } else {
+        lease.key().clone()
+    }
 }
 
 /// True when tenures over these resources may not hold at one instant beyond a
@@ -116,6 +135,10 @@ pub(crate) struct Oracle {
     tenures: HashMap<String, Tenure>,
     /// Highest token an acquire acknowledged, per primary key.
     tokens: HashMap<Key, u64>,
+    /// Highest token a shared acquire acknowledged, per resource primary key: an
+    /// exclusive token is never below it, and a shared token is above every
+    /// exclusive token acknowledged before it.
+    shared_tokens: HashMap<Key, u64>,
     /// Creates that returned Created per (key, generation) since the name was last
     /// free.
     created: HashMap<(Key, u64), u32>,
@@ -157,6 +180,11 @@ pub struct World {
     inflight_ms: u64,
     /// How a flushed create reaches the disk (which flush makes what durable).
     procedure: CreateProcedure,
+    /// Whether the model backend offers change notifications (`watch_changes`).
+    notify: bool,
+    /// Open change watches: (watch id, actor, key, a change pending, waiting now).
+    watchers: Mutex<Vec<WatchSlot>>,
+    next_watch: std::sync::atomic::AtomicU64,
     /// Per actor: true time and step of its latest wall-clock read.
     last_wall_read: Mutex<Vec<(u64, u64)>>,
     step: std::sync::atomic::AtomicU64,
@@ -165,6 +193,18 @@ pub struct World {
     /// Steps at which the wall clock stepped, either way.
     wall_steps: Mutex<Vec<u64>>,
     jitter: std::sync::atomic::AtomicU64,
+}
+
+/// One open change watch of the model backend.
+#[derive(Debug)]
+struct WatchSlot {
+    id: u64,
+    actor: usize,
+    key: Key,
+    /// A change landed since the watch was made or its last wait returned.
+    pending: bool,
+    /// Its actor is inside `wait` now (and may be woken early).
+    waiting: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -178,9 +218,13 @@ impl World {
         snapshot_listing: bool,
         inflight_ms: u64,
         procedure: CreateProcedure,
+        notify: bool,
     ) -> Self {
         World {
             procedure,
+            notify,
+            watchers: Mutex::default(),
+            next_watch: Default::default(),
             sched: Sched::new(late, super::START_MS),
             model: Mutex::default(),
             oracle: Mutex::default(),
@@ -313,7 +357,47 @@ impl World {
         }
     }
 
+    /// A record landed in `key`'s series: every watch of that key has a change
+    /// pending, and a watcher asleep in `wait` becomes runnable at once.
+    fn notify(&self, key: &Key) {
+        let mut watchers = lock(&self.watchers);
+        if watchers.is_empty() {
+            return;
+        }
+        let now = self.now();
+        let mut st = self.sched.lock();
+        for slot in watchers.iter_mut().filter(|w| &w.key == key) {
+            slot.pending = true;
+            if slot.waiting
+                && let super::sched::Status::Waiting(Point::Sleep(until)) = st.status[slot.actor]
+                && until > now
+            {
+                st.status[slot.actor] = super::sched::Status::Waiting(Point::Sleep(now));
+            }
+        }
+    }
+
+    /// Whether `key` is free for the oracle: its newest record is a tombstone, or a
+    /// record whose expiry passed on the shared wall clock.
+    fn key_is_free(&self, key: &Key) -> Option<&'static str> {
+        let model = lock(&self.model);
+        let (generation, rec) = model.series.get(key)?.iter().next_back()?;
+        let Decoded::Record(record) = decode(&rec.bytes, key.as_str(), *generation) else {
+            return None;
+        };
+        let st = self.sched.lock();
+        let wall = (st.now as i64 + st.wall_offset).max(0) as u64;
+        if record.released {
+            Some("released")
+        } else if wall >= record.expires_at_ms && wall >= record.granted_at_ms {
+            Some("expired")
+        } else {
+            None
+        }
+    }
+
     fn landed(&self, key: &Key, generation: u64, bytes: &[u8]) {
+        self.notify(key);
         let Decoded::Record(record) = decode(bytes, key.as_str(), generation) else {
             return;
         };
@@ -563,28 +647,52 @@ impl World {
             } else if end > now {
                 // (A promise a forward wall-clock step already voided is exempt: a
                 // forward step may expire a lease early; the fence survives it.)
-                let best = oracle.tokens.entry(lease.key().clone()).or_default();
+                let claim = claim_key(lease);
+                let shared_best = oracle.shared_tokens.get(&claim).copied().unwrap_or(0);
+                if !lease.shared() && lease.token() < shared_best {
+                    violations.push(format!(
+                        "{who}: acquire returned token {}, below the earlier shared token {shared_best} (tokens went down)",
+                        lease.token(),
+                    ));
+                }
+                let best = oracle.tokens.entry(claim.clone()).or_default();
                 if lease.token() <= *best {
                     violations.push(format!(
-                        "{who}: acquire returned token {}, not above the earlier tenure's token {}",
+                        "{who}: acquire returned token {}, not above the earlier {}tenure's token {}",
                         lease.token(),
+                        if lease.shared() { "exclusive " } else { "" },
                         best
                     ));
                 }
-                *best = (*best).max(lease.token());
+                if lease.shared() {
+                    let shared = oracle.shared_tokens.entry(claim).or_default();
+                    *shared = (*shared).max(lease.token());
+                } else {
+                    *best = (*best).max(lease.token());
+                }
             }
             let keys: Vec<Key> = lease.keys().cloned().collect();
+            let claim = claim_key(lease);
             let above = lease.resource().subtree_keys_above().unwrap_or_default();
             for (other, t) in &oracle.tenures {
-                let overlap = t.keys.iter().any(|k| keys.contains(k))
-                    || covers(
-                        lease.resource(),
-                        lease.key(),
-                        &above,
-                        &t.resource,
-                        &t.keys[0],
-                        &t.above,
-                    );
+                // Shared with shared never conflicts; shared with exclusive as two
+                // exclusive claims of the resource would.
+                let same_key = match (lease.shared(), t.shared) {
+                    (true, true) => false,
+                    (true, false) => t.keys.contains(&claim),
+                    (false, true) => keys.contains(&t.claim),
+                    (false, false) => t.keys.iter().any(|k| keys.contains(k)),
+                };
+                let overlap = !(lease.shared() && t.shared)
+                    && (same_key
+                        || covers(
+                            lease.resource(),
+                            &claim,
+                            &above,
+                            &t.resource,
+                            &t.claim,
+                            &t.above,
+                        ));
                 if *other != holder && end > now && t.end > now && overlap {
                     violations.push(format!(
                         "{who} was told it holds token {} while {} was still promised token {} until +{}ms (two holders at one instant{})",
@@ -592,7 +700,7 @@ impl World {
                         t.actor,
                         t.token,
                         t.end - now,
-                        if t.keys.iter().any(|k| keys.contains(k)) {
+                        if same_key {
                             ""
                         } else {
                             ", one a subtree covering the other"
@@ -626,6 +734,8 @@ impl World {
                     fenced_at,
                     gens,
                     above,
+                    shared: lease.shared(),
+                    claim,
                 },
             );
         }
@@ -783,7 +893,93 @@ impl ModelStore {
     }
 }
 
+/// A change watch of the model backend: `wait` is a sleep that a landing record of
+/// its key ends early.
+struct ModelWatch {
+    world: Arc<World>,
+    id: u64,
+    key: Key,
+}
+
+impl fencepost::ChangeWatch for ModelWatch {
+    fn wait(&mut self, timeout: Duration) -> bool {
+        let world = &self.world;
+        let ms = (timeout.as_millis() as u64).max(1);
+        let label = short(&self.key);
+        {
+            let mut watchers = lock(&world.watchers);
+            let Some(slot) = watchers.iter_mut().find(|w| w.id == self.id) else {
+                return false;
+            };
+            if slot.pending {
+                slot.pending = false;
+                drop(watchers);
+                world.log(format!("wait for a change of {label}: one is pending"));
+                return true;
+            }
+            slot.waiting = true;
+        }
+        // The lost wake-up oracle: sleeping on a key that is already free, with
+        // nothing pending, is sleeping through the resource. After a release (an
+        // event) that means the watch missed it; after an expiry (no event) the
+        // wait must end within CHANGE_WAIT_MAX.
+        match world.key_is_free(&self.key) {
+            Some("released") => world.violate(format!(
+                "lost wake-up: a waiter sleeps up to {ms} ms on a change of {label}, whose newest record is already a tombstone and no change is pending"
+            )),
+            Some(why) if timeout > fencepost::CHANGE_WAIT_MAX => world.violate(format!(
+                "lost wake-up: a waiter sleeps {ms} ms (more than CHANGE_WAIT_MAX) on {label}, which is {why}"
+            )),
+            _ => {}
+        }
+        world.log(format!("wait for a change of {label} (up to {ms} ms)"));
+        world.sched.point(Point::Sleep(world.now() + ms));
+        let mut watchers = lock(&world.watchers);
+        let Some(slot) = watchers.iter_mut().find(|w| w.id == self.id) else {
+            return false;
+        };
+        slot.waiting = false;
+        let woken = std::mem::take(&mut slot.pending);
+        drop(watchers);
+        world.log(format!(
+            "wait for a change of {label} -> {}",
+            if woken { "woken" } else { "timed out" }
+        ));
+        woken
+    }
+}
+
+impl Drop for ModelWatch {
+    fn drop(&mut self) {
+        lock(&self.world.watchers).retain(|w| w.id != self.id);
+    }
+}
+
 impl LeaseStore for ModelStore {
+    fn watch_changes(&self, key: &Key) -> Option<Box<dyn fencepost::ChangeWatch>> {
+        let world = &self.0;
+        if !world.notify {
+            return None;
+        }
+        let actor = current_actor()?;
+        let id = world
+            .next_watch
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&world.watchers).push(WatchSlot {
+            id,
+            actor,
+            key: key.clone(),
+            pending: false,
+            waiting: false,
+        });
+        world.log(format!("watch {} for changes", short(key)));
+        Some(Box::new(ModelWatch {
+            world: Arc::clone(world),
+            id,
+            key: key.clone(),
+        }))
+    }
+
     fn create(
         &self,
         key: &Key,
@@ -1050,6 +1246,10 @@ impl Clock for ModelClock {
         let until = self.0.now() + (duration.as_millis() as u64).max(1);
         self.0.sched.point(Point::Sleep(until));
     }
+    /// The model backend's watches sleep in this clock's virtual time.
+    fn waits_on_change_watches(&self) -> bool {
+        true
+    }
     fn random_u64(&self) -> u64 {
         let n = self
             .0
@@ -1268,7 +1468,17 @@ impl Ctx {
     /// Checks `token` for `resource`; judges a pass after the tenure was fenced.
     pub fn check(&self, lease: &Lease) -> bool {
         let step = self.call_step();
-        let passed = self.store.check(lease.resource(), lease.token());
+        // A shared token is checked with its proof: `check(resource, token)` judges
+        // the resource's exclusive series.
+        let passed = if lease.shared() {
+            match self.store.check_lease(lease) {
+                Ok(()) => Ok(true),
+                Err(e) if matches!(e, fencepost::Error::Backend(_)) => Err(e),
+                Err(_) => Ok(false),
+            }
+        } else {
+            self.store.check(lease.resource(), lease.token())
+        };
         let passed = match passed {
             Ok(p) => p,
             Err(e) => {

@@ -286,11 +286,34 @@ impl Key {
         Key::derive("link", &material)
     }
 
+    /// The index of the shared participants of the claim series `self`
+    /// (`shares-…`, canonical: the key's text). docs/format-v1.md §3.6.
+    pub(crate) fn shares(&self) -> Key {
+        Key::derive("shares", self.as_str().as_bytes())
+    }
+
+    /// One shared tenure's own series (`share-…`, canonical: `key || 0x00 || holder
+    /// id`): where it renews and releases.
+    pub(crate) fn share(&self, holder_id: &str) -> Key {
+        let mut material = self.as_str().as_bytes().to_vec();
+        material.push(0);
+        material.extend_from_slice(holder_id.as_bytes());
+        Key::derive("share", &material)
+    }
+
+    /// The waiting writers' intent of the claim series `self` (`want-…`, canonical:
+    /// the key's text): while it is live no shared claimer is admitted.
+    pub(crate) fn intent(&self) -> Key {
+        Key::derive("want", self.as_str().as_bytes())
+    }
+
     /// True for keys of claim series (`lock-`, `file-`, `inode-`, `dir-`); false for
     /// the index and marker keys of subtree claims (`tree-`, `link-`), which hold no
     /// tenure.
     pub fn is_claim(&self) -> bool {
-        !(self.0.starts_with("tree-") || self.0.starts_with("link-"))
+        !(self.0.starts_with("tree-")
+            || self.0.starts_with("link-")
+            || self.0.starts_with("shares-"))
     }
 }
 
@@ -383,6 +406,16 @@ impl Identity {
 #[serde(transparent)]
 pub struct Key(String);
 
+/// Appends `bytes` as lowercase hex digits (keys, hashes): a table lookup per
+/// nibble rather than a formatter call per byte, on every call's hot path.
+pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for &byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+}
+
 impl Key {
     fn derive(namespace: &str, canonical: &[u8]) -> Key {
         let mut hasher = Sha256::new();
@@ -393,9 +426,7 @@ impl Key {
         let mut hex = String::with_capacity(namespace.len() + 1 + KEY_HASH_HEX_DIGITS);
         hex.push_str(namespace);
         hex.push('-');
-        for byte in digest.iter().take(KEY_HASH_HEX_DIGITS / 2) {
-            hex.push_str(&format!("{byte:02x}"));
-        }
+        push_hex(&mut hex, &digest[..KEY_HASH_HEX_DIGITS / 2]);
         Key(hex)
     }
 
@@ -407,7 +438,16 @@ impl Key {
         let (namespace, hash) = text.split_once('-')?;
         let valid = matches!(
             namespace,
-            "lock" | "file" | "inode" | "slot" | "dir" | "tree" | "link"
+            "lock"
+                | "file"
+                | "inode"
+                | "slot"
+                | "dir"
+                | "tree"
+                | "link"
+                | "share"
+                | "shares"
+                | "want"
         ) && hash.len() == KEY_HASH_HEX_DIGITS
             && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         valid.then(|| Key(text.to_string()))

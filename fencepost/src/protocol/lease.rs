@@ -42,6 +42,10 @@ pub struct Lease {
     /// This lease came from a claim that re-entered a tenure its session already
     /// held (same token, renewed), rather than starting one.
     pub(crate) reentered: bool,
+    /// A shared tenure ([`crate::AcquireOptions::shared`]): its series is the
+    /// participant key `share-…`, its token the resource's exclusive generation when
+    /// it was admitted.
+    pub(crate) shared: bool,
 }
 
 impl Lease {
@@ -71,6 +75,11 @@ impl Lease {
     /// session already held (same token, renewed) instead of starting a new one.
     pub fn reentered(&self) -> bool {
         self.reentered
+    }
+    /// True for a shared tenure ([`crate::AcquireOptions::shared`]): it authorizes
+    /// reading the resource, not writing it.
+    pub fn shared(&self) -> bool {
+        self.shared
     }
     /// The slot (from 1) of a lease on a [`Resource::Slot`]
     /// ([`crate::Store::acquire_slot`]).

@@ -33,6 +33,14 @@ pub struct AcquireOptions {
     /// control characters, not blank. Default `None`: every claim is a new tenure
     /// with a random secret.
     pub session: Option<String>,
+    /// A shared claim (docs/design-05-subtrees-and-shared.md §4): many shared
+    /// holders at once, none while an exclusive claim of the resource (or, for a
+    /// subtree, of anything it covers or that covers it) is live or a writer is
+    /// waiting for it. It authorizes reading, not writing: the MCP server's `write`
+    /// refuses a shared lease. Its token is the generation of the resource's
+    /// newest exclusive record when it was admitted ([`crate::Lease::token`]).
+    /// Default `false`: exclusive. A shared claim takes no session.
+    pub shared: bool,
 }
 
 impl AcquireOptions {
@@ -45,6 +53,7 @@ impl AcquireOptions {
             tied_to_process: false,
             dead_holder_takeover: true,
             session: None,
+            shared: false,
         }
     }
 
@@ -69,6 +78,12 @@ impl AcquireOptions {
     /// Sets [`AcquireOptions::session`].
     pub fn session(mut self, session: impl Into<String>) -> Self {
         self.session = Some(session.into());
+        self
+    }
+
+    /// Sets [`AcquireOptions::shared`].
+    pub fn shared(mut self, shared: bool) -> Self {
+        self.shared = shared;
         self
     }
 

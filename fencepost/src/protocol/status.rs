@@ -60,6 +60,12 @@ pub struct StatusEntry {
     /// gives no one the session's proof of holding).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<crate::SessionTag>,
+    /// The owners of the live shared tenures of the resource
+    /// ([`crate::AcquireOptions::shared`]), sorted; empty when none. A row with
+    /// shared holders and no live exclusive one is `held`, its token the newest
+    /// shared token and its expiry the latest.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<String>,
 }
 
 impl StatusEntry {
@@ -78,13 +84,14 @@ impl StatusEntry {
             expires_at_ms: 0,
             broken: None,
             session: None,
+            shared: Vec::new(),
         }
     }
 }
 
 /// `lock:NAME` or `file:PATH` for a record's label under `key` (a file-id key names
 /// a file too).
-fn resource_of(key: &Key, label: &str) -> String {
+pub(crate) fn resource_of(key: &Key, label: &str) -> String {
     let kind = match key.as_str().split('-').next() {
         Some("lock") => "lock",
         Some("dir") => "dir",
@@ -113,6 +120,13 @@ impl Store {
         let mut file_ids = Vec::new();
         let mut shown_holders = std::collections::HashSet::new();
         for (entry, holder) in self.key_rows()? {
+            // Shared tenures and writers' intents are shown in their resource's row.
+            if ["share-", "want-"]
+                .iter()
+                .any(|p| entry.key.as_str().starts_with(p))
+            {
+                continue;
+            }
             if entry.key.as_str().starts_with("inode-") {
                 file_ids.push((entry, holder));
             } else {
@@ -127,6 +141,34 @@ impl Store {
             if (entry.live && !shown) || entry.state == ClaimState::Unreadable {
                 entries.push(entry);
             }
+        }
+        for (resource, index, holders) in self.shared_holders()? {
+            let row = match entries.iter_mut().position(|e| e.resource == resource) {
+                Some(i) => &mut entries[i],
+                None => {
+                    let mut row = StatusEntry::unreadable(&index, 0);
+                    row.resource = resource.clone();
+                    row.label = resource
+                        .split_once(':')
+                        .map_or(resource.as_str(), |(_, l)| l)
+                        .to_string();
+                    entries.push(row);
+                    entries.last_mut().expect("just pushed")
+                }
+            };
+            if !row.live {
+                row.state = ClaimState::Held;
+                row.live = true;
+                row.token = holders.iter().map(|h| h.token).max().unwrap_or(0);
+                row.owner = String::new();
+                row.pid = 0;
+                row.host = String::new();
+                row.broken = None;
+                row.session = None;
+                row.expires_at_ms = holders.iter().map(|h| h.expires_at_ms).max().unwrap_or(0);
+            }
+            row.shared = holders.into_iter().map(|h| h.owner).collect();
+            row.shared.sort();
         }
         entries.sort_by(|a, b| (&a.label, &a.key).cmp(&(&b.label, &b.key)));
         Ok(entries)
@@ -198,6 +240,7 @@ impl Store {
                         expires_at_ms: r.expires_at_ms,
                         broken: r.broken.clone(),
                         session: r.session.clone(),
+                        shared: Vec::new(),
                     };
                     (entry, Some(r.holder.clone()))
                 }
@@ -216,6 +259,7 @@ impl Store {
                         expires_at_ms: envelope.expires_at_ms,
                         broken: None,
                         session: None,
+                        shared: Vec::new(),
                     },
                     None,
                 ),

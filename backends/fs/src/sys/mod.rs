@@ -18,6 +18,8 @@
 //! - `anonymous_file(dir)` / `link_anonymous(file, path)`: a file with no name yet
 //!   in `dir` (Linux `O_TMPFILE`; `Ok(None)` where there is none), and giving it its
 //!   record name exclusively.
+//! - `watch_dir(dir)` / `DirWatch::wait(timeout)`: a change notification on a key
+//!   directory (Linux inotify; `None` elsewhere, where waiters poll).
 //! - `FLUSH_AFTER_LINK`: whether a flushed create flushes the record's file after
 //!   linking it into place (one journal commit for data and name together) rather
 //!   than before (docs/design-07-performance.md).
@@ -26,24 +28,24 @@
 mod unix;
 #[cfg(unix)]
 pub(crate) use unix::{
-    FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
-    read_record, sync_dir,
+    DirWatch, FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported,
+    list_names, read_record, sync_dir, watch_dir,
 };
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
 pub(crate) use windows::{
-    FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
-    open_record, read_record, sync_dir,
+    DirWatch, FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported,
+    list_names, open_record, read_record, sync_dir, watch_dir,
 };
 
 #[cfg(not(any(unix, windows)))]
 mod other;
 #[cfg(not(any(unix, windows)))]
 pub(crate) use other::{
-    FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
-    open_record, read_record, sync_dir,
+    DirWatch, FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported,
+    list_names, open_record, read_record, sync_dir, watch_dir,
 };
 
 #[cfg(not(unix))]

@@ -199,6 +199,83 @@ pub(crate) fn link_anonymous(file: &File, path: &Path) -> io::Result<bool> {
     Err(e)
 }
 
+/// An inotify watch on one key directory: names created in it (a claim, a renewal,
+/// a tombstone: every record is one `link`) or the directory going away wake the
+/// waiter (docs/design-07-performance.md, "Waiting").
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) struct DirWatch {
+    fd: std::os::fd::OwnedFd,
+}
+
+/// Watches `dir` for new names; `None` when inotify is unavailable (the protocol
+/// then polls) or `dir` is not a real directory.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn watch_dir(dir: &Path) -> Option<DirWatch> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+
+    let path = CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: no pointers; the result is checked before use.
+    let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+    if raw < 0 {
+        return None;
+    }
+    // SAFETY: `raw` is a descriptor this call just opened and nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let mask = libc::IN_CREATE
+        | libc::IN_MOVED_TO
+        | libc::IN_DELETE_SELF
+        | libc::IN_ONLYDIR
+        | libc::IN_DONT_FOLLOW;
+    // SAFETY: a valid descriptor and a NUL-terminated path alive for the call.
+    let added = unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask) };
+    (added >= 0).then_some(DirWatch { fd })
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+impl DirWatch {
+    /// Waits up to `timeout` for an event; true when one came (all pending events
+    /// are consumed), false on timeout or interruption.
+    pub(crate) fn wait(&mut self, timeout: std::time::Duration) -> bool {
+        use std::os::fd::AsRawFd;
+
+        let fd = self.fd.as_raw_fd();
+        let mut poll = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        // SAFETY: one valid pollfd for the call.
+        if unsafe { libc::poll(&mut poll, 1, ms) } <= 0 {
+            return false;
+        }
+        let mut events = [0u8; 4096];
+        // SAFETY: the buffer is valid and writable for its length; non-blocking fd.
+        while unsafe { libc::read(fd, events.as_mut_ptr().cast(), events.len()) } > 0 {}
+        true
+    }
+}
+
+/// No change notification here: waiters poll.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) struct DirWatch;
+
+/// No change notification here: waiters poll.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn watch_dir(_dir: &Path) -> Option<DirWatch> {
+    None
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+impl DirWatch {
+    /// Never made here.
+    pub(crate) fn wait(&mut self, _timeout: std::time::Duration) -> bool {
+        false
+    }
+}
+
 /// No nameless files on this platform: creates stage a named file.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 pub(crate) fn anonymous_file(_dir: &Path) -> io::Result<Option<File>> {

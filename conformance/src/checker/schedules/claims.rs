@@ -101,3 +101,46 @@ pub(super) fn slots(_: &Setup) -> Vec<Actor> {
         Actor::new("z", claimer),
     ]
 }
+
+/// Shared claims (docs/design-05-subtrees-and-shared.md §4): two readers share a
+/// lock (and the subtree `src/`), keeping it for a renewal; a writer of the lock
+/// and a writer of a file below `src/` wait for them; a late reader arrives while
+/// the writer may be waiting. The oracle: never a shared and an exclusive tenure of
+/// one resource (or of a subtree and a file below it) promised at one instant, and
+/// tokens never go down (a shared token above every earlier exclusive one, an
+/// exclusive token never below an earlier shared one). Planted bug
+/// `SHARED_CHECK_BEFORE_ADMIT_ONLY`: a reader that looks only before admitting
+/// itself holds with a writer that claimed in between.
+pub(super) fn shared_readers_writer(setup: &Setup) -> Vec<Actor> {
+    let src = setup.dir.join("src");
+    let file = src.join("lib.rs");
+    let reader = move |pause: u64, resource: Resource| {
+        move |ctx: &Ctx| {
+            ctx.sleep(pause);
+            let options = for_session(ctx, None, 3 * TTL_MS).shared(true);
+            if let Some(mut lease) = ctx.acquire_with(&resource, &options) {
+                ctx.check(&lease);
+                if ctx.keep(&mut lease, 1) {
+                    ctx.release(&lease);
+                }
+            }
+        }
+    };
+    let writer = move |pause: u64, resource: Resource| {
+        move |ctx: &Ctx| {
+            ctx.sleep(pause);
+            let options = for_session(ctx, None, 3 * TTL_MS);
+            if let Some(lease) = ctx.acquire_with(&resource, &options) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }
+    };
+    vec![
+        Actor::new("r1", reader(0, lock())),
+        Actor::new("r2", reader(0, Resource::dir(&src))),
+        Actor::new("w", writer(0, lock())),
+        Actor::new("wf", writer(TTL_MS / 20, Resource::file(&file))),
+        Actor::new("late", reader(TTL_MS / 10, lock())),
+    ]
+}

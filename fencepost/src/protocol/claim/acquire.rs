@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::session::check_session;
+use super::shared::Intent;
 use crate::proof::{Secret, SessionTag};
 use crate::protocol::series::{Claim, Watch};
 use crate::protocol::{
@@ -87,6 +88,30 @@ impl Store {
                 "ttl must be at least 1 millisecond".into(),
             ));
         }
+        if options.shared {
+            return self.try_acquire_shared(resource, options, on_wait);
+        }
+        // A writer that has to wait holds an intent that keeps new shared claimers
+        // out (design-05 §4.3); whatever the outcome, it is given back here.
+        let mut intent = None;
+        let secret = match &options.session {
+            Some(session) => Secret::for_session(session),
+            None => Secret::generate(),
+        };
+        let outcome = self.acquire_rounds(resource, options, on_wait, &mut intent, &secret);
+        self.drop_intent(intent, &secret);
+        outcome
+    }
+
+    /// The rounds of an exclusive acquisition (see [`Store::try_acquire_observed`]).
+    fn acquire_rounds(
+        &self,
+        resource: &Resource,
+        options: &AcquireOptions,
+        on_wait: &mut dyn FnMut(&Holder, u64),
+        intent: &mut Option<Intent>,
+        secret: &Secret,
+    ) -> Result<TryAcquire> {
         if let Some(session) = &options.session {
             check_session(session)?;
         }
@@ -103,16 +128,17 @@ impl Store {
         // One secret per tenure, whatever the number of keys and attempts: its hash
         // in every record of the tenure is the proof of holding. A session's is
         // derived from its name, so its other processes can act on the tenure.
-        let secret = match &options.session {
-            Some(session) => Secret::for_session(session),
-            None => Secret::generate(),
-        };
+        let secret = secret.clone();
         let proof = secret.sha256();
+        let (primary, label) = (identity.key.clone(), identity.label.clone());
         let started = self.clock.monotonic_ms();
         let deadline = started.saturating_add(options.wait_ms);
         let mut backoff_ms = BACKOFF_START_MS;
         let mut lapses = 0;
         let mut watches: Vec<Watch> = keys.iter().map(|_| Watch::default()).collect();
+        // A change notification to sleep on while held (one key only; a resource of
+        // several keys polls), made the first time the key is found held.
+        let mut change: Option<Option<Box<dyn crate::ChangeWatch>>> = None;
         loop {
             // The session already holds it: the same tenure, renewed. Every round,
             // so a claim that lost the race to another process of its session
@@ -123,6 +149,7 @@ impl Store {
             // Several keys (an existing file: path and file id): look before taking
             // anything, so a waiter does not write and tombstone claims every round.
             let mut held = None;
+            let mut readers_in_way = false;
             if keys.len() > 1 {
                 for (key, watch) in keys.iter().zip(&mut watches) {
                     let newest = self.read_newest(key)?;
@@ -136,7 +163,17 @@ impl Store {
             if held.is_none()
                 && let Some(chain) = &chain
             {
-                held = self.tree_conflict(chain, &holder_id, &proof, down)?;
+                held = self.tree_conflict(chain, &holder_id, &proof, down, true)?;
+            }
+            // Shared holders of it: also looked at before taking.
+            if held.is_none() {
+                for key in &keys {
+                    held = self.live_participant(key, &holder_id)?;
+                    readers_in_way = held.is_some();
+                    if held.is_some() {
+                        break;
+                    }
+                }
             }
             // Take every key in sorted order; a key found held part-way gives back
             // the ones already taken, so a failure leaves nothing held.
@@ -173,7 +210,7 @@ impl Store {
                 #[cfg(not(feature = "planted-bugs"))]
                 let skip = false;
                 if !skip {
-                    match self.tree_conflict(chain, &holder_id, &proof, down) {
+                    match self.tree_conflict(chain, &holder_id, &proof, down, true) {
                         Ok(conflict) => held = conflict,
                         Err(error) => {
                             self.give_back(&taken, &secret);
@@ -182,7 +219,30 @@ impl Store {
                     }
                 }
             }
+            // Claimed: now the shared participants, after our claim landed
+            // (design-05 §4.2): a reader admitted meanwhile sees our claim, or we
+            // see it.
             if held.is_none() {
+                for key in &keys {
+                    match self.live_participant(key, &holder_id) {
+                        Ok(None) => {}
+                        Ok(conflict) => {
+                            held = conflict;
+                            readers_in_way = true;
+                            break;
+                        }
+                        Err(error) => {
+                            self.give_back(&taken, &secret);
+                            return Err(error);
+                        }
+                    }
+                }
+            }
+            if held.is_none() {
+                // Our claims keep shared claimers out from here on; the intent
+                // goes before the final liveness check, so giving it back cannot
+                // delay a lease past its ttl.
+                self.drop_intent(intent.take(), &secret);
                 // Sweep before the final liveness check, not after: a sweep that
                 // stalls (a slow disk, an etcd member without a leader) must not
                 // hand out a lease that expired meanwhile (docs/protocol.md §3; found by the
@@ -236,7 +296,44 @@ impl Store {
                 }
                 return Ok(TryAcquire::Held(holder));
             }
+            // Waiting: no shared claimer is admitted from now on.
+            // (Only once shared holders are in the way: a writer waiting for a
+            // writer needs none, and takes none.)
+            if readers_in_way || intent.is_some() {
+                self.hold_intent(intent, &primary, &label, &holder_id, &secret, options)?;
+            }
             on_wait(&holder, mono.saturating_sub(started));
+            if change.is_none() {
+                let watch = (keys.len() == 1 && self.clock.waits_on_change_watches())
+                    .then(|| self.backend.watch_changes(&keys[0]))
+                    .flatten();
+                let registered = watch.is_some();
+                change = Some(watch);
+                // The watch exists from now on: read again before sleeping on it, so
+                // a release that landed since the last read is not slept through
+                // (docs/design-07-performance.md, "Waiting").
+                #[cfg(feature = "planted-bugs")]
+                let registered =
+                    registered && !crate::planted::on(&crate::planted::WAIT_WITHOUT_FALLBACK);
+                if registered {
+                    continue;
+                }
+            }
+            if let Some(Some(watch)) = change.as_mut() {
+                // Woken by the change (a release, a renewal, a claim) or after
+                // CHANGE_WAIT_MAX at the latest: a missed notification, or a holder
+                // that died without releasing, costs no more than polling did.
+                let cap = crate::CHANGE_WAIT_MAX.as_millis() as u64;
+                #[cfg(feature = "planted-bugs")]
+                let cap = if crate::planted::on(&crate::planted::WAIT_WITHOUT_FALLBACK) {
+                    u64::MAX
+                } else {
+                    cap
+                };
+                let step = cap.min(deadline.saturating_sub(mono)).max(1);
+                watch.wait(Duration::from_millis(step));
+                continue;
+            }
             let step = self
                 .jittered(backoff_ms)
                 .min(deadline.saturating_sub(mono).max(BACKOFF_START_MS))
@@ -287,6 +384,7 @@ impl Store {
             session: options.session.clone(),
             session_tag: options.session.as_deref().map(SessionTag::of),
             reentered: false,
+            shared: false,
         }
     }
 

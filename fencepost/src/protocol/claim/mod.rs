@@ -5,6 +5,7 @@ mod end;
 mod renew;
 mod session;
 mod several;
+mod shared;
 mod slots;
 mod subtree;
 mod verify;

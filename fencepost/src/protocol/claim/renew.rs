@@ -113,6 +113,10 @@ impl Store {
         };
         // The identity cannot be resolved now (a directory vanished): keep renewing
         // what is held rather than losing the lease over a lookup.
+        // A shared tenure holds its participant series only.
+        if lease.shared {
+            return lease.others.iter().map(renew).collect();
+        }
         let Ok(identity) = lease.resource.identity() else {
             return lease.others.iter().map(renew).collect();
         };

@@ -69,6 +69,11 @@ impl Store {
         options: &AcquireOptions,
         on_wait: &mut dyn FnMut(&Holder, u64),
     ) -> Result<TryAcquire> {
+        if options.shared {
+            return Err(Error::InvalidArgument(
+                "slots are exclusive: drop --shared, or claim the lock itself shared".into(),
+            ));
+        }
         if slots == 0 || slots > SLOTS_MAX {
             return Err(Error::InvalidArgument(format!(
                 "the number of slots must be from 1 to {SLOTS_MAX}, got {slots}"

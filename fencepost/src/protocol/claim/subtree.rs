@@ -73,7 +73,13 @@ impl Store {
     }
 
     /// Appends an entry to `index` at its next free generation, flushed.
-    fn append_entry(&self, index: &Key, kind: &str, points_to: &Key, label: &str) -> Result<()> {
+    pub(crate) fn append_entry(
+        &self,
+        index: &Key,
+        kind: &str,
+        points_to: &Key,
+        label: &str,
+    ) -> Result<()> {
         loop {
             let mut generation = self
                 .backend
@@ -108,13 +114,15 @@ impl Store {
     /// found through its directory's index. `holder_id` and `proof` (the hash of its
     /// secret) are the claimant's own: a tenure of the claimant's own session (the
     /// same secret) is no conflict, so a session holding a subtree may claim files in
-    /// it.
+    /// it. With `readers` (an exclusive claimant), live shared participants of
+    /// those keys conflict too.
     pub(crate) fn tree_conflict(
         &self,
         chain: &TreeChain,
         holder_id: &str,
         proof: &str,
         down: bool,
+        readers: bool,
     ) -> Result<Option<Holder>> {
         #[cfg(feature = "planted-bugs")]
         let up = !crate::planted::on(&crate::planted::FILE_SKIPS_CHECK_UP);
@@ -122,7 +130,7 @@ impl Store {
         let up = true;
         if up {
             for dir in &chain.above {
-                if let Some(holder) = self.live_other(&dir.subtree, holder_id, proof)? {
+                if let Some(holder) = self.live_other(&dir.subtree, holder_id, proof, readers)? {
                     return Ok(Some(holder));
                 }
             }
@@ -130,14 +138,20 @@ impl Store {
         #[cfg(feature = "planted-bugs")]
         let down = down && !crate::planted::on(&crate::planted::SUBTREE_SKIPS_CHECK_DOWN);
         if let (true, Some(index)) = (down, &chain.own_index) {
-            return self.live_below(index, holder_id, proof);
+            return self.live_below(index, holder_id, proof, readers);
         }
         Ok(None)
     }
 
     /// Walks `index` and the indexes of its child directories for a live claim of
     /// another tenure.
-    fn live_below(&self, index: &Key, holder_id: &str, proof: &str) -> Result<Option<Holder>> {
+    fn live_below(
+        &self,
+        index: &Key,
+        holder_id: &str,
+        proof: &str,
+        readers: bool,
+    ) -> Result<Option<Holder>> {
         let mut pending = vec![index.clone()];
         let mut seen: HashSet<Key> = HashSet::new();
         while let Some(index) = pending.pop() {
@@ -165,7 +179,7 @@ impl Store {
                 match entry.entry.as_str() {
                     "child" => pending.push(key),
                     "claim" => {
-                        if let Some(holder) = self.live_other(&key, holder_id, proof)? {
+                        if let Some(holder) = self.live_other(&key, holder_id, proof, readers)? {
                             return Ok(Some(holder));
                         }
                     }
@@ -179,8 +193,18 @@ impl Store {
     /// The holder of the newest record of `key` when it is live and not
     /// `holder_id`'s. A torn newest record (a create in progress) is waited out as
     /// for a write ([`Store::read_settled`]); one over a live predecessor leaves the
-    /// predecessor judged (docs/protocol.md R1).
-    fn live_other(&self, key: &Key, holder_id: &str, proof: &str) -> Result<Option<Holder>> {
+    /// predecessor judged (docs/protocol.md R1). With `readers`, a live shared
+    /// participant of `key` counts too (design-05 §4).
+    fn live_other(
+        &self,
+        key: &Key,
+        holder_id: &str,
+        proof: &str,
+        readers: bool,
+    ) -> Result<Option<Holder>> {
+        if readers && let Some(holder) = self.live_participant(key, holder_id)? {
+            return Ok(Some(holder));
+        }
         let newest = self.read_settled(key)?;
         let now = self.clock.wall_ms();
         let live = newest

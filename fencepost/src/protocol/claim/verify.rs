@@ -123,6 +123,10 @@ impl Store {
                 r
             }
             _ => {
+                // A shared tenure's handle: its own series, through the index.
+                if let Some(lease) = self.resume_shared(resource, &identity.key, handle)? {
+                    return Ok(lease);
+                }
                 let now = self.clock.wall_ms();
                 return Err(Error::NotHolder {
                     label,
@@ -178,6 +182,7 @@ impl Store {
             session: None,
             session_tag: record.session.clone(),
             reentered: false,
+            shared: false,
         })
     }
 
@@ -222,7 +227,8 @@ impl Store {
         // The file as it is now, if its file-id series is not one the tenure holds
         // (the file was created after the claim, or replaced by rename): another
         // tenure's record there fences this tenure for good, as in `check`.
-        if let Some(file_id) = lease.resource.identity()?.file_id
+        if !lease.shared
+            && let Some(file_id) = lease.resource.identity()?.file_id
             && !lease.others.iter().any(|held| held.key == file_id)
             && let Some(rival) = self.fenced_by(&file_id, &lease.holder_id)?
         {

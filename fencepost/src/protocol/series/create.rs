@@ -57,29 +57,15 @@ impl Store {
             }
             let since_mono = self.clock.monotonic_ms();
             let granted_at_ms = self.clock.wall_ms();
-            let claim = Record {
-                v: FORMAT_VERSION,
-                key: key.to_string(),
-                label: label.to_string(),
-                token: generation,
-                generation,
-                holder: holder_id.to_string(),
-                owner: options.owner.clone(),
-                pid: std::process::id(),
-                host: crate::host_name().to_string(),
+            let claim = self.fresh_claim(
+                key,
+                label,
+                (generation, generation),
+                holder_id,
+                options,
+                proof,
                 granted_at_ms,
-                expires_at_ms: granted_at_ms.saturating_add(options.ttl_ms),
-                ttl_ms: options.ttl_ms,
-                released: false,
-                secret_sha256: Some(proof.to_string()),
-                broken: None,
-                process: if options.tied_to_process {
-                    self.liveness.this_process()
-                } else {
-                    None
-                },
-                session: options.session.as_deref().map(crate::SessionTag::of),
-            };
+            );
             match self
                 .backend
                 .create(key, generation, &claim.encode(), Durability::Flushed)
@@ -133,6 +119,46 @@ impl Store {
 
     /// After a create failed with an unknown outcome: if our claim landed anyway, it
     /// may not be durable, so give it up with a tombstone rather than hand it out.
+    /// The first record of a tenure: a claim at `generation` with fencing token
+    /// `token` (`(token, generation)`), written at `granted_at_ms` for
+    /// `options`' ttl, owner, process tie and session (as its tag), with the proof
+    /// `proof` (the SHA-256 of the tenure's secret).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn fresh_claim(
+        &self,
+        key: &Key,
+        label: &str,
+        (token, generation): (u64, u64),
+        holder_id: &str,
+        options: &AcquireOptions,
+        proof: &str,
+        granted_at_ms: u64,
+    ) -> Record {
+        Record {
+            v: FORMAT_VERSION,
+            key: key.to_string(),
+            label: label.to_string(),
+            token,
+            generation,
+            holder: holder_id.to_string(),
+            owner: options.owner.clone(),
+            pid: std::process::id(),
+            host: crate::host_name().to_string(),
+            granted_at_ms,
+            expires_at_ms: granted_at_ms.saturating_add(options.ttl_ms),
+            ttl_ms: options.ttl_ms,
+            released: false,
+            secret_sha256: Some(proof.to_string()),
+            broken: None,
+            process: if options.tied_to_process {
+                self.liveness.this_process()
+            } else {
+                None
+            },
+            session: options.session.as_deref().map(crate::SessionTag::of),
+        }
+    }
+
     pub(crate) fn give_up_if_landed(&self, key: &Key, generation: u64, holder_id: &str) {
         let Ok(newest) = self.read_newest(key) else {
             return;

@@ -1,0 +1,200 @@
+//! Shared claims (issue 14, docs/design-05-subtrees-and-shared.md §4) through real
+//! `fencepost` processes: many readers at once, a writer waits for all of them, and
+//! readers that keep arriving do not starve a waiting writer.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::util::{Background, Scratch, bin, json_of, one_line_stderr, wait_until};
+
+/// A `sh -c SCRIPT` with the binary as `$FP`, the store as `$STORE` and the scratch
+/// directory as `$DIR`.
+fn shell(s: &Scratch, script: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", script])
+        .current_dir(s.path())
+        .env("FP", bin())
+        .env_remove("FENCEPOST_SESSION")
+        .env_remove("FENCEPOST_STORE")
+        .env("STORE", s.store())
+        .env("DIR", s.path())
+        .stdout(Stdio::null());
+    cmd
+}
+
+fn markers(s: &Scratch, prefix: &str) -> usize {
+    std::fs::read_dir(s.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        })
+        .count()
+}
+
+/// 8 `run --shared` readers hold at once (each leaves a marker while inside and
+/// stays until told to go); `status` shows one row listing the 8; a writer waits
+/// until every reader left, and sees no marker when it gets in.
+#[test]
+fn eight_readers_at_once_then_the_writer() {
+    let s = Scratch::new();
+    let reader = r#"exec "$FP" --store "$STORE" run --lock doc --shared --owner "reader-$N" --wait 60000 -- sh -c '
+        touch "$DIR/in-$N"
+        while [ ! -e "$DIR/go" ]; do sleep 0.02; done
+        rm "$DIR/in-$N"'"#;
+    let readers: Vec<_> = (0..8)
+        .map(|n| {
+            let mut cmd = shell(&s, reader);
+            cmd.env("N", n.to_string());
+            Background(cmd.spawn().unwrap())
+        })
+        .collect();
+    wait_until(
+        "8 readers are inside at once",
+        Duration::from_secs(60),
+        || markers(&s, "in-") == 8,
+    );
+    let rows: Vec<_> = s
+        .status()
+        .into_iter()
+        .filter(|e| e["resource"] == "lock:doc")
+        .collect();
+    assert_eq!(rows.len(), 1, "one row for the resource: {rows:?}");
+    assert_eq!(rows[0]["state"], "held");
+    assert_eq!(
+        rows[0]["shared"].as_array().map(Vec::len),
+        Some(8),
+        "{rows:?}"
+    );
+    let table = s.cmd().arg("status").output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("8 shared: reader-0"), "{table}");
+    // An exclusive claim without waiting is refused, naming a reader.
+    let refused = s.cmd().args(["claim", "--lock", "doc"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    assert!(
+        one_line_stderr(&refused).contains("(shared)"),
+        "{refused:?}"
+    );
+    let writer = shell(
+        &s,
+        r#"exec "$FP" --store "$STORE" run --lock doc --owner writer --wait 60000 -- sh -c '
+            ls "$DIR" | grep -c "^in-" > "$DIR/writer-saw"; true'"#,
+    )
+    .spawn()
+    .unwrap();
+    let mut writer = Background(writer);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        !s.path().join("writer-saw").exists(),
+        "the writer got in while 8 readers held"
+    );
+    std::fs::write(s.path().join("go"), b"").unwrap();
+    assert!(writer.0.wait().unwrap().success(), "the writer failed");
+    let saw = std::fs::read_to_string(s.path().join("writer-saw")).unwrap();
+    assert_eq!(saw.trim(), "0", "the writer saw readers inside");
+    for mut r in readers {
+        assert!(r.0.wait().unwrap().success(), "a reader failed");
+    }
+}
+
+/// Readers keep arriving (three loops, each starting an overlapping 0.6 s reader
+/// every 0.15 s, so some reader always holds); a writer that starts waiting among
+/// them gets in once the readers already inside left, long before its wait ends,
+/// and no reader is inside with it.
+#[test]
+fn a_waiting_writer_is_not_starved_by_arriving_readers() {
+    let s = Scratch::new();
+    std::fs::write(s.path().join("readers-on"), b"").unwrap();
+    let loop_script = r#"
+        while [ -e "$DIR/readers-on" ]; do
+            "$FP" --store "$STORE" run --lock doc --shared --owner reader --wait 60000 -- sh -c '
+                mkdir -p "$DIR/inside"; touch "$DIR/inside/$$"
+                [ -e "$DIR/writer-in" ] && touch "$DIR/OVERLAP"
+                sleep 0.6; rm "$DIR/inside/$$"' &
+            sleep 0.15
+        done
+        wait"#;
+    let loops: Vec<_> = (0..3)
+        .map(|_| Background(shell(&s, loop_script).spawn().unwrap()))
+        .collect();
+    wait_until("readers are inside", Duration::from_secs(60), || {
+        std::fs::read_dir(s.path().join("inside")).is_ok_and(|d| d.count() > 0)
+    });
+    let started = Instant::now();
+    let writer = s
+        .cmd()
+        .args([
+            "run", "--lock", "doc", "--owner", "writer", "--wait", "30000", "--", "sh", "-c",
+            r#"touch writer-in; n=$(ls inside | wc -l); echo $n > writer-saw; sleep 0.3; rm writer-in"#,
+        ])
+        .output()
+        .unwrap();
+    let waited = started.elapsed();
+    std::fs::remove_file(s.path().join("readers-on")).unwrap();
+    for mut l in loops {
+        let _ = l.0.wait();
+    }
+    assert_eq!(
+        writer.status.code(),
+        Some(0),
+        "the writer was starved: {writer:?}"
+    );
+    assert!(
+        waited < Duration::from_secs(20),
+        "the writer waited {waited:?} with readers arriving"
+    );
+    let saw = std::fs::read_to_string(s.path().join("writer-saw")).unwrap();
+    assert_eq!(saw.trim(), "0", "readers were inside with the writer");
+    assert!(
+        !s.path().join("OVERLAP").exists(),
+        "a reader got in with the writer"
+    );
+}
+
+/// `claim --shared` prints a handle that renews and releases the shared tenure;
+/// `--json` says `"shared": true`; --shared with --session or --slots is refused.
+#[test]
+fn claim_shared_handle_and_bad_input() {
+    let s = Scratch::new();
+    let out = s
+        .cmd()
+        .args(["claim", "--lock", "doc", "--shared", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let json = json_of(&out);
+    assert_eq!(json["shared"], true, "{json}");
+    let handle = json["handle"].as_str().unwrap().to_string();
+    let second = s
+        .cmd()
+        .args(["claim", "--lock", "doc", "--shared"])
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(0), "a second reader: {second:?}");
+    s.cmd()
+        .args(["renew", "--lock", "doc", &handle])
+        .assert()
+        .code(0);
+    s.cmd()
+        .args(["release", "--lock", "doc", &handle])
+        .assert()
+        .code(0);
+    for (args, says) in [
+        (
+            &["claim", "--lock", "d", "--shared", "--session", "x"][..],
+            "cannot be used with",
+        ),
+        (
+            &["claim", "--lock", "d", "--shared", "--slots", "2"][..],
+            "slots are exclusive",
+        ),
+    ] {
+        let output = s.cmd().args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        assert!(
+            one_line_stderr(&output).contains(says),
+            "{args:?}: {output:?}"
+        );
+    }
+}

@@ -1,0 +1,442 @@
+//! Shared claims (docs/design-05-subtrees-and-shared.md §4): many shared holders of a
+//! resource at once, none together with an exclusive holder. Each shared tenure is
+//! an ordinary series of its own (`share-…`), found through the resource's
+//! participant index (`shares-…`); both sides write first and read the other side
+//! second, as subtree claims do (design-05 §3.4). A waiting writer's intent
+//! (`want-…`) keeps new readers out, so readers that keep arriving never starve it.
+
+use std::time::Duration;
+
+use crate::backend::{CreateOutcome, Durability};
+use crate::identity::TreeChain;
+use crate::proof::Secret;
+use crate::protocol::series::Newest;
+use crate::protocol::{
+    AcquireOptions, BACKOFF_CAP_MS, BACKOFF_START_MS, CREATE_GRACE_MS, Lease, Store, TryAcquire,
+    new_holder_id,
+};
+use crate::record::{self, Record};
+use crate::{Error, Holder, Key, Resource, Result};
+
+/// A waiting writer's intent (`want-…`), held as an ordinary tenure of that key.
+pub(crate) struct Intent {
+    key: Key,
+    label: String,
+    token: u64,
+    renewed_mono: u64,
+}
+
+impl Store {
+    /// A shared acquisition: admits a participant of `resource` once no exclusive
+    /// claim of it (nor a writer's intent) is live before and after the
+    /// participant's record landed.
+    pub(crate) fn try_acquire_shared(
+        &self,
+        resource: &Resource,
+        options: &AcquireOptions,
+        on_wait: &mut dyn FnMut(&Holder, u64),
+    ) -> Result<TryAcquire> {
+        if options.session.is_some() {
+            return Err(Error::InvalidArgument(
+                "a shared claim takes no session: drop --session (or FENCEPOST_SESSION) or --shared".into(),
+            ));
+        }
+        let identity = resource.identity()?;
+        let keys = identity.keys();
+        let chain = resource.tree_chain()?;
+        if let Some(chain) = &chain {
+            self.register_path(chain)?;
+        }
+        let holder_id = new_holder_id(&options.owner);
+        let secret = Secret::generate();
+        let proof = secret.sha256();
+        let mut attempt = 0u64;
+        let started = self.clock.monotonic_ms();
+        let deadline = started.saturating_add(options.wait_ms);
+        let mut backoff_ms = BACKOFF_START_MS;
+        loop {
+            let (mut held, seen) =
+                self.exclusive_conflict(&keys, chain.as_ref(), &holder_id, &proof)?;
+            if held.is_none() {
+                // A fresh participant series per attempt (one given back is ended
+                // for good), findable by every exclusive claimer before its record
+                // exists.
+                attempt += 1;
+                let participant = identity.key.share(&format!("{holder_id}/{attempt}"));
+                // Labelled with the resource as `status` names it.
+                let named = crate::protocol::status::resource_of(&identity.key, &identity.label);
+                for key in &keys {
+                    self.append_entry(&key.shares(), "share", &participant, &named)?;
+                }
+                // Above every exclusive token issued before, at most every later one.
+                let token = crate::protocol::series::next_generation(&identity.key, seen)?;
+                let since_mono = self.clock.monotonic_ms();
+                let claim = self.admit(
+                    &participant,
+                    &identity.label,
+                    token,
+                    &holder_id,
+                    &proof,
+                    options,
+                )?;
+                #[cfg(feature = "planted-bugs")]
+                let skip = crate::planted::on(&crate::planted::SHARED_CHECK_BEFORE_ADMIT_ONLY);
+                #[cfg(not(feature = "planted-bugs"))]
+                let skip = false;
+                let (after, seen_after) = if skip {
+                    (None, seen)
+                } else {
+                    match self.exclusive_conflict(&keys, chain.as_ref(), &holder_id, &proof) {
+                        Ok(found) => found,
+                        Err(error) => {
+                            let _ =
+                                self.release_tenure(&participant, &identity.label, token, &secret);
+                            return Err(error);
+                        }
+                    }
+                };
+                let mono = self.clock.monotonic_ms();
+                // The token is the exclusive generation seen on both sides of the
+                // admission: an exclusive claim created in between moves it.
+                if after.is_none()
+                    && seen_after == seen
+                    && mono.saturating_sub(since_mono) < options.ttl_ms
+                {
+                    return Ok(TryAcquire::Acquired(Lease {
+                        resource: resource.clone(),
+                        key: participant,
+                        others: Vec::new(),
+                        label: identity.label,
+                        token,
+                        generation: claim.generation,
+                        holder_id,
+                        owner: options.owner.clone(),
+                        ttl_ms: options.ttl_ms,
+                        granted_at_ms: claim.granted_at_ms,
+                        expires_at_ms: claim.expires_at_ms,
+                        secret,
+                        tied: options.tied_to_process,
+                        session: None,
+                        session_tag: None,
+                        reentered: false,
+                        shared: true,
+                    }));
+                }
+                let _ = self.release_tenure(&participant, &identity.label, token, &secret);
+                held = after;
+            }
+            let mono = self.clock.monotonic_ms();
+            if let Some(holder) = &held {
+                if mono >= deadline {
+                    return Ok(TryAcquire::Held(holder.clone()));
+                }
+                on_wait(holder, mono.saturating_sub(started));
+            } else if mono >= deadline.saturating_add(CREATE_GRACE_MS) {
+                return Err(Error::ClaimLapsed {
+                    label: resource.target(),
+                    ttl_ms: options.ttl_ms,
+                });
+            }
+            let step = self
+                .jittered(backoff_ms)
+                .min(deadline.saturating_sub(mono).max(BACKOFF_START_MS))
+                .max(1);
+            self.clock.sleep(Duration::from_millis(step));
+            backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
+        }
+    }
+
+    /// Creates the first record of the fresh participant series `key`, flushed:
+    /// generation and token `token` (a record's token is never above its
+    /// generation), or the next generation if a create of ours was lost.
+    fn admit(
+        &self,
+        key: &Key,
+        label: &str,
+        token: u64,
+        holder_id: &str,
+        proof: &str,
+        options: &AcquireOptions,
+    ) -> Result<Record> {
+        loop {
+            let newest = self.read_newest(key)?;
+            let generation =
+                crate::protocol::series::next_generation(key, newest.generation)?.max(token);
+            let granted_at_ms = self.clock.wall_ms();
+            // A shared claim never carries a session (refused with one).
+            let claim = self.fresh_claim(
+                key,
+                label,
+                (token, generation),
+                holder_id,
+                options,
+                proof,
+                granted_at_ms,
+            );
+            let bytes = claim.encode();
+            if self
+                .backend
+                .create(key, generation, &bytes, Durability::Flushed)?
+                == CreateOutcome::Created
+            {
+                return Ok(claim);
+            }
+        }
+    }
+
+    /// What keeps a shared claimer out: a live exclusive claim of any of `keys` or
+    /// a live writer's intent on one, or a covering or covered exclusive claim
+    /// (`chain`). Also the generation of the primary key's newest record (the token
+    /// a participant admitted now gets).
+    fn exclusive_conflict(
+        &self,
+        keys: &[Key],
+        chain: Option<&TreeChain>,
+        holder_id: &str,
+        proof: &str,
+    ) -> Result<(Option<Holder>, u64)> {
+        let mut primary = None;
+        for key in keys {
+            let newest = self.read_settled(key)?;
+            primary.get_or_insert(newest.generation);
+            if let Some(holder) = self.live_in(&newest) {
+                return Ok((Some(holder), newest.generation));
+            }
+        }
+        let seen = primary.unwrap_or(0);
+        #[cfg(feature = "planted-bugs")]
+        let intents = !crate::planted::on(&crate::planted::SHARED_IGNORES_INTENT);
+        #[cfg(not(feature = "planted-bugs"))]
+        let intents = true;
+        if intents {
+            for key in keys {
+                let newest = self.read_settled(&key.intent())?;
+                if let Some(mut holder) = self.live_in(&newest) {
+                    holder.owner = format!("{} (an exclusive claimer waiting)", holder.owner);
+                    return Ok((Some(holder), seen));
+                }
+            }
+        }
+        if let Some(chain) = chain {
+            let down = chain.own_index.is_some();
+            if let Some(holder) = self.tree_conflict(chain, holder_id, proof, down, false)? {
+                return Ok((Some(holder), seen));
+            }
+        }
+        Ok((None, seen))
+    }
+
+    /// The holder of `newest` when it is live, or a create still in progress.
+    fn live_in(&self, newest: &Newest) -> Option<Holder> {
+        if newest.top_is_torn() {
+            return Some(Holder {
+                owner: "a claim still being written".into(),
+                holder_id: String::new(),
+                pid: 0,
+                token: 0,
+                generation: newest.generation,
+                expires_at_ms: 0,
+            });
+        }
+        let live = newest
+            .envelope()
+            .is_some_and(|envelope| record::is_live(&envelope, self.clock.wall_ms()));
+        if live { newest.holder() } else { None }
+    }
+
+    /// A live shared participant of the claim series `key` other than `holder_id`:
+    /// what keeps an exclusive claimer waiting.
+    pub(crate) fn live_participant(&self, key: &Key, holder_id: &str) -> Result<Option<Holder>> {
+        let index = key.shares();
+        let mut generations = self.backend.generations(&index)?;
+        generations.sort_unstable();
+        let newest_entry = generations.last().copied();
+        for generation in generations {
+            let Some(bytes) = self.backend.read(&index, generation)? else {
+                continue;
+            };
+            let Ok(entry) = serde_json::from_slice::<super::subtree::IndexEntry>(&bytes) else {
+                continue;
+            };
+            let Some(participant) = Key::parse(&entry.points_to) else {
+                continue;
+            };
+            let newest = self.read_settled(&participant)?;
+            if let Some(holder) = self.live_in(&newest) {
+                if newest.holder_id() != Some(holder_id) {
+                    let mut holder = holder;
+                    holder.owner = format!("{} (shared)", holder.owner);
+                    return Ok(Some(holder));
+                }
+                continue;
+            }
+            // A participant whose record ended (released or expired) never holds
+            // again: renewal refuses an ended record, and its key is its own. Its
+            // entry goes, so the index does not grow with history; never the
+            // newest generation (docs/protocol.md I2), and never an entry whose
+            // record is not written yet (it may be about to be).
+            if newest.generation > 0 && Some(generation) != newest_entry {
+                let _ = self.backend.remove(&index, generation);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Registers or renews a waiting writer's intent on `key` (held by `holder_id`
+    /// with `secret`), so that no new shared claimer is admitted while it waits.
+    pub(crate) fn hold_intent(
+        &self,
+        intent: &mut Option<Intent>,
+        key: &Key,
+        label: &str,
+        holder_id: &str,
+        secret: &Secret,
+        options: &AcquireOptions,
+    ) -> Result<()> {
+        let mono = self.clock.monotonic_ms();
+        if let Some(held) = intent {
+            if mono.saturating_sub(held.renewed_mono) < options.ttl_ms / 3 {
+                return Ok(());
+            }
+            match self.renew_tenure(
+                &held.key,
+                &held.label,
+                held.token,
+                secret,
+                options.ttl_ms,
+                None,
+            ) {
+                Ok(_) => {
+                    held.renewed_mono = mono;
+                    return Ok(());
+                }
+                Err(error) if crate::protocol::is_loss(&error) => *intent = None,
+                Err(error) => return Err(error),
+            }
+        }
+        let want = key.intent();
+        let mut watch = crate::protocol::series::Watch::default();
+        let wait_options = options
+            .clone()
+            .wait_ms(0)
+            .tied_to_process(options.tied_to_process);
+        if let crate::protocol::series::Claim::Taken(claim, _, _, _) = self.claim_key(
+            &want,
+            label,
+            holder_id,
+            &secret.sha256(),
+            &wait_options,
+            &mut watch,
+        )? {
+            *intent = Some(Intent {
+                key: want,
+                label: label.to_string(),
+                token: claim.token,
+                renewed_mono: mono,
+            });
+        }
+        Ok(())
+    }
+
+    /// Gives a waiting writer's intent back, best effort (it expires with its ttl).
+    pub(crate) fn drop_intent(&self, intent: Option<Intent>, secret: &Secret) {
+        if let Some(held) = intent {
+            let _ = self.release_tenure(&held.key, &held.label, held.token, secret);
+        }
+    }
+}
+
+impl Store {
+    /// Every resource with live shared tenures: its name as `status` shows it
+    /// (`lock:NAME`, `file:PATH`, `dir:PATH`), its participant index, and the
+    /// holders.
+    pub(crate) fn shared_holders(&self) -> Result<Vec<(String, Key, Vec<Holder>)>> {
+        let mut found: Vec<(String, Key, Vec<Holder>)> = Vec::new();
+        let now = self.clock.wall_ms();
+        for index in self.backend.keys()? {
+            if !index.as_str().starts_with("shares-") {
+                continue;
+            }
+            for generation in self.backend.generations(&index)? {
+                let Some(bytes) = self.backend.read(&index, generation)? else {
+                    continue;
+                };
+                let Ok(entry) = serde_json::from_slice::<super::subtree::IndexEntry>(&bytes) else {
+                    continue;
+                };
+                let Some(participant) = Key::parse(&entry.points_to) else {
+                    continue;
+                };
+                let newest = self.read_newest(&participant)?;
+                let live = newest
+                    .envelope()
+                    .is_some_and(|envelope| record::is_live(&envelope, now));
+                let Some(holder) = newest.holder().filter(|_| live) else {
+                    continue;
+                };
+                // An existing file's participant is in both of its keys' indexes.
+                match found.iter_mut().find(|(name, _, _)| *name == entry.label) {
+                    Some((_, _, holders)) => {
+                        if !holders.iter().any(|h| h.holder_id == holder.holder_id) {
+                            holders.push(holder);
+                        }
+                    }
+                    None => found.push((entry.label.clone(), index.clone(), vec![holder])),
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The shared tenure of `resource` that `handle` names, for [`Store::resume`]:
+    /// found through the resource's participant index.
+    pub(crate) fn resume_shared(
+        &self,
+        resource: &Resource,
+        primary: &Key,
+        handle: &crate::LeaseHandle,
+    ) -> Result<Option<Lease>> {
+        let index = primary.shares();
+        for generation in self.backend.generations(&index)? {
+            let Some(bytes) = self.backend.read(&index, generation)? else {
+                continue;
+            };
+            let Ok(entry) = serde_json::from_slice::<super::subtree::IndexEntry>(&bytes) else {
+                continue;
+            };
+            let Some(participant) = Key::parse(&entry.points_to) else {
+                continue;
+            };
+            let newest = self.read_newest(&participant)?;
+            let Some(crate::record::Decoded::Record(r)) = newest.decoded() else {
+                continue;
+            };
+            if r.token != handle.token() || !handle.secret().proves(r.secret_sha256.as_deref()) {
+                continue;
+            }
+            if let Some(ended) = crate::protocol::series::ended(r, &resource.target()) {
+                return Err(ended);
+            }
+            return Ok(Some(Lease {
+                resource: resource.clone(),
+                key: participant.clone(),
+                others: Vec::new(),
+                label: r.label.clone(),
+                token: r.token,
+                generation: r.generation,
+                holder_id: r.holder.clone(),
+                owner: r.owner.clone(),
+                ttl_ms: r.ttl_ms,
+                granted_at_ms: r.granted_at_ms,
+                expires_at_ms: r.expires_at_ms,
+                secret: handle.secret().clone(),
+                tied: false,
+                session: None,
+                session_tag: None,
+                reentered: false,
+                shared: true,
+            }));
+        }
+        Ok(None)
+    }
+}
