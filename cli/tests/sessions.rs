@@ -230,7 +230,9 @@ fn a_run_that_reentered_does_not_leave_the_lease_to_a_dead_holder_takeover() {
     let s = Scratch::new();
     let first = claim_json(&s, &["--session", "s1", "--ttl", "60000"]);
     s.cmd()
-        .args(["run", "--lock", "x", "--session", "s1", "--", "true"])
+        .args(["run", "--lock", "x", "--session", "s1", "--"])
+        .arg(crate::util::child_bin())
+        .arg("exit=0")
         .assert()
         .code(0);
     for hold in [false, true] {

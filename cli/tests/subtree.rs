@@ -2,9 +2,12 @@
 //! conflicts both ways, bad input, `status`, and real processes racing a subtree
 //! against files inside it.
 
+#[cfg(unix)]
 use std::process::Stdio;
 
-use crate::util::{Background, Scratch, one_line_stderr, token_of};
+#[cfg(unix)]
+use crate::util::Background;
+use crate::util::{Scratch, one_line_stderr, token_of};
 
 fn claim(s: &Scratch, args: &[&str]) -> std::process::Output {
     s.cmd()
@@ -92,6 +95,7 @@ fn a_file_given_as_a_subtree_is_refused_with_the_flag_to_use() {
 /// a file holder creates its own marker and finds no `tree.busy`. Both write their
 /// marker first and look second, so any two inside at once are seen by at least
 /// one of them (exit 9).
+#[cfg(unix)]
 const CRITICAL: &str = r#"
 if [ "$KIND" = tree ]; then
   : > tree.busy
@@ -105,6 +109,7 @@ sleep 0.02
 rm -f tree.busy "file-$$.busy"
 "#;
 
+#[cfg(unix)]
 const WORKER: &str = r#"
 fails=0
 i=0
@@ -115,6 +120,10 @@ done
 exit $fails
 "#;
 
+/// Unix only: the workers and their critical sections are `sh` scripts (the
+/// same exclusion among threads, the conformance scenario
+/// `subtree_contention_threads`, runs under Wine).
+#[cfg(unix)]
 #[test]
 fn racing_processes_never_hold_a_subtree_and_a_file_inside_it_at_once() {
     const ROUNDS: usize = 4;

@@ -30,13 +30,12 @@ mod agent_hooks;
 mod git_guard;
 
 // Their children are `fencepost-test-child` steps (tests/child/main.rs), so they
-// run on Windows too (under Wine in CI: docs/windows.md).
+// run on Windows too (under Wine in CI: docs/windows.md); the few tests inside that
+// still need `sh` are `cfg(unix)` with the reason.
 mod contention;
 mod hard_kill;
 mod run;
-#[cfg(unix)]
 mod shared;
-#[cfg(unix)]
 mod subtree;
 #[cfg(windows)]
 mod windows;

@@ -13,6 +13,8 @@
 //! | `check` | `$FP check` of its own token on its own resource | fencepost's code |
 //! | `break=REASON` | `$FP break` of its resource, as an operator would | 92 |
 //! | `touch=FILE` | creates FILE | 2 |
+//! | `remove=FILE` | removes FILE | 2 |
+//! | `count=PREFIX:FILE` | writes to FILE how many names in its directory start with PREFIX | 2 |
 //! | `started=FILE` | writes its token and a newline to FILE | 2 |
 //! | `pid=FILE` | writes its pid to FILE (complete when it appears) | 2 |
 //! | `sleep=MS` | sleeps | |
@@ -54,6 +56,22 @@ fn steps(args: &[String]) -> Result<(), u8> {
                 fencepost(&args, 92)?;
             }
             "touch" => write(value, String::new())?,
+            "remove" => {
+                std::fs::remove_file(value).map_err(|e| fail(2, &format!("{value}: {e}")))?
+            }
+            "count" => {
+                let Some((prefix, file)) = value.split_once(':') else {
+                    return Err(fail(2, "count=PREFIX:FILE"));
+                };
+                let names = std::fs::read_dir(".").map_err(|e| fail(2, &format!(".: {e}")))?;
+                let n = names
+                    .filter(|e| {
+                        e.as_ref()
+                            .is_ok_and(|e| e.file_name().to_string_lossy().starts_with(prefix))
+                    })
+                    .count();
+                write(file, format!("{n}\n"))?;
+            }
             "started" => write(value, format!("{}\n", var("FENCEPOST_TOKEN")))?,
             "pid" => {
                 // Complete when it appears: written aside, then moved into place.
