@@ -12,7 +12,7 @@
 #
 # Usage: scripts/test-windows.sh [extra cargo test arguments, e.g. -- name_filter]
 # Env:   FENCEPOST_WINDOWS_TIMEOUT  seconds before the test run is killed (default 1500)
-#        FENCEPOST_WINDOWS_LOG      where the full test log goes (default target/test-windows.log)
+#        FENCEPOST_WINDOWS_LOG      where the full test log goes (default test-windows.log in cargo's target directory)
 #        FENCEPOST_LINUX_COUNTS     LOG:ARTIFACTS of a Linux `cargo test` run (its log, and
 #                                   the JSON of the same command with --no-run
 #                                   --message-format=json): its counts are printed next
@@ -22,12 +22,17 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 target=x86_64-pc-windows-gnu
 crates=(fencepost fencepost-fs fencepost-memory fencepost-conformance fencepost-cli fencepost-server)
-log=${FENCEPOST_WINDOWS_LOG:-$repo/target/test-windows.log}
 started=$(date +%s)
-mkdir -p "$repo/target" "$(dirname "$log")"
 
 fail() { echo "test-windows: FAILED: $*" >&2; exit 1; }
 command -v python3 >/dev/null 2>&1 || fail "python3 is needed for the per-binary counts (apt-get install python3)"
+# Cargo's target directory (CARGO_TARGET_DIR, a config's build.target-dir, or
+# target/), for the log and the artifact list.
+target_dir=$(cargo metadata --format-version 1 --no-deps \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])') \
+  || fail "cargo metadata could not name the target directory"
+log=${FENCEPOST_WINDOWS_LOG:-$target_dir/test-windows.log}
+mkdir -p "$target_dir" "$(dirname "$log")"
 if [ -n "${FENCEPOST_LINUX_COUNTS:-}" ]; then
   for file in ${FENCEPOST_LINUX_COUNTS/:/ }; do
     [ -s "$file" ] || fail "FENCEPOST_LINUX_COUNTS names $file, which is missing or empty"
@@ -102,7 +107,7 @@ echo "== 5. build the Windows test executables"
 packages=()
 for crate in "${crates[@]}"; do packages+=(-p "$crate"); done
 # The JSON names each test executable's package and target, for the counts below.
-artifacts=$repo/target/test-windows-artifacts.json
+artifacts=$target_dir/test-windows-artifacts.json
 cargo test --target "$target" "${packages[@]}" --no-run --message-format=json-render-diagnostics >"$artifacts" \
   || fail "cross-building the tests for $target failed"
 
