@@ -22,14 +22,53 @@ pub struct Holder {
     /// When the holder's lease ends, in milliseconds since the Unix epoch, by the
     /// holder's clock.
     pub expires_at_ms: u64,
+    /// The tag of the session that claimed the tenure, when it claimed with one
+    /// ([`crate::SessionTag`]: it names the session to others without revealing the
+    /// session id, which would let them act as it). Absent from `--json` when none.
+    /// Boxed so that [`Error`], which carries a holder, stays small.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<Box<crate::SessionTag>>,
+}
+
+impl Holder {
+    /// Who holds it, for messages: the owner, and the session's tag when the tenure
+    /// has one (`cli (session 0ed754fc9054df0b)`). An owner that already names the
+    /// tag (hooks of earlier versions recorded `AGENT session TAG`) is not repeated.
+    pub fn who(&self) -> String {
+        owner_and_session(&self.owner, self.session.as_deref())
+    }
+
+    /// The session's tag when messages should name it beside the owner: the tenure
+    /// has a session and the owner does not already name it.
+    pub fn session_to_show(&self) -> Option<&crate::SessionTag> {
+        session_to_show(&self.owner, self.session.as_deref())
+    }
+}
+
+fn session_to_show<'a>(
+    owner: &str,
+    session: Option<&'a crate::SessionTag>,
+) -> Option<&'a crate::SessionTag> {
+    session.filter(|tag| !owner.contains(tag.as_str()))
+}
+
+/// `OWNER (session TAG)`, or the owner alone (see [`Holder::who`]).
+pub(crate) fn owner_and_session(owner: &str, session: Option<&crate::SessionTag>) -> String {
+    match session_to_show(owner, session) {
+        Some(tag) => format!("{owner} (session {tag})"),
+        None => owner.to_string(),
+    }
 }
 
 impl std::fmt::Display for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} (pid {}, token {}) until {}",
+            "{} ({}pid {}, token {}) until {}",
             self.owner,
+            self.session_to_show()
+                .map(|tag| format!("session {tag}, "))
+                .unwrap_or_default(),
             self.pid,
             self.token,
             crate::utc_timestamp(self.expires_at_ms)

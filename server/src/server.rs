@@ -726,7 +726,7 @@ impl Inner {
             (Some(note), _) if entry.token == token => format!("its lease was {note}"),
             (_, ClaimState::Held) if entry.token != token => format!(
                 "it is held by {} with token {} until {}",
-                entry.owner,
+                entry.who(),
                 entry.token,
                 fencepost::utc_timestamp(entry.expires_at_ms)
             ),
@@ -1004,6 +1004,7 @@ impl Inner {
                     _ => "file".into(),
                 },
                 shared: entry.shared,
+                session: entry.session.map(|tag| tag.as_str().to_string()),
                 resource: entry.resource,
                 pid: entry.pid,
                 host: entry.host,

@@ -236,6 +236,7 @@ impl Store {
                 token: 0,
                 generation: newest.generation,
                 expires_at_ms: 0,
+                session: None,
             });
         }
         let live = newest

@@ -135,6 +135,7 @@ impl Store {
                 token: 0,
                 generation: 0,
                 expires_at_ms: 0,
+                session: None,
             });
             if mono >= deadline {
                 return Ok(TryAcquire::Held(holder));

@@ -78,6 +78,7 @@ impl Newest {
                 token: envelope.token,
                 generation: envelope.generation,
                 expires_at_ms: envelope.expires_at_ms,
+                session: None,
             }),
             _ => None,
         }
@@ -147,6 +148,7 @@ pub(crate) fn holder_of(record: &Record) -> Holder {
         token: record.token,
         generation: record.generation,
         expires_at_ms: record.expires_at_ms,
+        session: record.session.clone().map(Box::new),
     }
 }
 
