@@ -682,11 +682,19 @@ fn a_subtree_another_session_holds_blocks_edits_below_it() {
         .output()
         .unwrap();
     assert_eq!(claim.status.code(), Some(0), "{claim:?}");
+    // The block names the directory held, not "this file" (which nobody holds).
+    let src = std::fs::canonicalize(repo.root.join("src")).unwrap();
+    let inside = format!("is inside {}, and cli (pid ", src.display());
     for path in ["src/a.rs", "src/new/deep.rs"] {
         let reason = assert_blocked(&repo.edit("claude-code-Edit.json", "s2", path));
-        assert!(reason.contains("is being edited by"), "{path}: {reason}");
+        assert!(reason.contains(&inside), "{path}: {reason}");
+        assert!(
+            reason.contains("holds it with everything below it until")
+                && !reason.contains("this file"),
+            "{path}: {reason}"
+        );
         let reason = assert_blocked(&repo.edit("gemini-write_file.json", "g1", path));
-        assert!(reason.contains("is being edited by"), "{path}: {reason}");
+        assert!(reason.contains(&inside), "{path}: {reason}");
     }
     assert_allowed(
         &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),

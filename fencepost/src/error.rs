@@ -22,6 +22,32 @@ pub struct Holder {
     /// When the holder's lease ends, in milliseconds since the Unix epoch, by the
     /// holder's clock.
     pub expires_at_ms: u64,
+    /// The resource this holder holds when it is not the one asked for: a subtree
+    /// claim of a directory above a requested file or subtree, a file or subtree
+    /// claim below a requested subtree, or the subtree a waiting exclusive claimer
+    /// wants (docs/design-05-subtrees-and-shared.md §3.2, §4.3). `None` when the
+    /// holder holds the requested resource itself. A refusal names this resource,
+    /// and a `break` for a holder that is gone must name it too.
+    #[serde(serialize_with = "serialize_in_the_way")]
+    pub in_the_way: Option<crate::Resource>,
+    /// Not a holder but an exclusive claimer *waiting* for the resource (its
+    /// intent, docs/design-05-subtrees-and-shared.md §4.3): claims it would be
+    /// overtaken by wait until it got in and out. There is nothing to break; the
+    /// next step is to wait.
+    pub waiting: bool,
+}
+
+/// `in_the_way` as `"dir:PATH"` / `"file:PATH"` (or null).
+fn serialize_in_the_way<S: serde::Serializer>(
+    in_the_way: &Option<crate::Resource>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match in_the_way {
+        Some(resource) => {
+            serializer.serialize_str(&format!("{}:{}", resource.kind(), resource.target()))
+        }
+        None => serializer.serialize_none(),
+    }
 }
 
 impl std::fmt::Display for Holder {
@@ -34,6 +60,27 @@ impl std::fmt::Display for Holder {
             self.token,
             crate::utc_timestamp(self.expires_at_ms)
         )
+    }
+}
+
+/// The text of [`Error::Held`]: who is in the way (the holder of the resource, a
+/// holder of another resource that covers it or that it covers, or a claimer
+/// waiting for a directory above it), until when, and a next step that works.
+fn held_text(label: &str, holder: &Holder) -> String {
+    const WAIT: &str = "wait for it (acquire with a wait), work on something else meanwhile";
+    match (&holder.in_the_way, holder.waiting) {
+        (Some(other), true) => format!(
+            "{label} is kept free for {other}, which {holder} is waiting for; {WAIT} (the waiting claim goes first)"
+        ),
+        (None, true) => format!(
+            "{label} is kept free for {holder}, who is waiting for it; {WAIT} (the waiting claim goes first)"
+        ),
+        (Some(other), false) => format!(
+            "{label} is blocked by {other}, held by {holder}; {WAIT}, or ask a human operator to break the lease of {other} if its holder is gone"
+        ),
+        (None, false) => format!(
+            "{label} is held by {holder}; {WAIT}, or ask a human operator to break the lease if its holder is gone"
+        ),
     }
 }
 
@@ -51,9 +98,7 @@ pub enum Error {
     ///
     /// Its message says who, until when, and what to do next; it never suggests
     /// acting as the holder.
-    #[error(
-        "{label} is held by {holder}; wait for it (acquire with a wait), work on something else meanwhile, or ask a human operator to break the lease if its holder is gone"
-    )]
+    #[error("{}", held_text(.label, .holder))]
     Held {
         /// The resource's label, as given by the caller.
         label: String,
