@@ -22,14 +22,24 @@ pub struct Holder {
     /// When the holder's lease ends, in milliseconds since the Unix epoch, by the
     /// holder's clock.
     pub expires_at_ms: u64,
+    /// The tag of the session that claimed the tenure, when it claimed with one
+    /// ([`crate::SessionTag`]: it names the session to others without revealing the
+    /// session id, which would let them act as it). Absent from `--json` when none.
+    /// Boxed so that [`Error`], which carries a holder, stays small.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<Box<crate::SessionTag>>,
     /// The resource this holder holds when it is not the one asked for: a subtree
     /// claim of a directory above a requested file or subtree, a file or subtree
     /// claim below a requested subtree, or the subtree a waiting exclusive claimer
-    /// wants (docs/design-05-subtrees-and-shared.md §3.2, §4.3). `None` when the
+    /// wants (docs/design-05-subtrees-and-shared.md §3.3, §4.3). `None` when the
     /// holder holds the requested resource itself. A refusal names this resource,
-    /// and a `break` for a holder that is gone must name it too.
-    #[serde(serialize_with = "serialize_in_the_way")]
-    pub in_the_way: Option<crate::Resource>,
+    /// and a `break` for a holder that is gone must name it too. Boxed, as
+    /// `session` is. In `--json`: `"dir:PATH"` or `"file:PATH"`, absent when none.
+    #[serde(
+        serialize_with = "serialize_in_the_way",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub in_the_way: Option<Box<crate::Resource>>,
     /// Not a holder but an exclusive claimer *waiting* for the resource (its
     /// intent, docs/design-05-subtrees-and-shared.md §4.3): claims it would be
     /// overtaken by wait until it got in and out. There is nothing to break; the
@@ -37,9 +47,9 @@ pub struct Holder {
     pub waiting: bool,
 }
 
-/// `in_the_way` as `"dir:PATH"` / `"file:PATH"` (or null).
+/// `in_the_way` as `"dir:PATH"` / `"file:PATH"`.
 fn serialize_in_the_way<S: serde::Serializer>(
-    in_the_way: &Option<crate::Resource>,
+    in_the_way: &Option<Box<crate::Resource>>,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
     match in_the_way {
@@ -50,12 +60,45 @@ fn serialize_in_the_way<S: serde::Serializer>(
     }
 }
 
+impl Holder {
+    /// Who holds it, for messages: the owner, and the session's tag when the tenure
+    /// has one (`cli (session 0ed754fc9054df0b)`). An owner that already names the
+    /// tag (hooks of earlier versions recorded `AGENT session TAG`) is not repeated.
+    pub fn who(&self) -> String {
+        owner_and_session(&self.owner, self.session.as_deref())
+    }
+
+    /// The session's tag when messages should name it beside the owner: the tenure
+    /// has a session and the owner does not already name it.
+    pub fn session_to_show(&self) -> Option<&crate::SessionTag> {
+        session_to_show(&self.owner, self.session.as_deref())
+    }
+}
+
+fn session_to_show<'a>(
+    owner: &str,
+    session: Option<&'a crate::SessionTag>,
+) -> Option<&'a crate::SessionTag> {
+    session.filter(|tag| !owner.contains(tag.as_str()))
+}
+
+/// `OWNER (session TAG)`, or the owner alone (see [`Holder::who`]).
+pub(crate) fn owner_and_session(owner: &str, session: Option<&crate::SessionTag>) -> String {
+    match session_to_show(owner, session) {
+        Some(tag) => format!("{owner} (session {tag})"),
+        None => owner.to_string(),
+    }
+}
+
 impl std::fmt::Display for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} (pid {}, token {}) until {}",
+            "{} ({}pid {}, token {}) until {}",
             self.owner,
+            self.session_to_show()
+                .map(|tag| format!("session {tag}, "))
+                .unwrap_or_default(),
             self.pid,
             self.token,
             crate::utc_timestamp(self.expires_at_ms)
@@ -68,7 +111,7 @@ impl std::fmt::Display for Holder {
 /// waiting for a directory above it), until when, and a next step that works.
 fn held_text(label: &str, holder: &Holder) -> String {
     const WAIT: &str = "wait for it (acquire with a wait), work on something else meanwhile";
-    match (&holder.in_the_way, holder.waiting) {
+    match (holder.in_the_way.as_deref(), holder.waiting) {
         (Some(other), true) => format!(
             "{label} is kept free for {other}, which {holder} is waiting for; {WAIT} (the waiting claim goes first)"
         ),

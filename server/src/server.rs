@@ -226,7 +226,7 @@ const NEXT_STEPS: &str = "claim with wait_ms to wait for it, work on something e
 /// A core error as a tool error.
 fn describe(error: Error) -> String {
     match error {
-        Error::Held { label, holder } => match (&holder.in_the_way, holder.waiting) {
+        Error::Held { label, holder } => match (holder.in_the_way.as_deref(), holder.waiting) {
             (Some(other), true) => format!(
                 "held: {label} is kept free for {other}, which {holder} is waiting for; claim with \
                  wait_ms to wait (the waiting claim goes first, then yours), or work on something \
@@ -741,7 +741,7 @@ impl Inner {
             (Some(note), _) if entry.token == token => format!("its lease was {note}"),
             (_, ClaimState::Held) if entry.token != token => format!(
                 "it is held by {} with token {} until {}",
-                entry.owner,
+                entry.who(),
                 entry.token,
                 fencepost::utc_timestamp(entry.expires_at_ms)
             ),
@@ -1019,6 +1019,7 @@ impl Inner {
                     _ => "file".into(),
                 },
                 shared: entry.shared,
+                session: entry.session.map(|tag| tag.as_str().to_string()),
                 resource: entry.resource,
                 pid: entry.pid,
                 host: entry.host,

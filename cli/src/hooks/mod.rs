@@ -169,7 +169,7 @@ pub fn held_reason(path: &Path, holder: &Holder, now: u64) -> String {
     };
     let until = fencepost::utc_timestamp(holder.expires_at_ms);
     let shown = printable(&path.display().to_string());
-    if let Some(other) = &holder.in_the_way {
+    if let Some(other) = holder.in_the_way.as_deref() {
         let dir = printable(&other.target());
         let (what, again) = if holder.waiting {
             (
@@ -294,7 +294,7 @@ fn edit(
             } => notes.push(format!(
                 "{} is held by this session ({}, token {token}) until {}",
                 printable(&location.display().to_string()),
-                printable(&session),
+                session::tag(&session),
                 fencepost::utc_timestamp(expires_at_ms)
             )),
             Claimed::Theirs(holder) => {
@@ -404,8 +404,10 @@ mod tests {
     fn the_readme_shows_the_reasons_verbatim() {
         let readme = include_str!("../../../README.md").replace("\n", " ");
         let holder = Holder {
-            // What a hook of session `claude-code:7f3c2a` records: its tag.
-            owner: super::session::owner("claude-code", "claude-code:7f3c2a"),
+            // What a hook of session `claude-code:7f3c2a` records: the agent, and
+            // the session's tag.
+            owner: "claude-code".into(),
+            session: Some(Box::new(fencepost::SessionTag::of("claude-code:7f3c2a"))),
             holder_id: "h".into(),
             pid: 4242,
             token: 7,

@@ -251,6 +251,7 @@ impl Store {
                 expires_at_ms: 0,
                 in_the_way: None,
                 waiting: false,
+                session: None,
             });
         }
         let live = newest

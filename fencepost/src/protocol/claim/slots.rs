@@ -137,6 +137,7 @@ impl Store {
                 expires_at_ms: 0,
                 in_the_way: None,
                 waiting: false,
+                session: None,
             });
             if mono >= deadline {
                 return Ok(TryAcquire::Held(holder));

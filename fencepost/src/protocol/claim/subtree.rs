@@ -181,7 +181,7 @@ impl Store {
                 {
                     way.holder.owner = format!("{} (an exclusive claimer waiting)", way.holder.owner);
                     way.holder.waiting = true;
-                    way.holder.in_the_way = Some(crate::Resource::Dir(label.into()));
+                    way.holder.in_the_way = Some(Box::new(crate::Resource::Dir(label.into())));
                     return Ok(Some(way));
                 }
             }
@@ -375,11 +375,11 @@ impl InTheWay {
     /// `file-`), `key` the series its tenure holds.
     fn new(mut holder: Holder, key: Key, resource_key: &Key, label: &str, dead: bool) -> Self {
         let path = std::path::PathBuf::from(label);
-        holder.in_the_way = Some(if resource_key.as_str().starts_with("dir-") {
+        holder.in_the_way = Some(Box::new(if resource_key.as_str().starts_with("dir-") {
             crate::Resource::Dir(path)
         } else {
             crate::Resource::File(path)
-        });
+        }));
         InTheWay {
             holder,
             key,

@@ -80,6 +80,7 @@ impl Newest {
                 expires_at_ms: envelope.expires_at_ms,
                 in_the_way: None,
                 waiting: false,
+                session: None,
             }),
             _ => None,
         }
@@ -151,6 +152,7 @@ pub(crate) fn holder_of(record: &Record) -> Holder {
         expires_at_ms: record.expires_at_ms,
         in_the_way: None,
         waiting: false,
+        session: record.session.clone().map(Box::new),
     }
 }
 
