@@ -377,7 +377,7 @@ pub fn refusal_reason(error: &Error) -> Option<&'static str> {
 pub fn refusal_holder(error: &Error) -> Option<&Holder> {
     match error {
         Error::Held { holder, .. } => Some(holder),
-        Error::NotHolder { newest, .. } => newest.as_ref(),
+        Error::NotHolder { newest, .. } => newest.as_deref(),
         Error::NotSessionHolder { newest, .. } => newest.as_deref(),
         _ => None,
     }
@@ -755,7 +755,7 @@ slot:dev#2              held       7  cli                 -                   20
         let written_around = Error::NotHolder {
             label: "x".into(),
             token: 1,
-            newest: Some(holder),
+            newest: Some(Box::new(holder)),
         };
         assert_eq!(
             loss_reason(&written_around),

@@ -690,7 +690,10 @@ fn a_subtree_another_session_holds_blocks_edits_below_it() {
     // session's claim like a hook's), never `cli (pid N)` and never the id.
     let src = std::fs::canonicalize(repo.root.join("src")).unwrap();
     let tag = fencepost::SessionTag::of("claude-code:s1");
-    let inside = format!("is inside {}, and another agent session ({tag})", src.display());
+    let inside = format!(
+        "is inside {}, and another agent session ({tag})",
+        src.display()
+    );
     for path in ["src/a.rs", "src/new/deep.rs"] {
         let reason = assert_blocked(&repo.edit("claude-code-Edit.json", "s2", path));
         assert!(reason.contains(&inside), "{path}: {reason}");

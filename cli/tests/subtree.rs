@@ -183,8 +183,10 @@ fn a_refusal_names_the_resource_in_the_way_and_a_break_that_works() {
     let message = one_line_stderr(&file);
     let break_dir = format!("fencepost break --dir {} --reason", src.display());
     assert!(
-        message.contains(&format!("blocked by dir {}, held by tree-agent", src.display()))
-            && message.contains(&break_dir)
+        message.contains(&format!(
+            "blocked by dir {}, held by tree-agent",
+            src.display()
+        )) && message.contains(&break_dir)
             && !message.contains("break --file"),
         "{message}"
     );
@@ -204,15 +206,23 @@ fn a_refusal_names_the_resource_in_the_way_and_a_break_that_works() {
         .output()
         .unwrap();
     assert_eq!(broke.status.code(), Some(0), "{broke:?}");
-    let file = claim(&s, &["--file", "src/auth/login.rs", "--owner", "file-agent"]);
+    let file = claim(
+        &s,
+        &["--file", "src/auth/login.rs", "--owner", "file-agent"],
+    );
     assert_eq!(file.status.code(), Some(0), "{file:?}");
     // The other way: a subtree refused by a file below it names the file.
     let tree = claim(&s, &["--dir", "src"]);
     let message = one_line_stderr(&tree);
     let login = src.join("auth/login.rs");
     assert!(
-        message.contains(&format!("blocked by file {}, held by file-agent", login.display()))
-            && message.contains(&format!("fencepost break --file {} --reason", login.display())),
+        message.contains(&format!(
+            "blocked by file {}, held by file-agent",
+            login.display()
+        )) && message.contains(&format!(
+            "fencepost break --file {} --reason",
+            login.display()
+        )),
         "{message}"
     );
     // --json carries the resource in the way.
@@ -238,7 +248,11 @@ fn a_subtree_and_a_file_of_the_same_path_exclude_each_other() {
         let held = claim(&s, &[first, "zz", "--owner", "first"]);
         assert_eq!(held.status.code(), Some(0), "{held:?}");
         let refused = claim(&s, &[second, "zz"]);
-        assert_eq!(refused.status.code(), Some(3), "{second} zz while {first} zz: {refused:?}");
+        assert_eq!(
+            refused.status.code(),
+            Some(3),
+            "{second} zz while {first} zz: {refused:?}"
+        );
         assert!(one_line_stderr(&refused).contains("first"));
         let released = s
             .cmd()
@@ -260,7 +274,15 @@ fn a_sigkilled_subtree_holder_does_not_keep_covered_files_out() {
     std::fs::create_dir_all(s.path().join("src")).unwrap();
     let mut run = s.spawn_cmd();
     run.args([
-        "run", "--dir", "src", "--ttl", "60000", "--", "sh", "-c", "echo held; exec sleep 60",
+        "run",
+        "--dir",
+        "src",
+        "--ttl",
+        "60000",
+        "--",
+        "sh",
+        "-c",
+        "echo held; exec sleep 60",
     ])
     .stdout(Stdio::piped());
     let mut run = crate::util::Background(run.spawn().unwrap());
@@ -272,7 +294,11 @@ fn a_sigkilled_subtree_holder_does_not_keep_covered_files_out() {
     let dead = s.status();
     let dead = dead
         .iter()
-        .find(|e| e["resource"].as_str().is_some_and(|r| r.starts_with("dir:")))
+        .find(|e| {
+            e["resource"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("dir:"))
+        })
         .and_then(|e| e["token"].as_u64())
         .expect("the subtree's row");
     // Alive: the file is refused.

@@ -152,14 +152,15 @@ pub enum Error {
     /// without its proof: someone else claimed after it, the token never held the
     /// resource, or the secret presented is not the tenure's (a token alone is
     /// public and proves nothing). Nothing was written.
-    #[error("not the holder of {label} with token {token}{}", describe_newest(.newest))]
+    #[error("not the holder of {label} with token {token}{}", describe_newest(&.newest.as_deref().cloned()))]
     NotHolder {
         /// The resource's label.
         label: String,
         /// The token presented.
         token: u64,
-        /// The current holder, if the newest record is a live, decodable claim.
-        newest: Option<Holder>,
+        /// The current holder, if the newest record is a live, decodable claim
+        /// (boxed: keeps every `Result` of this crate small).
+        newest: Option<Box<Holder>>,
     },
     /// Renew or release was asked for by a session ([`crate::Store::resume_session`])
     /// whose tenure is not the newest record of the resource: it never claimed it,

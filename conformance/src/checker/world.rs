@@ -1511,7 +1511,14 @@ impl Ctx {
             if let Some(t) = oracle.tenures.iter().find_map(|(holder, t)| {
                 (holder != lease.holder_id()
                     && t.end > now
-                    && covers(lease.resource(), &mine, &my_above, &t.resource, &t.claim, &t.above))
+                    && covers(
+                        lease.resource(),
+                        &mine,
+                        &my_above,
+                        &t.resource,
+                        &t.claim,
+                        &t.above,
+                    ))
                 .then_some(t)
             }) {
                 let what = format!(

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fencepost::{
-    AcquireOptions, Durability, Error, Key, LeaseStore, Liveness, ProcessEvidence, Resource,
-    Store, TryAcquire, Verdict,
+    AcquireOptions, Durability, Error, Key, LeaseStore, Liveness, ProcessEvidence, Resource, Store,
+    TryAcquire, Verdict,
 };
 
 use super::{acquire, fail, opts};
@@ -41,10 +41,10 @@ fn named(resource: &Resource) -> Result<String, Failed> {
 }
 
 fn in_the_way(holder: &fencepost::Holder) -> String {
-    holder
-        .in_the_way
-        .as_ref()
-        .map_or_else(|| "nothing".into(), |r| format!("{} {}", r.kind(), r.target()))
+    holder.in_the_way.as_ref().map_or_else(
+        || "nothing".into(),
+        |r| format!("{} {}", r.kind(), r.target()),
+    )
 }
 
 /// A refusal because of another resource names that resource and its holder:
@@ -62,7 +62,10 @@ pub(super) fn refusal_names_what_is_in_the_way<S: LeaseStore + Clone + 'static>(
     let tree = acquire(&store, &src, &opts("tree"))?;
     for (resource, what) in [
         (&file, "a file below a held subtree"),
-        (&Resource::dir(root.join("src/auth")), "a subtree below a held subtree"),
+        (
+            &Resource::dir(root.join("src/auth")),
+            "a subtree below a held subtree",
+        ),
         (&Resource::dir(&root), "a subtree above a held subtree"),
     ] {
         let holder = refused_by(&store, resource, &opts("intruder"), what)?;
@@ -98,7 +101,12 @@ pub(super) fn refusal_names_what_is_in_the_way<S: LeaseStore + Clone + 'static>(
     store.release(&tree).map_err(|e| fail("release", e))?;
     // A file below a requested subtree.
     let held = acquire(&store, &file, &opts("file"))?;
-    let holder = refused_by(&store, &src, &opts("intruder"), "a subtree over a held file")?;
+    let holder = refused_by(
+        &store,
+        &src,
+        &opts("intruder"),
+        "a subtree over a held file",
+    )?;
     ensure!(
         holder.owner == "file" && in_the_way(&holder) == named(&file)?,
         "a subtree over a held file: refused by {:?} naming {}",
@@ -108,7 +116,12 @@ pub(super) fn refusal_names_what_is_in_the_way<S: LeaseStore + Clone + 'static>(
     store.release(&held).map_err(|e| fail("release", e))?;
     // A shared holder of a subtree above an exclusive file claim.
     let reader = acquire(&store, &src, &opts("reader").shared(true))?;
-    let holder = refused_by(&store, &file, &opts("intruder"), "a file below a shared subtree")?;
+    let holder = refused_by(
+        &store,
+        &file,
+        &opts("intruder"),
+        "a file below a shared subtree",
+    )?;
     ensure!(
         in_the_way(&holder) == named(&src)?,
         "a file below a shared subtree names {}",
@@ -238,7 +251,9 @@ pub(super) fn covered_claims_honour_a_waiting_subtree<S: LeaseStore + Clone + 's
                     .map_err(|e| fail("shared probe", e))?
                 {
                     let _ = store.release(&lease);
-                    return Err("a shared claim below a waiting subtree claimer was admitted".into());
+                    return Err(
+                        "a shared claim below a waiting subtree claimer was admitted".into(),
+                    );
                 }
             }
         } else {
@@ -343,7 +358,12 @@ pub(super) fn dead_holders_in_the_way_and_index_healing<S: LeaseStore + Clone + 
     let file = Resource::file(root.join("src/a.rs"));
     let tree = acquire(&holder_store, &src, &tied("tree"))?;
     // Alive: the file waits.
-    refused_by(&claimer, &file, &tied("file"), "a file below a live subtree holder")?;
+    refused_by(
+        &claimer,
+        &file,
+        &tied("file"),
+        "a file below a live subtree holder",
+    )?;
     // Dead (SIGKILL: nothing released): the file is claimed at once, and the dead
     // subtree holder's token no longer passes.
     running.lock().unwrap().remove(&10);
@@ -359,7 +379,12 @@ pub(super) fn dead_holders_in_the_way_and_index_healing<S: LeaseStore + Clone + 
     // A dead shared holder: an exclusive claim gets in at once.
     let lock = Resource::lock("covered-readers");
     let reader = acquire(&reader_store, &lock, &tied("reader").shared(true))?;
-    refused_by(&claimer, &lock, &tied("writer"), "a lock with a live reader")?;
+    refused_by(
+        &claimer,
+        &lock,
+        &tied("writer"),
+        "a lock with a live reader",
+    )?;
     running.lock().unwrap().remove(&11);
     let writer = acquire(&claimer, &lock, &tied("writer"))?;
     claimer.release(&writer).map_err(|e| fail("release", e))?;
@@ -380,8 +405,13 @@ pub(super) fn dead_holders_in_the_way_and_index_healing<S: LeaseStore + Clone + 
             "points_to": points_to, "label": "lock:covered-readers",
             "process": evidence(pid),
         });
-        raw.create(&index, next, entry.to_string().as_bytes(), Durability::Flushed)
-            .map_err(|e| fail("plant an entry", e))?;
+        raw.create(
+            &index,
+            next,
+            entry.to_string().as_bytes(),
+            Durability::Flushed,
+        )
+        .map_err(|e| fail("plant an entry", e))?;
         Ok(next)
     };
     let dead_entry = plant(12, "d")?;
@@ -425,7 +455,11 @@ pub(super) fn several_resources_refuse_shared<S: LeaseStore + Clone + 'static>(
         other => return Err(format!("a shared claim of several resources: {other:?}").into()),
     }
     let after = f.raw().keys().map_err(|e| fail("keys", e))?.len();
-    ensure!(before == after, "a refused shared set wrote {} keys", after - before);
+    ensure!(
+        before == after,
+        "a refused shared set wrote {} keys",
+        after - before
+    );
     let leases = store
         .acquire_all(&set, &opts("writer"))
         .map_err(|e| fail("exclusive set", e))?;

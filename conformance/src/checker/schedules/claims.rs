@@ -232,8 +232,7 @@ pub(super) fn dead_subtree_holder(setup: &Setup) -> Vec<Actor> {
         Actor::new("inner", move |ctx: &Ctx| {
             let ctx = ctx.with_store(ctx.store.clone().with_liveness(inner_probe));
             ctx.sleep(TTL_MS / 10);
-            if let Some(lease) = ctx.acquire_with(&Resource::dir(&inner), &tied(&ctx, 3 * TTL_MS))
-            {
+            if let Some(lease) = ctx.acquire_with(&Resource::dir(&inner), &tied(&ctx, 3 * TTL_MS)) {
                 ctx.check(&lease);
                 ctx.release(&lease);
             }

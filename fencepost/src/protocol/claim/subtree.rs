@@ -179,7 +179,8 @@ impl Store {
                 if let Some(mut way) =
                     self.live_other(&subtree.intent(), label, holder_id, proof, false)?
                 {
-                    way.holder.owner = format!("{} (an exclusive claimer waiting)", way.holder.owner);
+                    way.holder.owner =
+                        format!("{} (an exclusive claimer waiting)", way.holder.owner);
                     way.holder.waiting = true;
                     way.holder.in_the_way = Some(Box::new(crate::Resource::Dir(label.into())));
                     return Ok(Some(way));
