@@ -269,7 +269,9 @@ fn a_lost_run_names_the_store() {
     let output = s
         .cmd()
         .args(["run", "--lock", "x", "--ttl", "60000", "--", "sh", "-c"])
-        .arg(r#""$FP" break --lock x --reason "lost for the test"; sleep 0.5"#)
+        // The child outlives the break: `run` sees the loss and stops it (SIGTERM),
+        // however long a loaded machine takes to notice.
+        .arg(r#""$FP" break --lock x --reason "lost for the test"; sleep 60"#)
         .env("FP", crate::util::bin())
         .output()
         .unwrap();
