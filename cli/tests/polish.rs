@@ -434,3 +434,25 @@ fn the_readme_lease_lifecycle_runs_as_written() {
     let codes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("rc=")).collect();
     assert_eq!(codes, ["rc=0"; 4], "{script}\n{stderr}");
 }
+
+/// `fencepost claim db:migrations` (the resource without its flag): the error says
+/// how to name it, on one line.
+#[test]
+fn a_resource_without_its_flag_is_told_the_flags() {
+    let s = Scratch::new();
+    for command in [
+        &["claim", "db:migrations"][..],
+        &["break", "db:migrations", "--reason", "r"],
+    ] {
+        let output = s.cmd().args(command).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let line = one_line_stderr(&output);
+        assert!(
+            line.contains("name the resource with --lock db:migrations (a named lock), --file db:migrations or --dir db:migrations"),
+            "{line}"
+        );
+    }
+    // An unknown flag is not a resource.
+    let output = s.cmd().args(["claim", "--lok", "x"]).output().unwrap();
+    assert!(!one_line_stderr(&output).contains("name the resource"));
+}
