@@ -557,7 +557,8 @@ fn shown_owner(entry: &StatusEntry) -> String {
 }
 
 /// The status table: resource, state, token, owner (or the shared holders), the
-/// session's tag, the holder's pid and host, and when the lease ends. Pinned by
+/// session's tag (a SESSION column only when some claim has a session), the
+/// holder's pid and host, and when the lease ends. Pinned by
 /// `the_status_table_shows_each_kind_of_claim_in_one_row`.
 pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
     let header = [
@@ -631,7 +632,19 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
             expires,
         ]);
     }
-    let mut widths = [0usize; 8];
+    // The SESSION column only when some claim has a session: most stores have none.
+    let shown: Vec<usize> = (0..8)
+        .filter(|&i| i != 4 || entries.iter().any(|e| e.session.is_some()))
+        .collect();
+    let rows: Vec<Vec<&String>> = rows
+        .iter()
+        .map(|row| shown.iter().map(|&i| &row[i]).collect())
+        .collect();
+    let numeric: Vec<bool> = rows[0]
+        .iter()
+        .map(|h| *h == "TOKEN" || *h == "PID")
+        .collect();
+    let mut widths = vec![0usize; shown.len()];
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
@@ -640,7 +653,7 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
     let mut out = String::new();
     for row in &rows {
         let mut line = String::new();
-        for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
+        for (i, (cell, width)) in row.iter().zip(&widths).enumerate() {
             if i > 0 {
                 line.push_str("  ");
             }
@@ -648,7 +661,7 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
             // counts bytes of multi-byte characters differently on some versions, and
             // the cells are already bounded.
             let padding = " ".repeat(width - cell.chars().count());
-            if i == 2 || i == 5 {
+            if numeric[i] {
                 line.push_str(&padding);
                 line.push_str(cell);
             } else {
@@ -737,6 +750,14 @@ slot:dev#2              held       7  cli                 -                   20
         for id in ["claude-code:s1", "agent-a"] {
             assert!(!table.contains(id), "the table shows the session id {id}");
         }
+        // Without any session claim, no SESSION column.
+        let plain = status_table(&[row("lock:db:migrations", "ci", None, 4242)], NOW);
+        assert_eq!(
+            plain,
+            "\
+RESOURCE            STATE  TOKEN  OWNER   PID  HOST  EXPIRES
+lock:db:migrations  held       7  ci     4242  vm    in 29.1s"
+        );
     }
 
     #[test]
