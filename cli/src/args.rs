@@ -170,9 +170,11 @@ pub enum Command {
 /// The agent CLIs whose pre-edit hooks `fencepost hook` speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AgentName {
-    /// Claude Code: PreToolUse for Edit, Write, MultiEdit and NotebookEdit; SessionEnd
+    /// Claude Code: PreToolUse for Edit, Write, MultiEdit and NotebookEdit (claims the
+    /// file) and Bash (blocks the human's escapes); SessionEnd
     ClaudeCode,
-    /// Gemini CLI: BeforeTool for write_file and replace; SessionEnd
+    /// Gemini CLI: BeforeTool for write_file and replace (claims the file) and
+    /// run_shell_command (blocks the human's escapes); SessionEnd
     Gemini,
 }
 
