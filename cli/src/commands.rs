@@ -470,7 +470,7 @@ fn resume(ctx: &Context, resource: &Resource, proof: &Proof) -> Result<fencepost
         Proof::TokenOnly(token) => Err(Error::NotHolder {
             label: resource.target(),
             token: *token,
-            newest: ctx.store.holder(resource)?,
+            newest: ctx.store.holder(resource)?.map(Box::new),
         }),
     }
 }

@@ -220,33 +220,61 @@ pub fn printable(text: &str) -> String {
 
 /// `db:migrations is held by cli (pid 123, token 4) until 2026-12-01T12:30:05Z (in 29.1s)`.
 pub fn held_message(label: &str, holder: &Holder) -> String {
-    format!(
-        "{} is held by {}",
-        printable(label),
-        describe_holder(holder)
-    )
+    format!("{} is {}", printable(label), in_the_way(holder))
+}
+
+/// `held by HOLDER`; for a holder of another resource in the way (a subtree above,
+/// a claim inside a subtree) `blocked by dir PATH, held by HOLDER`; for a claimer
+/// waiting for a directory above, `kept free for dir PATH, which HOLDER is waiting
+/// for`.
+fn in_the_way(holder: &Holder) -> String {
+    match (holder.in_the_way.as_deref(), holder.waiting) {
+        (Some(other), true) => format!(
+            "kept free for {} {}, which {} is waiting for",
+            other.kind(),
+            printable(&other.target()),
+            describe_holder(holder)
+        ),
+        (None, true) => format!(
+            "kept free for {}, who is waiting for it",
+            describe_holder(holder)
+        ),
+        (Some(other), false) => format!(
+            "blocked by {} {}, held by {}",
+            other.kind(),
+            printable(&other.target()),
+            describe_holder(holder)
+        ),
+        (None, false) => format!("held by {}", describe_holder(holder)),
+    }
 }
 
 /// The refusal of `claim` or `run` when the resource stayed held: who holds it and
 /// until when, and the next steps (written for a model as much as for a person;
 /// never "release it yourself"). With a wait, it says that it waited and for how
-/// long (`waited_ms`, measured).
+/// long (`waited_ms`, measured). When another resource is in the way (a subtree
+/// above it, a claim inside it), that resource is named and the `break` suggested
+/// is of it; for a claimer waiting for it, there is nothing to break.
 pub fn held_refusal(
     resource: &fencepost::Resource,
     holder: &Holder,
     wait_ms: u64,
     waited_ms: u64,
 ) -> String {
+    let steps = next_steps_for(resource, holder, wait_ms);
     if wait_ms == 0 {
+        return format!("{}; {steps}", held_message(&resource.target(), holder));
+    }
+    let waited = human_precise(i64::try_from(waited_ms).unwrap_or(i64::MAX));
+    if holder.in_the_way.is_some() || holder.waiting {
         return format!(
-            "{}; {}",
-            held_message(&resource.target(), holder),
-            next_steps(resource, wait_ms)
+            "gave up after {waited} waiting for {} ({}); {steps}",
+            printable(&resource.target()),
+            in_the_way(holder),
         );
     }
     format!(
-        "gave up after {} waiting for {} (held by {}, {}pid {}, token {}, until {}, expires in {}); {}",
-        human_precise(i64::try_from(waited_ms).unwrap_or(i64::MAX)),
+        "gave up after {waited} waiting for {} (held by {}, {}pid {}, token {}, until {}, expires in {}); {steps}",
         printable(&resource.target()),
         printable(&holder.owner),
         session_clause(holder),
@@ -254,8 +282,23 @@ pub fn held_refusal(
         holder.token,
         fencepost::utc_timestamp(holder.expires_at_ms),
         human_precise(until_ms(holder.expires_at_ms, now_ms())),
-        next_steps(resource, wait_ms)
     )
+}
+
+/// [`next_steps`] for a refusal by `holder`: a `break` of the resource in the way,
+/// and none for a waiting claimer (it holds nothing yet).
+fn next_steps_for(resource: &fencepost::Resource, holder: &Holder, wait_ms: u64) -> String {
+    if holder.waiting {
+        let wait = if wait_ms == 0 {
+            "pass --wait MS to wait"
+        } else {
+            "wait longer with --wait MS or --wait forever"
+        };
+        return format!(
+            "{wait}: the waiting claim goes first and this one after it; or work on something else meanwhile"
+        );
+    }
+    next_steps(holder.in_the_way.as_deref().unwrap_or(resource), wait_ms)
 }
 
 /// What a caller refused by a live holder can do: wait, do other work, or ask a
@@ -334,7 +377,7 @@ pub fn refusal_reason(error: &Error) -> Option<&'static str> {
 pub fn refusal_holder(error: &Error) -> Option<&Holder> {
     match error {
         Error::Held { holder, .. } => Some(holder),
-        Error::NotHolder { newest, .. } => newest.as_ref(),
+        Error::NotHolder { newest, .. } => newest.as_deref(),
         Error::NotSessionHolder { newest, .. } => newest.as_deref(),
         _ => None,
     }
@@ -726,12 +769,14 @@ lock:db:migrations  held       7  ci     4242  vm    in 29.1s"
             token: 7,
             generation: 7,
             expires_at_ms: 0,
+            in_the_way: None,
+            waiting: false,
             session: None,
         };
         let written_around = Error::NotHolder {
             label: "x".into(),
             token: 1,
-            newest: Some(holder),
+            newest: Some(Box::new(holder)),
         };
         assert_eq!(
             loss_reason(&written_around),

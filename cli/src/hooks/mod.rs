@@ -168,6 +168,33 @@ pub fn held_reason(path: &Path, holder: &Holder, now: u64) -> String {
         None => format!("{} (pid {})", printable(&holder.owner), holder.pid),
     };
     let until = fencepost::utc_timestamp(holder.expires_at_ms);
+    let shown = printable(&path.display().to_string());
+    if let Some(other) = holder.in_the_way.as_deref() {
+        let dir = printable(&other.target());
+        let (what, again) = if holder.waiting {
+            (
+                format!(
+                    "{who} is waiting to claim it with everything below it, and no new edit \
+                     starts there until it had its turn"
+                ),
+                "try this edit again in a while".to_string(),
+            )
+        } else {
+            (
+                format!(
+                    "{who} holds it with everything below it until {until} ({})",
+                    expiry_phrase(holder.expires_at_ms, now)
+                ),
+                format!("try this edit again after {until}"),
+            )
+        };
+        return format!(
+            "fencepost: {shown} is inside {dir}, and {what}. This edit was blocked so that two \
+             sessions do not overwrite each other's work. Do not edit files under {dir} now, \
+             and do not write them another way (a shell command, another tool). Work on files \
+             outside {dir} meanwhile, {again}, or ask the human to coordinate the two sessions."
+        );
+    }
     format!(
         "fencepost: {} is being edited by {who}, which holds it until {until} ({}). This edit \
          was blocked so that two sessions do not overwrite each other's work. Do not edit this \
@@ -386,6 +413,8 @@ mod tests {
             token: 7,
             generation: 9,
             expires_at_ms: 1_796_135_405_000,
+            in_the_way: None,
+            waiting: false,
         };
         let held = held_reason(
             Path::new("/repo/src/auth.rs"),

@@ -218,6 +218,17 @@ impl Resource {
         };
         let own_index = matches!(self, Resource::Dir(_))
             .then(|| Key::derive("tree", &sys::path_material(&resolved)));
+        // A subtree covers its directory itself: the other kind's key of the same
+        // path is checked as a directory above is.
+        let same_path = Key::derive(
+            if matches!(self, Resource::Dir(_)) {
+                "file"
+            } else {
+                "dir"
+            },
+            &sys::path_material(&resolved),
+        );
+        let label = sys::display_path(&resolved).display().to_string();
         let mut above: Vec<TreeDir> = resolved
             .ancestors()
             .skip(1)
@@ -234,6 +245,8 @@ impl Resource {
         Ok(Some(TreeChain {
             own,
             own_index,
+            same_path,
+            label,
             above,
         }))
     }
@@ -274,6 +287,12 @@ pub(crate) struct TreeChain {
     /// For a subtree claim, the index of the directory itself (walked to find claims
     /// below it).
     pub(crate) own_index: Option<Key>,
+    /// The claim key of the other kind at the same path (`dir-P` for a file claim
+    /// of `P`, `file-D` for a subtree claim of `D`): a subtree covers its own
+    /// path, so the two conflict (docs/design-05-subtrees-and-shared.md §1).
+    pub(crate) same_path: Key,
+    /// The claimed path as records label it.
+    pub(crate) label: String,
     /// Every directory above, the root first, the parent last.
     pub(crate) above: Vec<TreeDir>,
 }
