@@ -29,6 +29,10 @@ pub struct ContentionRow {
     pub gap: Summary,
     /// flushed create + unflushed create, timed just before this size ran.
     pub floor_pair: Summary,
+    /// The disk work of one handoff as the protocol must do it (the release's
+    /// listing, read and tombstone; the next holder's listing, read, flushed create
+    /// and sweep of two records), timed just before this size ran.
+    pub floor_handoff: Summary,
 }
 
 /// Nanoseconds of the system-wide monotonic clock (comparable across processes).
@@ -115,7 +119,13 @@ pub fn worker(store_dir: &Path, log: &Path, iters: usize) -> R<()> {
 }
 
 /// Runs `workers` processes of `per_worker` rounds each on a fresh store in `dir`.
-pub fn run(dir: &Path, workers: usize, per_worker: usize, floor_pair: Summary) -> R<ContentionRow> {
+pub fn run(
+    dir: &Path,
+    workers: usize,
+    per_worker: usize,
+    floor_pair: Summary,
+    floor_handoff: Summary,
+) -> R<ContentionRow> {
     let store_dir = dir.join(format!("store-{workers}"));
     let log = dir.join(format!("log-{workers}.txt"));
     fs::create_dir_all(&store_dir)?;
@@ -190,6 +200,7 @@ pub fn run(dir: &Path, workers: usize, per_worker: usize, floor_pair: Summary) -
             gaps
         }),
         floor_pair,
+        floor_handoff,
     })
 }
 

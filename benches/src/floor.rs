@@ -17,7 +17,17 @@ pub struct FloorKit {
     list_dir: PathBuf,
     status_dir: PathBuf,
     next: u64,
+    /// The files in `create_dir`, oldest first.
+    files: std::collections::VecDeque<u64>,
     bytes: Vec<u8>,
+}
+
+/// Which flushes a floor create makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flush {
+    None,
+    File,
+    Both,
 }
 
 /// The generation number in a record-like name `g00000012.json`.
@@ -47,6 +57,7 @@ impl FloorKit {
             list_dir: root.join("list"),
             status_dir: root.join("status"),
             next: 1,
+            files: std::collections::VecDeque::new(),
             bytes: vec![b'x'; RECORD_BYTES],
         };
         fs::create_dir_all(&kit.create_dir)?;
@@ -69,24 +80,7 @@ impl FloorKit {
     /// creates ago is removed first, untimed, so the directory stays as small as a
     /// swept claim series.
     pub fn create(&mut self, flush: bool) -> R<Duration> {
-        let n = self.next;
-        self.next += 1;
-        if n > 2 {
-            let _ = fs::remove_file(self.create_dir.join(format!("g{:08}.json", n - 2)));
-        }
-        let path = self.create_dir.join(format!("g{n:08}.json"));
-        let start = Instant::now();
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
-        file.write_all(&self.bytes)?;
-        if flush {
-            file.sync_all()?;
-            File::open(&self.create_dir)?.sync_all()?;
-        }
-        drop(file);
-        Ok(start.elapsed())
+        self.create_with(if flush { Flush::Both } else { Flush::None }, 0)
     }
 
     /// The single-fsync floor: one exclusive create of a new name, a write of one
@@ -95,21 +89,7 @@ impl FloorKit {
     /// claim could cost, though POSIX alone does not promise the name survives it
     /// (that takes the directory flush of [`create`](FloorKit::create)).
     pub fn create_one_flush(&mut self) -> R<Duration> {
-        let n = self.next;
-        self.next += 1;
-        if n > 2 {
-            let _ = fs::remove_file(self.create_dir.join(format!("g{:08}.json", n - 2)));
-        }
-        let path = self.create_dir.join(format!("g{n:08}.json"));
-        let start = Instant::now();
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
-        file.write_all(&self.bytes)?;
-        file.sync_all()?;
-        drop(file);
-        Ok(start.elapsed())
+        self.create_with(Flush::File, 0)
     }
 
     /// A flushed create: the single-fsync one when `one_flush`, else file + directory.
@@ -119,6 +99,49 @@ impl FloorKit {
         } else {
             self.create(true)
         }
+    }
+
+    /// A create (flushed as `flush` says) that first removes, **timed**, the
+    /// `removals` oldest files of the directory: what a sweep charges. A renewal
+    /// removes the record it superseded and an acquisition the claim and tombstone
+    /// below its own (docs/protocol.md §3.6: the series stays bounded); the plain
+    /// floors remove the file from two creates ago untimed, so this is the same
+    /// work with the removal on the clock.
+    pub fn create_removing(&mut self, flush: bool, removals: usize) -> R<Duration> {
+        self.create_with(if flush { Flush::Both } else { Flush::None }, removals)
+    }
+
+    fn create_with(&mut self, flush: Flush, removals: usize) -> R<Duration> {
+        let n = self.next;
+        self.next += 1;
+        // Untimed: leave one file before the create (two after it, as a swept
+        // series holds), besides the ones the timed removal takes.
+        while self.files.len() > 1 + removals {
+            let old = self.files.pop_front().expect("non-empty");
+            let _ = fs::remove_file(self.create_dir.join(format!("g{old:08}.json")));
+        }
+        let path = self.create_dir.join(format!("g{n:08}.json"));
+        let start = Instant::now();
+        for _ in 0..removals {
+            if let Some(old) = self.files.pop_front() {
+                fs::remove_file(self.create_dir.join(format!("g{old:08}.json")))?;
+            }
+        }
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        file.write_all(&self.bytes)?;
+        if flush != Flush::None {
+            file.sync_all()?;
+        }
+        if flush == Flush::Both {
+            File::open(&self.create_dir)?.sync_all()?;
+        }
+        drop(file);
+        let elapsed = start.elapsed();
+        self.files.push_back(n);
+        Ok(elapsed)
     }
 
     /// One directory listing plus a read of the newest of two small files.
@@ -137,4 +160,70 @@ impl FloorKit {
         }
         Ok(start.elapsed())
     }
+}
+
+/// The wake floor of a handoff: what the kernel charges to tell a thread asleep on a
+/// directory's change notification (inotify, as the fs backend's waiters use) that
+/// another thread created a name in it, with no protocol at all. Per round the waker
+/// sleeps `hold` (so the waiter is really asleep, as in the handoff row), then creates
+/// an unflushed file; timed from just before that create to the waiter's `poll`
+/// returning. On an idle machine this is mostly the time to wake an idle CPU.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn wake(dir: &Path, rounds: usize, hold: Duration) -> R<crate::stats::Summary> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::sync::mpsc;
+
+    fs::create_dir_all(dir)?;
+    // SAFETY: no pointers; checked below.
+    let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+    if raw < 0 {
+        return Err(format!("inotify_init1: {}", std::io::Error::last_os_error()).into());
+    }
+    // SAFETY: a descriptor just opened, owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let path = CString::new(dir.as_os_str().as_bytes())?;
+    // SAFETY: valid descriptor and NUL-terminated path.
+    if unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), libc::IN_CREATE) } < 0 {
+        return Err(format!("inotify_add_watch: {}", std::io::Error::last_os_error()).into());
+    }
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let (woke_tx, woke_rx) = mpsc::channel::<Instant>();
+    std::thread::scope(|scope| -> R<crate::stats::Summary> {
+        let fd = &fd;
+        scope.spawn(move || {
+            let mut events = [0u8; 4096];
+            for _ in 0..rounds {
+                if ready_tx.send(()).is_err() {
+                    return;
+                }
+                let mut poll = libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                unsafe { libc::poll(&mut poll, 1, 30_000) };
+                let woke = Instant::now();
+                // SAFETY: valid writable buffer, non-blocking descriptor.
+                while unsafe { libc::read(fd.as_raw_fd(), events.as_mut_ptr().cast(), 4096) } > 0 {}
+                if woke_tx.send(woke).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut samples = Vec::with_capacity(rounds);
+        for n in 0..rounds {
+            ready_rx.recv()?;
+            std::thread::sleep(hold);
+            let name = dir.join(format!("w{n}"));
+            let start = Instant::now();
+            File::create(&name)?;
+            let woke = woke_rx.recv()?;
+            samples.push(woke.saturating_duration_since(start));
+            fs::remove_file(&name)?;
+        }
+        Ok(crate::stats::summarize(samples))
+    })
 }

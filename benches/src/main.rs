@@ -132,7 +132,7 @@ mod app {
     use crate::floor::FloorKit;
     use crate::machine::Machine;
     use crate::report::Report;
-    use crate::rows::{Group, cli_rows, paired, protocol_rows};
+    use crate::rows::{Group, cli_rows, paired, paired_floors, protocol_rows};
     use crate::{Iters, R, contention, loss, rivals, wedged};
 
     const USAGE: &str = "\
@@ -246,6 +246,37 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
     /// backend (for a profiler).
     fn ops(op: &str, n: usize, dir: &Path) -> R<()> {
         use fencepost::{AcquireOptions, Resource};
+        // `handoff` / `handoff-noflush`: N rounds of the handoff row (for a trace).
+        if let Some(flush) = match op {
+            "handoff" => Some(true),
+            "handoff-noflush" => Some(false),
+            _ => None,
+        } {
+            let summary = contention::handoff(dir, n, flush)?;
+            println!("handoff p50 {:?}", summary.p50);
+            return Ok(());
+        }
+        // `contention-W`: the contention row with W workers, N rounds each.
+        if let Some(workers) = op.strip_prefix("contention-") {
+            let zero = crate::stats::summarize(vec![std::time::Duration::ZERO]);
+            let row = contention::run(dir, workers.parse()?, n, zero, zero)?;
+            println!(
+                "{} handoffs in {:?}: {:.0}/s, wait p50 {:?} p99 {:?} max {:?}, gap p50 {:?}",
+                row.handoffs,
+                row.elapsed,
+                row.handoffs as f64 / row.elapsed.as_secs_f64(),
+                row.wait.p50,
+                row.wait.p99,
+                row.wait.max,
+                row.gap.p50
+            );
+            return Ok(());
+        }
+        if op == "wake" {
+            let summary = crate::floor::wake(dir, n, contention::HANDOFF_HOLD)?;
+            println!("wake p50 {:?} p95 {:?}", summary.p50, summary.p95);
+            return Ok(());
+        }
         // `memory-OP`: the same on the memory backend (the protocol's own cost).
         let (store, op) = match op.strip_prefix("memory-") {
             Some(op) => (Store::new(MemoryStore::new()), op),
@@ -253,6 +284,7 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
         };
         let resource = Resource::lock(format!("ops-{op}"));
         let options = AcquireOptions::new(600_000).owner("ops");
+        let started = std::time::Instant::now();
         match op {
             "check" => {
                 let lease = store.acquire(&resource, &options)?;
@@ -275,7 +307,21 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             }
             other => return Err(format!("unknown op {other:?}").into()),
         }
+        eprintln!(
+            "{op}: {:?} per operation (mean)",
+            started.elapsed() / n.max(1) as u32
+        );
         Ok(())
+    }
+
+    /// The disk work of one handoff as the protocol does it: the release's listing,
+    /// read and (unflushed) tombstone, then the next holder's listing, read, create
+    /// (flushed or not) and the sweep of the two records below it.
+    fn handoff_work(kit: &mut FloorKit, flush: bool) -> R<std::time::Duration> {
+        Ok(kit.list_read()?
+            + kit.create(false)?
+            + kit.list_read()?
+            + kit.create_removing(flush, 2)?)
     }
 
     fn step(name: &str) {
@@ -329,15 +375,33 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
         step("git guard");
         report.rows.extend(crate::guard::rows(bin, dir, it)?);
 
+        // The wake floor: a thread asleep on a directory's change notification woken
+        // by another's create, no protocol (what a handoff cannot do without).
+        step("wake floor");
+        let wake = crate::floor::wake(&dir.join("wake"), it.handoff, contention::HANDOFF_HOLD)?;
+        report.wake = Some(wake);
+
         for &(workers, rounds) in &it.contention {
             step(&format!("contention, {workers} processes"));
-            let mut pair = || Ok(kit.create(true)? + kit.create(false)?);
-            let (floor_pair, _) = paired(it.fs / 5, it.warmup, &mut pair, None)?;
+            let mut floors = |i: usize| match i {
+                0 => Ok(kit.create(true)? + kit.create(false)?),
+                _ => handoff_work(&mut kit, true),
+            };
+            let (_, mut f) = paired_floors(
+                it.fs / 5,
+                it.warmup,
+                &mut || Ok(Default::default()),
+                2,
+                &mut floors,
+            )?;
+            let floor_handoff = f.pop().ok_or("no floor")?;
+            let floor_pair = f.pop().ok_or("no floor")?;
             report.contention.push(contention::run(
                 &dir.join("contention"),
                 workers,
                 rounds,
                 floor_pair,
+                floor_handoff,
             )?);
         }
 
@@ -347,13 +411,21 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             } else {
                 "handoff, flush off"
             });
-            // Its floor: the waiter's claim (a create, flushed or not) after the
-            // listing + read that finds the resource free, timed just before.
-            let mut floor = || Ok(kit.create(flush)? + kit.list_read()?);
-            let (floor, _) = paired(it.fs / 5, it.warmup, &mut floor, None)?;
+            // Its floor: the disk work of the handoff (timed just before) plus the
+            // wake floor.
+            let (work, _) = paired(
+                it.fs / 5,
+                it.warmup,
+                &mut || handoff_work(&mut kit, flush),
+                None,
+            )?;
             let sub = if flush { "flush-on" } else { "flush-off" };
             let measured = contention::handoff(&dir.join("handoff").join(sub), it.handoff, flush)?;
-            report.handoffs.push((flush, measured, floor));
+            report.handoffs.push(crate::report::HandoffRow {
+                flush,
+                measured,
+                work,
+            });
         }
 
         step("rivals");

@@ -94,6 +94,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         summary,
         floor: None,
         floor_one: None,
+        floor_swept: None,
         target: None,
     });
 
@@ -113,6 +114,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         summary,
         floor: None,
         floor_one: None,
+        floor_swept: None,
         target: None,
     });
 
@@ -137,6 +139,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         summary,
         floor: None,
         floor_one: None,
+        floor_swept: None,
         target: None,
     });
     Ok(rows)

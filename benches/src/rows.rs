@@ -35,6 +35,11 @@ pub struct Row {
     /// flush, no directory flush) in place of the flushed create, measured in the
     /// same rotation: how close the row is to one journal commit.
     pub floor_one: Option<(String, Summary)>,
+    /// For a row whose operation sweeps (renew, acquire), its floor with the sweep's
+    /// removals timed too (the plain floors remove their old files untimed),
+    /// measured in the same rotation: what the filesystem charges for all the work
+    /// the protocol must do.
+    pub floor_swept: Option<(String, Summary)>,
     /// Issue 17's target for the row, if it has one.
     pub target: Option<Target>,
 }
@@ -67,31 +72,30 @@ pub fn paired(
     Ok((summarize(samples), floor))
 }
 
-/// As [`paired`], with two floors timed in the rotation (op, floor 0, floor 1, op …):
-/// `floors(i)` runs floor `i`. Returns the row's, floor 0's and floor 1's samples.
-pub fn paired_two(
+/// As [`paired`], with `k` floors timed in the rotation (op, floor 0, floor 1, …, op
+/// …): `floors(i)` runs floor `i`. Returns the row's samples and each floor's.
+pub fn paired_floors(
     iters: usize,
     warmup: usize,
     op: &mut Op<'_>,
+    k: usize,
     floors: &mut dyn FnMut(usize) -> R<Duration>,
-) -> R<(Summary, Summary, Summary)> {
+) -> R<(Summary, Vec<Summary>)> {
     for _ in 0..warmup {
         op()?;
-        floors(0)?;
-        floors(1)?;
+        for i in 0..k {
+            floors(i)?;
+        }
     }
-    let mut samples = [
-        Vec::with_capacity(iters),
-        Vec::with_capacity(iters),
-        Vec::with_capacity(iters),
-    ];
+    let mut row = Vec::with_capacity(iters);
+    let mut samples: Vec<Vec<Duration>> = (0..k).map(|_| Vec::with_capacity(iters)).collect();
     for _ in 0..iters {
-        samples[0].push(op()?);
-        samples[1].push(floors(0)?);
-        samples[2].push(floors(1)?);
+        row.push(op()?);
+        for (i, samples) in samples.iter_mut().enumerate() {
+            samples.push(floors(i)?);
+        }
     }
-    let [a, b, c] = samples;
-    Ok((summarize(a), summarize(b), summarize(c)))
+    Ok((summarize(row), samples.into_iter().map(summarize).collect()))
 }
 
 /// Times `f`.
@@ -137,7 +141,12 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     };
     let mut rows = Vec::new();
     let mut push = |name: &str,
-                    (summary, fl, one): (Summary, Option<Summary>, Option<Summary>),
+                    Measured {
+                        row: summary,
+                        floor: fl,
+                        one,
+                        swept,
+                    }: Measured,
                     floor_name: &str,
                     target| {
         rows.push(Row {
@@ -146,6 +155,7 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
             summary,
             floor: fl.map(|f| (floor_name.to_string(), f)),
             floor_one: one.map(|f| (single_fsync_name(floor_name), f)),
+            floor_swept: swept.map(|(removals, f)| (swept_name(floor_name, removals), f)),
             target: if targets { target } else { None },
         });
     };
@@ -192,8 +202,8 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     };
     let (measured, flush) = match floor.as_mut() {
         Some((kit, true)) => (
-            claim_floors(iters, it.warmup, &mut op, kit, |kit, one| {
-                Ok(kit.create_flushed(one)? + kit.create(false)? + kit.list_read()?)
+            claim_floors(iters, it.warmup, &mut op, kit, 2, |kit, variant| {
+                Ok(variant.create(kit, 2)? + kit.create(false)? + kit.list_read()?)
             })?,
             true,
         ),
@@ -231,8 +241,8 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
         .map(|(_, t)| t)
     };
     let measured = match floor.as_mut() {
-        Some((kit, true)) => claim_floors(few, 0, &mut op, kit, |kit, one| {
-            Ok(kit.create_flushed(one)? + kit.create(false)? + kit.list_read()?)
+        Some((kit, true)) => claim_floors(few, 0, &mut op, kit, 2, |kit, variant| {
+            Ok(variant.create(kit, 2)? + kit.create(false)? + kit.list_read()?)
         })?,
         Some((kit, false)) => {
             let mut f = || Ok(kit.create(false)? + kit.create(false)? + kit.list_read()?);
@@ -252,8 +262,8 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     let mut lease = store.acquire(&res, &options())?;
     let mut op = || timed(|| Ok(store.renew(&mut lease)?)).map(|(_, t)| t);
     let measured = match floor.as_mut() {
-        Some((kit, true)) => claim_floors(iters, it.warmup, &mut op, kit, |kit, one| {
-            kit.create_flushed(one)
+        Some((kit, true)) => claim_floors(iters, it.warmup, &mut op, kit, 1, |kit, variant| {
+            variant.create(kit, 1)
         })?,
         Some((kit, false)) => three(paired(
             iters,
@@ -410,24 +420,76 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     Ok(rows)
 }
 
-/// A row measured against one floor only.
-fn three((row, floor): (Summary, Option<Summary>)) -> (Summary, Option<Summary>, Option<Summary>) {
-    (row, floor, None)
+/// A row and the floors it was timed against.
+pub struct Measured {
+    row: Summary,
+    floor: Option<Summary>,
+    /// With the single-fsync create in place of the flushed one.
+    one: Option<Summary>,
+    /// With the sweep's removals timed (how many, and the samples).
+    swept: Option<(usize, Summary)>,
 }
 
-/// A flushed row timed against both claim floors in one rotation: `floor(kit,
-/// false)` with the file + directory flush, `floor(kit, true)` with the single-fsync
-/// create.
+/// A row measured against one floor only.
+fn three((row, floor): (Summary, Option<Summary>)) -> Measured {
+    Measured {
+        row,
+        floor,
+        one: None,
+        swept: None,
+    }
+}
+
+/// Which flushed create a claim floor is built on.
+#[derive(Debug, Clone, Copy)]
+pub enum Variant {
+    /// File + directory flush (what POSIX needs).
+    Both,
+    /// The single-fsync create (one journal commit).
+    One,
+    /// File + directory flush, with the sweep's removals timed.
+    Swept,
+}
+
+impl Variant {
+    /// The flushed create of this variant; `removals` applies to [`Variant::Swept`].
+    pub fn create(self, kit: &mut FloorKit, removals: usize) -> R<Duration> {
+        match self {
+            Variant::Both => kit.create(true),
+            Variant::One => kit.create_one_flush(),
+            Variant::Swept => kit.create_removing(true, removals),
+        }
+    }
+}
+
+/// A flushed row timed against its claim floors in one rotation: `floor(kit,
+/// variant)` with the file + directory flush, with the single-fsync create, and
+/// with the sweep's `removals` timed.
 fn claim_floors(
     iters: usize,
     warmup: usize,
     op: &mut Op<'_>,
     kit: &mut FloorKit,
-    floor: impl Fn(&mut FloorKit, bool) -> R<Duration>,
-) -> R<(Summary, Option<Summary>, Option<Summary>)> {
-    let mut floors = |i: usize| floor(kit, i == 1);
-    let (row, both, one) = paired_two(iters, warmup, op, &mut floors)?;
-    Ok((row, Some(both), Some(one)))
+    removals: usize,
+    floor: impl Fn(&mut FloorKit, Variant) -> R<Duration>,
+) -> R<Measured> {
+    let variants = [Variant::Both, Variant::One, Variant::Swept];
+    let mut floors = |i: usize| floor(kit, variants[i]);
+    let (row, mut f) = paired_floors(iters, warmup, op, 3, &mut floors)?;
+    let swept = f.pop();
+    let one = f.pop();
+    Ok(Measured {
+        row,
+        floor: f.pop(),
+        one,
+        swept: swept.map(|s| (removals, s)),
+    })
+}
+
+/// The name of a claim floor with the sweep's removals on the clock.
+pub fn swept_name(floor_name: &str, removals: usize) -> String {
+    let what = if removals == 1 { "removal" } else { "removals" };
+    format!("{floor_name} + {removals} timed {what} (the sweep)")
 }
 
 /// The name of a claim floor with the single-fsync create in place of the flushed
@@ -484,6 +546,7 @@ pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) 
         summary,
         floor: None,
         floor_one: None,
+        floor_swept: None,
         target: None,
     });
 
@@ -503,6 +566,7 @@ pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) 
         summary,
         floor: fl.map(|f| ("no-op process".into(), f)),
         floor_one: None,
+        floor_swept: None,
         target: Some(Target::RatioAtMost(1.15)),
     });
 
@@ -526,7 +590,8 @@ pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) 
             + kit.create(false)?
             + kit.list_read()?)
     };
-    let (summary, fl, one) = paired_two(it.process, 2, &mut op, &mut floors)?;
+    let (summary, mut f) = paired_floors(it.process, 2, &mut op, 2, &mut floors)?;
+    let (one, fl) = (f.pop().ok_or("no floor")?, f.pop().ok_or("no floor")?);
     let floor_name = "2 no-op processes + flushed create + unflushed create + listing/read";
     rows.push(Row {
         group,
@@ -534,6 +599,7 @@ pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) 
         summary,
         floor: Some((floor_name.into(), fl)),
         floor_one: Some((single_fsync_name(floor_name), one)),
+        floor_swept: None,
         target: None,
     });
     Ok(rows)

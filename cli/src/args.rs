@@ -12,7 +12,25 @@ pub const DEFAULT_TTL_MS: u64 = 30_000;
 /// Default grace between SIGTERM and SIGKILL when `run` loses its lease.
 pub const DEFAULT_GRACE_MS: u64 = 5_000;
 
-const EXIT_CODES: &str = "\
+/// The "Store" section: how a command picks its store. Shown under every command
+/// that opens one (the `--store` help points here).
+macro_rules! store_rule {
+    () => {
+        "\
+Store (one resource, one store): --store, else $FENCEPOST_STORE; else the
+nearest .fencepost directory at or above the anchor (a --file's own directory,
+the current directory for --lock and status); else, inside a git repository,
+fencepost/ in its common git directory (shared by every worktree; the repository
+holding the file decides); else the per-user store ($XDG_STATE_HOME/fencepost or
+~/.local/state/fencepost; %LOCALAPPDATA%\\fencepost on Windows). check, status,
+renew and release never create a store."
+    };
+}
+
+/// Exit codes and authority, then the "Store" section: the commands that claim, check,
+/// renew, release, break and list leases.
+const EXIT_CODES: &str = concat!(
+    "\
 Exit codes:
     0  success (for `run`: the child's own exit code)
     1  error: bad usage or input, or the store could not be used (I/O);
@@ -32,13 +50,13 @@ renewed and released by any process naming that session, and a claim by that
 session gets the same token back: a session id is the name the agent's processes
 share, and whoever knows it acts as the session, so status shows only its tag. `break` is for a human operator ending someone else's lease.
 
-Store (one resource, one store): --store, else $FENCEPOST_STORE; else the
-nearest .fencepost directory at or above the anchor (a --file's own directory,
-the current directory for --lock and status); else, inside a git repository,
-fencepost/ in its common git directory (shared by every worktree; the repository
-holding the file decides); else the per-user store ($XDG_STATE_HOME/fencepost or
-~/.local/state/fencepost; %LOCALAPPDATA%\\fencepost on Windows). check, status,
-renew and release never create a store.";
+",
+    store_rule!()
+);
+
+/// The "Store" section alone: `hook` and `guard` open stores too, and have exit
+/// codes of their own (said in their long help).
+const STORE_RULE: &str = store_rule!();
 
 /// Leases with fencing tokens for agents, scripts and humans sharing one working tree.
 ///
@@ -59,8 +77,9 @@ pub struct Cli {
 /// Options every command takes.
 #[derive(Debug, Args)]
 pub struct Global {
-    /// The store directory [default: located from the resource, see "Store" below], or an etcd
-    /// store URL etcd://host:2379[,host:2379…]/prefix (builds with the `etcd` feature)
+    /// The store directory [default: located from the resource, as the "Store" section
+    /// of `fencepost --help` says], or an etcd store URL
+    /// etcd://host:2379[,host:2379…]/prefix (builds with the `etcd` feature)
     #[arg(long, global = true, env = "FENCEPOST_STORE", value_name = "DIR")]
     pub store: Option<PathBuf>,
 }
@@ -74,7 +93,7 @@ pub enum Command {
     /// you hold the lease (`renew` and `release` need it). Several resources
     /// (`--lock a --lock b --file c`) are claimed all or nothing, in one canonical
     /// order, so two claimers never deadlock: one lease each, one handle per line
-    /// (the locks in the order given, then the files). The lease lives until its
+    /// (the locks in the order given, then the files, then the directories). The lease lives until its
     /// ttl runs out unless renewed: this process exits and nothing renews it. Use
     /// `run` to hold a lease for as long as a command runs.
     #[command(after_help = EXIT_CODES)]
@@ -105,8 +124,9 @@ pub enum Command {
     ///
     /// The child gets FENCEPOST_TOKEN, FENCEPOST_LEASE (the lease handle, so it can
     /// renew or release the lease itself), FENCEPOST_STORE, FENCEPOST_RESOURCE,
-    /// FENCEPOST_LOCK or FENCEPOST_FILE, and FENCEPOST_SESSION with --session, and runs in its own process group (a job
-    /// object on Windows). SIGINT, SIGTERM and SIGHUP are forwarded to that group.
+    /// FENCEPOST_LOCK (and FENCEPOST_SLOT for a slot), FENCEPOST_FILE or
+    /// FENCEPOST_DIR, and FENCEPOST_SESSION with --session, and runs in its own
+    /// process group (a job object on Windows). SIGINT, SIGTERM and SIGHUP are forwarded to that group.
     /// The lease is released when the child ends. If the lease is lost meanwhile
     /// (taken over, broken, the store failed until it expired), that is reported on
     /// stderr at once, the child's whole group gets SIGTERM and, after --grace,
@@ -132,13 +152,16 @@ pub enum Command {
     /// code). Fails closed: a payload it cannot read, a store it cannot use or any
     /// internal error blocks too. FENCEPOST_HOOKS=off (set by a human in the
     /// environment the agent was started from) turns the hook off.
+    #[command(after_help = STORE_RULE)]
     Hook(HookArgs),
     /// A git hook: refuse a commit (pre-commit) or push (pre-push) that changes a
     /// file another session holds
     ///
     /// Installed by `fencepost hooks install --git`. The committer's session is
     /// FENCEPOST_SESSION (or, inside Claude Code, its session id); with none, every
-    /// held file counts as someone else's.
+    /// held file counts as someone else's. Exit 0 lets git go on, 3 refuses (one
+    /// line per held path on stderr), 1 is an error.
+    #[command(after_help = STORE_RULE)]
     Guard(GuardArgs),
     /// Install, remove or show the agent hooks and git hooks of a project
     #[command(subcommand)]
@@ -148,9 +171,11 @@ pub enum Command {
 /// The agent CLIs whose pre-edit hooks `fencepost hook` speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AgentName {
-    /// Claude Code: PreToolUse for Edit, Write, MultiEdit and NotebookEdit; SessionEnd
+    /// Claude Code: PreToolUse for Edit, Write, MultiEdit and NotebookEdit (claims the
+    /// file) and Bash (blocks the human's escapes); SessionEnd
     ClaudeCode,
-    /// Gemini CLI: BeforeTool for write_file and replace; SessionEnd
+    /// Gemini CLI: BeforeTool for write_file and replace (claims the file) and
+    /// run_shell_command (blocks the human's escapes); SessionEnd
     Gemini,
 }
 
@@ -337,8 +362,9 @@ pub struct Timing {
     /// Claim for this session: a name all of one agent's processes agree on (such
     /// as the agent's session id). A claim by the session that already holds the
     /// resource returns the same token, renewed; anyone else is refused as usual.
-    /// Not a secret: any process naming the session can renew and release its
-    /// leases (`renew --session`, `release --session`)
+    /// Any process naming the session can renew and release its leases (`renew
+    /// --session`, `release --session`), so knowing the id is acting as the session:
+    /// others are shown only its tag
     #[arg(long, env = "FENCEPOST_SESSION", value_name = "ID", value_parser = parse_session)]
     pub session: Option<String>,
     /// A shared claim, for reading: many shared holders at once, none while an
@@ -631,6 +657,243 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// Every command path below `fencepost` (`["hooks", "install"]`), parents first.
+    fn command_paths(command: &clap::Command, path: &[String], out: &mut Vec<Vec<String>>) {
+        for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+            let mut here = path.to_vec();
+            here.push(sub.get_name().to_string());
+            out.push(here.clone());
+            command_paths(sub, &here, out);
+        }
+    }
+
+    /// The long help of `fencepost PATH… --help`, as the binary prints it.
+    fn long_help(path: &[String]) -> String {
+        let argv = std::iter::once("fencepost".to_string())
+            .chain(path.iter().cloned())
+            .chain(std::iter::once("--help".to_string()));
+        match Cli::command().try_get_matches_from(argv) {
+            Err(help) if help.kind() == clap::error::ErrorKind::DisplayHelp => {
+                help.render().to_string()
+            }
+            other => panic!("`{path:?} --help` did not print help: {other:?}"),
+        }
+    }
+
+    /// The references in one help text that do not resolve: a `"Section" below` with
+    /// no such section after it, a `"Section" … of \`fencepost --help\`` missing
+    /// there, `see --option` naming no option of the command, and a backticked
+    /// `fencepost A B --opt` or `A --opt` naming a command or option that does not
+    /// exist.
+    fn dangling(help: &str, top: &str, root: &clap::Command, path: &[String]) -> Vec<String> {
+        let mut problems = Vec::new();
+        let lines_after = |text: &str, name: &str| {
+            text.lines().any(|line| {
+                line.trim_start().starts_with(&format!("{name} "))
+                    || line.trim_start().starts_with(&format!("{name}:"))
+            })
+        };
+        let mut rest = help;
+        while let Some(at) = rest.find('"') {
+            let after = &rest[at + 1..];
+            let Some(end) = after.find('"') else { break };
+            let name = &after[..end];
+            let tail = &after[end + 1..];
+            let words: Vec<&str> = tail.split_whitespace().take(6).collect();
+            if name.chars().next().is_some_and(char::is_uppercase) && !name.contains(' ') {
+                if words.first() == Some(&"below") || words.first() == Some(&"below],") {
+                    if !lines_after(tail, name) {
+                        problems.push(format!("\"{name}\" below: no such section below"));
+                    }
+                } else if words.first() == Some(&"section")
+                    && words.iter().any(|w| w.starts_with("`fencepost"))
+                    && !lines_after(top, name)
+                {
+                    problems.push(format!("\"{name}\" section: not in `fencepost --help`"));
+                }
+            }
+            rest = tail;
+        }
+        // The command a path names, and whether it (or the root, for globals) has
+        // the long option `--name`.
+        let find = |path: &[String]| {
+            let mut command = root;
+            for name in path {
+                command = command.find_subcommand(name)?;
+            }
+            Some(command)
+        };
+        let has_option = |command: &clap::Command, name: &str| {
+            command
+                .get_arguments()
+                .chain(root.get_arguments())
+                .any(|arg| arg.get_long() == Some(name) || (name == "help" || name == "version"))
+        };
+        let own = find(path).expect("walked from the root");
+        for (i, _) in help.match_indices("see --") {
+            let name: String = help[i + 6..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            if !has_option(own, &name) {
+                problems.push(format!("see --{name}: no such option"));
+            }
+        }
+        for span in help.split('`').skip(1).step_by(2) {
+            let mut words = span.split_whitespace().peekable();
+            let mut command_path: Vec<String> = Vec::new();
+            if words.peek() == Some(&"fencepost") {
+                words.next();
+                let Some(first) = words.peek() else { continue };
+                if !first.starts_with('-') && root.find_subcommand(first).is_none() {
+                    problems.push(format!("`{span}`: no command {first}"));
+                    continue;
+                }
+            } else if words
+                .peek()
+                .is_none_or(|w| root.find_subcommand(w).is_none())
+            {
+                continue;
+            }
+            while let Some(word) = words.peek() {
+                let command = find(&command_path).expect("resolved so far");
+                if word.starts_with('-') || command.get_subcommands().next().is_none() {
+                    break;
+                }
+                if command.find_subcommand(word).is_none() {
+                    problems.push(format!("`{span}`: no command {word}"));
+                    break;
+                }
+                command_path.push(word.to_string());
+                words.next();
+            }
+            let Some(command) = find(&command_path) else {
+                continue;
+            };
+            for word in words.take_while(|w| !["|", ">", "&&", ";"].contains(w)) {
+                if let Some(name) = word.strip_prefix("--") {
+                    let name = name.split('=').next().unwrap_or(name);
+                    if !name.is_empty() && !has_option(command, name) {
+                        problems.push(format!("`{span}`: {} has no --{name}", command.get_name()));
+                    }
+                }
+            }
+        }
+        problems
+    }
+
+    /// Every command's --help resolves what it points to (issue 15's `hook --help`
+    /// pointed to a "Store" section only other commands had).
+    #[test]
+    fn every_help_reference_resolves() {
+        let root = Cli::command();
+        let top = long_help(&[]);
+        let mut paths = vec![Vec::new()];
+        command_paths(&root, &[], &mut paths);
+        assert!(paths.len() > 14, "walked only {paths:?}");
+        let mut problems = Vec::new();
+        for path in &paths {
+            for problem in dangling(&long_help(path), &top, &root, path) {
+                problems.push(format!("fencepost {} --help: {problem}", path.join(" ")));
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    /// The README's synopsis (the `text` block of "Command line" whose lines start
+    /// with `fencepost `) names every command, every command below it and every
+    /// option of each: the README and the clap definition do not drift apart.
+    #[test]
+    fn the_readme_synopsis_names_every_command_and_option() {
+        let readme = include_str!("../../README.md");
+        let section = &readme[readme
+            .find("\n## Command line")
+            .expect("a Command line section")..];
+        let block = section
+            .split("```text\n")
+            .skip(1)
+            .map(|rest| rest.split("```").next().unwrap_or(rest))
+            .find(|block| block.starts_with("fencepost "))
+            .expect("a synopsis block of `fencepost …` lines");
+        // Each command's lines: its own (and their indented continuations), lines
+        // shared with others (`claim and run:`), and the `global:` lines.
+        let mut lines_of: std::collections::HashMap<String, String> = Default::default();
+        let mut global = String::new();
+        let mut current: Vec<String> = Vec::new();
+        for line in block.lines() {
+            if let Some(rest) = line.strip_prefix("fencepost ") {
+                let name = rest.split_whitespace().next().unwrap_or("").to_string();
+                current = vec![name];
+            } else if let Some((names, _)) = line.split_once(':').filter(|_| !line.starts_with(' '))
+            {
+                current = names
+                    .split([' ', ','])
+                    .filter(|w| !w.is_empty() && *w != "and")
+                    .map(String::from)
+                    .collect();
+                if current == ["global"] {
+                    current.clear();
+                    global.push_str(line);
+                    continue;
+                }
+            } else if current.is_empty() {
+                global.push_str(line);
+                continue;
+            }
+            for name in &current {
+                let text = lines_of.entry(name.clone()).or_default();
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+        let mut missing = Vec::new();
+        let root = Cli::command();
+        for command in root.get_subcommands().filter(|c| c.get_name() != "help") {
+            let name = command.get_name();
+            let Some(text) = lines_of.get(name) else {
+                missing.push(format!("fencepost {name}"));
+                continue;
+            };
+            let mut arguments: Vec<&clap::Arg> = command.get_arguments().collect();
+            for sub in command.get_subcommands().filter(|c| c.get_name() != "help") {
+                if !text.contains(sub.get_name()) {
+                    missing.push(format!("fencepost {name} {}", sub.get_name()));
+                }
+                arguments.extend(sub.get_arguments());
+            }
+            for arg in arguments {
+                let Some(long) = arg.get_long() else { continue };
+                if ["help", "version"].contains(&long) {
+                    continue;
+                }
+                let flag = format!("--{long}");
+                let named = |text: &str| {
+                    text.match_indices(&flag).any(|(i, _)| {
+                        !text[i + flag.len()..]
+                            .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-')
+                    })
+                };
+                let in_global = named(&global) && global.contains(name);
+                if !named(text) && !in_global {
+                    missing.push(format!("fencepost {name} {flag}"));
+                }
+            }
+        }
+        for arg in root.get_arguments() {
+            if let Some(long) = arg.get_long().filter(|l| !["help", "version"].contains(l))
+                && !global.contains(&format!("--{long}"))
+            {
+                missing.push(format!("global --{long}"));
+            }
+        }
+        missing.dedup();
+        assert!(
+            missing.is_empty(),
+            "the README synopsis lacks: {}",
+            missing.join(", ")
+        );
     }
 
     #[test]

@@ -360,7 +360,7 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
             "the same file is held through another link, {}, by {} (pid {}, token {}, \
              expires in {}); a lease on one link no longer covers the file",
             printable(&shown.label),
-            printable(&shown.owner),
+            printable(&shown.who()),
             shown.pid,
             shown.token,
             human_precise(until_ms(shown.expires_at_ms, now_ms()))
@@ -374,7 +374,7 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
     match entry.state {
         ClaimState::Held if entry.token != token => format!(
             "it is held by {} (pid {}, token {}, expires in {})",
-            entry.owner,
+            printable(&entry.who()),
             entry.pid,
             entry.token,
             human_precise(until_ms(entry.expires_at_ms, now))
@@ -470,7 +470,7 @@ fn resume(ctx: &Context, resource: &Resource, proof: &Proof) -> Result<fencepost
         Proof::TokenOnly(token) => Err(Error::NotHolder {
             label: resource.target(),
             token: *token,
-            newest: ctx.store.holder(resource)?,
+            newest: ctx.store.holder(resource)?.map(Box::new),
         }),
     }
 }
@@ -483,7 +483,7 @@ pub fn break_lease(ctx: &Context, args: &BreakArgs) -> Result<ExitCode, Failure>
         Ok(holder) => {
             let message = format!(
                 "broke the lease of {} on {name} (token {}, pid {}); that token never passes again, its holder is told why at its next renew, check or write, and the next claim gets a higher token",
-                printable(&holder.owner),
+                printable(&holder.who()),
                 holder.token,
                 holder.pid
             );

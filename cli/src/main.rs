@@ -312,6 +312,19 @@ fn usage_error_line(error: &clap::Error) -> String {
         let clause = line.strip_prefix("error: ").unwrap_or(line);
         parts.push(clause.strip_prefix("tip: ").unwrap_or(clause).to_string());
     }
+    // `fencepost claim db:migrations`: the resource without its flag, the first
+    // thing a new user types.
+    if error.kind() == ErrorKind::UnknownArgument
+        && matches!(command_path.as_str(), "fencepost claim" | "fencepost break")
+        && let Some(clap::error::ContextValue::String(arg)) =
+            error.get(clap::error::ContextKind::InvalidArg)
+        && !arg.starts_with('-')
+    {
+        let arg = output::printable(arg);
+        parts.push(format!(
+            "name the resource with --lock {arg} (a named lock), --file {arg} or --dir {arg}"
+        ));
+    }
     let message = parts.join("; ");
     format!("{message}; see '{command_path} --help'")
 }

@@ -220,41 +220,85 @@ pub fn printable(text: &str) -> String {
 
 /// `db:migrations is held by cli (pid 123, token 4) until 2026-12-01T12:30:05Z (in 29.1s)`.
 pub fn held_message(label: &str, holder: &Holder) -> String {
-    format!(
-        "{} is held by {}",
-        printable(label),
-        describe_holder(holder)
-    )
+    format!("{} is {}", printable(label), in_the_way(holder))
+}
+
+/// `held by HOLDER`; for a holder of another resource in the way (a subtree above,
+/// a claim inside a subtree) `blocked by dir PATH, held by HOLDER`; for a claimer
+/// waiting for a directory above, `kept free for dir PATH, which HOLDER is waiting
+/// for`.
+fn in_the_way(holder: &Holder) -> String {
+    match (holder.in_the_way.as_deref(), holder.waiting) {
+        (Some(other), true) => format!(
+            "kept free for {} {}, which {} is waiting for",
+            other.kind(),
+            printable(&other.target()),
+            describe_holder(holder)
+        ),
+        (None, true) => format!(
+            "kept free for {}, who is waiting for it",
+            describe_holder(holder)
+        ),
+        (Some(other), false) => format!(
+            "blocked by {} {}, held by {}",
+            other.kind(),
+            printable(&other.target()),
+            describe_holder(holder)
+        ),
+        (None, false) => format!("held by {}", describe_holder(holder)),
+    }
 }
 
 /// The refusal of `claim` or `run` when the resource stayed held: who holds it and
 /// until when, and the next steps (written for a model as much as for a person;
 /// never "release it yourself"). With a wait, it says that it waited and for how
-/// long (`waited_ms`, measured).
+/// long (`waited_ms`, measured). When another resource is in the way (a subtree
+/// above it, a claim inside it), that resource is named and the `break` suggested
+/// is of it; for a claimer waiting for it, there is nothing to break.
 pub fn held_refusal(
     resource: &fencepost::Resource,
     holder: &Holder,
     wait_ms: u64,
     waited_ms: u64,
 ) -> String {
+    let steps = next_steps_for(resource, holder, wait_ms);
     if wait_ms == 0 {
+        return format!("{}; {steps}", held_message(&resource.target(), holder));
+    }
+    let waited = human_precise(i64::try_from(waited_ms).unwrap_or(i64::MAX));
+    if holder.in_the_way.is_some() || holder.waiting {
         return format!(
-            "{}; {}",
-            held_message(&resource.target(), holder),
-            next_steps(resource, wait_ms)
+            "gave up after {waited} waiting for {} ({}); {steps}",
+            printable(&resource.target()),
+            in_the_way(holder),
         );
     }
     format!(
-        "gave up after {} waiting for {} (held by {}, pid {}, token {}, until {}, expires in {}); {}",
-        human_precise(i64::try_from(waited_ms).unwrap_or(i64::MAX)),
+        "gave up after {waited} waiting for {} (held by {}, {}pid {}, token {}, until {}, expires in {}); {steps}",
         printable(&resource.target()),
         printable(&holder.owner),
+        session_clause(holder),
         holder.pid,
         holder.token,
         fencepost::utc_timestamp(holder.expires_at_ms),
         human_precise(until_ms(holder.expires_at_ms, now_ms())),
-        next_steps(resource, wait_ms)
     )
+}
+
+/// [`next_steps`] for a refusal by `holder`: a `break` of the resource in the way,
+/// and none for a waiting claimer (it holds nothing yet).
+fn next_steps_for(resource: &fencepost::Resource, holder: &Holder, wait_ms: u64) -> String {
+    if holder.waiting {
+        let wait = if wait_ms == 0 {
+            "pass --wait MS to wait"
+        } else {
+            "wait longer with --wait MS or --wait forever"
+        };
+        return format!(
+            "{wait}: the waiting claim goes first and this one after it; or work on something else meanwhile"
+        );
+    }
+    next_steps(holder.in_the_way.as_deref().unwrap_or(resource), wait_ms)
 }
 
 /// What a caller refused by a live holder can do: wait, do other work, or ask a
@@ -292,11 +336,22 @@ fn break_command(resource: &fencepost::Resource) -> String {
     format!("fencepost break --{kind} {quoted}{slot} --reason '…'")
 }
 
-/// `cli (pid 123, token 4) until 2026-12-01T12:30:05Z (in 29.1s)`.
+/// `session 0ed754fc9054df0b, ` when the holder claimed for a session (named by its
+/// tag, never its id), else nothing.
+fn session_clause(holder: &Holder) -> String {
+    holder
+        .session_to_show()
+        .map(|tag| format!("session {}, ", printable(tag.as_str())))
+        .unwrap_or_default()
+}
+
+/// `cli (pid 123, token 4) until 2026-12-01T12:30:05Z (in 29.1s)`; with a session,
+/// `cli (session 0ed754fc9054df0b, pid 123, token 4) until …`.
 pub fn describe_holder(holder: &Holder) -> String {
     format!(
-        "{} (pid {}, token {}) until {} (in {})",
+        "{} ({}pid {}, token {}) until {} (in {})",
         printable(&holder.owner),
+        session_clause(holder),
         holder.pid,
         holder.token,
         fencepost::utc_timestamp(holder.expires_at_ms),
@@ -322,7 +377,7 @@ pub fn refusal_reason(error: &Error) -> Option<&'static str> {
 pub fn refusal_holder(error: &Error) -> Option<&Holder> {
     match error {
         Error::Held { holder, .. } => Some(holder),
-        Error::NotHolder { newest, .. } => newest.as_ref(),
+        Error::NotHolder { newest, .. } => newest.as_deref(),
         Error::NotSessionHolder { newest, .. } => newest.as_deref(),
         _ => None,
     }
@@ -341,7 +396,7 @@ pub fn describe_error(error: &Error) -> String {
             // The token is the holder's, but the secret was not: a token is public.
             Some(holder) if holder.token == *token => format!(
                 "token {token} is the lease of {} on {label} (pid {}, until {}); renewing or releasing it needs the lease handle (TOKEN.SECRET) that claim printed to its holder alone: a token is public, not a key. Nothing was changed. To use {label} yourself: {}",
-                printable(&holder.owner),
+                printable(&holder.who()),
                 holder.pid,
                 fencepost::utc_timestamp(holder.expires_at_ms),
                 NEXT_STEPS_ANY
@@ -433,7 +488,11 @@ pub fn loss_reason(error: &Error) -> String {
         Error::NotHolder {
             newest: Some(holder),
             ..
-        } => format!("superseded by token {} ({})", holder.token, holder.owner),
+        } => format!(
+            "superseded by token {} ({})",
+            holder.token,
+            printable(&holder.who())
+        ),
         Error::NotHolder { .. } => "it was released outside this run".into(),
         Error::Broken { note, .. } => printable(&note.to_string()),
         Error::Released { .. } => "it was released by a process given its handle".into(),
@@ -484,11 +543,26 @@ pub fn elide_middle(text: &str, max: usize) -> String {
     format!("{start}…{end}")
 }
 
-/// The status table: resource, state, token, owner, the holder's pid and host, and
-/// when the lease ends.
+/// The owner as the OWNER column shows it: a hook of an earlier version recorded
+/// `AGENT session TAG`; the SESSION column has the tag, so it is not repeated.
+fn shown_owner(entry: &StatusEntry) -> String {
+    match &entry.session {
+        Some(tag) => entry
+            .owner
+            .strip_suffix(&format!(" session {tag}"))
+            .unwrap_or(&entry.owner)
+            .to_string(),
+        None => entry.owner.clone(),
+    }
+}
+
+/// The status table: resource, state, token, owner (or the shared holders), the
+/// session's tag (a SESSION column only when some claim has a session), the
+/// holder's pid and host, and when the lease ends. Pinned by
+/// `the_status_table_shows_each_kind_of_claim_in_one_row`.
 pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
     let header = [
-        "RESOURCE", "STATE", "TOKEN", "OWNER", "PID", "HOST", "EXPIRES",
+        "RESOURCE", "STATE", "TOKEN", "OWNER", "SESSION", "PID", "HOST", "EXPIRES",
     ]
     .map(String::from);
     let mut rows = vec![header];
@@ -525,38 +599,52 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
             elide_middle(&printable(&entry.resource), MAX_RESOURCE_WIDTH),
             state.into(),
             or_dash(number(entry.token)),
-            // A session tenure's owner with its session: who may re-enter it.
-            // Shared holders: how many, and who.
-            or_dash(match &entry.session {
-                _ if !entry.shared.is_empty() => {
-                    let names: Vec<String> = entry
-                        .shared
-                        .iter()
-                        .map(|o| elide_middle(&printable(o), MAX_NAME_WIDTH))
-                        .collect();
-                    let shared = format!("{} shared: {}", names.len(), names.join(", "));
-                    if entry.owner.is_empty() {
-                        shared
-                    } else {
-                        format!(
-                            "{}; {shared}",
-                            elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH)
-                        )
-                    }
+            // Shared holders: how many, and who (one row however many share it).
+            or_dash(if entry.shared.is_empty() {
+                elide_middle(&printable(&shown_owner(entry)), MAX_NAME_WIDTH)
+            } else {
+                let names: Vec<String> = entry
+                    .shared
+                    .iter()
+                    .map(|o| elide_middle(&printable(o), MAX_NAME_WIDTH))
+                    .collect();
+                let shared = format!("{} shared: {}", names.len(), names.join(", "));
+                if entry.owner.is_empty() {
+                    shared
+                } else {
+                    format!(
+                        "{}; {shared}",
+                        elide_middle(&printable(&shown_owner(entry)), MAX_NAME_WIDTH)
+                    )
                 }
-                Some(session) => format!(
-                    "{} (session {})",
-                    elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH),
-                    elide_middle(&printable(session.as_str()), MAX_NAME_WIDTH)
-                ),
-                None => elide_middle(&printable(&entry.owner), MAX_NAME_WIDTH),
             }),
+            // The session's tag, whole: it is what tells two sessions apart (who
+            // may re-enter the claim), never the session id.
+            or_dash(
+                entry
+                    .session
+                    .as_ref()
+                    .map(|tag| elide_middle(&printable(tag.as_str()), MAX_NAME_WIDTH))
+                    .unwrap_or_default(),
+            ),
             or_dash(number(u64::from(entry.pid))),
             or_dash(elide_middle(&printable(&entry.host), MAX_NAME_WIDTH)),
             expires,
         ]);
     }
-    let mut widths = [0usize; 7];
+    // The SESSION column only when some claim has a session: most stores have none.
+    let shown: Vec<usize> = (0..8)
+        .filter(|&i| i != 4 || entries.iter().any(|e| e.session.is_some()))
+        .collect();
+    let rows: Vec<Vec<&String>> = rows
+        .iter()
+        .map(|row| shown.iter().map(|&i| &row[i]).collect())
+        .collect();
+    let numeric: Vec<bool> = rows[0]
+        .iter()
+        .map(|h| *h == "TOKEN" || *h == "PID")
+        .collect();
+    let mut widths = vec![0usize; shown.len()];
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
@@ -565,7 +653,7 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
     let mut out = String::new();
     for row in &rows {
         let mut line = String::new();
-        for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
+        for (i, (cell, width)) in row.iter().zip(&widths).enumerate() {
             if i > 0 {
                 line.push_str("  ");
             }
@@ -573,7 +661,7 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
             // counts bytes of multi-byte characters differently on some versions, and
             // the cells are already bounded.
             let padding = " ".repeat(width - cell.chars().count());
-            if i == 2 || i == 4 {
+            if numeric[i] {
                 line.push_str(&padding);
                 line.push_str(cell);
             } else {
@@ -596,6 +684,82 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
 mod tests {
     use super::*;
 
+    /// A status row as the core reports it.
+    fn row(resource: &str, owner: &str, session: Option<&str>, pid: u32) -> StatusEntry {
+        let (kind, label) = resource.split_once(':').unwrap();
+        StatusEntry {
+            resource: resource.into(),
+            key: fencepost::Key::parse(&format!("{kind}-{}", "0".repeat(32))).unwrap(),
+            label: label.into(),
+            state: ClaimState::Held,
+            live: true,
+            token: 7,
+            generation: 9,
+            owner: owner.into(),
+            pid,
+            host: if pid == 0 { "" } else { "vm" }.into(),
+            expires_at_ms: NOW + 29_100,
+            broken: None,
+            session: session.map(fencepost::SessionTag::of),
+            shared: Vec::new(),
+        }
+    }
+
+    const NOW: u64 = 1_796_135_405_000;
+
+    /// One row per resource, each kind readable: the owner once, the session's tag
+    /// in its own column (not the id, not twice), shared holders counted and named,
+    /// a slot as `slot:NAME#N`, a subtree as `dir:`.
+    #[test]
+    fn the_status_table_shows_each_kind_of_claim_in_one_row() {
+        let tag = |id: &str| fencepost::SessionTag::of(id).to_string();
+        let mut shared = row("file:/repo/docs/api.md", "", None, 0);
+        shared.shared = vec!["bob".into(), "cli".into()];
+        // What a hook of an earlier version recorded as its owner.
+        let old_hook = format!("claude-code session {}", tag("claude-code:s2"));
+        let table = status_table(
+            &[
+                row("lock:db:migrations", "ci", None, 4242),
+                row(
+                    "file:/repo/src/a.rs",
+                    "claude-code",
+                    Some("claude-code:s1"),
+                    17,
+                ),
+                row("file:/repo/src/b.rs", &old_hook, Some("claude-code:s2"), 18),
+                row("dir:/repo/src/auth", "cli", Some("agent-a"), 19),
+                shared,
+                row("slot:dev#2", "cli", None, 20),
+            ],
+            NOW,
+        );
+        let expected = format!(
+            "\
+RESOURCE                STATE  TOKEN  OWNER               SESSION            PID  HOST  EXPIRES
+lock:db:migrations      held       7  ci                  -                 4242  vm    in 29.1s
+file:/repo/src/a.rs     held       7  claude-code         {a}    17  vm    in 29.1s
+file:/repo/src/b.rs     held       7  claude-code         {b}    18  vm    in 29.1s
+dir:/repo/src/auth      held       7  cli                 {c}    19  vm    in 29.1s
+file:/repo/docs/api.md  held       7  2 shared: bob, cli  -                    -  -     in 29.1s
+slot:dev#2              held       7  cli                 -                   20  vm    in 29.1s",
+            a = tag("claude-code:s1"),
+            b = tag("claude-code:s2"),
+            c = tag("agent-a"),
+        );
+        assert_eq!(table, expected, "\n{table}");
+        for id in ["claude-code:s1", "agent-a"] {
+            assert!(!table.contains(id), "the table shows the session id {id}");
+        }
+        // Without any session claim, no SESSION column.
+        let plain = status_table(&[row("lock:db:migrations", "ci", None, 4242)], NOW);
+        assert_eq!(
+            plain,
+            "\
+RESOURCE            STATE  TOKEN  OWNER   PID  HOST  EXPIRES
+lock:db:migrations  held       7  ci     4242  vm    in 29.1s"
+        );
+    }
+
     #[test]
     fn a_release_written_around_is_reported_as_superseded() {
         let holder = fencepost::Holder {
@@ -605,11 +769,14 @@ mod tests {
             token: 7,
             generation: 7,
             expires_at_ms: 0,
+            in_the_way: None,
+            waiting: false,
+            session: None,
         };
         let written_around = Error::NotHolder {
             label: "x".into(),
             token: 1,
-            newest: Some(holder),
+            newest: Some(Box::new(holder)),
         };
         assert_eq!(
             loss_reason(&written_around),

@@ -90,10 +90,13 @@ impl Repo {
             .into_iter()
             .find(|e| e["label"] == path.display().to_string() && e["live"] == true)
             .map(|e| {
-                (
-                    e["token"].as_u64().unwrap(),
-                    e["owner"].as_str().unwrap().to_string(),
-                )
+                // Who holds it, as messages name it: the owner and its session's tag.
+                let owner = e["owner"].as_str().unwrap();
+                let who = match e["session"].as_str() {
+                    Some(tag) => format!("{owner} (session {tag})"),
+                    None => owner.to_string(),
+                };
+                (e["token"].as_u64().unwrap(), who)
             })
     }
 }
@@ -682,11 +685,29 @@ fn a_subtree_another_session_holds_blocks_edits_below_it() {
         .output()
         .unwrap();
     assert_eq!(claim.status.code(), Some(0), "{claim:?}");
+    // The block names the directory held, not "this file" (which nobody holds),
+    // and the holder by its session's tag (a CLI claim with --session is a
+    // session's claim like a hook's), never `cli (pid N)` and never the id.
+    let src = std::fs::canonicalize(repo.root.join("src")).unwrap();
+    let tag = fencepost::SessionTag::of("claude-code:s1");
+    let inside = format!(
+        "is inside {}, and another agent session ({tag})",
+        src.display()
+    );
     for path in ["src/a.rs", "src/new/deep.rs"] {
         let reason = assert_blocked(&repo.edit("claude-code-Edit.json", "s2", path));
-        assert!(reason.contains("is being edited by"), "{path}: {reason}");
+        assert!(reason.contains(&inside), "{path}: {reason}");
+        assert!(
+            reason.contains("holds it with everything below it until")
+                && !reason.contains("this file"),
+            "{path}: {reason}"
+        );
+        assert!(
+            !reason.contains("(pid") && !reason.contains("claude-code:s1"),
+            "{path}: {reason}"
+        );
         let reason = assert_blocked(&repo.edit("gemini-write_file.json", "g1", path));
-        assert!(reason.contains("is being edited by"), "{path}: {reason}");
+        assert!(reason.contains(&inside), "{path}: {reason}");
     }
     assert_allowed(
         &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),

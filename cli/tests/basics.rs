@@ -190,11 +190,30 @@ fn check_of_a_released_token_exits_3() {
         .stderr(predicate::str::contains("released"));
 }
 
+/// A lease on lock `name` (owner `library`) that ends `expires_in_ms` from now
+/// (negative: ended that long ago), written through the library by a clock a minute
+/// behind with a ttl of a minute more: its own claim is confirmed with a minute to
+/// spare however loaded the machine is, where a `claim --ttl 150` may take longer
+/// than its ttl to confirm and lapse. Returns the token and the handle.
+pub(crate) fn lease_ending_in(s: &Scratch, name: &str, expires_in_ms: i64) -> (u64, String) {
+    let behind = fencepost::SteppedClock::new();
+    behind.step_ms(-60_000);
+    let store =
+        fencepost::Store::with_clock(fencepost_fs::FsStore::open(s.store()).unwrap(), behind);
+    let ttl = u64::try_from(60_000 + expires_in_ms).expect("ended less than a minute ago");
+    let lease = store
+        .acquire(
+            &fencepost::Resource::lock(name),
+            &fencepost::AcquireOptions::new(ttl).owner("library"),
+        )
+        .unwrap();
+    (lease.token(), lease.handle().to_string())
+}
+
 #[test]
 fn check_of_an_expired_token_exits_3() {
     let s = Scratch::new();
-    let token = s.claim("x", &["--ttl", "150"]).to_string();
-    std::thread::sleep(Duration::from_millis(250));
+    let token = lease_ending_in(&s, "x", -1_000).0.to_string();
     s.cmd()
         .args(["check", "--lock", "x", &token])
         .assert()
@@ -207,16 +226,17 @@ fn renew_keeps_the_token_and_moves_the_expiry() {
     let s = Scratch::new();
     let claimed = s
         .cmd()
-        .args(["claim", "--lock", "x", "--ttl", "5000", "--json"])
+        .args(["claim", "--lock", "x", "--ttl", "60000", "--json"])
         .output()
         .unwrap();
     let claimed = json_of(&claimed);
     let token = claimed["token"].as_u64().unwrap();
     let handle = claimed["handle"].as_str().unwrap();
-    std::thread::sleep(Duration::from_millis(20));
+    // A minute of ttl: the renewal comes well before the lease ends, however loaded
+    // the machine; the renewed expiry still moves by at least the difference.
     let renewed = s
         .cmd()
-        .args(["renew", "--lock", "x", handle, "--ttl", "60000"])
+        .args(["renew", "--lock", "x", handle, "--ttl", "120000"])
         .arg("--json")
         .output()
         .unwrap();
@@ -227,10 +247,10 @@ fn renew_keeps_the_token_and_moves_the_expiry() {
         "docs/protocol.md I5: renewal keeps the token"
     );
     assert!(renewed["generation"].as_u64() > claimed["generation"].as_u64());
-    assert_eq!(renewed["ttl_ms"], 60000);
+    assert_eq!(renewed["ttl_ms"], 120000);
     assert!(
         renewed["expires_at_ms"].as_u64().unwrap()
-            >= claimed["expires_at_ms"].as_u64().unwrap() + 55_000
+            >= claimed["expires_at_ms"].as_u64().unwrap() + 60_000
     );
     // Without --json: the same handle alone; and the token still passes.
     let plain = s
@@ -250,8 +270,7 @@ fn renew_keeps_the_token_and_moves_the_expiry() {
 fn renew_of_a_stale_released_or_expired_token_exits_3() {
     let s = Scratch::new();
     // Expired: never revived (docs/protocol.md §3.2).
-    let expired = s.claim_handle("x", &["--ttl", "100"]).1;
-    std::thread::sleep(Duration::from_millis(200));
+    let expired = lease_ending_in(&s, "x", -1_000).1;
     let output = s
         .cmd()
         .args(["renew", "--lock", "x", &expired])
@@ -338,7 +357,9 @@ fn a_claim_after_release_gets_a_larger_token() {
 #[test]
 fn claim_with_wait_takes_over_when_the_holder_expires() {
     let s = Scratch::new();
-    let first = s.claim("x", &["--ttl", "300"]);
+    // Held for another second: the waiter starts while it is live (or, on a machine
+    // slow enough, just after; either way it must end up with a newer token).
+    let first = lease_ending_in(&s, "x", 1_000).0;
     let output = s
         .cmd()
         .args(["claim", "--lock", "x", "--wait", "10000"])

@@ -269,7 +269,9 @@ fn a_lost_run_names_the_store() {
     let output = s
         .cmd()
         .args(["run", "--lock", "x", "--ttl", "60000", "--", "sh", "-c"])
-        .arg(r#""$FP" break --lock x --reason "lost for the test"; sleep 0.5"#)
+        // The child outlives the break: `run` sees the loss and stops it (SIGTERM),
+        // however long a loaded machine takes to notice.
+        .arg(r#""$FP" break --lock x --reason "lost for the test"; sleep 60"#)
         .env("FP", crate::util::bin())
         .output()
         .unwrap();
@@ -385,4 +387,88 @@ fn a_full_disk_is_named_as_the_cause() {
     let line = one_line_stderr(&output);
     assert!(line.contains("full"), "{line}");
     assert!(!line.contains("writable directory"), "{line}");
+}
+
+/// The README's first Command line example, run as written: claim, check by the token
+/// alone, renew and release, each exit 0 (a `check … 7` with a made-up token exited
+/// 3 for a new user copying it).
+#[cfg(unix)]
+#[test]
+fn the_readme_lease_lifecycle_runs_as_written() {
+    let readme = include_str!("../../README.md");
+    let section = &readme[readme.find("\n## Command line").unwrap()..];
+    let block = &section[section.find("```sh\n").unwrap() + 6..];
+    let lines: Vec<&str> = block.lines().take(4).collect();
+    assert!(lines[0].starts_with("lease=$(fencepost claim"), "{lines:?}");
+    let script: String = lines
+        .iter()
+        .map(|line| {
+            format!(
+                "{}\necho \"rc=$?\" >&2\n",
+                line.split(" # ").next().unwrap()
+            )
+        })
+        .collect();
+    let s = Scratch::new();
+    let bin_dir = crate::util::bin().parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let output = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(s.path())
+        .env("PATH", path)
+        .env("FENCEPOST_STORE", s.store())
+        .env_remove("FENCEPOST_SESSION")
+        .env_remove("FENCEPOST_OWNER")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let codes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("rc=")).collect();
+    assert_eq!(codes, ["rc=0"; 4], "{script}\n{stderr}");
+}
+
+/// `fencepost claim db:migrations` (the resource without its flag): the error says
+/// how to name it, on one line.
+#[test]
+fn a_resource_without_its_flag_is_told_the_flags() {
+    let s = Scratch::new();
+    for command in [
+        &["claim", "db:migrations"][..],
+        &["break", "db:migrations", "--reason", "r"],
+    ] {
+        let output = s.cmd().args(command).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let line = one_line_stderr(&output);
+        assert!(
+            line.contains("name the resource with --lock db:migrations (a named lock), --file db:migrations or --dir db:migrations"),
+            "{line}"
+        );
+    }
+    // An unknown flag is not a resource.
+    let output = s.cmd().args(["claim", "--lok", "x"]).output().unwrap();
+    assert!(!one_line_stderr(&output).contains("name the resource"));
+}
+
+/// A nested `run` passes on only its own resource's variables: an outer `run
+/// --dir`'s FENCEPOST_DIR (or slot's FENCEPOST_SLOT) does not reach the inner child.
+#[cfg(unix)]
+#[test]
+fn a_nested_run_does_not_pass_the_outer_resource_on() {
+    let s = Scratch::new();
+    let script = r#"printf '%s\n' "${FENCEPOST_DIR-unset}" "${FENCEPOST_SLOT-unset}" "${FENCEPOST_FILE-unset}" "$FENCEPOST_LOCK""#;
+    let output = s
+        .cmd()
+        .env("FENCEPOST_DIR", "/leaked/from/an/outer/run")
+        .env("FENCEPOST_SLOT", "9")
+        .env("FENCEPOST_FILE", "/leaked")
+        .args(["run", "--lock", "inner", "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "unset\nunset\nunset\ninner\n"
+    );
 }

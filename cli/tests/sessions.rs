@@ -72,8 +72,28 @@ fn a_second_process_of_the_holding_session_gets_the_same_token_renewed() {
             .unwrap();
         assert_eq!(output.status.code(), Some(3), "{other:?}: {output:?}");
         let stderr = one_line_stderr(&output);
-        assert!(stderr.contains("held by"), "{stderr}");
+        // The holder is named by its session's tag, never by the id.
+        let tag = fencepost::SessionTag::of("agent-7");
+        assert!(
+            stderr.contains(&format!("held by cli (session {tag}, pid ")),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("agent-7"), "{stderr}");
     }
+    // Waiting, and giving up, names it the same way.
+    let gave_up = s
+        .cmd()
+        .args(["claim", "--lock", "x", "--wait", "100"])
+        .output()
+        .unwrap();
+    let stderr = one_line_stderr(&gave_up);
+    assert!(
+        stderr.contains(&format!(
+            "held by cli, session {}, pid ",
+            fencepost::SessionTag::of("agent-7")
+        )),
+        "{stderr}"
+    );
     let token = first["token"].as_u64().unwrap().to_string();
     s.cmd()
         .args(["check", "--lock", "x", &token])

@@ -176,3 +176,151 @@ fn racing_processes_never_hold_a_subtree_and_a_file_inside_it_at_once() {
         .collect();
     assert!(tree.windows(2).all(|w| w[0] < w[1]), "{tree:?}");
 }
+
+/// A refusal by a subtree above names the subtree, its holder and a `break` of the
+/// subtree (the one that works), not of the file asked for; a refusal of a subtree
+/// by a file below it names the file. The suggested `break` is run and works.
+#[test]
+fn a_refusal_names_the_resource_in_the_way_and_a_break_that_works() {
+    let s = Scratch::new();
+    std::fs::create_dir_all(s.path().join("src/auth")).unwrap();
+    let src = std::fs::canonicalize(s.path().join("src")).unwrap();
+    let tree = claim(&s, &["--dir", "src", "--owner", "tree-agent"]);
+    assert_eq!(tree.status.code(), Some(0), "{tree:?}");
+    let file = claim(&s, &["--file", "src/auth/login.rs"]);
+    assert_eq!(file.status.code(), Some(3), "{file:?}");
+    let message = one_line_stderr(&file);
+    let break_dir = format!("fencepost break --dir {} --reason", src.display());
+    assert!(
+        message.contains(&format!(
+            "blocked by dir {}, held by tree-agent",
+            src.display()
+        )) && message.contains(&break_dir)
+            && !message.contains("break --file"),
+        "{message}"
+    );
+    // With a wait, the same.
+    let waited = claim(&s, &["--file", "src/auth/login.rs", "--wait", "200"]);
+    let message = one_line_stderr(&waited);
+    assert!(
+        message.contains("gave up after") && message.contains(&break_dir),
+        "{message}"
+    );
+    // The suggested break (a human's) works, and then the file can be claimed.
+    let broke = s
+        .cmd()
+        .args(["break", "--dir"])
+        .arg(&src)
+        .args(["--reason", "test"])
+        .output()
+        .unwrap();
+    assert_eq!(broke.status.code(), Some(0), "{broke:?}");
+    let file = claim(
+        &s,
+        &["--file", "src/auth/login.rs", "--owner", "file-agent"],
+    );
+    assert_eq!(file.status.code(), Some(0), "{file:?}");
+    // The other way: a subtree refused by a file below it names the file.
+    let tree = claim(&s, &["--dir", "src"]);
+    let message = one_line_stderr(&tree);
+    let login = src.join("auth/login.rs");
+    assert!(
+        message.contains(&format!(
+            "blocked by file {}, held by file-agent",
+            login.display()
+        )) && message.contains(&format!(
+            "fencepost break --file {} --reason",
+            login.display()
+        )),
+        "{message}"
+    );
+    // --json carries the resource in the way.
+    let json = s
+        .cmd()
+        .args(["claim", "--dir", "src", "--json"])
+        .output()
+        .unwrap();
+    let verdict = crate::util::json_of(&json);
+    assert_eq!(
+        verdict["holder"]["in_the_way"],
+        format!("file:{}", login.display()),
+        "{verdict}"
+    );
+}
+
+/// A subtree covers its directory's own path: `--dir zz` and `--file zz` are never
+/// both granted, in either order.
+#[test]
+fn a_subtree_and_a_file_of_the_same_path_exclude_each_other() {
+    let s = Scratch::new();
+    for (first, second) in [("--dir", "--file"), ("--file", "--dir")] {
+        let held = claim(&s, &[first, "zz", "--owner", "first"]);
+        assert_eq!(held.status.code(), Some(0), "{held:?}");
+        let refused = claim(&s, &[second, "zz"]);
+        assert_eq!(
+            refused.status.code(),
+            Some(3),
+            "{second} zz while {first} zz: {refused:?}"
+        );
+        assert!(one_line_stderr(&refused).contains("first"));
+        let released = s
+            .cmd()
+            .args(["release", first, "zz", &crate::util::handle_of(&held)])
+            .output()
+            .unwrap();
+        assert_eq!(released.status.code(), Some(0), "{released:?}");
+    }
+}
+
+/// A `run --dir` SIGKILLed while holding: a claim of a file below it gets in at
+/// once (as a claim of the subtree itself would), and the dead subtree token no
+/// longer passes `check`.
+#[cfg(unix)]
+#[test]
+fn a_sigkilled_subtree_holder_does_not_keep_covered_files_out() {
+    use std::io::{BufRead, BufReader};
+    let s = Scratch::new();
+    std::fs::create_dir_all(s.path().join("src")).unwrap();
+    let mut run = s.spawn_cmd();
+    run.args([
+        "run",
+        "--dir",
+        "src",
+        "--ttl",
+        "60000",
+        "--",
+        "sh",
+        "-c",
+        "echo held; exec sleep 60",
+    ])
+    .stdout(Stdio::piped());
+    let mut run = crate::util::Background(run.spawn().unwrap());
+    let mut line = String::new();
+    BufReader::new(run.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "held");
+    let dead = s.status();
+    let dead = dead
+        .iter()
+        .find(|e| {
+            e["resource"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("dir:"))
+        })
+        .and_then(|e| e["token"].as_u64())
+        .expect("the subtree's row");
+    // Alive: the file is refused.
+    assert_eq!(claim(&s, &["--file", "src/a.rs"]).status.code(), Some(3));
+    // SIGKILL the run (its child is left; it is not the holder).
+    run.0.kill().unwrap();
+    run.0.wait().unwrap();
+    let started = std::time::Instant::now();
+    let file = claim(&s, &["--file", "src/a.rs"]);
+    assert_eq!(file.status.code(), Some(0), "not taken at once: {file:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    s.cmd()
+        .args(["check", "--dir", "src", &dead.to_string()])
+        .assert()
+        .code(3);
+}

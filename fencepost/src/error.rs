@@ -22,18 +22,108 @@ pub struct Holder {
     /// When the holder's lease ends, in milliseconds since the Unix epoch, by the
     /// holder's clock.
     pub expires_at_ms: u64,
+    /// The tag of the session that claimed the tenure, when it claimed with one
+    /// ([`crate::SessionTag`]: it names the session to others without revealing the
+    /// session id, which would let them act as it). Absent from `--json` when none.
+    /// Boxed so that [`Error`], which carries a holder, stays small.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<Box<crate::SessionTag>>,
+    /// The resource this holder holds when it is not the one asked for: a subtree
+    /// claim of a directory above a requested file or subtree, a file or subtree
+    /// claim below a requested subtree, or the subtree a waiting exclusive claimer
+    /// wants (docs/design-05-subtrees-and-shared.md §3.3, §4.3). `None` when the
+    /// holder holds the requested resource itself. A refusal names this resource,
+    /// and a `break` for a holder that is gone must name it too. Boxed, as
+    /// `session` is. In `--json`: `"dir:PATH"` or `"file:PATH"`, absent when none.
+    #[serde(
+        serialize_with = "serialize_in_the_way",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub in_the_way: Option<Box<crate::Resource>>,
+    /// Not a holder but an exclusive claimer *waiting* for the resource (its
+    /// intent, docs/design-05-subtrees-and-shared.md §4.3): claims it would be
+    /// overtaken by wait until it got in and out. There is nothing to break; the
+    /// next step is to wait.
+    pub waiting: bool,
+}
+
+/// `in_the_way` as `"dir:PATH"` / `"file:PATH"`.
+fn serialize_in_the_way<S: serde::Serializer>(
+    in_the_way: &Option<Box<crate::Resource>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match in_the_way {
+        Some(resource) => {
+            serializer.serialize_str(&format!("{}:{}", resource.kind(), resource.target()))
+        }
+        None => serializer.serialize_none(),
+    }
+}
+
+impl Holder {
+    /// Who holds it, for messages: the owner, and the session's tag when the tenure
+    /// has one (`cli (session 0ed754fc9054df0b)`). An owner that already names the
+    /// tag (hooks of earlier versions recorded `AGENT session TAG`) is not repeated.
+    pub fn who(&self) -> String {
+        owner_and_session(&self.owner, self.session.as_deref())
+    }
+
+    /// The session's tag when messages should name it beside the owner: the tenure
+    /// has a session and the owner does not already name it.
+    pub fn session_to_show(&self) -> Option<&crate::SessionTag> {
+        session_to_show(&self.owner, self.session.as_deref())
+    }
+}
+
+fn session_to_show<'a>(
+    owner: &str,
+    session: Option<&'a crate::SessionTag>,
+) -> Option<&'a crate::SessionTag> {
+    session.filter(|tag| !owner.contains(tag.as_str()))
+}
+
+/// `OWNER (session TAG)`, or the owner alone (see [`Holder::who`]).
+pub(crate) fn owner_and_session(owner: &str, session: Option<&crate::SessionTag>) -> String {
+    match session_to_show(owner, session) {
+        Some(tag) => format!("{owner} (session {tag})"),
+        None => owner.to_string(),
+    }
 }
 
 impl std::fmt::Display for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} (pid {}, token {}) until {}",
+            "{} ({}pid {}, token {}) until {}",
             self.owner,
+            self.session_to_show()
+                .map(|tag| format!("session {tag}, "))
+                .unwrap_or_default(),
             self.pid,
             self.token,
             crate::utc_timestamp(self.expires_at_ms)
         )
+    }
+}
+
+/// The text of [`Error::Held`]: who is in the way (the holder of the resource, a
+/// holder of another resource that covers it or that it covers, or a claimer
+/// waiting for a directory above it), until when, and a next step that works.
+fn held_text(label: &str, holder: &Holder) -> String {
+    const WAIT: &str = "wait for it (acquire with a wait), work on something else meanwhile";
+    match (holder.in_the_way.as_deref(), holder.waiting) {
+        (Some(other), true) => format!(
+            "{label} is kept free for {other}, which {holder} is waiting for; {WAIT} (the waiting claim goes first)"
+        ),
+        (None, true) => format!(
+            "{label} is kept free for {holder}, who is waiting for it; {WAIT} (the waiting claim goes first)"
+        ),
+        (Some(other), false) => format!(
+            "{label} is blocked by {other}, held by {holder}; {WAIT}, or ask a human operator to break the lease of {other} if its holder is gone"
+        ),
+        (None, false) => format!(
+            "{label} is held by {holder}; {WAIT}, or ask a human operator to break the lease if its holder is gone"
+        ),
     }
 }
 
@@ -51,9 +141,7 @@ pub enum Error {
     ///
     /// Its message says who, until when, and what to do next; it never suggests
     /// acting as the holder.
-    #[error(
-        "{label} is held by {holder}; wait for it (acquire with a wait), work on something else meanwhile, or ask a human operator to break the lease if its holder is gone"
-    )]
+    #[error("{}", held_text(.label, .holder))]
     Held {
         /// The resource's label, as given by the caller.
         label: String,
@@ -64,14 +152,15 @@ pub enum Error {
     /// without its proof: someone else claimed after it, the token never held the
     /// resource, or the secret presented is not the tenure's (a token alone is
     /// public and proves nothing). Nothing was written.
-    #[error("not the holder of {label} with token {token}{}", describe_newest(.newest))]
+    #[error("not the holder of {label} with token {token}{}", describe_newest(&.newest.as_deref().cloned()))]
     NotHolder {
         /// The resource's label.
         label: String,
         /// The token presented.
         token: u64,
-        /// The current holder, if the newest record is a live, decodable claim.
-        newest: Option<Holder>,
+        /// The current holder, if the newest record is a live, decodable claim
+        /// (boxed: keeps every `Result` of this crate small).
+        newest: Option<Box<Holder>>,
     },
     /// Renew or release was asked for by a session ([`crate::Store::resume_session`])
     /// whose tenure is not the newest record of the resource: it never claimed it,

@@ -296,6 +296,23 @@ pub mod planted {
     /// A shared claimer ignores a waiting writer's intent: readers that keep
     /// arriving starve the writer.
     pub static SHARED_IGNORES_INTENT: AtomicBool = AtomicBool::new(false);
+    /// A file claim does not look for a subtree claim of its own path, nor a
+    /// subtree claim for a file claim of its directory's path: `dir:P` and
+    /// `file:P` are both granted at once.
+    pub static SAME_PATH_UNCHECKED: AtomicBool = AtomicBool::new(false);
+    /// A participant index sweeps an entry whose participant has not written its
+    /// record yet (as if its writer had died): an exclusive claimer that arrives
+    /// between the entry and the record, and after the sweep, never sees the
+    /// reader it will hold with.
+    pub static SHARES_SWEEP_UNWRITTEN: AtomicBool = AtomicBool::new(false);
+    /// A claim covered by a subtree whose holder provably died ignores that
+    /// holder without fencing it (no takeover record): the dead tenure's token
+    /// keeps passing `check` while the covered claim holds.
+    pub static COVERED_DEAD_NOT_FENCED: AtomicBool = AtomicBool::new(false);
+    /// A covered claim (a file or subtree below a directory, shared or exclusive)
+    /// ignores the intent of a subtree claimer waiting for that directory: a
+    /// stream of covered claims starves it.
+    pub static COVERED_IGNORES_INTENT: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

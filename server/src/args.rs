@@ -360,6 +360,11 @@ pub(crate) struct StatusClaim {
     /// none): one row per resource, however many share it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) shared: Vec<String>,
+    /// The tag of the session that claimed it, when it claimed with one (absent
+    /// otherwise): it tells sessions apart without revealing their ids, which would
+    /// let others act as them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) session: Option<String>,
 }
 
 /// Result of `status`.

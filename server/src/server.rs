@@ -226,9 +226,24 @@ const NEXT_STEPS: &str = "claim with wait_ms to wait for it, work on something e
 /// A core error as a tool error.
 fn describe(error: Error) -> String {
     match error {
-        Error::Held { label, holder } => {
-            format!("held: {label} is held by {holder}; {NEXT_STEPS}")
-        }
+        Error::Held { label, holder } => match (holder.in_the_way.as_deref(), holder.waiting) {
+            (Some(other), true) => format!(
+                "held: {label} is kept free for {other}, which {holder} is waiting for; claim with \
+                 wait_ms to wait (the waiting claim goes first, then yours), or work on something \
+                 else meanwhile"
+            ),
+            (None, true) => format!(
+                "held: {label} is kept free for {holder}, who is waiting for it; claim with wait_ms \
+                 to wait (the waiting claim goes first, then yours), or work on something else \
+                 meanwhile"
+            ),
+            (Some(other), false) => format!(
+                "held: {label} is blocked by {other}, held by {holder}; claim with wait_ms to wait \
+                 for it, work on something else meanwhile, or, if its holder is gone or stuck, ask \
+                 the human operator to run `fencepost break` on {other} (not on {label})"
+            ),
+            (None, false) => format!("held: {label} is held by {holder}; {NEXT_STEPS}"),
+        },
         Error::Broken { .. } => format!("lost: {error}; claim it again for a new token"),
         Error::Superseded { .. } | Error::Expired { .. } | Error::Released { .. } => {
             format!("lost: {error}; claim it again for a new token")
@@ -726,7 +741,7 @@ impl Inner {
             (Some(note), _) if entry.token == token => format!("its lease was {note}"),
             (_, ClaimState::Held) if entry.token != token => format!(
                 "it is held by {} with token {} until {}",
-                entry.owner,
+                entry.who(),
                 entry.token,
                 fencepost::utc_timestamp(entry.expires_at_ms)
             ),
@@ -1004,6 +1019,7 @@ impl Inner {
                     _ => "file".into(),
                 },
                 shared: entry.shared,
+                session: entry.session.map(|tag| tag.as_str().to_string()),
                 resource: entry.resource,
                 pid: entry.pid,
                 host: entry.host,

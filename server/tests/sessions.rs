@@ -70,6 +70,28 @@ async fn servers_of_one_session_share_its_lease_and_others_are_refused() {
         .await
         .unwrap_err();
     assert!(refused.starts_with("held"), "{refused}");
+    // The holder is named by its session's tag, never by the id (which would let
+    // the stranger act as it), in the refusal and in `status`.
+    let tag = fencepost::SessionTag::of("session-1").to_string();
+    assert!(
+        refused.contains(&format!("agent (session {tag}, pid ")),
+        "{refused}"
+    );
+    let status = stranger.call("status", json!({})).await.unwrap();
+    let row = status["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["label"] == "notes")
+        .unwrap_or_else(|| panic!("no row for notes: {status}"));
+    assert_eq!(row["session"], tag.as_str(), "{status}");
+    assert_eq!(row["owner"], "agent", "{status}");
+    for shown in [&refused, &status.to_string()] {
+        assert!(
+            !shown.contains("session-1"),
+            "shows the session id: {shown}"
+        );
+    }
     // A release by either process of the session ends the lease for the session.
     second
         .call(

@@ -46,6 +46,15 @@ async fn a_subtree_lease_writes_below_its_directory_and_excludes_files_there() {
         .await
         .unwrap_err();
     assert!(held.contains("agent-a"), "{held}");
+    // The refusal names the subtree in the way and a break of it, not of the file.
+    let src = std::fs::canonicalize(tree.root.join("src")).unwrap();
+    assert!(
+        held.contains(&format!(
+            "is blocked by dir {}, held by agent-a",
+            src.display()
+        )) && held.contains(&format!("`fencepost break` on dir {}", src.display())),
+        "{held}"
+    );
     let lock_token = b.claim_lock("anything", 600_000).await;
     let refused = b
         .call(

@@ -156,6 +156,58 @@ struct Shared {
     /// Set once `O_TMPFILE` (or `/proc/self/fd`) turned out to be missing: creates
     /// then stage a named file.
     anonymous_unsupported: AtomicBool,
+    /// Change watches no waiter uses right now, by key directory, kept for the next
+    /// wait: closing one costs the kernel milliseconds (see [`sys::DirWatch`]),
+    /// which a waiter that just won its claim would otherwise pay while holding it.
+    idle_watches: IdleWatches,
+}
+
+/// At most this many idle change watches are kept per store handle (each holds an
+/// inotify instance, of which a user has 128 by default).
+const IDLE_WATCHES_MAX: usize = 8;
+
+/// The idle watches of one store handle, most recently used last.
+#[derive(Default)]
+struct IdleWatches(Mutex<Vec<(PathBuf, sys::DirWatch)>>);
+
+impl std::fmt::Debug for IdleWatches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map(|w| w.len()).unwrap_or(0);
+        write!(f, "IdleWatches({n})")
+    }
+}
+
+impl IdleWatches {
+    /// An idle watch of `dir` that still watches it, with every event that came
+    /// while it was idle consumed (the caller reads the series after this, so
+    /// those changes are seen by that read).
+    fn take(&self, dir: &Path) -> Option<sys::DirWatch> {
+        let mut idle = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let at = idle.iter().rposition(|(d, _)| d == dir)?;
+        let (_, mut watch) = idle.swap_remove(at);
+        drop(idle);
+        watch.drain();
+        // One that lost its directory (removed by hand and made again) is closed.
+        watch.live().then_some(watch)
+    }
+
+    /// Keeps `watch` for the next wait on `dir`, or closes it when it is no longer
+    /// live or enough are kept.
+    fn give_back(&self, dir: PathBuf, watch: sys::DirWatch) {
+        if !watch.live() {
+            return;
+        }
+        let mut idle = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() >= IDLE_WATCHES_MAX {
+            // The oldest goes; closed outside the lock.
+            let oldest = idle.remove(0);
+            idle.push((dir, watch));
+            drop(idle);
+            drop(oldest);
+        } else {
+            idle.push((dir, watch));
+        }
+    }
 }
 
 impl Shared {
@@ -803,7 +855,15 @@ impl LeaseStore for FsStore {
     fn watch_changes(&self, key: &Key) -> Option<Box<dyn ChangeWatch>> {
         let dir = self.key_dir(key);
         check_real_dir(&dir).ok()?;
-        sys::watch_dir(&dir).map(|watch| Box::new(FsChangeWatch(watch)) as Box<dyn ChangeWatch>)
+        let watch = match self.shared.idle_watches.take(&dir) {
+            Some(watch) => watch,
+            None => sys::watch_dir(&dir)?,
+        };
+        Some(Box::new(FsChangeWatch {
+            watch: Some(watch),
+            dir,
+            shared: Arc::clone(&self.shared),
+        }))
     }
 
     /// The store root as an absolute path. Exact: [`FsStore::open`] refuses a root
@@ -813,12 +873,27 @@ impl LeaseStore for FsStore {
     }
 }
 
-/// [`ChangeWatch`] over a key directory's notification.
-struct FsChangeWatch(sys::DirWatch);
+/// [`ChangeWatch`] over a key directory's notification; given back to its store
+/// handle's idle watches when dropped.
+struct FsChangeWatch {
+    watch: Option<sys::DirWatch>,
+    dir: PathBuf,
+    shared: Arc<Shared>,
+}
 
 impl ChangeWatch for FsChangeWatch {
     fn wait(&mut self, timeout: Duration) -> bool {
-        self.0.wait(timeout)
+        self.watch.as_mut().is_some_and(|w| w.wait(timeout))
+    }
+}
+
+impl Drop for FsChangeWatch {
+    fn drop(&mut self) {
+        if let Some(watch) = self.watch.take() {
+            self.shared
+                .idle_watches
+                .give_back(std::mem::take(&mut self.dir), watch);
+        }
     }
 }
 
@@ -1124,6 +1199,65 @@ mod tests {
             watch.wait(Duration::from_secs(30)),
             "a pending change was lost"
         );
+    }
+
+    /// A watch is kept for the next wait when dropped (closing one costs the kernel
+    /// milliseconds, which a waiter that just won its claim would pay while holding
+    /// it: the handoff bench's 8 ms); what came while it was idle does not wake the
+    /// next waiter (its read after the watch sees it), and a watch whose directory
+    /// was removed and made again is closed, not reused: the new one wakes.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_idle_watch_is_reused_unless_its_directory_went_away() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let idle = |store: &FsStore| store.shared.idle_watches.0.lock().unwrap().len();
+        let k = key("pooled");
+        store.create(&k, 1, b"one", Durability::Unflushed).unwrap();
+        drop(store.watch_changes(&k).expect("inotify on this machine"));
+        assert_eq!(idle(&store), 1, "a dropped watch is kept");
+        // A change while idle: drained when taken, so no stale wake-up.
+        store.create(&k, 2, b"two", Durability::Unflushed).unwrap();
+        let mut watch = store.watch_changes(&k).unwrap();
+        assert_eq!(
+            idle(&store),
+            0,
+            "the kept watch was taken, not a new one made"
+        );
+        assert!(
+            !watch.wait(Duration::from_millis(30)),
+            "woken by an old change"
+        );
+        store
+            .create(&k, 3, b"three", Durability::Unflushed)
+            .unwrap();
+        assert!(
+            watch.wait(Duration::from_secs(30)),
+            "a reused watch missed a change"
+        );
+        drop(watch);
+        assert_eq!(idle(&store), 1);
+        // The key directory removed by hand and made again: the kept watch watches
+        // nothing now; it must be closed and a new one made.
+        let dir = store.key_dir(&k);
+        for g in 1..=3 {
+            std::fs::remove_file(store.record_path(&k, g)).unwrap();
+        }
+        std::fs::remove_dir(&dir).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        let mut watch = store.watch_changes(&k).unwrap();
+        store.create(&k, 4, b"four", Durability::Unflushed).unwrap();
+        assert!(
+            watch.wait(Duration::from_secs(30)),
+            "a watch of the removed directory was reused"
+        );
+        drop(watch);
+        for n in 0..IDLE_WATCHES_MAX + 3 {
+            let k = key(&format!("many-{n}"));
+            store.create(&k, 1, b"one", Durability::Unflushed).unwrap();
+            drop(store.watch_changes(&k).unwrap());
+        }
+        assert_eq!(idle(&store), IDLE_WATCHES_MAX, "idle watches are bounded");
     }
 
     /// The fallback for filesystems without hard links (forced here: this machine's

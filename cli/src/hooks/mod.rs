@@ -168,6 +168,33 @@ pub fn held_reason(path: &Path, holder: &Holder, now: u64) -> String {
         None => format!("{} (pid {})", printable(&holder.owner), holder.pid),
     };
     let until = fencepost::utc_timestamp(holder.expires_at_ms);
+    let shown = printable(&path.display().to_string());
+    if let Some(other) = holder.in_the_way.as_deref() {
+        let dir = printable(&other.target());
+        let (what, again) = if holder.waiting {
+            (
+                format!(
+                    "{who} is waiting to claim it with everything below it, and no new edit \
+                     starts there until it had its turn"
+                ),
+                "try this edit again in a while".to_string(),
+            )
+        } else {
+            (
+                format!(
+                    "{who} holds it with everything below it until {until} ({})",
+                    expiry_phrase(holder.expires_at_ms, now)
+                ),
+                format!("try this edit again after {until}"),
+            )
+        };
+        return format!(
+            "fencepost: {shown} is inside {dir}, and {what}. This edit was blocked so that two \
+             sessions do not overwrite each other's work. Do not edit files under {dir} now, \
+             and do not write them another way (a shell command, another tool). Work on files \
+             outside {dir} meanwhile, {again}, or ask the human to coordinate the two sessions."
+        );
+    }
     format!(
         "fencepost: {} is being edited by {who}, which holds it until {until} ({}). This edit \
          was blocked so that two sessions do not overwrite each other's work. Do not edit this \
@@ -267,7 +294,7 @@ fn edit(
             } => notes.push(format!(
                 "{} is held by this session ({}, token {token}) until {}",
                 printable(&location.display().to_string()),
-                printable(&session),
+                session::tag(&session),
                 fencepost::utc_timestamp(expires_at_ms)
             )),
             Claimed::Theirs(holder) => {
@@ -377,13 +404,17 @@ mod tests {
     fn the_readme_shows_the_reasons_verbatim() {
         let readme = include_str!("../../../README.md").replace("\n", " ");
         let holder = Holder {
-            // What a hook of session `claude-code:7f3c2a` records: its tag.
-            owner: super::session::owner("claude-code", "claude-code:7f3c2a"),
+            // What a hook of session `claude-code:7f3c2a` records: the agent, and
+            // the session's tag.
+            owner: "claude-code".into(),
+            session: Some(Box::new(fencepost::SessionTag::of("claude-code:7f3c2a"))),
             holder_id: "h".into(),
             pid: 4242,
             token: 7,
             generation: 9,
             expires_at_ms: 1_796_135_405_000,
+            in_the_way: None,
+            waiting: false,
         };
         let held = held_reason(
             Path::new("/repo/src/auth.rs"),

@@ -31,14 +31,6 @@ pub fn env_session() -> Option<String> {
     None
 }
 
-/// The owner recorded with a hook's claims: who, for `status` and for other agents'
-/// block messages. It names the session by its tag, never by its id: whoever knows
-/// the id can act as the session (docs/protocol.md §11, "Sessions"), and the owner
-/// is shown to everyone.
-pub fn owner(agent: &str, session: &str) -> String {
-    format!("{agent} session {}", tag(session))
-}
-
 /// The session's tag as records and `status` show it (`SessionTag`).
 pub fn tag(session: &str) -> String {
     SessionTag::of(session).as_str().to_string()
@@ -63,9 +55,10 @@ pub fn claim(
     session: &str,
     ttl_ms: u64,
 ) -> Result<Claimed, Error> {
-    let options = AcquireOptions::new(ttl_ms)
-        .owner(owner(agent, session))
-        .session(session);
+    // The owner is the agent; the record carries the session's tag beside it (never
+    // the id: whoever knows the id can act as the session, docs/protocol.md §11,
+    // "Sessions"), and `status` and block messages show both.
+    let options = AcquireOptions::new(ttl_ms).owner(agent).session(session);
     match store.try_acquire(resource, &options)? {
         TryAcquire::Acquired(lease) => Ok(Claimed::Ours {
             token: lease.token(),
@@ -75,14 +68,11 @@ pub fn claim(
     }
 }
 
-/// The tag of the session a holder claimed for, as far as a block message can tell:
-/// the holder's owner names it when the claim came from a hook (`AGENT session TAG`).
-/// For display only; who may re-enter is decided by the core.
+/// The tag of the session a holder claimed for, if it claimed with one (a hook's
+/// claim, a CLI claim with `--session`, the MCP server's). For display only; who may
+/// re-enter is decided by the core.
 pub fn holder_session(holder: &Holder) -> Option<String> {
-    holder
-        .owner
-        .split_once(" session ")
-        .map(|(_, session)| session.to_string())
+    holder.session.as_ref().map(|tag| tag.as_str().to_string())
 }
 
 /// The tag of the session of a status entry's holder, if it claimed with one.

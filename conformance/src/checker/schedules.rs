@@ -374,6 +374,61 @@ pub const SCHEDULES: &[Schedule] = &[
         inflight_ms: INFLIGHT_MS,
         actors: claims::shared_readers_writer,
     },
+    Schedule {
+        name: "same_path",
+        about: "a subtree claim and a file claim of one path (neither exists yet) race, and a shared reader of the file arrives; slow and half-written creates, pauses",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 80,
+            advance: 60,
+            half_written: 60,
+            ..FaultMix::NONE
+        },
+        max_steps: 1500,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::same_path,
+    },
+    Schedule {
+        name: "dead_subtree_holder",
+        about: "a subtree holder dies (SIGKILL) while a file and a subtree below it wait; its orphaned child keeps checking the subtree's token",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 1500,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::dead_subtree_holder,
+    },
+    Schedule {
+        name: "shared_crash",
+        about: "two tied readers of a lock die at any call (crash points between index entry and record, while holding, after giving back) while a tied writer waits",
+        snapshot_listing: true,
+        mix: FaultMix {
+            crash: 5,
+            slow: 300,
+            half_written: 40,
+            advance: 30,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: TTL_MS / 2,
+        actors: claims::shared_crash,
+    },
+    Schedule {
+        name: "subtree_intent",
+        about: "two streams claim files below src/ back to back while a subtree claim of src/ waits one ttl: its intent must get it in",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 4000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::subtree_intent,
+    },
 ];
 
 /// The schedule named `name`.

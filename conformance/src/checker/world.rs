@@ -120,6 +120,18 @@ fn covers(
 ) -> bool {
     (matches!(a, Resource::Dir(_)) && b_above.contains(a_key))
         || (matches!(b, Resource::Dir(_)) && a_above.contains(b_key))
+        || same_path(a, b)
+}
+
+/// A subtree and a file of one path: the subtree covers its directory itself.
+fn same_path(a: &Resource, b: &Resource) -> bool {
+    let path = |r: &Resource| r.identity().ok().and_then(|i| i.path);
+    match (a, b) {
+        (Resource::Dir(_), Resource::File(_)) | (Resource::File(_), Resource::Dir(_)) => {
+            path(a).is_some() && path(a) == path(b)
+        }
+        _ => false,
+    }
 }
 
 #[derive(Debug, Default)]
@@ -1489,6 +1501,37 @@ impl Ctx {
         };
         self.world
             .log(format!("check token {} -> {passed}", lease.token()));
+        if passed && matches!(lease.resource(), Resource::Dir(_)) && !lease.shared() {
+            // A subtree token passes only while no claim it covers is promised: a
+            // covered claim that got in over a dead subtree holder fenced it.
+            let now = self.world.now();
+            let oracle = lock(&self.world.oracle);
+            let above_of = |r: &Resource| r.subtree_keys_above().unwrap_or_default();
+            let (mine, my_above) = (claim_key(lease), above_of(lease.resource()));
+            if let Some(t) = oracle.tenures.iter().find_map(|(holder, t)| {
+                (holder != lease.holder_id()
+                    && t.end > now
+                    && covers(
+                        lease.resource(),
+                        &mine,
+                        &my_above,
+                        &t.resource,
+                        &t.claim,
+                        &t.above,
+                    ))
+                .then_some(t)
+            }) {
+                let what = format!(
+                    "{}: subtree token {} passed check while {} was promised token {} of a claim it covers (a covered claim got in without fencing the subtree's tenure)",
+                    self.name,
+                    lease.token(),
+                    t.actor,
+                    t.token
+                );
+                drop(oracle);
+                self.world.violate(what);
+            }
+        }
         if passed {
             let fenced = lock(&self.world.oracle)
                 .tenures
@@ -1614,6 +1657,23 @@ impl Ctx {
         self.world
             .log(format!("dies holding token {}", lease.token()));
         self.end_promise(lease);
+    }
+
+    /// This actor's process died (a crash fault): every promise made to it ends
+    /// now, as a dead process makes no more writes.
+    pub(crate) fn end_every_promise(&self) {
+        let now = self.world.now();
+        let mut oracle = lock(&self.world.oracle);
+        for t in oracle.tenures.values_mut() {
+            if t.actor == self.name {
+                t.end = t.end.min(now);
+            }
+        }
+    }
+
+    /// Records a violation found by a schedule's own judgement (e.g. starvation).
+    pub(crate) fn violate(&self, what: String) {
+        self.world.violate(what);
     }
 
     /// The same actor with another protocol instance (e.g. another liveness probe:

@@ -216,6 +216,17 @@ impl Resource {
         };
         let own_index = matches!(self, Resource::Dir(_))
             .then(|| Key::derive("tree", &sys::path_material(&resolved)));
+        // A subtree covers its directory itself: the other kind's key of the same
+        // path is checked as a directory above is.
+        let same_path = Key::derive(
+            if matches!(self, Resource::Dir(_)) {
+                "file"
+            } else {
+                "dir"
+            },
+            &sys::path_material(&resolved),
+        );
+        let label = sys::display_path(&resolved).display().to_string();
         let mut above: Vec<TreeDir> = resolved
             .ancestors()
             .skip(1)
@@ -232,6 +243,8 @@ impl Resource {
         Ok(Some(TreeChain {
             own,
             own_index,
+            same_path,
+            label,
             above,
         }))
     }
@@ -272,6 +285,12 @@ pub(crate) struct TreeChain {
     /// For a subtree claim, the index of the directory itself (walked to find claims
     /// below it).
     pub(crate) own_index: Option<Key>,
+    /// The claim key of the other kind at the same path (`dir-P` for a file claim
+    /// of `P`, `file-D` for a subtree claim of `D`): a subtree covers its own
+    /// path, so the two conflict (docs/design-05-subtrees-and-shared.md §1).
+    pub(crate) same_path: Key,
+    /// The claimed path as records label it.
+    pub(crate) label: String,
     /// Every directory above, the root first, the parent last.
     pub(crate) above: Vec<TreeDir>,
 }
@@ -481,6 +500,24 @@ fn canonical_lock_name(name: &str) -> Result<String> {
             bad as u32
         )));
     }
+    // ASCII, the common case: nothing to drop (no ASCII character is default
+    // ignorable), NFD and NFC are the identity and full case folding is ASCII
+    // lowercasing, so the slow path below would return exactly this (pinned by
+    // `ascii_lock_names_fold_as_the_full_path_does`).
+    if name.is_ascii() {
+        let trimmed = name.trim();
+        if trimmed.is_empty() {
+            return Err(Error::InvalidResource(
+                "the lock name is empty; give a name such as db:migrations".into(),
+            ));
+        }
+        return Ok(trimmed.to_ascii_lowercase());
+    }
+    unicode_lock_name(name)
+}
+
+/// [`canonical_lock_name`] past its control-character check, for any name.
+fn unicode_lock_name(name: &str) -> Result<String> {
     let visible: String = name.chars().filter(|&c| !is_default_ignorable(c)).collect();
     let trimmed = visible.trim();
     if trimmed.is_empty() {
@@ -626,6 +663,36 @@ mod tests {
             key(Resource::lock("cafe\u{301}"))
         );
         assert_ne!(key(Resource::lock("a")), key(Resource::lock("b")));
+    }
+
+    /// The ASCII fast path of `canonical_lock_name` returns what the full Unicode
+    /// path returns (or refuses what it refuses), for every printable ASCII
+    /// character alone, padded and in mixed-case names.
+    #[test]
+    fn ascii_lock_names_fold_as_the_full_path_does() {
+        let mut names: Vec<String> = (0x20u8..0x7f).map(|b| char::from(b).to_string()).collect();
+        names.extend(
+            [
+                "DB:Migrations ",
+                "  Build/Release\\x86_64 ",
+                "ÿ",
+                "\t tab\tinside ",
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZ abcdefghijklmnopqrstuvwxyz 0123456789",
+                "",
+                "   ",
+                " !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ ",
+            ]
+            .map(String::from),
+        );
+        for name in names.iter().filter(|n| n.is_ascii()) {
+            let fast = canonical_lock_name(name).map_err(|e| e.to_string());
+            let full = unicode_lock_name(name).map_err(|e| e.to_string());
+            if name.trim().chars().any(|c| c.is_control()) {
+                assert!(fast.is_err(), "{name:?}");
+                continue;
+            }
+            assert_eq!(fast, full, "{name:?}");
+        }
     }
 
     #[test]

@@ -69,6 +69,12 @@ pub struct StatusEntry {
 }
 
 impl StatusEntry {
+    /// Who holds or last held it, for messages: the owner, and the session's tag
+    /// when the tenure has one, as [`crate::Holder::who`] says it.
+    pub fn who(&self) -> String {
+        crate::error::owner_and_session(&self.owner, self.session.as_ref())
+    }
+
     pub(crate) fn unreadable(key: &Key, generation: u64) -> Self {
         StatusEntry {
             resource: key.to_string(),

@@ -202,9 +202,15 @@ pub(crate) fn link_anonymous(file: &File, path: &Path) -> io::Result<bool> {
 /// An inotify watch on one key directory: names created in it (a claim, a renewal,
 /// a tombstone: every record is one `link`) or the directory going away wake the
 /// waiter (docs/design-07-performance.md, "Waiting").
+///
+/// Closing an inotify descriptor waits for the kernel's notification marks to be
+/// torn down (an SRCU grace period: milliseconds on an idle machine), so the fs
+/// backend keeps idle watches for reuse instead of closing one per wait; `live`
+/// says whether this one still watches its directory.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) struct DirWatch {
     fd: std::os::fd::OwnedFd,
+    live: bool,
 }
 
 /// Watches `dir` for new names; `None` when inotify is unavailable (the protocol
@@ -230,7 +236,7 @@ pub(crate) fn watch_dir(dir: &Path) -> Option<DirWatch> {
         | libc::IN_DONT_FOLLOW;
     // SAFETY: a valid descriptor and a NUL-terminated path alive for the call.
     let added = unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask) };
-    (added >= 0).then_some(DirWatch { fd })
+    (added >= 0).then_some(DirWatch { fd, live: true })
 }
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -240,9 +246,8 @@ impl DirWatch {
     pub(crate) fn wait(&mut self, timeout: std::time::Duration) -> bool {
         use std::os::fd::AsRawFd;
 
-        let fd = self.fd.as_raw_fd();
         let mut poll = libc::pollfd {
-            fd,
+            fd: self.fd.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
@@ -251,10 +256,57 @@ impl DirWatch {
         if unsafe { libc::poll(&mut poll, 1, ms) } <= 0 {
             return false;
         }
-        let mut events = [0u8; 4096];
-        // SAFETY: the buffer is valid and writable for its length; non-blocking fd.
-        while unsafe { libc::read(fd, events.as_mut_ptr().cast(), events.len()) } > 0 {}
+        self.drain();
         true
+    }
+
+    /// Consumes every pending event without blocking; true when there was one. An
+    /// event saying the watch is gone (its directory removed or unmounted) or that
+    /// events were dropped (queue overflow) makes the watch not [`live`](Self::live).
+    pub(crate) fn drain(&mut self) -> bool {
+        use std::os::fd::AsRawFd;
+
+        // struct inotify_event { i32 wd; u32 mask; u32 cookie; u32 len; name[len] }
+        const HEADER: usize = 16;
+        let dead = libc::IN_IGNORED | libc::IN_DELETE_SELF | libc::IN_Q_OVERFLOW | libc::IN_UNMOUNT;
+        let mut events = [0u8; 4096];
+        let mut any = false;
+        loop {
+            // SAFETY: the buffer is valid and writable for its length; non-blocking fd.
+            let n = unsafe {
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    events.as_mut_ptr().cast(),
+                    events.len(),
+                )
+            };
+            if n <= 0 {
+                return any;
+            }
+            any = true;
+            let n = n as usize;
+            let mut at = 0;
+            while at + HEADER <= n {
+                let word = |i: usize| {
+                    u32::from_ne_bytes([
+                        events[at + i],
+                        events[at + i + 1],
+                        events[at + i + 2],
+                        events[at + i + 3],
+                    ])
+                };
+                if word(4) & dead != 0 {
+                    self.live = false;
+                }
+                at += HEADER + word(12) as usize;
+            }
+        }
+    }
+
+    /// False once the watch no longer watches its directory (or may have missed
+    /// events): it is then closed instead of kept for reuse.
+    pub(crate) fn live(&self) -> bool {
+        self.live
     }
 }
 
@@ -272,6 +324,16 @@ pub(crate) fn watch_dir(_dir: &Path) -> Option<DirWatch> {
 impl DirWatch {
     /// Never made here.
     pub(crate) fn wait(&mut self, _timeout: std::time::Duration) -> bool {
+        false
+    }
+
+    /// Never made here.
+    pub(crate) fn drain(&mut self) -> bool {
+        false
+    }
+
+    /// Never made here.
+    pub(crate) fn live(&self) -> bool {
         false
     }
 }

@@ -103,4 +103,14 @@ impl DirWatch {
     pub(crate) fn wait(&mut self, _timeout: std::time::Duration) -> bool {
         false
     }
+
+    /// Never made here.
+    pub(crate) fn drain(&mut self) -> bool {
+        false
+    }
+
+    /// Never made here.
+    pub(crate) fn live(&self) -> bool {
+        false
+    }
 }

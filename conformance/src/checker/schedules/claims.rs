@@ -1,9 +1,12 @@
 //! Schedules for the kinds of claim (issue 14, docs/design-04-claims.md).
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
 use fencepost::{AcquireOptions, Resource};
 
 use super::super::{Actor, Ctx, Setup};
-use super::{TTL_MS, lock};
+use super::{ModelLiveness, TTL_MS, evidence, lock};
 
 /// A claim for `session` (none: a plain claim), ttl [`TTL_MS`], waiting `wait_ms`.
 fn for_session(ctx: &Ctx, session: Option<&str>, wait_ms: u64) -> AcquireOptions {
@@ -142,5 +145,213 @@ pub(super) fn shared_readers_writer(setup: &Setup) -> Vec<Actor> {
         Actor::new("w", writer(0, lock())),
         Actor::new("wf", writer(TTL_MS / 20, Resource::file(&file))),
         Actor::new("late", reader(TTL_MS / 10, lock())),
+    ]
+}
+
+/// A subtree covers its own path: a subtree claim of `zz` and a file claim of `zz`
+/// (neither exists yet) race, and a shared reader of the file `zz` arrives. The
+/// oracle counts `dir:zz` as covering `file:zz`. Planted bug `SAME_PATH_UNCHECKED`:
+/// neither side looks at the other kind's key of its own path, so both hold.
+pub(super) fn same_path(setup: &Setup) -> Vec<Actor> {
+    let zz = setup.dir.join("zz");
+    let (dir, file, read) = (zz.clone(), zz.clone(), zz);
+    vec![
+        Actor::new("dir", move |ctx: &Ctx| {
+            ctx.hold(&Resource::dir(&dir), 2 * TTL_MS, 2);
+        }),
+        Actor::new("file", move |ctx: &Ctx| {
+            ctx.hold(&Resource::file(&file), 2 * TTL_MS, 2);
+        }),
+        Actor::new("reader", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 10);
+            let options = for_session(ctx, None, 2 * TTL_MS).shared(true);
+            if let Some(mut lease) = ctx.acquire_with(&Resource::file(&read), &options) {
+                ctx.check(&lease);
+                if ctx.keep(&mut lease, 1) {
+                    ctx.release(&lease);
+                }
+            }
+        }),
+    ]
+}
+
+/// A tied claim (dead-holder takeover applies) for `ctx`, waiting `wait_ms`.
+fn tied(ctx: &Ctx, wait_ms: u64) -> AcquireOptions {
+    for_session(ctx, None, wait_ms).tied_to_process(true)
+}
+
+/// A subtree holder (local pid 3) dies holding `src/` while a file below it and a
+/// subtree below it wait (pids 4 and 5); the dead holder's child, left running,
+/// keeps presenting the subtree's token. A covered claim takes a dead holder in
+/// its way over as a direct claim would: it fences the dead tenure first, so the
+/// token no longer passes `check` once a covered claim is promised (the checker's
+/// oracle for subtree tokens). Planted bug `COVERED_DEAD_NOT_FENCED`: the covered
+/// claim ignores the dead holder without fencing it, and the orphan's token keeps
+/// passing while the file is held.
+pub(super) fn dead_subtree_holder(setup: &Setup) -> Vec<Actor> {
+    let running = Arc::new(Mutex::new(HashSet::from([3, 4, 5])));
+    let probe = |pid: u32| ModelLiveness {
+        this: evidence("local-host", pid),
+        running: Arc::clone(&running),
+    };
+    let (tree_probe, file_probe, inner_probe) = (probe(3), probe(4), probe(5));
+    let src = setup.dir.join("src");
+    let (file, inner) = (src.join("a.rs"), src.join("inner"));
+    let dying = Arc::clone(&running);
+    vec![
+        Actor::new("tree", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(tree_probe));
+            let Some(mut lease) = ctx.acquire_with(&Resource::dir(&src), &tied(&ctx, TTL_MS))
+            else {
+                return;
+            };
+            if ctx.keep(&mut lease, 1) {
+                // SIGKILL: the process is gone, its lease is not released.
+                dying.lock().unwrap_or_else(|e| e.into_inner()).remove(&3);
+                ctx.die(&lease);
+                // Its child process, left running, still presents the token.
+                for _ in 0..4 {
+                    ctx.sleep(TTL_MS / 8);
+                    ctx.check(&lease);
+                }
+            }
+        }),
+        Actor::new("file", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(file_probe));
+            for _ in 0..2 {
+                if let Some(mut lease) =
+                    ctx.acquire_with(&Resource::file(&file), &tied(&ctx, 3 * TTL_MS))
+                {
+                    ctx.check(&lease);
+                    if ctx.keep(&mut lease, 1) {
+                        ctx.release(&lease);
+                    }
+                }
+            }
+        }),
+        Actor::new("inner", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(inner_probe));
+            ctx.sleep(TTL_MS / 10);
+            if let Some(lease) = ctx.acquire_with(&Resource::dir(&inner), &tied(&ctx, 3 * TTL_MS)) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
+/// Marks its actor's process dead when the actor dies (a crash fault unwinds
+/// through it): the model's process table forgets the pid and every promise made
+/// to the actor ends.
+struct DiesWith {
+    ctx: Ctx,
+    pid: u32,
+    running: Arc<Mutex<HashSet<u32>>>,
+}
+
+impl Drop for DiesWith {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&self.pid);
+            self.ctx.end_every_promise();
+        }
+    }
+}
+
+/// Crash points in shared claims: two tied readers of a lock may die at any call
+/// (between their participant-index entry and their record, while holding, or
+/// between giving back and the sweep of their entry), and a tied writer waits for
+/// them. A dead reader's entry is swept, a live reader's never before its record
+/// could land. The oracle: never a reader and the writer promised at one instant.
+/// Planted bug `SHARES_SWEEP_UNWRITTEN`: an entry whose record is not written yet
+/// is swept although its writer lives, and a writer that arrived meanwhile holds
+/// together with the reader.
+pub(super) fn shared_crash(_: &Setup) -> Vec<Actor> {
+    let running = Arc::new(Mutex::new(HashSet::from([5, 6, 7])));
+    let probe = |pid: u32| ModelLiveness {
+        this: evidence("local-host", pid),
+        running: Arc::clone(&running),
+    };
+    // A reader (pid) that may die at any call, after `pause`, keeping its lease
+    // for `renewals` renewals.
+    let reader = |pid: u32, pause: u64, renewals: usize| {
+        let (probe, running) = (probe(pid), Arc::clone(&running));
+        move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(probe));
+            let _dies = DiesWith {
+                ctx: ctx.with_store(ctx.store.clone()),
+                pid,
+                running,
+            };
+            ctx.sleep(pause);
+            for _ in 0..2 {
+                let options = tied(&ctx, 2 * TTL_MS).shared(true);
+                if let Some(mut lease) = ctx.acquire_with(&lock(), &options) {
+                    ctx.check(&lease);
+                    if ctx.keep(&mut lease, renewals) {
+                        ctx.release(&lease);
+                    }
+                }
+            }
+        }
+    };
+    let writer_probe = probe(7);
+    vec![
+        Actor::new("r5", reader(5, 0, 1)),
+        Actor::new("r6", reader(6, TTL_MS / 40, 0)),
+        Actor::new("w", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(writer_probe));
+            ctx.sleep(TTL_MS / 20);
+            for _ in 0..3 {
+                if let Some(mut lease) = ctx.acquire_with(&lock(), &tied(&ctx, 3 * TTL_MS)) {
+                    ctx.check(&lease);
+                    if ctx.keep(&mut lease, 1) {
+                        ctx.release(&lease);
+                    }
+                }
+            }
+        }),
+    ]
+}
+
+/// Writer starvation with subtrees: two streams claim files below `src/` back to
+/// back (each held a quarter ttl, for two ttls), so a file below it is nearly
+/// always held; a subtree claim of `src/` arrives meanwhile and waits one ttl. Its
+/// intent keeps the streams' later claims out, so it holds within its wait —
+/// while the streams still run. Judged by the schedule itself: a subtree claim
+/// that times out while covered claims kept arriving was starved. Planted bug
+/// `COVERED_IGNORES_INTENT`: covered claims ignore the intent and the subtree
+/// claimer is starved.
+pub(super) fn subtree_intent(setup: &Setup) -> Vec<Actor> {
+    let src = setup.dir.join("src");
+    let stream = |file: std::path::PathBuf, pause: u64| {
+        move |ctx: &Ctx| {
+            ctx.sleep(pause);
+            for _ in 0..8 {
+                if let Some(lease) = ctx.acquire(&Resource::file(&file), TTL_MS, TTL_MS) {
+                    ctx.sleep(TTL_MS / 4);
+                    ctx.release(&lease);
+                }
+            }
+        }
+    };
+    vec![
+        Actor::new("s0", stream(src.join("a.rs"), 0)),
+        Actor::new("s1", stream(src.join("b.rs"), TTL_MS / 8)),
+        Actor::new("tree", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 2);
+            match ctx.acquire(&Resource::dir(&src), TTL_MS, TTL_MS) {
+                Some(lease) => {
+                    ctx.check(&lease);
+                    ctx.release(&lease);
+                }
+                None => ctx.violate(
+                    "tree: a subtree claim waited out its whole wait (one ttl) while covered file claims kept arriving (starved)".into(),
+                ),
+            }
+        }),
     ]
 }

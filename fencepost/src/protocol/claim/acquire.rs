@@ -160,15 +160,17 @@ impl Store {
                 }
             }
             // A covering or covered claim: look before taking, as for several keys.
+            // A holder in the way whose process provably died is fenced here, as
+            // a direct claim of its resource would take it over.
             if held.is_none()
                 && let Some(chain) = &chain
             {
-                held = self.tree_conflict(chain, &holder_id, &proof, down, true)?;
+                held = self.look_tree(chain, &holder_id, &proof, down, true, options)?;
             }
             // Shared holders of it: also looked at before taking.
             if held.is_none() {
                 for key in &keys {
-                    held = self.live_participant(key, &holder_id)?;
+                    held = self.look_participants(key, &holder_id, options)?;
                     readers_in_way = held.is_some();
                     if held.is_some() {
                         break;
@@ -210,8 +212,9 @@ impl Store {
                 #[cfg(not(feature = "planted-bugs"))]
                 let skip = false;
                 if !skip {
-                    match self.tree_conflict(chain, &holder_id, &proof, down, true) {
-                        Ok(conflict) => held = conflict,
+                    // Intents only in the look: they decide fairness, not safety.
+                    match self.tree_conflict(chain, &holder_id, &proof, down, true, false) {
+                        Ok(conflict) => held = conflict.map(|way| way.holder),
                         Err(error) => {
                             self.give_back(&taken, &secret);
                             return Err(error);
@@ -299,7 +302,11 @@ impl Store {
             // Waiting: no shared claimer is admitted from now on.
             // (Only once shared holders are in the way: a writer waiting for a
             // writer needs none, and takes none.)
-            if readers_in_way || intent.is_some() {
+            // A subtree claimer waiting for claims of other resources (below it,
+            // or the readers of one) holds one too, which covered claims honour
+            // (design-05 §4.3).
+            let covered_in_way = down && holder.in_the_way.is_some();
+            if readers_in_way || covered_in_way || intent.is_some() {
                 self.hold_intent(intent, &primary, &label, &holder_id, &secret, options)?;
             }
             on_wait(&holder, mono.saturating_sub(started));

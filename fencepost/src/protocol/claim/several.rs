@@ -49,7 +49,8 @@ impl Store {
     /// # Errors
     ///
     /// - [`Error::Held`] when a resource was still held when the wait ended.
-    /// - [`Error::InvalidArgument`] for an empty list, a ttl of 0, or two entries
+    /// - [`Error::InvalidArgument`] for a shared claim ([`AcquireOptions::shared`]:
+    ///   several resources are claimed exclusively only), an empty list, a ttl of 0, or two entries
     ///   that are one resource (the same lock spelled twice, one file by two paths
     ///   or hard links).
     /// - As [`Store::acquire`] otherwise; on an error nothing is left held (best
@@ -94,6 +95,13 @@ impl Store {
         options: &AcquireOptions,
         on_wait: &mut dyn FnMut(&Resource, &Holder, u64),
     ) -> Result<TryAcquireAll> {
+        // Refused, not composed: a set's look step and give-back judge exclusive
+        // tenures only (docs/design-04-claims.md, "Several resources at once").
+        if options.shared {
+            return Err(Error::InvalidArgument(
+                "a claim of several resources at once is exclusive; claim each resource on its own with --shared (shared), or drop --shared".into(),
+            ));
+        }
         let order = canonical_order(resources)?;
         let started = self.clock.monotonic_ms();
         let deadline = started.saturating_add(options.wait_ms);

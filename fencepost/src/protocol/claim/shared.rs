@@ -65,8 +65,20 @@ impl Store {
                 let participant = identity.key.share(&format!("{holder_id}/{attempt}"));
                 // Labelled with the resource as `status` names it.
                 let named = crate::protocol::status::resource_of(&identity.key, &identity.label);
+                // The writer's process evidence (a tenure tied to its process):
+                // an entry whose writer died before its record landed is swept.
+                let process = options
+                    .tied_to_process
+                    .then(|| self.liveness.this_process())
+                    .flatten();
                 for key in &keys {
-                    self.append_entry(&key.shares(), "share", &participant, &named)?;
+                    self.append_entry_of(
+                        &key.shares(),
+                        "share",
+                        &participant,
+                        &named,
+                        process.clone(),
+                    )?;
                 }
                 // Above every exclusive token issued before, at most every later one.
                 let token = crate::protocol::series::next_generation(&identity.key, seen)?;
@@ -213,14 +225,15 @@ impl Store {
                 let newest = self.read_settled(&key.intent())?;
                 if let Some(mut holder) = self.live_in(&newest) {
                     holder.owner = format!("{} (an exclusive claimer waiting)", holder.owner);
+                    holder.waiting = true;
                     return Ok((Some(holder), seen));
                 }
             }
         }
         if let Some(chain) = chain {
             let down = chain.own_index.is_some();
-            if let Some(holder) = self.tree_conflict(chain, holder_id, proof, down, false)? {
-                return Ok((Some(holder), seen));
+            if let Some(way) = self.tree_conflict(chain, holder_id, proof, down, false, true)? {
+                return Ok((Some(way.holder), seen));
             }
         }
         Ok((None, seen))
@@ -236,6 +249,9 @@ impl Store {
                 token: 0,
                 generation: newest.generation,
                 expires_at_ms: 0,
+                in_the_way: None,
+                waiting: false,
+                session: None,
             });
         }
         let live = newest
@@ -247,6 +263,56 @@ impl Store {
     /// A live shared participant of the claim series `key` other than `holder_id`:
     /// what keeps an exclusive claimer waiting.
     pub(crate) fn live_participant(&self, key: &Key, holder_id: &str) -> Result<Option<Holder>> {
+        Ok(self
+            .participant_in_way(key, holder_id)?
+            .map(|(holder, ..)| holder))
+    }
+
+    /// The look before an exclusive claim at the shared participants of `key`: a
+    /// live one other than `holder_id`'s, with one whose process provably died
+    /// fenced (its series claimed and given back, so its entry is swept) when the
+    /// options allow dead-holder takeover.
+    pub(crate) fn look_participants(
+        &self,
+        key: &Key,
+        holder_id: &str,
+        options: &AcquireOptions,
+    ) -> Result<Option<Holder>> {
+        for _ in 0..8 {
+            match self.participant_in_way(key, holder_id)? {
+                Some((holder, participant, dead, label))
+                    if dead && options.dead_holder_takeover =>
+                {
+                    let way = super::subtree::InTheWay {
+                        holder,
+                        key: participant,
+                        label,
+                        dead,
+                    };
+                    if !self.fence_dead(&way, options)? {
+                        return Ok(Some(way.holder));
+                    }
+                }
+                other => return Ok(other.map(|(holder, ..)| holder)),
+            }
+        }
+        self.live_participant(key, holder_id)
+    }
+
+    /// [`Store::live_participant`] with the participant's own series, whether its
+    /// process provably died (dead-holder takeover's rule) and its label.
+    ///
+    /// The index heals itself: an entry whose participant ended (released, given
+    /// back, expired) is ignored and removed, and so is one whose participant never
+    /// wrote its record and whose writer provably died before it could (a crash
+    /// between the entry and the record: the entry carries its writer's process
+    /// evidence). Never the newest generation (docs/protocol.md I2), and never an
+    /// entry whose record may still be written.
+    pub(crate) fn participant_in_way(
+        &self,
+        key: &Key,
+        holder_id: &str,
+    ) -> Result<Option<(Holder, Key, bool, String)>> {
         let index = key.shares();
         let mut generations = self.backend.generations(&index)?;
         generations.sort_unstable();
@@ -266,16 +332,33 @@ impl Store {
                 if newest.holder_id() != Some(holder_id) {
                     let mut holder = holder;
                     holder.owner = format!("{} (shared)", holder.owner);
-                    return Ok(Some(holder));
+                    let dead = newest
+                        .claim()
+                        .and_then(|r| r.process.as_ref())
+                        .is_some_and(|evidence| self.provably_dead(evidence));
+                    let label = newest
+                        .claim()
+                        .map_or_else(|| entry.label.clone(), |r| r.label.clone());
+                    return Ok(Some((holder, participant, dead, label)));
                 }
                 continue;
             }
             // A participant whose record ended (released or expired) never holds
-            // again: renewal refuses an ended record, and its key is its own. Its
-            // entry goes, so the index does not grow with history; never the
-            // newest generation (docs/protocol.md I2), and never an entry whose
-            // record is not written yet (it may be about to be).
-            if newest.generation > 0 && Some(generation) != newest_entry {
+            // again: renewal refuses an ended record, and its key is its own. One
+            // with no record yet may be about to write it — unless its writer is
+            // provably dead.
+            #[cfg(feature = "planted-bugs")]
+            let sweep_unwritten = crate::planted::on(&crate::planted::SHARES_SWEEP_UNWRITTEN);
+            #[cfg(not(feature = "planted-bugs"))]
+            let sweep_unwritten = false;
+            let ended = newest.generation > 0;
+            let never_written = newest.generation == 0
+                && (sweep_unwritten
+                    || entry
+                        .process
+                        .as_ref()
+                        .is_some_and(|evidence| self.provably_dead(evidence)));
+            if (ended || never_written) && Some(generation) != newest_entry {
                 let _ = self.backend.remove(&index, generation);
             }
         }

@@ -135,6 +135,9 @@ impl Store {
                 token: 0,
                 generation: 0,
                 expires_at_ms: 0,
+                in_the_way: None,
+                waiting: false,
+                session: None,
             });
             if mono >= deadline {
                 return Ok(TryAcquire::Held(holder));

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{CreateOutcome, Durability};
 use crate::identity::TreeChain;
-use crate::protocol::Store;
+use crate::proof::Secret;
+use crate::protocol::series::{Claim, Watch};
+use crate::protocol::{AcquireOptions, Store, new_holder_id};
 use crate::record::{self, FORMAT_VERSION};
 use crate::{Holder, Key, Result};
 
@@ -29,6 +31,12 @@ pub(crate) struct IndexEntry {
     pub(crate) entry: String,
     pub(crate) points_to: String,
     pub(crate) label: String,
+    /// In a participant index (`shares-…`), the evidence of the process that
+    /// wrote the entry, when its tenure is tied to its process: an entry whose
+    /// participant never wrote its record and whose writer provably died is swept
+    /// (docs/format-v1.md §3.6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) process: Option<crate::ProcessEvidence>,
 }
 
 /// The only record of a `link-…` marker: the entry it stands for exists.
@@ -80,6 +88,18 @@ impl Store {
         points_to: &Key,
         label: &str,
     ) -> Result<()> {
+        self.append_entry_of(index, kind, points_to, label, None)
+    }
+
+    /// [`Store::append_entry`] with the writer's process evidence.
+    pub(crate) fn append_entry_of(
+        &self,
+        index: &Key,
+        kind: &str,
+        points_to: &Key,
+        label: &str,
+        process: Option<crate::ProcessEvidence>,
+    ) -> Result<()> {
         loop {
             let mut generation = self
                 .backend
@@ -96,6 +116,7 @@ impl Store {
                     entry: kind.to_string(),
                     points_to: points_to.to_string(),
                     label: label.to_string(),
+                    process: process.clone(),
                 };
                 let bytes = serde_json::to_vec(&entry).expect("an index entry serializes");
                 if self
@@ -110,12 +131,17 @@ impl Store {
     }
 
     /// The live claim of another tenure that conflicts with a claim at `chain`: a
-    /// subtree claim of any directory above it, or — for a subtree claim — any claim
-    /// found through its directory's index. `holder_id` and `proof` (the hash of its
-    /// secret) are the claimant's own: a tenure of the claimant's own session (the
-    /// same secret) is no conflict, so a session holding a subtree may claim files in
-    /// it. With `readers` (an exclusive claimant), live shared participants of
-    /// those keys conflict too.
+    /// subtree claim of any directory above it or of its own path (a subtree covers
+    /// its directory itself, so `dir:P` and `file:P` conflict), or — for a subtree
+    /// claim — any claim found through its directory's index. `holder_id` and
+    /// `proof` (the hash of its secret) are the claimant's own: a tenure of the
+    /// claimant's own session (the same secret) is no conflict, so a session holding
+    /// a subtree may claim files in it. With `readers` (an exclusive claimant), live
+    /// shared participants of those keys conflict too. With `intents`, a live
+    /// intent of an exclusive subtree claimer waiting for a directory above (or,
+    /// for a file, of its own path) is in the way too: a covered claim does not
+    /// overtake it (design-05 §4.3). The holder names the resource in the way
+    /// ([`Holder::in_the_way`]).
     pub(crate) fn tree_conflict(
         &self,
         chain: &TreeChain,
@@ -123,17 +149,53 @@ impl Store {
         proof: &str,
         down: bool,
         readers: bool,
-    ) -> Result<Option<Holder>> {
+        intents: bool,
+    ) -> Result<Option<InTheWay>> {
         #[cfg(feature = "planted-bugs")]
         let up = !crate::planted::on(&crate::planted::FILE_SKIPS_CHECK_UP);
         #[cfg(not(feature = "planted-bugs"))]
         let up = true;
         if up {
             for dir in &chain.above {
-                if let Some(holder) = self.live_other(&dir.subtree, holder_id, proof, readers)? {
-                    return Ok(Some(holder));
+                if let Some(way) =
+                    self.live_other(&dir.subtree, &dir.label, holder_id, proof, readers)?
+                {
+                    return Ok(Some(way));
                 }
             }
+        }
+        // A subtree claimer waiting for claims it covers: no new covered claim
+        // starts while its intent is live (design-05 §4.3).
+        #[cfg(feature = "planted-bugs")]
+        let intents = intents && !crate::planted::on(&crate::planted::COVERED_IGNORES_INTENT);
+        if intents {
+            let file_claim = chain.own_index.is_none();
+            let dirs = chain
+                .above
+                .iter()
+                .map(|dir| (&dir.subtree, dir.label.as_str()))
+                .chain(file_claim.then_some((&chain.same_path, chain.label.as_str())));
+            for (subtree, label) in dirs {
+                if let Some(mut way) =
+                    self.live_other(&subtree.intent(), label, holder_id, proof, false)?
+                {
+                    way.holder.owner =
+                        format!("{} (an exclusive claimer waiting)", way.holder.owner);
+                    way.holder.waiting = true;
+                    way.holder.in_the_way = Some(Box::new(crate::Resource::Dir(label.into())));
+                    return Ok(Some(way));
+                }
+            }
+        }
+        #[cfg(feature = "planted-bugs")]
+        let same_path = !crate::planted::on(&crate::planted::SAME_PATH_UNCHECKED);
+        #[cfg(not(feature = "planted-bugs"))]
+        let same_path = true;
+        if same_path
+            && let Some(way) =
+                self.live_other(&chain.same_path, &chain.label, holder_id, proof, readers)?
+        {
+            return Ok(Some(way));
         }
         #[cfg(feature = "planted-bugs")]
         let down = down && !crate::planted::on(&crate::planted::SUBTREE_SKIPS_CHECK_DOWN);
@@ -141,6 +203,61 @@ impl Store {
             return self.live_below(index, holder_id, proof, readers);
         }
         Ok(None)
+    }
+
+    /// [`Store::tree_conflict`] as the look before claiming: a holder in the way
+    /// whose process provably died (the liveness rule of dead-holder takeover,
+    /// docs/design-01-lease-and-fence.md) is fenced — its key claimed and given
+    /// back at once, so its token never passes again — and the look repeated, so a
+    /// SIGKILLed subtree holder does not keep the claims it covers out until its
+    /// ttl. Only with `options.dead_holder_takeover`.
+    pub(crate) fn look_tree(
+        &self,
+        chain: &TreeChain,
+        holder_id: &str,
+        proof: &str,
+        down: bool,
+        readers: bool,
+        options: &AcquireOptions,
+    ) -> Result<Option<Holder>> {
+        for _ in 0..FENCE_ATTEMPTS {
+            match self.tree_conflict(chain, holder_id, proof, down, readers, true)? {
+                Some(way) if way.dead && options.dead_holder_takeover => {
+                    if !self.fence_dead(&way, options)? {
+                        return Ok(Some(way.holder));
+                    }
+                }
+                other => return Ok(other.map(|way| way.holder)),
+            }
+        }
+        Ok(self
+            .tree_conflict(chain, holder_id, proof, down, readers, true)?
+            .map(|way| way.holder))
+    }
+
+    /// Takes over the key of a dead holder in the way and gives it back at once
+    /// (the takeover's own record fences the dead tenure, as a direct claim of
+    /// the resource would). False when the key turned out held after all (a live
+    /// rival took it meanwhile).
+    pub(crate) fn fence_dead(&self, way: &InTheWay, options: &AcquireOptions) -> Result<bool> {
+        let secret = Secret::generate();
+        let holder_id = new_holder_id(&options.owner);
+        let options = options.clone().wait_ms(0).tied_to_process(false);
+        let mut watch = Watch::default();
+        match self.claim_key(
+            &way.key,
+            &way.label,
+            &holder_id,
+            &secret.sha256(),
+            &options,
+            &mut watch,
+        )? {
+            Claim::Taken(claim, _, _, _) => {
+                let _ = self.release_tenure(&way.key, &claim.label, claim.token, &secret);
+                Ok(true)
+            }
+            Claim::Held(_) => Ok(false),
+        }
     }
 
     /// Walks `index` and the indexes of its child directories for a live claim of
@@ -151,7 +268,7 @@ impl Store {
         holder_id: &str,
         proof: &str,
         readers: bool,
-    ) -> Result<Option<Holder>> {
+    ) -> Result<Option<InTheWay>> {
         let mut pending = vec![index.clone()];
         let mut seen: HashSet<Key> = HashSet::new();
         while let Some(index) = pending.pop() {
@@ -179,8 +296,10 @@ impl Store {
                 match entry.entry.as_str() {
                     "child" => pending.push(key),
                     "claim" => {
-                        if let Some(holder) = self.live_other(&key, holder_id, proof, readers)? {
-                            return Ok(Some(holder));
+                        if let Some(way) =
+                            self.live_other(&key, &entry.label, holder_id, proof, readers)?
+                        {
+                            return Ok(Some(way));
                         }
                     }
                     _ => {}
@@ -194,16 +313,21 @@ impl Store {
     /// `holder_id`'s. A torn newest record (a create in progress) is waited out as
     /// for a write ([`Store::read_settled`]); one over a live predecessor leaves the
     /// predecessor judged (docs/protocol.md R1). With `readers`, a live shared
-    /// participant of `key` counts too (design-05 §4).
+    /// participant of `key` counts too (design-05 §4). `label` names the resource
+    /// when no record of it does.
     fn live_other(
         &self,
         key: &Key,
+        label: &str,
         holder_id: &str,
         proof: &str,
         readers: bool,
-    ) -> Result<Option<Holder>> {
-        if readers && let Some(holder) = self.live_participant(key, holder_id)? {
-            return Ok(Some(holder));
+    ) -> Result<Option<InTheWay>> {
+        if readers
+            && let Some((holder, participant, dead, named)) =
+                self.participant_in_way(key, holder_id)?
+        {
+            return Ok(Some(InTheWay::new(holder, participant, key, &named, dead)));
         }
         let newest = self.read_settled(key)?;
         let now = self.clock.wall_ms();
@@ -216,6 +340,52 @@ impl Store {
         if !live || newest.holder_id() == Some(holder_id) || same_secret {
             return Ok(None);
         }
-        Ok(newest.holder())
+        let dead = newest
+            .claim()
+            .and_then(|r| r.process.as_ref())
+            .is_some_and(|evidence| self.provably_dead(evidence));
+        #[cfg(feature = "planted-bugs")]
+        if dead && crate::planted::on(&crate::planted::COVERED_DEAD_NOT_FENCED) {
+            return Ok(None);
+        }
+        let label = newest.claim().map_or(label, |r| r.label.as_str());
+        Ok(newest
+            .holder()
+            .map(|holder| InTheWay::new(holder, key.clone(), key, label, dead)))
+    }
+}
+
+/// How many dead holders in the way one look fences before it reports the next
+/// one as held (each fence is two records; a bound instead of a loop).
+const FENCE_ATTEMPTS: usize = 8;
+
+/// A claim of another resource in the way of a file or subtree claim.
+pub(crate) struct InTheWay {
+    /// Its holder, naming the resource ([`Holder::in_the_way`]).
+    pub(crate) holder: Holder,
+    /// The series its tenure holds (a participant's own series for a shared one).
+    pub(crate) key: Key,
+    /// The label its records carry.
+    pub(crate) label: String,
+    /// Its holder's process provably no longer runs (dead-holder takeover's rule).
+    pub(crate) dead: bool,
+}
+
+impl InTheWay {
+    /// `resource_key` is the claim series of the resource in the way (`dir-` or
+    /// `file-`), `key` the series its tenure holds.
+    fn new(mut holder: Holder, key: Key, resource_key: &Key, label: &str, dead: bool) -> Self {
+        let path = std::path::PathBuf::from(label);
+        holder.in_the_way = Some(Box::new(if resource_key.as_str().starts_with("dir-") {
+            crate::Resource::Dir(path)
+        } else {
+            crate::Resource::File(path)
+        }));
+        InTheWay {
+            holder,
+            key,
+            label: label.to_string(),
+            dead,
+        }
     }
 }

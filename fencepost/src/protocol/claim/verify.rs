@@ -133,7 +133,8 @@ impl Store {
                     token,
                     newest: newest
                         .holder()
-                        .filter(|_| newest.envelope().is_some_and(|e| record::is_live(&e, now))),
+                        .filter(|_| newest.envelope().is_some_and(|e| record::is_live(&e, now)))
+                        .map(Box::new),
                 });
             }
         };

@@ -91,6 +91,9 @@ impl Store {
                 token: 0,
                 generation: newest.generation,
                 expires_at_ms: 0,
+                in_the_way: None,
+                waiting: false,
+                session: None,
             });
         }
         None

@@ -78,6 +78,9 @@ impl Newest {
                 token: envelope.token,
                 generation: envelope.generation,
                 expires_at_ms: envelope.expires_at_ms,
+                in_the_way: None,
+                waiting: false,
+                session: None,
             }),
             _ => None,
         }
@@ -147,6 +150,9 @@ pub(crate) fn holder_of(record: &Record) -> Holder {
         token: record.token,
         generation: record.generation,
         expires_at_ms: record.expires_at_ms,
+        in_the_way: None,
+        waiting: false,
+        session: record.session.clone().map(Box::new),
     }
 }
 

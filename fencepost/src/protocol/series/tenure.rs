@@ -145,9 +145,10 @@ impl Store {
                     return Err(Error::NotHolder {
                         label: label.to_string(),
                         token,
-                        newest: newest.holder().filter(|_| {
-                            newest.envelope().is_some_and(|e| record::is_live(&e, now))
-                        }),
+                        newest: newest
+                            .holder()
+                            .filter(|_| newest.envelope().is_some_and(|e| record::is_live(&e, now)))
+                            .map(Box::new),
                     });
                 }
             };
