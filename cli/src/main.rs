@@ -315,7 +315,12 @@ fn usage_error_line(error: &clap::Error) -> String {
     // `fencepost claim db:migrations`: the resource without its flag, the first
     // thing a new user types.
     if error.kind() == ErrorKind::UnknownArgument
-        && matches!(command_path.as_str(), "fencepost claim" | "fencepost break")
+        // The subcommand, whatever the binary is called (`fencepost.exe claim` on
+        // Windows, where the hint was never given: found under Wine).
+        && matches!(
+            command_path.split_once(' ').map(|(_, sub)| sub),
+            Some("claim" | "break")
+        )
         && let Some(clap::error::ContextValue::String(arg)) =
             error.get(clap::error::ContextKind::InvalidArg)
         && !arg.starts_with('-')

@@ -184,13 +184,23 @@ fn racing_processes_never_hold_a_subtree_and_a_file_inside_it_at_once() {
 fn a_refusal_names_the_resource_in_the_way_and_a_break_that_works() {
     let s = Scratch::new();
     std::fs::create_dir_all(s.path().join("src/auth")).unwrap();
-    let src = std::fs::canonicalize(s.path().join("src")).unwrap();
+    // As fencepost shows it (no `\\?\` prefix on Windows), and as a `break`
+    // command spells it: quoted when it has characters a shell reads (`\`, `:`).
+    let src = crate::util::resolved(&s.path().join("src"));
+    let word = |path: &std::path::Path| {
+        let text = path.display().to_string();
+        if cfg!(windows) {
+            format!("'{text}'")
+        } else {
+            text
+        }
+    };
     let tree = claim(&s, &["--dir", "src", "--owner", "tree-agent"]);
     assert_eq!(tree.status.code(), Some(0), "{tree:?}");
     let file = claim(&s, &["--file", "src/auth/login.rs"]);
     assert_eq!(file.status.code(), Some(3), "{file:?}");
     let message = one_line_stderr(&file);
-    let break_dir = format!("fencepost break --dir {} --reason", src.display());
+    let break_dir = format!("fencepost break --dir {} --reason", word(&src));
     assert!(
         message.contains(&format!(
             "blocked by dir {}, held by tree-agent",
@@ -223,15 +233,12 @@ fn a_refusal_names_the_resource_in_the_way_and_a_break_that_works() {
     // The other way: a subtree refused by a file below it names the file.
     let tree = claim(&s, &["--dir", "src"]);
     let message = one_line_stderr(&tree);
-    let login = src.join("auth/login.rs");
+    let login = src.join("auth").join("login.rs");
     assert!(
         message.contains(&format!(
             "blocked by file {}, held by file-agent",
             login.display()
-        )) && message.contains(&format!(
-            "fencepost break --file {} --reason",
-            login.display()
-        )),
+        )) && message.contains(&format!("fencepost break --file {} --reason", word(&login))),
         "{message}"
     );
     // --json carries the resource in the way.

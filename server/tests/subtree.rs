@@ -47,7 +47,8 @@ async fn a_subtree_lease_writes_below_its_directory_and_excludes_files_there() {
         .unwrap_err();
     assert!(held.contains("agent-a"), "{held}");
     // The refusal names the subtree in the way and a break of it, not of the file.
-    let src = std::fs::canonicalize(tree.root.join("src")).unwrap();
+    // As fencepost shows it (the root has no `\\?\` prefix on Windows).
+    let src = tree.root.join("src");
     assert!(
         held.contains(&format!(
             "is blocked by dir {}, held by agent-a",
