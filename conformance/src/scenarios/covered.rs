@@ -226,6 +226,14 @@ pub(super) fn covered_claims_honour_a_waiting_subtree<S: LeaseStore + Clone + 's
         u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
     };
     let bound_ms = unit_ms.saturating_mul(100).max(20_000);
+    // A claim below `src` held until the subtree claimer is seen waiting, so that it
+    // does wait (it could arrive in a gap of the stream and hold at once).
+    let store = f.store();
+    let blocker = acquire(
+        &store,
+        &Resource::file(root.join("src/blocker.rs")),
+        &opts("blocker"),
+    )?;
     let writer = {
         let (store, src) = (f.store(), src.clone());
         std::thread::spawn(move || {
@@ -235,7 +243,6 @@ pub(super) fn covered_claims_honour_a_waiting_subtree<S: LeaseStore + Clone + 's
         })
     };
     // While it waits, a new covered claim is refused naming it.
-    let store = f.store();
     let probe = Resource::file(root.join("src/probe.rs"));
     let mut kept_out = false;
     let waited = Instant::now();
@@ -269,6 +276,7 @@ pub(super) fn covered_claims_honour_a_waiting_subtree<S: LeaseStore + Clone + 's
             std::thread::sleep(Duration::from_millis(1));
         }
     }
+    store.release(&blocker).map_err(|e| fail("release", e))?;
     let (outcome, took) = writer
         .join()
         .map_err(|_| Failed::from("the subtree thread panicked"))?;
