@@ -303,6 +303,7 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
         };
         let resource = Resource::lock(format!("ops-{op}"));
         let options = AcquireOptions::new(600_000).owner("ops");
+        let started = std::time::Instant::now();
         match op {
             "check" => {
                 let lease = store.acquire(&resource, &options)?;
@@ -325,6 +326,10 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             }
             other => return Err(format!("unknown op {other:?}").into()),
         }
+        eprintln!(
+            "{op}: {:?} per operation (mean)",
+            started.elapsed() / n.max(1) as u32
+        );
         Ok(())
     }
 

@@ -124,8 +124,9 @@ pub enum Command {
     ///
     /// The child gets FENCEPOST_TOKEN, FENCEPOST_LEASE (the lease handle, so it can
     /// renew or release the lease itself), FENCEPOST_STORE, FENCEPOST_RESOURCE,
-    /// FENCEPOST_LOCK or FENCEPOST_FILE, and FENCEPOST_SESSION with --session, and runs in its own process group (a job
-    /// object on Windows). SIGINT, SIGTERM and SIGHUP are forwarded to that group.
+    /// FENCEPOST_LOCK (and FENCEPOST_SLOT for a slot), FENCEPOST_FILE or
+    /// FENCEPOST_DIR, and FENCEPOST_SESSION with --session, and runs in its own
+    /// process group (a job object on Windows). SIGINT, SIGTERM and SIGHUP are forwarded to that group.
     /// The lease is released when the child ends. If the lease is lost meanwhile
     /// (taken over, broken, the store failed until it expired), that is reported on
     /// stderr at once, the child's whole group gets SIGTERM and, after --grace,
@@ -361,8 +362,9 @@ pub struct Timing {
     /// Claim for this session: a name all of one agent's processes agree on (such
     /// as the agent's session id). A claim by the session that already holds the
     /// resource returns the same token, renewed; anyone else is refused as usual.
-    /// Not a secret: any process naming the session can renew and release its
-    /// leases (`renew --session`, `release --session`)
+    /// Any process naming the session can renew and release its leases (`renew
+    /// --session`, `release --session`), so knowing the id is acting as the session:
+    /// others are shown only its tag
     #[arg(long, env = "FENCEPOST_SESSION", value_name = "ID", value_parser = parse_session)]
     pub session: Option<String>,
     /// A shared claim, for reading: many shared holders at once, none while an

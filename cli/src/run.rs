@@ -123,7 +123,8 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         // A nested `run` must not pass the outer resource's variables on.
         .env_remove("FENCEPOST_LOCK")
         .env_remove("FENCEPOST_SLOT")
-        .env_remove("FENCEPOST_FILE");
+        .env_remove("FENCEPOST_FILE")
+        .env_remove("FENCEPOST_DIR");
     for (name, value) in environment {
         command.env(name, value);
     }

@@ -195,7 +195,7 @@ fn check_of_a_released_token_exits_3() {
 /// behind with a ttl of a minute more: its own claim is confirmed with a minute to
 /// spare however loaded the machine is, where a `claim --ttl 150` may take longer
 /// than its ttl to confirm and lapse. Returns the token and the handle.
-fn lease_ending_in(s: &Scratch, name: &str, expires_in_ms: i64) -> (u64, String) {
+pub(crate) fn lease_ending_in(s: &Scratch, name: &str, expires_in_ms: i64) -> (u64, String) {
     let behind = fencepost::SteppedClock::new();
     behind.step_ms(-60_000);
     let store =

@@ -323,7 +323,7 @@ fn a_symlinked_key_directory_is_shown_and_named_as_the_cause() {
     // issue 19: status hid it ("no claims", rc 0) while every command on the key failed
     // with "check that the store is a writable directory".
     let s = Scratch::new();
-    s.claim("x", &["--ttl", "100"]);
+    s.claim("x", &[]);
     let claims = s.store().join("claims");
     let key = std::fs::read_dir(&claims)
         .unwrap()
@@ -455,4 +455,26 @@ fn a_resource_without_its_flag_is_told_the_flags() {
     // An unknown flag is not a resource.
     let output = s.cmd().args(["claim", "--lok", "x"]).output().unwrap();
     assert!(!one_line_stderr(&output).contains("name the resource"));
+}
+
+/// A nested `run` passes on only its own resource's variables: an outer `run
+/// --dir`'s FENCEPOST_DIR (or slot's FENCEPOST_SLOT) does not reach the inner child.
+#[cfg(unix)]
+#[test]
+fn a_nested_run_does_not_pass_the_outer_resource_on() {
+    let s = Scratch::new();
+    let script = r#"printf '%s\n' "${FENCEPOST_DIR-unset}" "${FENCEPOST_SLOT-unset}" "${FENCEPOST_FILE-unset}" "$FENCEPOST_LOCK""#;
+    let output = s
+        .cmd()
+        .env("FENCEPOST_DIR", "/leaked/from/an/outer/run")
+        .env("FENCEPOST_SLOT", "9")
+        .env("FENCEPOST_FILE", "/leaked")
+        .args(["run", "--lock", "inner", "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "unset\nunset\nunset\ninner\n"
+    );
 }

@@ -114,16 +114,40 @@ fn one_claimed_file_is_one_row() {
 #[test]
 fn expiries_read_in_and_ago() {
     // issue 19: `--ttl 1000` showed `0s` right after the claim; expired rows `-1s`.
+    // Ended a second ago, written through the library (a `--ttl 200` claim can lapse
+    // before a loaded machine confirms it); ends in ten seconds, however long the
+    // claim and `status` take to start.
     let s = Scratch::new();
-    s.claim("gone", &["--ttl", "200"]);
-    std::thread::sleep(std::time::Duration::from_millis(400));
-    s.claim("soon", &["--ttl", "1000"]);
+    crate::basics::lease_ending_in(&s, "gone", -1_000);
+    s.claim("soon", &["--ttl", "10000"]);
     let table = table(&s);
     let soon = table.lines().find(|l| l.contains("lock:soon")).unwrap();
-    assert!(soon.contains("in 1.0s") || soon.contains("in 0."), "{soon}");
-    let gone = table.lines().find(|l| l.contains("lock:gone")).unwrap();
+    // Tenths of a second (`in 9.9s`), never whole seconds rounded down (`in 9s`).
+    let left = soon
+        .rsplit("in ")
+        .next()
+        .and_then(|rest| rest.strip_suffix('s'))
+        .unwrap_or("");
     assert!(
-        gone.contains("expired 0.") && gone.ends_with("s ago"),
+        left.split_once('.').is_some_and(|(whole, tenth)| {
+            whole.parse::<u64>().is_ok_and(|w| w <= 10)
+                && tenth.len() == 1
+                && tenth.parse::<u8>().is_ok()
+        }),
+        "{soon}"
+    );
+    let gone = table.lines().find(|l| l.contains("lock:gone")).unwrap();
+    // A tenth of a second's precision; how long ago depends on how fast the two
+    // claims ran (more than a second apart under Wine).
+    let ago = gone
+        .rsplit("expired ")
+        .next()
+        .and_then(|rest| rest.strip_suffix("s ago"))
+        .unwrap_or("");
+    assert!(
+        ago.split_once('.').is_some_and(|(whole, tenth)| {
+            whole.parse::<u64>().is_ok() && tenth.len() == 1 && tenth.parse::<u8>().is_ok()
+        }),
         "{gone}"
     );
     assert!(!table.contains("-1s") && !table.contains(" 0s"), "{table}");

@@ -129,7 +129,12 @@ impl Record {
     /// Serializes the record as one JSON object.
     pub fn encode(&self) -> Vec<u8> {
         // A struct of strings and integers cannot fail to serialize.
-        serde_json::to_vec(self).expect("records always serialize")
+        let bytes = serde_json::to_vec(self).expect("records always serialize");
+        // The confirming read that follows a create decodes exactly these bytes.
+        if self.v == FORMAT_VERSION {
+            recent::remember(&bytes, self);
+        }
+        bytes
     }
 
     /// The envelope of this record.
@@ -151,15 +156,78 @@ pub fn decode(bytes: &[u8], key: &str, generation: u64) -> Decoded {
     if bytes.is_empty() {
         return Decoded::Torn("empty record".into());
     }
+    // Bytes this thread encoded or decoded moments ago (a confirming read of its own
+    // create, a release's read of the claim it confirmed): their record, unparsed.
+    if let Some(record) = recent::lookup(bytes) {
+        #[cfg(debug_assertions)]
+        {
+            let parsed = serde_json::from_slice::<Record>(bytes).ok();
+            debug_assert_eq!(
+                parsed.as_ref(),
+                Some(&record),
+                "the recent-record cache diverged"
+            );
+        }
+        return check_v1(record, key, generation);
+    }
     // Fast path, the common case: a well-formed v1 record parsed straight into
     // `Record`. It decides exactly as the general path below would: whatever it
     // refuses (another version, duplicate fields, wrong types) goes down that path.
     if let Ok(record) = serde_json::from_slice::<Record>(bytes)
         && record.v == FORMAT_VERSION
     {
+        recent::remember(bytes, &record);
         return check_v1(record, key, generation);
     }
     decode_general(bytes, key, generation)
+}
+
+/// The few v1 records this thread encoded or decoded last, by their exact bytes.
+/// Decoding is a pure function of the bytes (the key and generation checks are made
+/// afresh on every hit), so a hit returns what parsing would; in debug builds every
+/// hit is parsed anyway and compared (pinned by
+/// `record::tests::a_recent_record_decodes_as_parsing_would`). A protocol operation
+/// reads back the record it just created and a release reads the claim its acquire
+/// confirmed: without this, most of the memory backend's acquire + release is JSON
+/// parsing of bytes it has just seen (docs/design-07-performance.md).
+mod recent {
+    use std::cell::RefCell;
+
+    use super::Record;
+
+    /// Entries kept per thread: a claim, the tombstone below it, a renewal.
+    const KEPT: usize = 4;
+
+    thread_local! {
+        static RECENT: RefCell<Vec<(Vec<u8>, Record)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    pub(super) fn lookup(bytes: &[u8]) -> Option<Record> {
+        RECENT
+            .try_with(|recent| {
+                let recent = recent.borrow();
+                recent
+                    .iter()
+                    .rev()
+                    .find(|(b, _)| b.as_slice() == bytes)
+                    .map(|(_, r)| r.clone())
+            })
+            .ok()
+            .flatten()
+    }
+
+    pub(super) fn remember(bytes: &[u8], record: &Record) {
+        let _ = RECENT.try_with(|recent| {
+            let mut recent = recent.borrow_mut();
+            if recent.iter().any(|(b, _)| b.as_slice() == bytes) {
+                return;
+            }
+            if recent.len() >= KEPT {
+                recent.remove(0);
+            }
+            recent.push((bytes.to_vec(), record.clone()));
+        });
+    }
 }
 
 /// [`decode`] without its fast path: through a JSON value, any format version.
@@ -266,6 +334,40 @@ mod tests {
 
     fn decode_sample(bytes: &[u8]) -> Decoded {
         decode(bytes, &sample().key, 4)
+    }
+
+    /// Bytes just encoded or decoded come back from the recent-record cache as the
+    /// record parsing gives, one per exact byte string, and the key and generation
+    /// checks still apply to them.
+    #[test]
+    fn a_recent_record_decodes_as_parsing_would() {
+        let one = sample();
+        let mut two = sample();
+        two.token = 4;
+        two.released = true;
+        two.session = Some(crate::proof::SessionTag::of("s"));
+        let (a, b) = (one.encode(), two.encode());
+        assert_eq!(decode_sample(&a), Decoded::Record(one.clone()));
+        assert_eq!(decode_sample(&b), Decoded::Record(two.clone()));
+        // A second time (from the cache), and after other records pushed through it.
+        for g in 0..10 {
+            let mut other = sample();
+            other.generation = 100 + g;
+            decode(&other.encode(), &other.key, other.generation);
+        }
+        let c = sample().encode();
+        assert_eq!(decode_sample(&c), Decoded::Record(one.clone()));
+        // Found under another generation or key: torn, cached or not.
+        assert!(matches!(decode(&a, &one.key, 5), Decoded::Torn(_)));
+        assert!(matches!(
+            decode(&a, "lock-ffffffffffffffffffffffffffffffff", 4),
+            Decoded::Torn(_)
+        ));
+        // Another thread (its own cache, empty) decodes the same.
+        let elsewhere = std::thread::spawn(move || decode_sample(&a))
+            .join()
+            .unwrap();
+        assert_eq!(elsewhere, Decoded::Record(one));
     }
 
     /// The fast path of `decode` (straight into `Record`) decides exactly as the

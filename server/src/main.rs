@@ -35,7 +35,8 @@ struct Cli {
     /// This server's session: its claims of what the session already holds return
     /// the same token, renewed, and any process naming the session (a hook, the CLI
     /// with --session) can renew and release them. A name the agent's processes
-    /// share, not a secret. Default: inside Claude Code, `claude-code:` + its
+    /// already share; knowing it is acting as the session, so others are shown only
+    /// its tag. Default: inside Claude Code, `claude-code:` + its
     /// CLAUDE_CODE_SESSION_ID (the session its edit hooks claim for); else a fresh id
     /// for this server process.
     #[arg(long, env = "FENCEPOST_SESSION", value_name = "ID")]

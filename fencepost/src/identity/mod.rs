@@ -477,6 +477,24 @@ fn canonical_lock_name(name: &str) -> Result<String> {
             bad as u32
         )));
     }
+    // ASCII, the common case: nothing to drop (no ASCII character is default
+    // ignorable), NFD and NFC are the identity and full case folding is ASCII
+    // lowercasing, so the slow path below would return exactly this (pinned by
+    // `ascii_lock_names_fold_as_the_full_path_does`).
+    if name.is_ascii() {
+        let trimmed = name.trim();
+        if trimmed.is_empty() {
+            return Err(Error::InvalidResource(
+                "the lock name is empty; give a name such as db:migrations".into(),
+            ));
+        }
+        return Ok(trimmed.to_ascii_lowercase());
+    }
+    unicode_lock_name(name)
+}
+
+/// [`canonical_lock_name`] past its control-character check, for any name.
+fn unicode_lock_name(name: &str) -> Result<String> {
     let visible: String = name.chars().filter(|&c| !is_default_ignorable(c)).collect();
     let trimmed = visible.trim();
     if trimmed.is_empty() {
@@ -622,6 +640,36 @@ mod tests {
             key(Resource::lock("cafe\u{301}"))
         );
         assert_ne!(key(Resource::lock("a")), key(Resource::lock("b")));
+    }
+
+    /// The ASCII fast path of `canonical_lock_name` returns what the full Unicode
+    /// path returns (or refuses what it refuses), for every printable ASCII
+    /// character alone, padded and in mixed-case names.
+    #[test]
+    fn ascii_lock_names_fold_as_the_full_path_does() {
+        let mut names: Vec<String> = (0x20u8..0x7f).map(|b| char::from(b).to_string()).collect();
+        names.extend(
+            [
+                "DB:Migrations ",
+                "  Build/Release\\x86_64 ",
+                "ÿ",
+                "\t tab\tinside ",
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZ abcdefghijklmnopqrstuvwxyz 0123456789",
+                "",
+                "   ",
+                " !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ ",
+            ]
+            .map(String::from),
+        );
+        for name in names.iter().filter(|n| n.is_ascii()) {
+            let fast = canonical_lock_name(name).map_err(|e| e.to_string());
+            let full = unicode_lock_name(name).map_err(|e| e.to_string());
+            if name.trim().chars().any(|c| c.is_control()) {
+                assert!(fast.is_err(), "{name:?}");
+                continue;
+            }
+            assert_eq!(fast, full, "{name:?}");
+        }
     }
 
     #[test]

@@ -28,8 +28,11 @@ pub struct AcquireOptions {
     /// agent's processes agree on, such as the agent's own session id. A claim by
     /// the session whose tenure already holds the resource returns that tenure (same
     /// token), renewed for `ttl_ms`, instead of "held"; any other claimer is refused
-    /// as usual. Not a secret: any process naming the session can renew and release
-    /// its tenures ([`crate::Store::resume_session`]). At most 256 characters, no
+    /// as usual. Any process naming the session can renew and release its tenures
+    /// ([`crate::Store::resume_session`]), so knowing the id is acting as the
+    /// session: records and `status` carry only its [`crate::SessionTag`]. It is not
+    /// a secret to provision (the name the agent's processes already share), but
+    /// keep it among them (docs/protocol.md §11). At most 256 characters, no
     /// control characters, not blank. Default `None`: every claim is a new tenure
     /// with a random secret.
     pub session: Option<String>,
