@@ -323,7 +323,7 @@ fn a_symlinked_key_directory_is_shown_and_named_as_the_cause() {
     // issue 19: status hid it ("no claims", rc 0) while every command on the key failed
     // with "check that the store is a writable directory".
     let s = Scratch::new();
-    s.claim("x", &["--ttl", "100"]);
+    s.claim("x", &[]);
     let claims = s.store().join("claims");
     let key = std::fs::read_dir(&claims)
         .unwrap()
