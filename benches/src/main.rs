@@ -277,6 +277,25 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             println!("wake p50 {:?} p95 {:?}", summary.p50, summary.p95);
             return Ok(());
         }
+        // `file-claim-U`: N claims + releases of one file, with U unrelated file claims
+        // held in the store first (as the "unrelated claims" row sets them up): strace
+        // of U=0 and U=1000, each minus its N=0 run, is what a file claim does in an
+        // empty and in a crowded store (docs/design-05-subtrees-and-shared.md §3.5).
+        if let Some(unrelated) = op.strip_prefix("file-claim-") {
+            let store = Store::new(FsStore::open(dir.join("store"))?);
+            let options = AcquireOptions::new(600_000).owner("ops");
+            let base = dir.join("tree");
+            for k in 0..unrelated.parse::<usize>()? {
+                let other = base.join(format!("other/d{}/f{k}.rs", k / 50));
+                store.acquire(&Resource::file(other), &options)?;
+            }
+            let file = Resource::file(base.join("work/src/auth/login.rs"));
+            store.release(&store.acquire(&file, &options)?)?;
+            for _ in 0..n {
+                store.release(&store.acquire(&file, &options)?)?;
+            }
+            return Ok(());
+        }
         // `memory-OP`: the same on the memory backend (the protocol's own cost).
         let (store, op) = match op.strip_prefix("memory-") {
             Some(op) => (Store::new(MemoryStore::new()), op),

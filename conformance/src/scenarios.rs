@@ -1739,6 +1739,24 @@ fn subtree_contention_threads<S: LeaseStore + Clone + 'static>(
     // Which resources cover which (index pairs that must never be held at once).
     let conflicts =
         |a: usize, b: usize| a == b || a == 0 || b == 0 || (a.min(b) == 1 && a.max(b) == 2);
+    // One uncontended claim and release of a resource like theirs, on this backend
+    // and machine: the unit of the wait bound below.
+    let unit_ms = {
+        let store = f.store();
+        let probe = Resource::file(root.join("src/b/unit.rs"));
+        let started = Instant::now();
+        let lease = store
+            .acquire(&probe, &AcquireOptions::new(TTL_MS))
+            .map_err(|e| fail("unit claim", e))?;
+        store.release(&lease).map_err(|e| fail("release", e))?;
+        u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    };
+    // A claim waits only for the claims in its way when it arrives: a waiting
+    // subtree claimer's intent keeps covered claims that arrive later out
+    // (design-05 §4.3), so no claim is starved by the others' stream. That is at
+    // most the 7 other threads' claims (about a unit each, plus backoff): 100 units,
+    // and at least 30 s, bound it on a loaded machine.
+    let wait_ms = unit_ms.saturating_mul(100).max(30_000);
     let inside: Arc<Mutex<Vec<usize>>> = Arc::default();
     let violations: Arc<Mutex<Vec<String>>> = Arc::default();
     let barrier = Arc::new(Barrier::new(8));
@@ -1751,18 +1769,12 @@ fn subtree_contention_threads<S: LeaseStore + Clone + 'static>(
                 barrier.wait();
                 for round in 0..12 {
                     let which = (t + round) % resources.len();
-                    // A claim waits only for the claims in its way when it
-                    // arrives: a waiting subtree claimer's intent keeps covered
-                    // claims that arrive later out (design-05 §4.3), so no claim
-                    // is starved by the others' stream. Each wait is a few 1 ms
-                    // holds plus backoff; WAIT_MS bounds that on a loaded machine.
-                    const WAIT_MS: u64 = 30_000;
                     let options = AcquireOptions::new(TTL_MS)
                         .owner(format!("t{t}"))
-                        .wait_ms(WAIT_MS);
+                        .wait_ms(wait_ms);
                     let Ok(lease) = store.acquire(&resources[which], &options) else {
                         violations.lock().unwrap().push(format!(
-                            "t{t} could not acquire {which} within {WAIT_MS} ms"
+                            "t{t} could not acquire {which} within {wait_ms} ms (a claim took {unit_ms} ms alone)"
                         ));
                         return;
                     };

@@ -177,7 +177,7 @@ pub(super) fn subtree_covers_its_own_path<S: LeaseStore + Clone + 'static>(
 /// A subtree claimer waiting for claims it covers is not starved by claims that
 /// keep arriving below it: 4 threads claim files below `src` back to back, each
 /// held 20 ms, so some file is nearly always held; a subtree claim of `src` started
-/// meanwhile holds within a bound, and while it waits, every new covered claim
+/// meanwhile holds within a bound (100 uncontended claims, at least 20 s), and while it waits, every new covered claim
 /// (exclusive or shared) is refused naming the waiting claimer.
 pub(super) fn covered_claims_honour_a_waiting_subtree<S: LeaseStore + Clone + 'static>(
     f: &Fixture<S>,
@@ -213,20 +213,36 @@ pub(super) fn covered_claims_honour_a_waiting_subtree<S: LeaseStore + Clone + 's
     while claimed.load(Ordering::SeqCst) < 8 && started.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(5));
     }
-    // The bound: the claims held when it arrived (20 ms each), the backoff of its
-    // own waiting (capped), and a loaded machine's scheduling; far below the
-    // stream, which would run on for as long as it is let.
-    const BOUND_MS: u64 = 20_000;
+    // The bound: the claims held when it arrived (4 of them, 20 ms each plus a
+    // claim's own time), the backoff of its own waiting (capped), and a loaded
+    // machine's scheduling: 100 uncontended claims on this backend, at least 20 s;
+    // the stream would run on for as long as it is let.
+    let unit_ms = {
+        let store = f.store();
+        let probe = Resource::file(root.join("src/unit.rs"));
+        let started = Instant::now();
+        let lease = acquire(&store, &probe, &opts("unit"))?;
+        store.release(&lease).map_err(|e| fail("release", e))?;
+        u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    };
+    let bound_ms = unit_ms.saturating_mul(100).max(20_000);
+    // A claim below `src` held until the subtree claimer is seen waiting, so that it
+    // does wait (it could arrive in a gap of the stream and hold at once).
+    let store = f.store();
+    let blocker = acquire(
+        &store,
+        &Resource::file(root.join("src/blocker.rs")),
+        &opts("blocker"),
+    )?;
     let writer = {
         let (store, src) = (f.store(), src.clone());
         std::thread::spawn(move || {
             let began = Instant::now();
-            let outcome = store.try_acquire(&src, &opts("subtree").wait_ms(BOUND_MS));
+            let outcome = store.try_acquire(&src, &opts("subtree").wait_ms(bound_ms));
             (outcome, began.elapsed())
         })
     };
     // While it waits, a new covered claim is refused naming it.
-    let store = f.store();
     let probe = Resource::file(root.join("src/probe.rs"));
     let mut kept_out = false;
     let waited = Instant::now();
@@ -260,6 +276,7 @@ pub(super) fn covered_claims_honour_a_waiting_subtree<S: LeaseStore + Clone + 's
             std::thread::sleep(Duration::from_millis(1));
         }
     }
+    store.release(&blocker).map_err(|e| fail("release", e))?;
     let (outcome, took) = writer
         .join()
         .map_err(|_| Failed::from("the subtree thread panicked"))?;

@@ -318,7 +318,7 @@ pub(super) fn shared_crash(_: &Setup) -> Vec<Actor> {
 }
 
 /// Writer starvation with subtrees: two streams claim files below `src/` back to
-/// back (each held a quarter ttl, for two ttls), so a file below it is nearly
+/// back (each held a quarter ttl, for a ttl and a half), so a file below it is nearly
 /// always held; a subtree claim of `src/` arrives meanwhile and waits one ttl. Its
 /// intent keeps the streams' later claims out, so it holds within its wait —
 /// while the streams still run. Judged by the schedule itself: a subtree claim
@@ -330,7 +330,7 @@ pub(super) fn subtree_intent(setup: &Setup) -> Vec<Actor> {
     let stream = |file: std::path::PathBuf, pause: u64| {
         move |ctx: &Ctx| {
             ctx.sleep(pause);
-            for _ in 0..8 {
+            for _ in 0..6 {
                 if let Some(lease) = ctx.acquire(&Resource::file(&file), TTL_MS, TTL_MS) {
                     ctx.sleep(TTL_MS / 4);
                     ctx.release(&lease);
@@ -342,7 +342,7 @@ pub(super) fn subtree_intent(setup: &Setup) -> Vec<Actor> {
         Actor::new("s0", stream(src.join("a.rs"), 0)),
         Actor::new("s1", stream(src.join("b.rs"), TTL_MS / 8)),
         Actor::new("tree", move |ctx: &Ctx| {
-            ctx.sleep(TTL_MS / 2);
+            ctx.sleep(TTL_MS / 4);
             match ctx.acquire(&Resource::dir(&src), TTL_MS, TTL_MS) {
                 Some(lease) => {
                     ctx.check(&lease);
