@@ -130,17 +130,19 @@ impl Store {
         secret: &Secret,
     ) -> Result<()> {
         for _ in 0..RELEASE_ATTEMPTS {
-            let newest = self.read_settled(key)?;
-            let current = match newest.decoded() {
-                Some(Decoded::Record(r))
+            let mut newest = self.read_settled(key)?;
+            // Taken by value: the tombstone is built from it without a clone.
+            let current = match newest.judged.take() {
+                Some((_, Decoded::Record(r)))
                     if r.token == token && secret.proves(r.secret_sha256.as_deref()) =>
                 {
-                    if let Some(ended) = ended(r, label) {
+                    if let Some(ended) = ended(&r, label) {
                         return Err(ended);
                     }
                     r
                 }
-                _ => {
+                judged => {
+                    newest.judged = judged;
                     let now = self.clock.wall_ms();
                     return Err(Error::NotHolder {
                         label: label.to_string(),
@@ -160,11 +162,12 @@ impl Store {
                 expires_at_ms: now,
                 ttl_ms: 0,
                 released: true,
-                ..current.clone()
+                ..current
             };
+            let bytes = tombstone.encode_owned();
             match self
                 .backend
-                .create(key, generation, &tombstone.encode(), Durability::Unflushed)
+                .create(key, generation, &bytes, Durability::Unflushed)
             {
                 Ok(CreateOutcome::Created) => {
                     #[cfg(feature = "planted-bugs")]
@@ -179,10 +182,17 @@ impl Store {
                 // we are still the holder.
                 Ok(CreateOutcome::AlreadyExists) => continue,
                 Err(error) => {
+                    // The holder id from the tombstone's own bytes (this rare path
+                    // pays the decode the hot path saved).
+                    let ours = match record::decode(&bytes, key.as_str(), generation) {
+                        Decoded::Record(r) => Some(r.holder),
+                        _ => None,
+                    };
                     let landed = self.read_newest(key).ok().is_some_and(|n| {
                         n.generation == generation
-                            && n.top_record()
-                                .is_some_and(|r| r.released && r.holder == current.holder)
+                            && n.top_record().is_some_and(|r| {
+                                r.released && ours.as_ref().is_some_and(|h| *h == r.holder)
+                            })
                     });
                     return if landed { Ok(()) } else { Err(error.into()) };
                 }
