@@ -10,16 +10,6 @@ cd "$repo"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "verify-package: $*" >&2; exit 1; }
-# The packaged crates, the consumer and the installs build in a target directory of
-# their own inside cargo's (CARGO_TARGET_DIR, a config's, or target/), kept between
-# runs: the registry dependencies compile once, while the packaged crates rebuild
-# every time (their sources are extracted afresh into a new directory). Nothing of
-# the workspace's own build is shared.
-cargo_target=$(cargo metadata --format-version 1 --no-deps \
-  | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-[ -n "$cargo_target" ] || fail "cargo metadata named no target directory"
-build="$cargo_target/verify-package"
-rm -rf "$build/package"
 
 publishable=(fencepost fencepost-fs fencepost-memory fencepost-conformance fencepost-etcd fencepost-cli fencepost-server)
 
@@ -44,12 +34,12 @@ done
 echo "== 2. cargo package (with verification builds, metadata warnings are errors)"
 packages=()
 for crate in "${publishable[@]}"; do packages+=(-p "$crate"); done
-cargo package "${packages[@]}" --allow-dirty --target-dir "$build" 2> "$work/package.log" \
+cargo package "${packages[@]}" --allow-dirty --target-dir "$work/target" 2> "$work/package.log" \
   || { cat "$work/package.log" >&2; fail "cargo package failed"; }
 if grep -E '^warning' "$work/package.log"; then fail "cargo package warned (above)"; fi
 mkdir -p "$work/crates"
 for crate in "${publishable[@]}"; do
-  tar -xzf "$build/package/$crate-0.1.0.crate" -C "$work/crates"
+  tar -xzf "$work/target/package/$crate-0.1.0.crate" -C "$work/crates"
 done
 
 patches=()
@@ -88,7 +78,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 RS
-(cd "$work/consumer" && cargo run --quiet --offline --target-dir "$build" "${patches[@]}" -- "$work/consumer-store") \
+(cd "$work/consumer" && cargo run --quiet --offline --target-dir "$work/target" "${patches[@]}" -- "$work/consumer-store") \
   || fail "the consumer of the packaged crates failed"
 if (cd "$work/consumer" && cargo metadata --offline --format-version 1 "${patches[@]}") | grep -q "\"manifest_path\":\"$repo/"; then
   fail "the consumer resolved a crate from the workspace instead of the package"
@@ -121,7 +111,7 @@ fn main() {
     fencepost_conformance::run(fencepost_conformance::Backend::shared("mine", |l: &str| fencepost_fs::FsStore::open(l)));
 }
 RS
-(cd "$work/author" && cargo test --quiet --offline --target-dir "$build" "${patches[@]}" --test conformance) \
+(cd "$work/author" && cargo test --quiet --offline --target-dir "$work/target" "${patches[@]}" --test conformance) \
   > "$work/author.log" 2>&1 || { cat "$work/author.log" >&2; fail "the outside author's conformance run failed"; }
 grep -q "mine::contention_processes" "$work/author.log" || { cat "$work/author.log" >&2; fail "the author's run did not list the scenarios"; }
 grep "test result" "$work/author.log"
@@ -129,9 +119,9 @@ grep "test result" "$work/author.log"
 echo "== 4. cargo install the packaged CLI and server, then use them"
 for crate in fencepost-cli fencepost-server; do
   cargo install --quiet --offline --locked --path "$work/crates/$crate-0.1.0" --root "$work/install" \
-    --target-dir "$build" "${patches[@]}" 2>"$work/install.log" \
+    --target-dir "$work/target" "${patches[@]}" 2>"$work/install.log" \
     || cargo install --quiet --offline --path "$work/crates/$crate-0.1.0" --root "$work/install" \
-      --target-dir "$build" "${patches[@]}" \
+      --target-dir "$work/target" "${patches[@]}" \
     || { cat "$work/install.log" >&2; fail "cargo install $crate from its package failed"; }
 done
 fp="$work/install/bin/fencepost"
