@@ -122,6 +122,19 @@ impl Store {
         let half = step_ms / 2;
         half + self.clock.random_u64() % (step_ms - half + 1)
     }
+
+    /// A waiter's pause before it looks again: one jittered step of `backoff_ms`,
+    /// cut to what is left before `deadline_ms` but never below the first step (so
+    /// a last look still happens at the deadline); then `backoff_ms` doubles up to
+    /// its cap. Every wait loop of a claim kind sleeps through here.
+    pub(crate) fn back_off(&self, backoff_ms: &mut u64, deadline_ms: u64, mono_ms: u64) {
+        let step = self
+            .jittered(*backoff_ms)
+            .min(deadline_ms.saturating_sub(mono_ms).max(BACKOFF_START_MS))
+            .max(1);
+        self.clock.sleep(Duration::from_millis(step));
+        *backoff_ms = (*backoff_ms * 2).min(BACKOFF_CAP_MS);
+    }
 }
 
 /// True for the errors that mean the lease is gone (as opposed to a store failure).

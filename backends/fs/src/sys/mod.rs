@@ -26,26 +26,28 @@
 
 #[cfg(unix)]
 mod unix;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) use unix::{DirWatch, watch_dir};
 #[cfg(unix)]
 pub(crate) use unix::{
-    DirWatch, FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported,
-    list_names, read_record, sync_dir, watch_dir,
+    FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
+    read_record, sync_dir,
 };
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
 pub(crate) use windows::{
-    DirWatch, FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported,
-    list_names, open_record, read_record, sync_dir, watch_dir,
+    FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
+    open_record, read_record, sync_dir,
 };
 
 #[cfg(not(any(unix, windows)))]
 mod other;
 #[cfg(not(any(unix, windows)))]
 pub(crate) use other::{
-    DirWatch, FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported,
-    list_names, open_record, read_record, sync_dir, watch_dir,
+    FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
+    open_record, read_record, sync_dir,
 };
 
 #[cfg(not(unix))]
@@ -135,4 +137,34 @@ pub(crate) fn list_names_portable(dir: &Path, each: &mut dyn FnMut(&str)) -> io:
         }
     }
     Ok(())
+}
+
+/// Where there is no change notification (every platform but Linux and Android; on
+/// Windows `ReadDirectoryChangesW` would be the counterpart of inotify), waiters
+/// poll with backoff: one polling `DirWatch` for all of them.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) struct DirWatch;
+
+/// No change notification here: waiters poll.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn watch_dir(_dir: &Path) -> Option<DirWatch> {
+    None
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+impl DirWatch {
+    /// Never made here.
+    pub(crate) fn wait(&mut self, _timeout: std::time::Duration) -> bool {
+        false
+    }
+
+    /// Never made here.
+    pub(crate) fn drain(&mut self) -> bool {
+        false
+    }
+
+    /// Never made here.
+    pub(crate) fn live(&self) -> bool {
+        false
+    }
 }

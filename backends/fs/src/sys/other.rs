@@ -51,29 +51,3 @@ pub(crate) fn anonymous_file(_dir: &Path) -> io::Result<Option<File>> {
 pub(crate) fn link_anonymous(_file: &File, _path: &Path) -> io::Result<bool> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
-
-/// No change notification here yet (polling; `ReadDirectoryChangesW` would be the
-/// Windows counterpart of inotify): waiters poll with backoff.
-pub(crate) struct DirWatch;
-
-/// No change notification here: waiters poll.
-pub(crate) fn watch_dir(_dir: &Path) -> Option<DirWatch> {
-    None
-}
-
-impl DirWatch {
-    /// Never made here.
-    pub(crate) fn wait(&mut self, _timeout: std::time::Duration) -> bool {
-        false
-    }
-
-    /// Never made here.
-    pub(crate) fn drain(&mut self) -> bool {
-        false
-    }
-
-    /// Never made here.
-    pub(crate) fn live(&self) -> bool {
-        false
-    }
-}

@@ -310,34 +310,6 @@ impl DirWatch {
     }
 }
 
-/// No change notification here: waiters poll.
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-pub(crate) struct DirWatch;
-
-/// No change notification here: waiters poll.
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-pub(crate) fn watch_dir(_dir: &Path) -> Option<DirWatch> {
-    None
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-impl DirWatch {
-    /// Never made here.
-    pub(crate) fn wait(&mut self, _timeout: std::time::Duration) -> bool {
-        false
-    }
-
-    /// Never made here.
-    pub(crate) fn drain(&mut self) -> bool {
-        false
-    }
-
-    /// Never made here.
-    pub(crate) fn live(&self) -> bool {
-        false
-    }
-}
-
 /// No nameless files on this platform: creates stage a named file.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 pub(crate) fn anonymous_file(_dir: &Path) -> io::Result<Option<File>> {

@@ -341,12 +341,7 @@ impl Store {
                 watch.wait(Duration::from_millis(step));
                 continue;
             }
-            let step = self
-                .jittered(backoff_ms)
-                .min(deadline.saturating_sub(mono).max(BACKOFF_START_MS))
-                .max(1);
-            self.clock.sleep(Duration::from_millis(step));
-            backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
+            self.back_off(&mut backoff_ms, deadline, mono);
         }
     }
 

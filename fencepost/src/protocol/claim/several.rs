@@ -1,9 +1,7 @@
 //! Several resources at once: all or nothing, in one canonical order, given back
 //! when any is held (docs/design-04-claims.md, "Several resources at once").
 
-use std::time::Duration;
-
-use crate::protocol::{AcquireOptions, BACKOFF_CAP_MS, BACKOFF_START_MS, Lease, Store};
+use crate::protocol::{AcquireOptions, BACKOFF_START_MS, Lease, Store};
 use crate::{Error, Holder, Resource, Result};
 
 /// How many rounds in a row may lapse (every resource taken, but the first one's
@@ -164,12 +162,7 @@ impl Store {
                 }
                 on_wait(&resources[i], &holder, mono.saturating_sub(started));
             }
-            let step = self
-                .jittered(backoff_ms)
-                .min(deadline.saturating_sub(mono).max(BACKOFF_START_MS))
-                .max(1);
-            self.clock.sleep(Duration::from_millis(step));
-            backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
+            self.back_off(&mut backoff_ms, deadline, mono);
         }
     }
 

@@ -5,15 +5,12 @@
 //! second, as subtree claims do (design-05 §3.4). A waiting writer's intent
 //! (`want-…`) keeps new readers out, so readers that keep arriving never starve it.
 
-use std::time::Duration;
-
 use crate::backend::{CreateOutcome, Durability};
 use crate::identity::TreeChain;
 use crate::proof::Secret;
 use crate::protocol::series::Newest;
 use crate::protocol::{
-    AcquireOptions, BACKOFF_CAP_MS, BACKOFF_START_MS, CREATE_GRACE_MS, Lease, Store, TryAcquire,
-    new_holder_id,
+    AcquireOptions, BACKOFF_START_MS, CREATE_GRACE_MS, Lease, Store, TryAcquire, new_holder_id,
 };
 use crate::record::{self, Record};
 use crate::{Error, Holder, Key, Resource, Result};
@@ -149,12 +146,7 @@ impl Store {
                     ttl_ms: options.ttl_ms,
                 });
             }
-            let step = self
-                .jittered(backoff_ms)
-                .min(deadline.saturating_sub(mono).max(BACKOFF_START_MS))
-                .max(1);
-            self.clock.sleep(Duration::from_millis(step));
-            backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
+            self.back_off(&mut backoff_ms, deadline, mono);
         }
     }
 

@@ -1,9 +1,7 @@
 //! Slots: at most N holders of a lock at once, each slot a separate fenced tenure
 //! (docs/design-04-claims.md, "Slots").
 
-use std::time::Duration;
-
-use crate::protocol::{AcquireOptions, BACKOFF_CAP_MS, BACKOFF_START_MS, Lease, Store, TryAcquire};
+use crate::protocol::{AcquireOptions, BACKOFF_START_MS, Lease, Store, TryAcquire};
 use crate::{Error, Holder, Resource, Result};
 
 /// Most slots one lock may have: each is a series a claim may read every round.
@@ -143,12 +141,7 @@ impl Store {
                 return Ok(TryAcquire::Held(holder));
             }
             on_wait(&holder, mono.saturating_sub(started));
-            let step = self
-                .jittered(backoff_ms)
-                .min(deadline.saturating_sub(mono).max(BACKOFF_START_MS))
-                .max(1);
-            self.clock.sleep(Duration::from_millis(step));
-            backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
+            self.back_off(&mut backoff_ms, deadline, mono);
         }
     }
 }
