@@ -102,7 +102,7 @@ impl Repo {
 }
 
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("git")
+    let output = crate::util::scrubbed(std::process::Command::new("git"))
         .current_dir(dir)
         .args([
             "-c",

@@ -447,7 +447,7 @@ fn a_closed_stdout_is_not_an_error() {
     let s = Scratch::new();
     s.claim("x", &[]);
     let script = r#"(sleep 0.3; "$FP" --store "$STORE" status --json; echo "rc=$?" >&2) | true"#;
-    let output = std::process::Command::new("sh")
+    let output = crate::util::scrubbed(std::process::Command::new("sh"))
         .args(["-c", script])
         .env("FP", crate::util::bin())
         .env("STORE", s.store())

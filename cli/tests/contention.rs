@@ -19,7 +19,7 @@ fn processes_take_turns_with_strictly_increasing_tokens() {
     let workers: Vec<Background> = (0..WORKERS)
         .map(|_| {
             // Each worker: ROUNDS sequential runs; exits with the number that failed.
-            let mut worker = std::process::Command::new(child_bin());
+            let mut worker = crate::util::scrubbed(std::process::Command::new(child_bin()));
             worker
                 .arg(format!("repeat={ROUNDS}"))
                 .args([

@@ -35,7 +35,7 @@ impl Repo {
 
     /// A git command in `dir` with the installed hooks able to run `fencepost`.
     fn git_with_hooks(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = std::process::Command::new("git");
+        let mut cmd = crate::util::scrubbed(std::process::Command::new("git"));
         cmd.current_dir(dir)
             .args(["-c", "user.name=t", "-c", "user.email=t@t"])
             .args(args)

@@ -327,7 +327,7 @@ fn a_full_disk_until_expiry_stops_the_child() {
     let _mount = Mount(mount_point.clone());
     let store = mount_point.join("store");
     let guard = PidFileGuard(s.path().join("child"));
-    let mut run = Command::new(crate::util::bin());
+    let mut run = crate::util::scrubbed(Command::new(crate::util::bin()));
     run.current_dir(s.path())
         .env_remove("FENCEPOST_STORE")
         .env_remove("FENCEPOST_TOKEN")

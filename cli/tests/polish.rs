@@ -415,7 +415,7 @@ fn the_readme_lease_lifecycle_runs_as_written() {
         std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
     )
     .unwrap();
-    let output = std::process::Command::new("sh")
+    let output = crate::util::scrubbed(std::process::Command::new("sh"))
         .args(["-c", &script])
         .current_dir(s.path())
         .env("PATH", path)

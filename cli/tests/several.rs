@@ -179,7 +179,7 @@ fn two_processes_claiming_ab_and_ba_never_deadlock_and_never_share_b() {
         done
     "#;
     let spawn = |first: &str, second: &str| {
-        let mut cmd = std::process::Command::new("sh");
+        let mut cmd = crate::util::scrubbed(std::process::Command::new("sh"));
         cmd.args(["-c", script, "sh", first, second])
             .current_dir(s.path())
             .env("FP", crate::util::bin())

@@ -15,7 +15,7 @@ use crate::util::{Background, Scratch, StopFile, child_bin, json_of, one_line_st
 /// directory as `$DIR`.
 #[cfg(unix)]
 fn shell(s: &Scratch, script: &str) -> std::process::Command {
-    let mut cmd = std::process::Command::new("sh");
+    let mut cmd = crate::util::scrubbed(std::process::Command::new("sh"));
     cmd.args(["-c", script])
         .current_dir(s.path())
         .env("FP", bin())

@@ -165,7 +165,7 @@ fn twelve_processes_on_four_slots() {
     "#;
     let children: Vec<_> = (0..12)
         .map(|_| {
-            let mut cmd = std::process::Command::new("sh");
+            let mut cmd = crate::util::scrubbed(std::process::Command::new("sh"));
             cmd.args(["-c", script])
                 .current_dir(s.path())
                 .env("FP", crate::util::bin())

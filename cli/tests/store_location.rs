@@ -13,7 +13,7 @@ use crate::util::{Scratch, handle_of, json_of, one_line_stderr};
 /// Runs real git in `dir` with no user or system configuration, failing the test
 /// when git fails.
 fn git(dir: &Path, args: &[&str]) {
-    let output = std::process::Command::new("git")
+    let output = crate::util::scrubbed(std::process::Command::new("git"))
         .current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -43,7 +43,7 @@ fn git(dir: &Path, args: &[&str]) {
 
 /// `git status --porcelain` (untracked files included).
 fn porcelain(dir: &Path) -> String {
-    let output = std::process::Command::new("git")
+    let output = crate::util::scrubbed(std::process::Command::new("git"))
         .current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -564,7 +564,7 @@ fn the_readme_walk_through_works_as_written() {
             .and_then(|rest| rest.chars().next())
             .and_then(|c| c.to_digit(10))
             .unwrap_or(0) as i32;
-        let output = std::process::Command::new("sh")
+        let output = crate::util::scrubbed(std::process::Command::new("sh"))
             .args(["-c", command])
             .current_dir(&cwd)
             .env("PATH", &path)

@@ -141,7 +141,7 @@ fn racing_processes_never_hold_a_subtree_and_a_file_inside_it_at_once() {
     let workers: Vec<Background> = targets
         .iter()
         .map(|(kind, target)| {
-            let child = std::process::Command::new("sh")
+            let child = crate::util::scrubbed(std::process::Command::new("sh"))
                 .args(["-c", WORKER])
                 .current_dir(s.path())
                 .env("FP", crate::util::bin())

@@ -51,7 +51,7 @@ impl Drop for StopFile {
 
 /// Variables of ours that must never leak from the developer's (or a `fencepost
 /// run`'s) environment into a test.
-const OUR_VARIABLES: [&str; 12] = [
+const OUR_VARIABLES: [&str; 16] = [
     "FENCEPOST_SESSION",
     "FENCEPOST_HOOKS",
     "FENCEPOST_GUARD",
@@ -65,7 +65,22 @@ const OUR_VARIABLES: [&str; 12] = [
     "FENCEPOST_RESOURCE",
     "FENCEPOST_LOCK",
     "FENCEPOST_FILE",
+    "FENCEPOST_DIR",
+    "FENCEPOST_SLOT",
+    // Changes what a claim does about a dead holder (the takeover tests rely on it).
+    "FENCEPOST_NO_DEAD_HOLDER_TAKEOVER",
+    "FENCEPOST_LOG",
 ];
+
+/// `command` without any of our variables: for the processes a test starts
+/// directly (`sh` scripts, `git` whose hooks run `fencepost`, the test child),
+/// so that none inherits the developer's store, session or switches.
+pub fn scrubbed(mut command: std::process::Command) -> std::process::Command {
+    for name in OUR_VARIABLES {
+        command.env_remove(name);
+    }
+    command
+}
 
 /// A fresh temporary directory, and a store inside it (`<dir>/store`) that no other
 /// test shares. Never the repository's own store.

@@ -17,7 +17,7 @@ fn on_a_terminal(s: &Scratch, args: &str) -> String {
         crate::util::bin().display(),
         s.store().display()
     );
-    let output = Command::new("script")
+    let output = crate::util::scrubbed(Command::new("script"))
         .args(["-qec", &command, "/dev/null"])
         .current_dir(s.path())
         .env_remove("FENCEPOST_STORE")
@@ -249,7 +249,7 @@ fn an_interactive_child_reads_the_terminal() {
         crate::util::bin().display(),
         s.store().display()
     );
-    let mut script = Command::new("script")
+    let mut script = crate::util::scrubbed(Command::new("script"))
         .args(["-qec", &command, "/dev/null"])
         .current_dir(s.path())
         .env_remove("FENCEPOST_STORE")

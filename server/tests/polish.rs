@@ -38,7 +38,7 @@ async fn status_has_one_row_per_claimed_file_and_agrees_with_its_schema() {
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use crate::support::{BIN, Raw};
+use crate::support::{BIN, Raw, scrubbed};
 
 /// issue 19: a request with a lone surrogate escape, or nested 100,000 deep, got no
 /// reply at all, so the client hung. Both are answered with their id now.
@@ -119,16 +119,13 @@ async fn tokens_are_u64() {
 fn server_stderr(args: &[&str], env: &[(&str, &str)], input: &str) -> (Option<i32>, String) {
     let tree = Tree::new();
     let mut command = Command::new(BIN);
-    command
+    scrubbed(&mut command)
         .arg("--root")
         .arg(&tree.root)
         .arg("--store")
         .arg(&tree.store)
         .args(args)
-        .env_remove("FENCEPOST_LOG")
         .env_remove("RUST_LOG")
-        .env_remove("FENCEPOST_OWNER")
-        .env_remove("FENCEPOST_STORE")
         .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

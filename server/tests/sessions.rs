@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::support::{Server, Tree, lock};
+use crate::support::{BIN, Server, Tree, lock, scrubbed};
 
 #[tokio::test]
 async fn a_second_claim_by_the_same_server_returns_the_same_token_renewed() {
@@ -108,11 +108,10 @@ async fn servers_of_one_session_share_its_lease_and_others_are_refused() {
 #[tokio::test]
 async fn a_bad_session_id_stops_the_server_with_one_line() {
     let tree = Tree::new();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_fencepost-server"))
+    let output = scrubbed(&mut std::process::Command::new(BIN))
         .arg("--root")
         .arg(&tree.root)
         .args(["--session", "a\u{7}b"])
-        .env_remove("FENCEPOST_SESSION")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));

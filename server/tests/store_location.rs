@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use crate::support::BIN;
+use crate::support::{BIN, scrubbed};
 
 fn scratch() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -28,7 +28,7 @@ mod repositories {
     use serde_json::{Value, json};
 
     use super::scratch;
-    use crate::support::{BIN, file, lock};
+    use crate::support::{BIN, file, lock, scrubbed};
 
     fn git(dir: &Path, args: &[&str]) {
         let output = std::process::Command::new("git")
@@ -68,10 +68,10 @@ mod repositories {
     /// A server rooted at `root` with no `--store`, its per-user store in `state`.
     async fn located_server(root: &Path, state: &Path) -> RunningService<RoleClient, ()> {
         let mut command = tokio::process::Command::new(BIN);
+        scrubbed(command.as_std_mut());
         command
             .arg("--root")
             .arg(root)
-            .env_remove("FENCEPOST_STORE")
             .env("XDG_STATE_HOME", state)
             .env("FENCEPOST_LOG", "error")
             .current_dir(state);
@@ -191,10 +191,9 @@ fn a_root_that_does_not_exist_is_refused_and_not_created() {
     let missing = top.join("missing/tree");
     for store in [None, Some("store")] {
         let mut command = std::process::Command::new(BIN);
-        command
+        scrubbed(&mut command)
             .arg("--root")
             .arg(&missing)
-            .env_remove("FENCEPOST_STORE")
             .env("XDG_STATE_HOME", top.join("state"))
             .stdin(std::process::Stdio::null());
         if let Some(store) = store {

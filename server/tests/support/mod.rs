@@ -16,6 +16,26 @@ use serde_json::{Value, json};
 /// The server binary built for these tests.
 pub const BIN: &str = env!("CARGO_BIN_EXE_fencepost-server");
 
+/// Variables the server reads (store, owner, session, log filter) or that name a
+/// Claude Code session: none may leak from the developer's environment (or from a
+/// `fencepost run` around the test run) into a server under test.
+const OUR_VARIABLES: [&str; 6] = [
+    "FENCEPOST_STORE",
+    "FENCEPOST_OWNER",
+    "FENCEPOST_SESSION",
+    "FENCEPOST_LOG",
+    "CLAUDECODE",
+    "CLAUDE_CODE_SESSION_ID",
+];
+
+/// `command` without any of [`OUR_VARIABLES`]; set what a test needs afterwards.
+pub fn scrubbed(command: &mut std::process::Command) -> &mut std::process::Command {
+    for name in OUR_VARIABLES {
+        command.env_remove(name);
+    }
+    command
+}
+
 /// A scratch directory holding a work tree `root/` (with `root/sub/`), its store
 /// `root/.fencepost`, and `outside/`, a sibling that no server may touch.
 pub struct Tree {
@@ -77,13 +97,9 @@ fn server_command(tree: &Tree, owner: &str) -> tokio::process::Command {
         .arg("--store")
         .arg(&tree.store)
         .arg("--owner")
-        .arg(owner)
-        .env_remove("FENCEPOST_STORE")
-        .env_remove("FENCEPOST_OWNER")
-        .env_remove("FENCEPOST_SESSION")
-        // Inside Claude Code these name the server's default session.
-        .env_remove("CLAUDECODE")
-        .env_remove("CLAUDE_CODE_SESSION_ID")
+        .arg(owner);
+    scrubbed(command.as_std_mut());
+    command
         .env("FENCEPOST_LOG", "error")
         // The server's cwd must not matter: paths are relative to --root.
         .current_dir(&tree.outside);
@@ -223,13 +239,11 @@ pub struct Raw {
 
 impl Raw {
     pub fn start(tree: &Tree) -> Raw {
-        let mut child = std::process::Command::new(BIN)
+        let mut child = scrubbed(&mut std::process::Command::new(BIN))
             .arg("--root")
             .arg(&tree.root)
             .arg("--store")
             .arg(&tree.store)
-            .env_remove("FENCEPOST_STORE")
-            .env_remove("FENCEPOST_OWNER")
             .env("FENCEPOST_LOG", "error")
             .current_dir(&tree.outside)
             .stdin(Stdio::piped())
