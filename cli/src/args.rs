@@ -65,14 +65,17 @@ const STORE_RULE: &str = store_rule!();
 /// renew it) for as long as a command runs.
 #[derive(Debug, Parser)]
 #[command(name = "fencepost", version, after_help = EXIT_CODES, propagate_version = true)]
-pub struct Cli {
+pub struct Root<C: Subcommand> {
     /// Options every command takes.
     #[command(flatten, next_help_heading = "Global options")]
     pub global: Global,
     /// What to do.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: C,
 }
+
+/// The whole command line.
+pub type Cli = Root<Command>;
 
 /// Options every command takes.
 #[derive(Debug, Args)]
@@ -98,11 +101,8 @@ pub enum Command {
     /// `run` to hold a lease for as long as a command runs.
     #[command(after_help = EXIT_CODES)]
     Claim(ClaimArgs),
-    /// Exit 0 if TOKEN is the current, live token of the resource, 3 otherwise
-    ///
-    /// Anyone may check any token; a lease handle (TOKEN.SECRET) is accepted too,
-    /// and only its number is used.
-    #[command(after_help = EXIT_CODES)]
+    // Its help is in constants: `CheckAlone` declares the same subcommand.
+    #[command(about = CHECK_ABOUT, long_about = CHECK_LONG_ABOUT, after_help = EXIT_CODES)]
     Check(CheckArgs),
     /// Extend your lease, given the handle `claim` printed; the token stays the same
     #[command(after_help = EXIT_CODES)]
@@ -166,6 +166,27 @@ pub enum Command {
     /// Install, remove or show the agent hooks and git hooks of a project
     #[command(subcommand)]
     Hooks(HooksCommand),
+}
+
+/// `check`'s one-line help.
+const CHECK_ABOUT: &str = "Exit 0 if TOKEN is the current, live token of the resource, 3 otherwise";
+/// `check`'s long help.
+const CHECK_LONG_ABOUT: &str = concat!(
+    "Exit 0 if TOKEN is the current, live token of the resource, 3 otherwise\n\n",
+    "Anyone may check any token; a lease handle (TOKEN.SECRET) is accepted too, ",
+    "and only its number is used."
+);
+
+/// The command line with `check` as its only command: the same root (global options,
+/// help, version) and the same `check` as [`Cli`], without building every other
+/// command's arguments. `main` parses a `check` with it first and falls back to
+/// [`Cli`] for anything it does not accept, so every help text and error is
+/// [`Cli`]'s (pinned by `main`'s tests).
+#[derive(Debug, Subcommand)]
+pub enum CheckAlone {
+    // The same attributes as `Command::Check`.
+    #[command(about = CHECK_ABOUT, long_about = CHECK_LONG_ABOUT, after_help = EXIT_CODES)]
+    Check(CheckArgs),
 }
 
 /// The agent CLIs whose pre-edit hooks `fencepost hook` speaks.

@@ -19,7 +19,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches};
 use fencepost::Error;
 
-use crate::args::{Cli, Command};
+use crate::args::{CheckAlone, Cli, Command, Root};
 use crate::commands::Context;
 use crate::output::{describe_error, report};
 use crate::store::Access;
@@ -99,10 +99,7 @@ pub(crate) fn in_store(message: String) -> String {
 }
 
 fn run() -> Result<ExitCode, Failure> {
-    let cli = match command()
-        .try_get_matches()
-        .and_then(|matches| Cli::from_arg_matches(&matches))
-    {
+    let cli = match parse(std::env::args_os().collect()) {
         Ok(cli) => cli,
         Err(error) if !error.use_stderr() => {
             // --help and --version: clap's text on stdout, exit 0.
@@ -173,23 +170,54 @@ fn is_hook_invocation() -> bool {
     false
 }
 
-/// The command line definition, with an environment variable that is set but empty
-/// treated as unset (`FENCEPOST_STORE=` means "locate the store", as the server
-/// already reads it), instead of clap's "a value is required" (issue 19).
-fn command() -> clap::Command {
+/// The command line `argv` (program name first), parsed.
+///
+/// A `check` is parsed with [`CheckAlone`]'s tree first: the same root and the same
+/// `check` as [`Cli`]'s, without building the other commands' arguments, which is
+/// most of what a whole `check` process costs beyond starting (docs/design-07, "The
+/// CLI's `check`"). Whatever that tree does not accept (help, version, any usage
+/// error, another command) is parsed again with the whole tree, so every message
+/// and help text is the whole tree's; `check_alone_parses_as_the_whole_tree`
+/// pins that.
+fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    if argv.iter().skip(1).any(|arg| arg == "check")
+        && let Ok(matches) = command(Root::<CheckAlone>::command()).try_get_matches_from(&argv)
+        && let Ok(alone) = Root::<CheckAlone>::from_arg_matches(&matches)
+    {
+        let CheckAlone::Check(args) = alone.command;
+        return Ok(Cli {
+            global: alone.global,
+            command: Command::Check(args),
+        });
+    }
+    command(Cli::command())
+        .try_get_matches_from(argv)
+        .and_then(|matches| Cli::from_arg_matches(&matches))
+}
+
+/// The command line definition `command`, with an environment variable that is set
+/// but empty treated as unset (`FENCEPOST_STORE=` means "locate the store", as the
+/// server already reads it), instead of clap's "a value is required" (issue 19).
+fn command(mut command: clap::Command) -> clap::Command {
     let empty = |name: &str| std::env::var_os(name).is_some_and(|v| v.is_empty());
-    let mut command = Cli::command();
+    // Only the subcommands the tree has: `mut_subcommand` would add a missing one.
+    let has = |command: &clap::Command, sub: &str| command.find_subcommand(sub).is_some();
     if empty("FENCEPOST_STORE") {
         command = command.mut_arg("store", |arg| arg.env(None));
     }
     if empty("FENCEPOST_SESSION") {
         for sub in ["claim", "run", "renew", "release"] {
-            command = command.mut_subcommand(sub, |c| c.mut_arg("session", |arg| arg.env(None)));
+            if has(&command, sub) {
+                command =
+                    command.mut_subcommand(sub, |c| c.mut_arg("session", |arg| arg.env(None)));
+            }
         }
     }
     if empty("FENCEPOST_OWNER") {
         for sub in ["claim", "run"] {
-            command = command.mut_subcommand(sub, |c| c.mut_arg("owner", |arg| arg.env(None)));
+            if has(&command, sub) {
+                command = command.mut_subcommand(sub, |c| c.mut_arg("owner", |arg| arg.env(None)));
+            }
         }
     }
     command
@@ -341,4 +369,97 @@ fn subcommand_names() -> Vec<String> {
         .map(|sub| sub.get_name().to_string())
         .filter(|name| name != "help")
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `argv` parsed by the whole tree alone, as before `check` had its own.
+    fn whole_tree(argv: &[&str]) -> Result<Cli, clap::Error> {
+        command(Cli::command())
+            .try_get_matches_from(argv)
+            .and_then(|matches| Cli::from_arg_matches(&matches))
+    }
+
+    /// What a parse shows the user: the parsed command, or the error's kind, stream
+    /// and rendered text (help and version are errors in clap).
+    fn seen(parsed: Result<Cli, clap::Error>) -> String {
+        match parsed {
+            Ok(cli) => format!("ok {cli:?}"),
+            Err(e) => format!(
+                "err {:?} stderr={} {}",
+                e.kind(),
+                e.use_stderr(),
+                e.render()
+            ),
+        }
+    }
+
+    /// Parsing a `check` with `CheckAlone`'s tree first is observably the whole
+    /// tree's parse: the same command, or the same help, version or error text.
+    #[test]
+    fn check_alone_parses_as_the_whole_tree() {
+        let argvs: &[&[&str]] = &[
+            &["check", "--lock", "db", "7"],
+            &["check", "--lock", "db", "7.3f9a00", "--json"],
+            &["--store", "/tmp/s", "check", "--file", "a.txt", "12"],
+            &["check", "--store=/tmp/s", "--dir", "src", "1"],
+            &["--store", "check", "check", "--lock", "check", "3"],
+            &["check", "--lock", "db", "--slot", "2", "4"],
+            &["check", "--lock", "db", "--", "5"],
+            &["check", "--lock", "db", "-1"],
+            &["check", "--lock", "db", "x"],
+            &["check", "--lock", "db"],
+            &["check", "7"],
+            &["check", "--lock", "a", "--file", "b", "7"],
+            &["check", "--slot", "2", "--file", "b", "7"],
+            &["check", "--lok", "db", "7"],
+            &["check", "--lock", "db", "7", "8"],
+            &["check", "--lock", "db", "7", "--json", "--json"],
+            &["check"],
+            &["check", "--help"],
+            &["check", "-h"],
+            &["check", "--version"],
+            &["check", "-V"],
+            &["--help", "check"],
+            &["help", "check"],
+            &["chec", "--lock", "db", "7"],
+            &["claim", "--lock", "check"],
+            &["release", "--lock", "check", "1.ab"],
+            &["status", "check"],
+            &["check", "check"],
+            &["--store"],
+            &["--store", "/tmp/s", "check"],
+        ];
+        for argv in argvs {
+            let argv: Vec<&str> = std::iter::once("fencepost")
+                .chain(argv.iter().copied())
+                .collect();
+            let fast = seen(parse(argv.iter().map(Into::into).collect()));
+            assert_eq!(fast, seen(whole_tree(&argv)), "{argv:?}");
+        }
+    }
+
+    /// `CheckAlone`'s `check` is the whole tree's `check`, argument for argument and
+    /// help text for help text.
+    #[test]
+    fn check_alone_has_the_whole_trees_check() {
+        let find = |mut root: clap::Command| {
+            root.build();
+            // Its place in the root's list of commands differs, and only the root's
+            // help shows it (always the whole tree's).
+            let check = (root
+                .find_subcommand("check")
+                .expect("a check command")
+                .clone())
+            .display_order(0);
+            (format!("{check:?}"), root.get_subcommands().count())
+        };
+        let (alone, count) = find(Root::<CheckAlone>::command());
+        let (whole, _) = find(Cli::command());
+        // `check` and clap's `help`.
+        assert_eq!(count, 2);
+        assert_eq!(alone, whole);
+    }
 }
