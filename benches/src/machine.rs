@@ -10,6 +10,9 @@ pub struct Machine {
     pub cores: String,
     pub kernel: String,
     pub filesystem: String,
+    /// The bench directory's mount: type, source and the filesystem's own options,
+    /// from `/proc/self/mountinfo` (Linux), e.g. whether it discards online.
+    pub mount: Mount,
     pub rustc: String,
     pub date: String,
     pub commit: String,
@@ -38,6 +41,71 @@ fn output_of(program: &str, args: &[&str]) -> String {
     }
 }
 
+/// The mount that holds a directory, as `/proc/self/mountinfo` describes it.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// `ext4 /dev/vda (rw,discard,...)`, or why it is unknown.
+    pub described: String,
+    /// Mounted with online discard (`discard`): freeing a block waits for the device
+    /// to discard it, so every removal of a flushed record costs a device round trip
+    /// (docs/design-07-performance.md, "What the floors leave out").
+    pub online_discard: bool,
+}
+
+impl Mount {
+    /// The mount of `dir` in `mountinfo` (the text of `/proc/self/mountinfo`): the
+    /// one whose mount point is the longest prefix of `dir` (canonical), the last
+    /// such line when one is mounted over another.
+    pub fn of(dir: &Path, mountinfo: &str) -> Option<Mount> {
+        let mut best: Option<(usize, Mount)> = None;
+        for line in mountinfo.lines() {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let Some(dash) = fields.iter().position(|f| *f == "-") else {
+                continue;
+            };
+            let (Some(point), Some(fs_type), Some(source), Some(options)) = (
+                fields.get(4),
+                fields.get(dash + 1),
+                fields.get(dash + 2),
+                fields.get(dash + 3),
+            ) else {
+                continue;
+            };
+            let point = Path::new(point);
+            if !dir.starts_with(point) {
+                continue;
+            }
+            let depth = point.components().count();
+            if best.as_ref().is_some_and(|(d, _)| *d > depth) {
+                continue;
+            }
+            let online_discard = options.split(',').any(|o| o == "discard");
+            best = Some((
+                depth,
+                Mount {
+                    described: format!("{fs_type} {source} ({options})"),
+                    online_discard,
+                },
+            ));
+        }
+        best.map(|(_, m)| m)
+    }
+
+    fn gather(dir: &Path) -> Mount {
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        match std::fs::read_to_string("/proc/self/mountinfo") {
+            Ok(text) => Mount::of(&dir, &text).unwrap_or_else(|| Mount {
+                described: "unknown (no mount in /proc/self/mountinfo holds it)".into(),
+                online_discard: false,
+            }),
+            Err(e) => Mount {
+                described: format!("unknown (/proc/self/mountinfo: {e})"),
+                online_discard: false,
+            },
+        }
+    }
+}
+
 impl Machine {
     /// Gathers the facts; `bench_dir` is the directory every fs row runs in.
     pub fn gather(bench_dir: &Path) -> Machine {
@@ -61,10 +129,35 @@ impl Machine {
             cores,
             kernel: output_of("uname", &["-r"]),
             filesystem: format!("{fs_type} (`{dir}`)"),
+            mount: Mount::gather(bench_dir),
             rustc: output_of("rustc", &["--version"]),
             date: output_of("date", &["-u", "+%Y-%m-%d %H:%M:%S UTC"]),
             commit: output_of("git", &["describe", "--always", "--dirty"]),
             load: load_now(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = "\
+22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,discard,delalloc
+30 22 0:26 / /tmp rw,nosuid shared:2 - tmpfs tmpfs rw,size=100k
+31 22 254:16 / /work/fast rw shared:3 - xfs /dev/vdb rw,noquota
+";
+
+    #[test]
+    fn the_longest_mount_point_holding_the_directory_is_the_mount() {
+        let root = Mount::of(Path::new("/work/slow/x"), MOUNTINFO).unwrap();
+        assert_eq!(root.described, "ext4 /dev/vda (rw,discard,delalloc)");
+        assert!(root.online_discard);
+        let fast = Mount::of(Path::new("/work/fast/bench"), MOUNTINFO).unwrap();
+        assert_eq!(fast.described, "xfs /dev/vdb (rw,noquota)");
+        assert!(!fast.online_discard);
+        // `/work/fastest` is not under `/work/fast`: whole components only.
+        let other = Mount::of(Path::new("/work/fastest"), MOUNTINFO).unwrap();
+        assert!(other.described.starts_with("ext4"));
     }
 }

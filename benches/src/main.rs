@@ -29,6 +29,8 @@ mod rivals;
 mod rows;
 mod stats;
 #[cfg(unix)]
+mod sweep_probe;
+#[cfg(unix)]
 mod wedged;
 
 /// Every fallible step of the bench.
@@ -243,7 +245,8 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
     /// (flush on), nothing else, so `strace -c -f` of this mode divided by `N` is the
     /// syscalls one operation makes (docs/design-07-performance.md). OP is `check`,
     /// `renew` or `acquire-release`, or `memory-` and one of those for the memory
-    /// backend (for a profiler).
+    /// backend (for a profiler); `sweep-probe` times a removal next to a flushed
+    /// create placed seven ways (docs/design-07-performance.md).
     fn ops(op: &str, n: usize, dir: &Path) -> R<()> {
         use fencepost::{AcquireOptions, Resource};
         // `handoff` / `handoff-noflush`: N rounds of the handoff row (for a trace).
@@ -271,6 +274,10 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
                 row.gap.p50
             );
             return Ok(());
+        }
+        // `sweep-probe`: a removal next to a flushed create, placed seven ways.
+        if op == "sweep-probe" {
+            return crate::sweep_probe::run(dir, n);
         }
         if op == "wake" {
             let summary = crate::floor::wake(dir, n, contention::HANDOFF_HOLD)?;

@@ -172,13 +172,14 @@ impl Report {
              (see [README.md](README.md)). Every figure below was measured in one run.\n\n\
              ## Machine\n\n| fact | value |\n| --- | --- |\n\
              | CPU | {} |\n| cores | {} |\n| kernel | {} |\n\
-             | filesystem of the bench directory | {} |\n| rustc | {} |\n| date | {} |\n\
+             | filesystem of the bench directory | {} |\n| its mount (type, source, options) | {} |\n| rustc | {} |\n| date | {} |\n\
              | commit measured (`git describe --always --dirty`) | {} |\n| mode | {mode} |\n| CLI timed | `{}` |\n| run took | {:.1} s |\n\
              | load average (1, 5, 15 min) at start | {} |\n| load average at end | {} |\n",
             m.cpu,
             m.cores,
             m.kernel,
             m.filesystem,
+            m.mount.described,
             m.rustc,
             m.date,
             m.commit,
@@ -215,7 +216,9 @@ impl Report {
              to survive), and with the single-fsync create in its place (one journal commit: \
              the least a durable claim could cost); a row that sweeps (renew, acquire) also \
              against its floor with the sweep's removals timed (the plain floors remove their \
-             old files untimed). The memory backend has no floor: it is \
+             old files untimed). A sweeping row also gives its mean against each floor's \
+             mean: a removal that only some operations make would not show in the p50, and \
+             the mean charges every one. The memory backend has no floor: it is \
              the protocol's own CPU cost.\n"
         );
         table_head(&mut s, true);
@@ -432,6 +435,8 @@ impl Report {
              floors remove their old files untimed). *Why* is worked out by the bench from \
              these rows: a miss is put down to the disk or the kernel only when the row is \
              within its target of a floor that does only what the protocol must do.\n\n\
+             A sweeping row's *why* also gives its mean against its floors' means, which \
+             charges every removal even where only some operations make one.\n\n\
              | row | target | measured | met | by how much | against the single-fsync floor | \
              against the floor with the sweep | why (from the floor rows) |\n\
              | --- | --- | ---: | --- | ---: | ---: | ---: | --- |"
@@ -474,18 +479,33 @@ impl Report {
                 .as_ref()
                 .map(|(_, f)| ratio(r.summary.p50, f.p50));
             let swept = swept_x.map_or("—".into(), |x| format!("{x:.2}×"));
+            let discard = if self.machine.mount.online_discard {
+                "; the bench directory's filesystem is mounted with online discard \
+                 (`discard`), so every removal of a flushed record waits for the device to \
+                 discard its block (docs/design-07-performance.md, \"What the floors leave \
+                 out\")"
+            } else {
+                ""
+            };
             let why = match (met, swept_x, limit, &r.floor_swept) {
                 (true, ..) => "—".to_string(),
                 (false, Some(x), Some(limit), Some((name, f))) if x <= limit => format!(
                     "the disk: the sweep's removals the plain floor leaves off the clock; \
                      its floor with them ({name}) is {} at p50, and the row is {x:.2}× that \
-                     (≤ {limit}×)",
+                     (≤ {limit}×){discard}",
                     fmt(f.p50)
                 ),
                 (false, Some(x), Some(_), Some(_)) => {
                     format!("the code: {x:.2}× even the floor with the sweep's removals")
                 }
                 (false, ..) => "the code: no floor row accounts for it".to_string(),
+            };
+            let why = match mean_ratios(r) {
+                Some((plain, swept)) => format!(
+                    "{why}. Mean: {plain:.2}× the floor's mean, {swept:.2}× the mean of the \
+                     floor with the sweep"
+                ),
+                None => why,
             };
             let _ = writeln!(
                 s,
@@ -648,13 +668,27 @@ impl Report {
     }
 }
 
+/// For a row that sweeps (it has a floor with the sweep's removals timed): its mean
+/// against its plain floor's mean and against the mean of its floor with the sweep.
+/// Where only some operations remove records, the p50 shows the ones that do not; the
+/// mean charges every removal.
+fn mean_ratios(r: &Row) -> Option<(f64, f64)> {
+    let (_, plain) = r.floor.as_ref()?;
+    let (_, swept) = r.floor_swept.as_ref()?;
+    Some((
+        ratio(r.summary.mean, plain.mean),
+        ratio(r.summary.mean, swept.mean),
+    ))
+}
+
 fn table_head(s: &mut String, with_floor: bool) {
     if with_floor {
         let _ = writeln!(
             s,
             "| group | row | iterations | p50 | p95 | p99 | min | max | floor (alternated) | floor p50 | ratio | \
-             single-fsync floor p50 | ratio to it |\n\
-             | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"
+             single-fsync floor p50 | ratio to it | floor with the sweep p50 | ratio to it | \
+             mean: row / floor | mean: row / floor with the sweep |\n\
+             | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
         );
     } else {
         let _ = writeln!(
@@ -695,9 +729,13 @@ fn table_row(s: &mut String, r: &Row, with_floor: bool) {
         Some((_, f)) => (fmt(f.p50), format!("{:.2}×", ratio(q.p50, f.p50))),
         None => ("—".into(), "—".into()),
     };
+    let (mean_x, mean_swept_x) = match mean_ratios(r) {
+        Some((plain, swept)) => (format!("{plain:.2}×"), format!("{swept:.2}×")),
+        None => ("—".into(), "—".into()),
+    };
     let _ = writeln!(
         s,
-        "| {} | {} | {cells} | {floor} | {fp50} | {x} | {one_p50} | {one_x} | {swept_p50} | {swept_x} |",
+        "| {} | {} | {cells} | {floor} | {fp50} | {x} | {one_p50} | {one_x} | {swept_p50} | {swept_x} | {mean_x} | {mean_swept_x} |",
         r.group, r.name
     );
 }

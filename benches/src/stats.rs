@@ -17,6 +17,9 @@ pub struct Summary {
     pub min: Duration,
     /// Slowest sample.
     pub max: Duration,
+    /// Arithmetic mean: what a row whose cost falls on some operations only (a
+    /// sweep every few claims) charges on average, which its p50 would hide.
+    pub mean: Duration,
 }
 
 /// Nearest-rank percentile of sorted samples: the smallest sample with at least
@@ -30,7 +33,9 @@ fn percentile(sorted: &[Duration], pct: f64) -> Duration {
 pub fn summarize(mut samples: Vec<Duration>) -> Summary {
     assert!(!samples.is_empty(), "a row without samples");
     samples.sort_unstable();
+    let total: Duration = samples.iter().sum();
     Summary {
+        mean: total / u32::try_from(samples.len()).unwrap_or(u32::MAX),
         n: samples.len(),
         p50: percentile(&samples, 50.0),
         p95: percentile(&samples, 95.0),
@@ -77,6 +82,13 @@ mod tests {
             (one.p50, one.p99, one.min, one.max),
             (us(7), us(7), us(7), us(7))
         );
+    }
+
+    #[test]
+    fn the_mean_sees_a_cost_the_median_hides() {
+        // One sample in four pays a sweep: the p50 is the cheap case, the mean is not.
+        let s = summarize(vec![us(100), us(100), us(100), us(500)]);
+        assert_eq!((s.p50, s.mean), (us(100), us(200)));
     }
 
     #[test]

@@ -220,6 +220,13 @@ pub fn host_name() -> &'static str {
     })
 }
 
+/// [`host_name`] as one shared string, so each record written names the host by
+/// a reference count instead of a copy (docs/design-07-performance.md).
+pub(crate) fn host_name_shared() -> std::sync::Arc<str> {
+    static HOST: std::sync::OnceLock<std::sync::Arc<str>> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| host_name().into()).clone()
+}
+
 #[cfg(feature = "planted-bugs")]
 #[doc(hidden)]
 pub mod planted {

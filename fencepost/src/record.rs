@@ -6,6 +6,8 @@
 //! types, or claiming another key or generation). Torn is never "absent": it is not
 //! live and is superseded by the next generation, so numbering never restarts.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// The format version this crate writes.
@@ -17,24 +19,24 @@ pub struct Record {
     /// Format version: 1.
     pub v: u64,
     /// The key this record belongs to.
-    pub key: String,
+    pub key: Arc<str>,
     /// What the holder typed, for `status`.
-    pub label: String,
+    pub label: Arc<str>,
     /// The fencing token: the generation at which the tenure began (docs/protocol.md I5).
     pub token: u64,
     /// This record's position in the series.
     pub generation: u64,
     /// Unique id of the tenure.
-    pub holder: String,
+    pub holder: Arc<str>,
     /// Human-readable holder name.
-    pub owner: String,
+    pub owner: Arc<str>,
     /// Process id of the holder: the process that began the tenure (renewals and the
     /// tombstone keep it, whoever writes them), so `status` names the holder.
     pub pid: u32,
     /// The holder's host name (empty when unknown; absent in records written before
     /// it was recorded).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub host: String,
+    #[serde(default, skip_serializing_if = "is_empty")]
+    pub host: Arc<str>,
     /// When this record was written, milliseconds since the Unix epoch.
     pub granted_at_ms: u64,
     /// When the lease ends, milliseconds since the Unix epoch.
@@ -50,7 +52,7 @@ pub struct Record {
     /// is; a record without it (written before proofs existed) can be checked by
     /// token but never acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret_sha256: Option<String>,
+    pub secret_sha256: Option<Arc<str>>,
     /// Set on the tombstone written by a break: who ended the tenure, when and why.
     /// A broken record is always `released`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -66,6 +68,10 @@ pub struct Record {
     /// [`crate::Secret::for_session`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<crate::SessionTag>,
+}
+
+fn is_empty(text: &Arc<str>) -> bool {
+    text.is_empty()
 }
 
 /// Who broke a tenure, when and why (the tombstone of `fencepost break`).
@@ -128,8 +134,7 @@ pub enum Decoded {
 impl Record {
     /// Serializes the record as one JSON object.
     pub fn encode(&self) -> Vec<u8> {
-        // A struct of strings and integers cannot fail to serialize.
-        let bytes = serde_json::to_vec(self).expect("records always serialize");
+        let bytes = to_json(self);
         // The confirming read that follows a create decodes exactly these bytes.
         if self.v == FORMAT_VERSION {
             recent::remember(&bytes, self);
@@ -141,7 +146,7 @@ impl Record {
     /// cache instead of being cloned there (six strings fewer to allocate on a
     /// release, docs/design-07-performance.md).
     pub(crate) fn encode_owned(self) -> Vec<u8> {
-        let bytes = serde_json::to_vec(&self).expect("records always serialize");
+        let bytes = to_json(&self);
         if self.v == FORMAT_VERSION {
             recent::remember_with(&bytes, || self);
         }
@@ -158,6 +163,20 @@ impl Record {
         }
     }
 }
+
+/// The record as one JSON object, written into a buffer sized for a whole record
+/// at once: `serde_json::to_vec` starts empty and grows (copies) its way up
+/// (docs/design-07-performance.md). The same bytes either way.
+fn to_json(record: &Record) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(RECORD_CAPACITY);
+    // A struct of strings and integers cannot fail to serialize.
+    serde_json::to_writer(&mut bytes, record).expect("records always serialize");
+    bytes
+}
+
+/// Room for a typical record (a claim with a proof, a host and a session tag is
+/// under 512 bytes); a longer one grows as before.
+const RECORD_CAPACITY: usize = 512;
 
 /// Decodes `bytes` read as generation `generation` of `key`.
 ///
@@ -238,10 +257,15 @@ mod recent {
             if recent.iter().any(|(b, _)| b.as_slice() == bytes) {
                 return;
             }
-            if recent.len() >= KEPT {
-                recent.remove(0);
-            }
-            recent.push((bytes.to_vec(), record()));
+            // The evicted entry's buffer holds the new bytes: no allocation.
+            let mut buffer = if recent.len() >= KEPT {
+                recent.remove(0).0
+            } else {
+                Vec::with_capacity(super::RECORD_CAPACITY)
+            };
+            buffer.clear();
+            buffer.extend_from_slice(bytes);
+            recent.push((buffer, record()));
         });
     }
 }
@@ -288,7 +312,7 @@ fn decode_general(bytes: &[u8], key: &str, generation: u64) -> Decoded {
 /// token can start a tenure at or before its generation, and only a tombstone is
 /// broken.
 fn check_v1(record: Record, key: &str, generation: u64) -> Decoded {
-    if record.key != key {
+    if *record.key != *key {
         Decoded::Torn(format!(
             "record names key {}, found under {key}",
             record.key
@@ -336,12 +360,12 @@ mod tests {
             holder: "cli-1-abc".into(),
             owner: "cli".into(),
             pid: 1,
-            host: String::new(),
+            host: "".into(),
             granted_at_ms: 1_000,
             expires_at_ms: 31_000,
             ttl_ms: 30_000,
             released: false,
-            secret_sha256: Some("ab".repeat(32)),
+            secret_sha256: Some("ab".repeat(32).into()),
             broken: None,
             process: None,
             session: None,

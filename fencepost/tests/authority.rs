@@ -77,14 +77,14 @@ fn a_record_without_a_proof_is_checked_but_never_acted_on() {
     let key = lock.identity().unwrap().key;
     let legacy = Record {
         v: record::FORMAT_VERSION,
-        key: key.to_string(),
+        key: key.to_string().into(),
         label: "legacy".into(),
         token: 1,
         generation: 1,
         holder: "old-1-0".into(),
         owner: "old".into(),
         pid: 1,
-        host: String::new(),
+        host: "".into(),
         granted_at_ms: START_MS,
         expires_at_ms: START_MS + TTL_MS,
         ttl_ms: TTL_MS,

@@ -364,14 +364,14 @@ fn stale_staging_files_are_removed_and_nothing_else() {
 fn valid_record_bytes(key: &Key, generation: u64) -> Vec<u8> {
     fencepost::record::Record {
         v: 1,
-        key: key.to_string(),
+        key: key.to_string().into(),
         label: "outside".into(),
         token: generation,
         generation,
         holder: "intruder-1-0".into(),
         owner: "intruder".into(),
         pid: 1,
-        host: String::new(),
+        host: "".into(),
         granted_at_ms: 0,
         expires_at_ms: u64::MAX,
         ttl_ms: u64::MAX,

@@ -460,11 +460,11 @@ impl World {
                 if record.broken.is_some() {
                     oracle
                         .broken
-                        .entry((record.holder.clone(), record.token))
+                        .entry((record.holder.to_string(), record.token))
                         .or_insert((step, now));
                     if let Some(t) = oracle
                         .tenures
-                        .get_mut(&record.holder)
+                        .get_mut(&*record.holder)
                         .filter(|t| t.token == record.token)
                     {
                         t.end = t.end.min(now);
@@ -476,9 +476,12 @@ impl World {
                             record
                                 .secret_sha256
                                 .as_ref()
-                                .is_some_and(|hash| held.contains(hash))
+                                .is_some_and(|hash| held.contains(&**hash))
                         });
-                    let entitled = oracle.entitled.entry(record.holder.clone()).or_default();
+                    let entitled = oracle
+                        .entitled
+                        .entry(record.holder.to_string())
+                        .or_default();
                     if entitled.is_empty() || holds_session_secret {
                         entitled.insert(writer);
                     } else if !entitled.contains(&writer) {
@@ -498,21 +501,21 @@ impl World {
                 }
             }
             oracle.landed.insert(
-                (key.clone(), generation, record.holder.clone()),
+                (key.clone(), generation, record.holder.to_string()),
                 Landed {
-                    holder: record.holder.clone(),
+                    holder: record.holder.to_string(),
                     released: record.released,
                     stamp_true,
                     stamp_step,
                     ttl_ms: record.ttl_ms,
                     landed_at: now,
-                    secret_sha256: record.secret_sha256.clone(),
+                    secret_sha256: record.secret_sha256.as_deref().map(str::to_string),
                 },
             );
             // Another tenure's record in one of a tenure's series (its primary key,
             // or the file-id key of its file as it is now) fences it for good.
             for (holder, tenure) in oracle.tenures.iter_mut() {
-                if *holder == record.holder {
+                if **holder == *record.holder {
                     tenure
                         .gens
                         .entry(key.clone())

@@ -227,7 +227,7 @@ impl Store {
                     let entry = StatusEntry {
                         resource: resource_of(&key, &r.label),
                         key: key.clone(),
-                        label: r.label.clone(),
+                        label: r.label.to_string(),
                         state: if r.broken.is_some() {
                             ClaimState::Broken
                         } else if r.released {
@@ -240,15 +240,15 @@ impl Store {
                         live,
                         token: r.token,
                         generation: newest.generation,
-                        owner: r.owner.clone(),
+                        owner: r.owner.to_string(),
                         pid: r.pid,
-                        host: r.host.clone(),
+                        host: r.host.to_string(),
                         expires_at_ms: r.expires_at_ms,
                         broken: r.broken.clone(),
                         session: r.session.clone(),
                         shared: Vec::new(),
                     };
-                    (entry, Some(r.holder.clone()))
+                    (entry, Some(r.holder.to_string()))
                 }
                 Some(Decoded::Newer { envelope, .. }) => (
                     StatusEntry {

@@ -77,7 +77,7 @@ impl Store {
             self.give_back_keys(&others, &lease.label, &lease.secret);
             let _ = self.release_tenure(&lease.key, &lease.label, lease.token, &lease.secret);
             return Err(Error::Expired {
-                label: lease.label.clone(),
+                label: lease.label.as_str().into(),
                 token: lease.token,
                 expired_at_ms: renewed.expires_at_ms,
             });
@@ -148,7 +148,7 @@ impl Store {
         evidence: &Option<ProcessEvidence>,
     ) -> Result<HeldKey> {
         let superseded = |newest: &Newest| Error::Superseded {
-            label: lease.label.clone(),
+            label: lease.label.as_str().into(),
             token: lease.token,
             by_token: newest.token(),
         };
@@ -158,7 +158,7 @@ impl Store {
                 .claim()
                 // The holder id too: every tenure of a session shares its secret.
                 .filter(|r| {
-                    r.holder == lease.holder_id && lease.secret.proves(r.secret_sha256.as_deref())
+                    *r.holder == *lease.holder_id && lease.secret.proves(r.secret_sha256.as_deref())
                 })
             {
                 let r = self.renew_tenure(
@@ -182,19 +182,19 @@ impl Store {
             let now = self.clock.wall_ms();
             let claim = Record {
                 v: FORMAT_VERSION,
-                key: key.to_string(),
-                label: lease.label.clone(),
+                key: key.as_str().into(),
+                label: lease.label.as_str().into(),
                 token: generation,
                 generation,
-                holder: lease.holder_id.clone(),
-                owner: lease.owner.clone(),
+                holder: lease.holder_id.as_str().into(),
+                owner: lease.owner.as_str().into(),
                 pid: std::process::id(),
-                host: crate::host_name().to_string(),
+                host: crate::host_name_shared(),
                 granted_at_ms: now,
                 expires_at_ms: now.saturating_add(lease.ttl_ms),
                 ttl_ms: lease.ttl_ms,
                 released: false,
-                secret_sha256: Some(lease.secret.sha256()),
+                secret_sha256: Some(lease.secret.sha256().into()),
                 broken: None,
                 // The same evidence as the tenure's renewals.
                 process: evidence.clone(),
@@ -215,7 +215,7 @@ impl Store {
             if confirmed.generation == generation
                 && confirmed
                     .top_record()
-                    .is_some_and(|r| r.holder == lease.holder_id)
+                    .is_some_and(|r| *r.holder == *lease.holder_id)
             {
                 return Ok(HeldKey {
                     key: key.clone(),

@@ -330,7 +330,7 @@ impl Store {
                         .is_some_and(|evidence| self.provably_dead(evidence));
                     let label = newest
                         .claim()
-                        .map_or_else(|| entry.label.clone(), |r| r.label.clone());
+                        .map_or_else(|| entry.label.clone(), |r| r.label.to_string());
                     return Ok(Some((holder, participant, dead, label)));
                 }
                 continue;
@@ -496,11 +496,11 @@ impl Store {
                 resource: resource.clone(),
                 key: participant.clone(),
                 others: Vec::new(),
-                label: r.label.clone(),
+                label: r.label.to_string(),
                 token: r.token,
                 generation: r.generation,
-                holder_id: r.holder.clone(),
-                owner: r.owner.clone(),
+                holder_id: r.holder.to_string(),
+                owner: r.owner.to_string(),
                 ttl_ms: r.ttl_ms,
                 granted_at_ms: r.granted_at_ms,
                 expires_at_ms: r.expires_at_ms,

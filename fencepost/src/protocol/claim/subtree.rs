@@ -348,7 +348,7 @@ impl Store {
         if dead && crate::planted::on(&crate::planted::COVERED_DEAD_NOT_FENCED) {
             return Ok(None);
         }
-        let label = newest.claim().map_or(label, |r| r.label.as_str());
+        let label = newest.claim().map_or(label, |r| &*r.label);
         Ok(newest
             .holder()
             .map(|holder| InTheWay::new(holder, key.clone(), key, label, dead)))

@@ -31,7 +31,7 @@ impl Store {
         let Some(file_id) = identity.file_id.filter(|_| current) else {
             return Ok(current);
         };
-        let holder = newest.claim().map(|r| r.holder.as_str()).unwrap_or("");
+        let holder = newest.claim().map(|r| &*r.holder).unwrap_or("");
         Ok(self.fenced_by(&file_id, holder)?.is_none())
     }
 
@@ -170,11 +170,11 @@ impl Store {
             resource: resource.clone(),
             key: identity.key,
             others,
-            label: record.label.clone(),
+            label: record.label.to_string(),
             token,
             generation: record.generation,
-            holder_id: record.holder.clone(),
-            owner: record.owner.clone(),
+            holder_id: record.holder.to_string(),
+            owner: record.owner.to_string(),
             ttl_ms: record.ttl_ms,
             granted_at_ms: record.granted_at_ms,
             expires_at_ms: record.expires_at_ms,

@@ -94,7 +94,7 @@ impl Store {
             let ours = confirmed.generation == generation
                 && confirmed
                     .top_record()
-                    .is_some_and(|r| !r.released && r.holder == holder_id);
+                    .is_some_and(|r| !r.released && *r.holder == *holder_id);
             if confirmed.generation == generation && !ours {
                 // Our exclusive create succeeded, yet the record read back is not
                 // ours: the backend broke the visibility promise of the contract.
@@ -136,19 +136,19 @@ impl Store {
     ) -> Record {
         Record {
             v: FORMAT_VERSION,
-            key: key.to_string(),
-            label: label.to_string(),
+            key: key.as_str().into(),
+            label: label.into(),
             token,
             generation,
-            holder: holder_id.to_string(),
-            owner: options.owner.clone(),
+            holder: holder_id.into(),
+            owner: options.owner.as_str().into(),
             pid: std::process::id(),
-            host: crate::host_name().to_string(),
+            host: crate::host_name_shared(),
             granted_at_ms,
             expires_at_ms: granted_at_ms.saturating_add(options.ttl_ms),
             ttl_ms: options.ttl_ms,
             released: false,
-            secret_sha256: Some(proof.to_string()),
+            secret_sha256: Some(proof.into()),
             broken: None,
             process: if options.tied_to_process {
                 self.liveness.this_process()
@@ -169,7 +169,7 @@ impl Store {
         if newest.generation == generation
             && let Some(record) = newest
                 .top_record()
-                .filter(|r| !r.released && r.holder == holder_id)
+                .filter(|r| !r.released && *r.holder == *holder_id)
         {
             let now = self.clock.wall_ms();
             let tombstone = Record {

@@ -115,7 +115,7 @@ impl Newest {
     /// (whose holder cannot be compared, so it is never ours).
     pub(crate) fn holder_id(&self) -> Option<&str> {
         match self.decoded() {
-            Some(Decoded::Record(record)) => Some(record.holder.as_str()),
+            Some(Decoded::Record(record)) => Some(&*record.holder),
             Some(Decoded::Newer { .. }) => Some(""),
             _ => None,
         }
@@ -144,8 +144,8 @@ pub(crate) fn ended(record: &Record, label: &str) -> Option<Error> {
 
 pub(crate) fn holder_of(record: &Record) -> Holder {
     Holder {
-        owner: record.owner.clone(),
-        holder_id: record.holder.clone(),
+        owner: record.owner.to_string(),
+        holder_id: record.holder.to_string(),
         pid: record.pid,
         token: record.token,
         generation: record.generation,
