@@ -530,16 +530,21 @@ fn run_cli(bin: &Path, store: &Path, args: &[&str]) -> R<Output> {
 }
 
 /// Spawns this bench binary doing nothing: the cost of starting any process.
+///
+/// Started as [`run_cli`] starts `fencepost` (stdin null, stdout and stderr piped
+/// and read to the end), so that a CLI row's ratio to this floor is the CLI's own
+/// cost, not the pipes': timed with `.status()` (output inherited) the floor left
+/// out two pipes and the reads that every CLI row pays.
 pub fn spawn_noop() -> R<Duration> {
     let exe = std::env::current_exe()?;
-    let (status, t) = timed(|| {
+    let (out, t) = timed(|| {
         Ok(Command::new(&exe)
             .arg("__noop")
             .stdin(Stdio::null())
-            .status()?)
+            .output()?)
     })?;
-    if !status.success() {
-        return Err(format!("the no-op process exited with {status}").into());
+    if !out.status.success() {
+        return Err(format!("the no-op process exited with {}", out.status).into());
     }
     Ok(t)
 }
