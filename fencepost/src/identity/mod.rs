@@ -307,8 +307,30 @@ impl Key {
 
     /// The index of the shared participants of the claim series `self`
     /// (`shares-…`, canonical: the key's text). docs/format-v1.md §3.6.
+    ///
+    /// The last one this thread derived is kept: an exclusive claim looks for shared
+    /// participants twice (before and after its create), so it would hash the same
+    /// key twice (docs/design-07-performance.md). A pure function of `self`, so the
+    /// kept one is what deriving gives (pinned by
+    /// `the_kept_shares_index_is_the_derived_one`).
     pub(crate) fn shares(&self) -> Key {
-        Key::derive("shares", self.as_str().as_bytes())
+        use std::cell::RefCell;
+        thread_local! {
+            static LAST: RefCell<Option<(Key, Key)>> = const { RefCell::new(None) };
+        }
+        let derive = || Key::derive("shares", self.as_str().as_bytes());
+        LAST.try_with(|last| {
+            let mut last = last.borrow_mut();
+            match last.as_ref() {
+                Some((of, index)) if of == self => index.clone(),
+                _ => {
+                    let index = derive();
+                    *last = Some((self.clone(), index.clone()));
+                    index
+                }
+            }
+        })
+        .unwrap_or_else(|_| derive())
     }
 
     /// One shared tenure's own series (`share-…`, canonical: `key || 0x00 || holder
@@ -645,6 +667,18 @@ fn dangling_symlink_target(path: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shares index kept from the last call is the one deriving gives, for the
+    /// same key again and for another key after it.
+    #[test]
+    fn the_kept_shares_index_is_the_derived_one() {
+        let one = Key::derive("lock", b"one");
+        let two = Key::derive("lock", b"two");
+        for key in [&one, &one, &two, &one, &two, &two] {
+            assert_eq!(key.shares(), Key::derive("shares", key.as_str().as_bytes()));
+        }
+        assert_ne!(one.shares(), two.shares());
+    }
 
     fn key(resource: Resource) -> Key {
         resource.identity().expect("valid resource").key
