@@ -430,7 +430,7 @@ pub fn describe_error(error: &Error) -> String {
             "token {token} does not hold {label}: its lease was released by its holder; claim it again for a new token"
         ),
         Error::NotHeld { label } => format!(
-            "{label} is not held by anyone (never claimed, released or expired): there is nothing to break"
+            "{label} is not held by anyone (never claimed, released, expired or already broken): there is nothing to break"
         ),
         Error::Superseded { .. } => format!("{error}; claim it again for a new token"),
         Error::Expired {

@@ -250,6 +250,21 @@ fn break_of_a_free_resource_exits_3() {
         one_line_stderr(&output);
     }
     assert_eq!(s.entry("x").unwrap()["state"], "held", "nothing was broken");
+    // Broken already: nothing to break, and the message says a break is one reason.
+    s.cmd()
+        .args(["break", "--lock", "x", "--reason", "wedged"])
+        .assert()
+        .code(0);
+    let output = s
+        .cmd()
+        .args(["break", "--lock", "x", "--reason", "again"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    assert!(
+        one_line_stderr(&output).contains("already broken"),
+        "{output:?}"
+    );
 }
 
 /// The holder is a `run`: it reports the break with the reason while its child
