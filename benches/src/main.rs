@@ -279,6 +279,24 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
         if op == "sweep-probe" {
             return crate::sweep_probe::run(dir, n);
         }
+        // `cli-check`: only the CLI `check` row and its alternated no-op floor (the
+        // `fencepost` binary beside this one), N of each: both p50s and the ratio.
+        if op == "cli-check" {
+            let bin = std::env::current_exe()?.with_file_name("fencepost");
+            let store = dir.join("cli-store");
+            if store.exists() {
+                std::fs::remove_dir_all(&store)?;
+            }
+            let (check, noop) = crate::rows::cli_check(&bin, &store, n)?;
+            let noop = noop.ok_or("no floor")?;
+            println!(
+                "fencepost check p50 {:?}, no-op p50 {:?}: {:.3}x",
+                check.p50,
+                noop.p50,
+                check.p50.as_secs_f64() / noop.p50.as_secs_f64()
+            );
+            return Ok(());
+        }
         if op == "wake" {
             let summary = crate::floor::wake(dir, n, contention::HANDOFF_HOLD)?;
             println!("wake p50 {:?} p95 {:?}", summary.p50, summary.p95);

@@ -549,6 +549,22 @@ pub fn spawn_noop() -> R<Duration> {
     Ok(t)
 }
 
+/// The `fencepost check` row: `iters` whole `fencepost --store DIR check --lock NAME
+/// TOKEN` processes on a held lease in `store_dir`, each followed by a no-op process
+/// (issue 17's target compares the two p50s). Returns the check's summary and the
+/// no-op's. Also run alone by `__ops cli-check N DIR`.
+pub fn cli_check(bin: &Path, store_dir: &Path, iters: usize) -> R<(Summary, Option<Summary>)> {
+    let store = Store::new(fencepost_fs::FsStore::open(store_dir)?);
+    let lease = store.acquire(&Resource::lock("cli-check"), &options())?;
+    let token = lease.token().to_string();
+    let mut op = || {
+        timed(|| run_cli(bin, store_dir, &["check", "--lock", "cli-check", &token])).map(|(_, t)| t)
+    };
+    // issue 17: the whole `check` process against a no-op process (the listing and
+    // read it adds are microseconds against a process's milliseconds).
+    paired(iters, 2, &mut op, Some(&mut spawn_noop))
+}
+
 /// `fencepost check` and `fencepost claim` + `release` as whole processes.
 pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) -> R<Vec<Row>> {
     let group = "CLI process, fs".to_string();
@@ -564,16 +580,7 @@ pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) 
         target: None,
     });
 
-    let store = Store::new(fencepost_fs::FsStore::open(&store_dir)?);
-    let lease = store.acquire(&Resource::lock("cli-check"), &options())?;
-    let token = lease.token().to_string();
-    let mut op = || {
-        timed(|| run_cli(bin, &store_dir, &["check", "--lock", "cli-check", &token]))
-            .map(|(_, t)| t)
-    };
-    // issue 17: the whole `check` process against a no-op process (the listing and
-    // read it adds are microseconds against a process's milliseconds).
-    let (summary, fl) = paired(it.process, 2, &mut op, Some(&mut spawn_noop))?;
+    let (summary, fl) = cli_check(bin, &store_dir, it.process)?;
     rows.push(Row {
         group: group.clone(),
         name: "`fencepost check`".into(),

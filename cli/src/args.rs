@@ -1,6 +1,6 @@
 //! The command line, as clap derive types (docs/protocol.md §7).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -187,6 +187,79 @@ pub enum CheckAlone {
     // The same attributes as `Command::Check`.
     #[command(about = CHECK_ABOUT, long_about = CHECK_LONG_ABOUT, after_help = EXIT_CODES)]
     Check(CheckArgs),
+}
+
+/// A `check` command line in its plain form, read without clap; `None` for anything
+/// else, which `main` hands to clap.
+///
+/// Building even [`CheckAlone`]'s clap tree and parsing with it was most of what a
+/// whole `check` process cost beyond starting one: its code and heap pages fault in
+/// for a process that runs for about a millisecond (docs/design-07-performance.md,
+/// "The CLI's `check`"). The plain form is `[--store DIR] check` followed, in any
+/// order, by one of `--lock NAME` (with an optional `--slot N`), `--file PATH` or
+/// `--dir PATH`, one TOKEN and an optional `--json`, `--store DIR` also anywhere after
+/// `check`: every option once, spelled out and separated from its value, every word
+/// valid UTF-8, no value empty or starting with `-`, the token and slot valid. That
+/// is exactly where clap would accept the line and produce this [`Cli`]; every other
+/// line (help, version, `--lock=NAME`, `--`, any mistake) goes to clap, so its
+/// errors and help are clap's. `store_env` is `FENCEPOST_STORE`, read by the caller
+/// (empty means unset, as [`Global::store`]'s environment variable is read).
+/// `main`'s `check_plain_parses_as_clap` pins the equivalence.
+pub fn check_plain(argv: &[OsString], store_env: Option<&OsStr>) -> Option<Cli> {
+    let mut words = argv.get(1..)?.iter().map(|w| w.to_str());
+    let (mut store, mut checked) = (None, false);
+    let (mut lock, mut file, mut dir, mut slot, mut token, mut json) =
+        (None, None, None, None, None, false);
+    // A value: present, not empty, not taken for an option by clap.
+    fn value(word: Option<Option<&str>>) -> Option<&str> {
+        word.flatten()
+            .filter(|v| !v.is_empty() && !v.starts_with('-'))
+    }
+    // Each option at most once: a repeat is clap's error to report.
+    fn once<T>(slot: &mut Option<T>, value: Option<T>) -> Option<()> {
+        if slot.is_some() {
+            return None;
+        }
+        *slot = Some(value?);
+        Some(())
+    }
+    while let Some(word) = words.next() {
+        match word? {
+            "--store" => once(&mut store, value(words.next()).map(PathBuf::from))?,
+            "check" if !checked => checked = true,
+            _ if !checked => return None,
+            "--lock" => once(&mut lock, value(words.next()).map(str::to_string))?,
+            "--file" => once(&mut file, value(words.next()).map(PathBuf::from))?,
+            "--dir" => once(&mut dir, value(words.next()).map(PathBuf::from))?,
+            "--slot" => once(
+                &mut slot,
+                value(words.next()).and_then(|v| parse_slots(v).ok()),
+            )?,
+            "--json" if !json => json = true,
+            word if word.is_empty() || word.starts_with('-') => return None,
+            word => once(&mut token, parse_token(word).ok())?,
+        }
+    }
+    let one_resource =
+        usize::from(lock.is_some()) + usize::from(file.is_some()) + usize::from(dir.is_some()) == 1;
+    if !checked || !one_resource || (slot.is_some() && lock.is_none()) {
+        return None;
+    }
+    Some(Cli {
+        global: Global {
+            store: store.or_else(|| store_env.filter(|v| !v.is_empty()).map(PathBuf::from)),
+        },
+        command: Command::Check(CheckArgs {
+            target: Target {
+                lock,
+                file,
+                dir,
+                slot,
+            },
+            token: token?,
+            json,
+        }),
+    })
 }
 
 /// The agent CLIs whose pre-edit hooks `fencepost hook` speaks.

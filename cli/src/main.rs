@@ -172,14 +172,19 @@ fn is_hook_invocation() -> bool {
 
 /// The command line `argv` (program name first), parsed.
 ///
-/// A `check` is parsed with [`CheckAlone`]'s tree first: the same root and the same
-/// `check` as [`Cli`]'s, without building the other commands' arguments, which is
-/// most of what a whole `check` process costs beyond starting (docs/design-07, "The
-/// CLI's `check`"). Whatever that tree does not accept (help, version, any usage
-/// error, another command) is parsed again with the whole tree, so every message
-/// and help text is the whole tree's; `check_alone_parses_as_the_whole_tree`
-/// pins that.
+/// A `check` in its plain form is read without clap ([`args::check_plain`]): building
+/// a clap tree and parsing with it was most of what a whole `check` process cost
+/// beyond starting (docs/design-07, "The CLI's `check`"). Any other `check` is
+/// parsed with [`CheckAlone`]'s tree: the same root and the same `check` as
+/// [`Cli`]'s, without building the other commands' arguments. Whatever that tree
+/// does not accept (help, version, any usage error, another command) is parsed
+/// again with the whole tree, so every message and help text is the whole tree's;
+/// `check_plain_parses_as_clap` and `check_alone_parses_as_the_whole_tree` pin that,
+/// and `a_plain_check_builds_no_clap_command` that the plain form stays off clap.
 fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    if let Some(cli) = args::check_plain(&argv, std::env::var_os("FENCEPOST_STORE").as_deref()) {
+        return Ok(cli);
+    }
     if argv.iter().skip(1).any(|arg| arg == "check")
         && let Ok(matches) = command(Root::<CheckAlone>::command()).try_get_matches_from(&argv)
         && let Ok(alone) = Root::<CheckAlone>::from_arg_matches(&matches)
@@ -199,6 +204,8 @@ fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
 /// but empty treated as unset (`FENCEPOST_STORE=` means "locate the store", as the
 /// server already reads it), instead of clap's "a value is required" (issue 19).
 fn command(mut command: clap::Command) -> clap::Command {
+    #[cfg(test)]
+    tests::COMMANDS_BUILT.with(|built| built.set(built.get() + 1));
     let empty = |name: &str| std::env::var_os(name).is_some_and(|v| v.is_empty());
     // Only the subcommands the tree has: `mut_subcommand` would add a missing one.
     let has = |command: &clap::Command, sub: &str| command.find_subcommand(sub).is_some();
@@ -374,6 +381,150 @@ fn subcommand_names() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// How many clap trees this thread's [`parse`] calls built ([`command`]).
+        pub static COMMANDS_BUILT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// `argv` with the program name first.
+    fn argv_of(argv: &[&str]) -> Vec<std::ffi::OsString> {
+        std::iter::once("fencepost")
+            .chain(argv.iter().copied())
+            .map(Into::into)
+            .collect()
+    }
+
+    /// A `check` as agents and scripts run it (and as the bench times it) is parsed
+    /// without building any clap tree: undoing `check_plain` in [`parse`] fails here.
+    #[test]
+    fn a_plain_check_builds_no_clap_command() {
+        let plain: &[&[&str]] = &[
+            &["--store", "/tmp/s", "check", "--lock", "cli-check", "1"],
+            &["check", "--lock", "db:migrations", "7"],
+            &[
+                "check",
+                "--lock",
+                "db",
+                "7.55a26ff860f4dda2c5a42e9405381a81",
+                "--json",
+            ],
+            &["check", "--file", "src/a.rs", "12"],
+            &["check", "--dir", "src", "--store", "/tmp/s", "3"],
+            &["check", "--lock", "db", "--slot", "2", "4"],
+        ];
+        for argv in plain {
+            let before = COMMANDS_BUILT.with(std::cell::Cell::get);
+            let parsed = parse(argv_of(argv));
+            assert!(
+                matches!(
+                    parsed,
+                    Ok(Cli {
+                        command: Command::Check(_),
+                        ..
+                    })
+                ),
+                "{argv:?}"
+            );
+            let built = COMMANDS_BUILT.with(std::cell::Cell::get) - before;
+            assert_eq!(built, 0, "{argv:?} built {built} clap trees");
+        }
+        // Anything else still goes through clap (and so builds a tree).
+        let before = COMMANDS_BUILT.with(std::cell::Cell::get);
+        let _ = parse(argv_of(&["check", "--lock=db", "7"]));
+        assert!(COMMANDS_BUILT.with(std::cell::Cell::get) > before);
+    }
+
+    /// Whatever [`args::check_plain`] accepts, clap's whole tree parses to the same
+    /// [`Cli`]: over the words a `check` is made of, in every order and count up to
+    /// six words, and over thousands of longer random lines.
+    #[test]
+    fn check_plain_parses_as_clap() {
+        let store_env = std::env::var_os("FENCEPOST_STORE");
+        let words = [
+            "check",
+            "--store",
+            "/s",
+            "--lock",
+            "db",
+            "--file",
+            "a.txt",
+            "--dir",
+            "src",
+            "--slot",
+            "2",
+            "0",
+            "7",
+            "7.3f9a00",
+            "--json",
+            "-1",
+            "x",
+            "",
+            "--lock=db",
+            "--",
+            "-h",
+            "status",
+            "Db ",
+            "1x",
+            "7.55a26ff860f4dda2c5a42e9405381a81",
+        ];
+        let accepted = std::cell::Cell::new(0);
+        let mut try_line = |line: &[&str]| {
+            let argv = argv_of(line);
+            if let Some(plain) = args::check_plain(&argv, store_env.as_deref()) {
+                accepted.set(accepted.get() + 1);
+                assert_eq!(
+                    format!("ok {plain:?}"),
+                    seen(whole_tree(
+                        &argv.iter().map(|a| a.to_str().unwrap()).collect::<Vec<_>>()
+                    )),
+                    "{line:?}"
+                );
+            }
+        };
+        // Every line of up to six words from a smaller set (about a million lines).
+        let small = [
+            "check", "--store", "/s", "--lock", "db", "--file", "--slot", "2", "7", "--json",
+        ];
+        let mut line = Vec::new();
+        fn every(
+            small: &[&'static str],
+            line: &mut Vec<&'static str>,
+            left: usize,
+            f: &mut dyn FnMut(&[&str]),
+        ) {
+            f(line);
+            if left == 0 {
+                return;
+            }
+            for word in small {
+                line.push(word);
+                every(small, line, left - 1, f);
+                line.pop();
+            }
+        }
+        every(&small, &mut line, 6, &mut try_line);
+        // Longer lines from the whole vocabulary (a fixed pseudo-random sequence).
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            let mut line = vec!["check"];
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = 2 + (state >> 60) as usize % 8;
+            for _ in 0..len {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                line.push(words[(state >> 33) as usize % words.len()]);
+            }
+            let at = (state >> 20) as usize % line.len();
+            line.swap(0, at);
+            try_line(&line);
+        }
+        let accepted = accepted.get();
+        assert!(accepted > 1000, "only {accepted} lines were plain");
+    }
 
     /// `argv` parsed by the whole tree alone, as before `check` had its own.
     fn whole_tree(argv: &[&str]) -> Result<Cli, clap::Error> {
