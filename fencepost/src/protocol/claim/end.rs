@@ -31,7 +31,13 @@ impl Store {
         for held in &lease.others {
             let _ = self.release_tenure(&held.key, &lease.label, held.token, &lease.secret);
         }
-        self.release_tenure(&lease.key, &lease.label, lease.token, &lease.secret)
+        self.release_tenure_to(
+            &lease.key,
+            &lease.label,
+            lease.token,
+            &lease.secret,
+            lease.queued || self.backend.notifies_changes(),
+        )
     }
 
     /// Breaks the live lease on `resource` on purpose: the operator's recorded
