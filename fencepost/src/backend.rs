@@ -164,8 +164,9 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
     fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError>;
 
     /// Removes record `generation` of `key`, best effort. Used only by sweep, only for
-    /// generations below a claim the caller durably created; removing a missing
-    /// record succeeds.
+    /// generations below a claim the caller durably created, and for tickets of a wait
+    /// queue (`queue-…` keys, which carry no token); removing a missing record
+    /// succeeds.
     ///
     /// # Errors
     ///

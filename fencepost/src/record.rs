@@ -84,6 +84,13 @@ pub struct Turn {
     pub holder: Arc<str>,
     /// The generation of its ticket in the key's wait queue (`queue-…`).
     pub ticket: u64,
+    /// Its owner and process id, from its ticket: for the status line of the
+    /// others, who wait for it.
+    #[serde(default)]
+    pub owner: Arc<str>,
+    /// See [`Turn::owner`].
+    #[serde(default)]
+    pub pid: u32,
 }
 
 fn is_empty(text: &Arc<str>) -> bool {

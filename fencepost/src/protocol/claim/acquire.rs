@@ -361,7 +361,9 @@ impl Store {
                 // released to us; a claim of another resource in the way is not).
                 // A waiter passed over (its ticket removed) joins again at the tail.
                 let turn = watches.first().and_then(|w| w.turn);
-                if !looked_held {
+                // (A claim whose wait is over only waits out a turn or a create in
+                // progress: it does not queue.)
+                if !looked_held && mono < deadline {
                     let rejoin = match ticket {
                         None => true,
                         Some((_, mine)) => {

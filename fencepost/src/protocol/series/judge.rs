@@ -150,9 +150,9 @@ impl Store {
         watch.in_progress = true;
         watch.turn = Some((turn.ticket, TURN_MS - age));
         Some(Holder {
-            owner: "the next waiter in line, whose turn it is".into(),
+            owner: format!("{}, the next waiter in line", turn.owner),
             holder_id: turn.holder.to_string(),
-            pid: 0,
+            pid: turn.pid,
             token: 0,
             generation: newest.generation,
             expires_at_ms: tombstone.granted_at_ms.saturating_add(TURN_MS),

@@ -122,6 +122,8 @@ impl Store {
             let turn = Turn {
                 holder: ticket.holder,
                 ticket: generation,
+                owner: ticket.owner,
+                pid: ticket.pid,
             };
             return (Some(turn), gone_tickets);
         }
