@@ -164,8 +164,9 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
     fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError>;
 
     /// Removes record `generation` of `key`, best effort. Used only by sweep, only for
-    /// generations below a claim the caller durably created; removing a missing
-    /// record succeeds.
+    /// generations below a claim the caller durably created, and for tickets of a wait
+    /// queue (`queue-…` keys, which carry no token); removing a missing record
+    /// succeeds.
     ///
     /// # Errors
     ///
@@ -197,6 +198,15 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
     fn watch_changes(&self, key: &Key) -> Option<Box<dyn ChangeWatch>> {
         let _ = key;
         None
+    }
+
+    /// Whether [`watch_changes`](LeaseStore::watch_changes) gives watches, so that
+    /// waiters sleep on notifications and queue for turns: a release then looks in
+    /// the key's wait queue for the next in line (docs/design-07-performance.md,
+    /// "Who is woken: turns"). `false` by default, and for a backend whose waiters
+    /// poll: its queues are always empty, so a release does not look.
+    fn notifies_changes(&self) -> bool {
+        false
     }
 
     /// A string that opens this same store again, in another process if the backend
@@ -244,6 +254,9 @@ macro_rules! forward_lease_store {
             }
             fn watch_changes(&self, key: &Key) -> Option<Box<dyn ChangeWatch>> {
                 (**self).watch_changes(key)
+            }
+            fn notifies_changes(&self) -> bool {
+                (**self).notifies_changes()
             }
             fn locator(&self) -> String {
                 (**self).locator()
