@@ -88,6 +88,7 @@ pub struct WorkspaceReadmeDoctests;
 
 mod layout;
 mod locate;
+mod removals;
 mod sys;
 
 use std::collections::{HashMap, HashSet};
@@ -160,6 +161,9 @@ struct Shared {
     /// wait: closing one costs the kernel milliseconds (see [`sys::DirWatch`]),
     /// which a waiter that just won its claim would otherwise pay while holding it.
     idle_watches: IdleWatches,
+    /// Removals of superseded records waiting for (or on) the removal thread
+    /// (`removals.rs`); dropped with the last clone, which drains them.
+    removals: removals::Removals,
 }
 
 /// At most this many idle change watches are kept per store handle (each holds an
@@ -369,6 +373,28 @@ impl FsStore {
     pub fn with_flush(mut self, flush: bool) -> FsStore {
         self.flush = flush;
         self
+    }
+
+    /// Waits until every removal of a superseded record queued through this handle
+    /// (or a clone) before the call has been made.
+    ///
+    /// The protocol's sweep after a claim or renewal
+    /// ([`LeaseStore::remove_superseded`]) does not wait for the disk: the removal is
+    /// queued for this handle's removal thread (at most 64 wait; beyond that a
+    /// removal is made on the caller's thread) and made moments later. Through this
+    /// handle the records already read as removed, so nothing the protocol does
+    /// needs this. Call it when *others* must see the store tidy now: before
+    /// counting a series' files from outside, before timing something else on the
+    /// same disk (the benchmark settles before every floor sample), or before
+    /// handing the directory to a tool. Dropping the last clone of the handle does
+    /// the same (waiting at most a few seconds). A process killed with removals
+    /// queued leaves superseded records behind: harmless, the next claim's sweep
+    /// removes every generation listed below it.
+    ///
+    /// A removal that fails (permission, a key directory that became a symbolic
+    /// link) is dropped, as the protocol would ignore its error.
+    pub fn settle(&self) {
+        self.shared.removals.settle();
     }
 
     fn key_dir(&self, key: &Key) -> PathBuf {
@@ -739,6 +765,8 @@ impl LeaseStore for FsStore {
         // are one generation.
         generations.sort_unstable();
         generations.dedup();
+        // Removals this handle queued read as made (`remove_superseded`).
+        self.shared.removals.hide_pending(key, &mut generations);
         Ok(generations)
     }
 
@@ -760,7 +788,8 @@ impl LeaseStore for FsStore {
     /// opened or read (permissions: never guessed to be torn, as it may be a live
     /// claim of another user).
     fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError> {
-        if generation == 0 {
+        if generation == 0 || self.shared.removals.hides(key, generation) {
+            // Queued for removal by this handle: it reads as removed.
             return Ok(None);
         }
         let dir = self.key_dir(key);
@@ -812,6 +841,42 @@ impl LeaseStore for FsStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(BackendError::new("remove", path.display(), e)),
         }
+    }
+
+    /// Removes `claims/<key>/g<generation>.json`, superseded by a claim the protocol
+    /// flushed and confirmed, **on this handle's removal thread**: it returns without
+    /// waiting for the disk, and the removal is made moments later (where the
+    /// filesystem discards freed blocks online, an `unlink` of a flushed record waits
+    /// for the device: docs/design-07-performance.md, "What the floors leave out").
+    /// [`FsStore::settle`] waits for it.
+    ///
+    /// Queued only now, so never made before this call (the protocol calls it only
+    /// after the superseding claim's flush returned). Through this handle and its
+    /// clones the record reads as removed at once: listings leave it out, a read
+    /// returns `None`. The thread checks the key directory right before the removal
+    /// (a directory swapped for a symbolic link meanwhile is refused, never
+    /// followed) and removes a record name that is a link itself, never its target.
+    /// At most 64 removals wait; beyond that, and when this handle has not checked
+    /// the key directory within the last second, the removal is made here, as
+    /// [`remove`](LeaseStore::remove) does. A removal left queued by a killed
+    /// process leaves a superseded record behind, which is harmless.
+    ///
+    /// # Errors
+    ///
+    /// As [`remove`](LeaseStore::remove) when made here; a queued removal that fails
+    /// is dropped (the protocol ignores the error either way).
+    fn remove_superseded(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
+        if generation == 0 {
+            return Ok(());
+        }
+        if self.shared.dir_checked(key) {
+            let dir = self.key_dir(key);
+            let path = dir.join(layout::record_file_name(generation));
+            if self.shared.removals.queue(key, generation, &dir, path) == removals::Queued::Yes {
+                return Ok(());
+            }
+        }
+        self.remove(key, generation)
     }
 
     /// Lists the directories in `claims/` whose names are keys

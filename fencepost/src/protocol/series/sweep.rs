@@ -49,7 +49,10 @@ impl Store {
             .into_iter()
             .filter(|g| *g < generation)
             .collect();
-        self.remove_generations(key, &below)
+        below
+            .iter()
+            .filter(|g| self.backend.remove(key, **g).is_ok())
+            .count()
     }
 
     /// The sweep right after a durable claim of ours (generation `claimed`) was
@@ -74,12 +77,14 @@ impl Store {
         self.remove_generations(key, below);
     }
 
-    /// Removes `generations` of `key`, best effort; returns how many removals
-    /// succeeded. Callers pass only generations below a durable claim of their own.
-    fn remove_generations(&self, key: &Key, generations: &[u64]) -> usize {
-        generations
-            .iter()
-            .filter(|g| self.backend.remove(key, **g).is_ok())
-            .count()
+    /// Removes `generations` of `key`, superseded by a durable claim of ours, best
+    /// effort: through [`remove_superseded`](crate::LeaseStore::remove_superseded),
+    /// which a backend may complete after it returns (the fs backend hands it to a
+    /// removal thread, so the claimant does not wait for the disk). Callers pass only
+    /// generations below a durable claim of their own, after its flush returned.
+    fn remove_generations(&self, key: &Key, generations: &[u64]) {
+        for generation in generations {
+            let _ = self.backend.remove_superseded(key, *generation);
+        }
     }
 }
