@@ -1171,6 +1171,175 @@ mod tests {
         }
     }
 
+    /// The names of record files in `key`'s directory, as another process sees
+    /// them (not through the handle, which hides removals it queued).
+    fn records_on_disk(store: &FsStore, k: &Key) -> Vec<String> {
+        let mut names: Vec<String> = match fs::read_dir(store.key_dir(k)) {
+            Ok(entries) => entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| layout::parse_record_file_name(n).is_some())
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        names.sort();
+        names
+    }
+
+    /// The sweep after a claim goes to the removal thread: queued removals read as
+    /// made through the handle at once (listing, read), are on disk until the
+    /// thread makes them, and are gone after `settle`.
+    #[test]
+    fn a_queued_removal_reads_as_made_and_is_made_by_settle() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let k = key("queued");
+        for g in 1..=3 {
+            store.create(&k, g, b"x", Durability::Flushed).unwrap();
+        }
+        assert_eq!(store.generations(&k).unwrap(), [1, 2, 3]);
+        store.shared.removals.pause(true);
+        store.remove_superseded(&k, 1).unwrap();
+        store.remove_superseded(&k, 2).unwrap();
+        assert_eq!(store.shared.removals.pending(), 2);
+        assert_eq!(store.generations(&k).unwrap(), [3], "hidden through the handle");
+        assert_eq!(store.read(&k, 1).unwrap(), None);
+        assert_eq!(records_on_disk(&store, &k).len(), 3, "not made yet");
+        store.shared.removals.pause(false);
+        store.settle();
+        assert_eq!(store.shared.removals.pending(), 0);
+        assert_eq!(records_on_disk(&store, &k), ["g00000003.json"]);
+        assert_eq!(store.generations(&k).unwrap(), [3]);
+    }
+
+    /// (a) Bounded: after many renewals and acquire + release rounds and a settle,
+    /// the series on disk holds no more records than before them.
+    #[test]
+    fn renewals_and_handoffs_leave_the_series_bounded_after_settle() {
+        use fencepost::{AcquireOptions, Resource, Store};
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let fenced = Store::new(store.clone());
+        let lock = Resource::lock("bounded");
+        let k = lock.identity().unwrap().key;
+        let options = AcquireOptions::new(60_000);
+        let mut lease = fenced.acquire(&lock, &options).unwrap();
+        store.settle();
+        let before = records_on_disk(&store, &k).len();
+        for _ in 0..40 {
+            fenced.renew(&mut lease).unwrap();
+        }
+        fenced.release(&lease).unwrap();
+        for _ in 0..40 {
+            let lease = fenced.acquire(&lock, &options).unwrap();
+            fenced.release(&lease).unwrap();
+        }
+        let mut lease = fenced.acquire(&lock, &options).unwrap();
+        fenced.renew(&mut lease).unwrap();
+        store.settle();
+        let after = records_on_disk(&store, &k);
+        assert!(after.len() <= before, "{before} records before, after: {after:?}");
+    }
+
+    /// (b) Dropping the last clone of the handle drains its queue: with a slow disk
+    /// and removals queued, nothing that should have gone is left behind.
+    #[test]
+    fn dropping_the_handle_drains_its_removals() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let k = key("drained");
+        for g in 1..=9 {
+            store.create(&k, g, b"x", Durability::Unflushed).unwrap();
+        }
+        store.generations(&k).unwrap();
+        store.shared.removals.slow_down(Duration::from_millis(20));
+        for g in 1..=8 {
+            store.remove_superseded(&k, g).unwrap();
+        }
+        let clone = store.clone();
+        let other = FsStore::open(tmp.path()).unwrap();
+        drop(store);
+        assert_eq!(records_on_disk(&other, &k).len(), 9, "a clone keeps the queue");
+        drop(clone);
+        assert_eq!(records_on_disk(&other, &k), ["g00000009.json"]);
+    }
+
+    /// (c) The thread checks the key directory itself: one swapped for a symbolic
+    /// link after the removal was queued (within the handle's one-second trust) is
+    /// refused, never followed; and a record name that is a link is removed
+    /// itself, never its target.
+    #[cfg(unix)]
+    #[test]
+    fn a_queued_removal_never_follows_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path().join("store")).unwrap();
+        let outside = tmp.path().join("outside");
+        fs::create_dir(&outside).unwrap();
+
+        // A record name that is a link: the link goes, its target stays.
+        let k = key("record-link");
+        store.create(&k, 2, b"x", Durability::Flushed).unwrap();
+        fs::write(outside.join("target.json"), b"not ours").unwrap();
+        std::os::unix::fs::symlink(outside.join("target.json"), store.record_path(&k, 1))
+            .unwrap();
+        assert_eq!(store.generations(&k).unwrap(), [1, 2]);
+        store.remove_superseded(&k, 1).unwrap();
+        store.settle();
+        assert_eq!(records_on_disk(&store, &k), ["g00000002.json"]);
+        assert_eq!(fs::read(outside.join("target.json")).unwrap(), b"not ours");
+
+        // The key directory swapped for a link between the queueing and the removal.
+        let k = key("swapped-later");
+        store.create(&k, 1, b"one", Durability::Flushed).unwrap();
+        store.create(&k, 2, b"two", Durability::Flushed).unwrap();
+        assert_eq!(store.generations(&k).unwrap(), [1, 2]);
+        store.shared.removals.pause(true);
+        store.remove_superseded(&k, 1).unwrap();
+        let moved = tmp.path().join("moved");
+        fs::create_dir(&moved).unwrap();
+        for name in record_dir_names(&store, &k) {
+            fs::hard_link(store.key_dir(&k).join(&name), moved.join(&name)).unwrap();
+            fs::remove_file(store.key_dir(&k).join(&name)).unwrap();
+        }
+        fs::remove_dir(store.key_dir(&k)).unwrap();
+        std::os::unix::fs::symlink(&moved, store.key_dir(&k)).unwrap();
+        assert!(store.shared.dir_checked(&k), "still trusted by the handle");
+        store.shared.removals.pause(false);
+        store.settle();
+        assert!(
+            moved.join("g00000001.json").exists(),
+            "the removal followed the swapped-in link"
+        );
+    }
+
+    /// (d) At most `QUEUE_MAX` removals wait: one more is made on the caller's
+    /// thread before `remove_superseded` returns.
+    #[test]
+    fn a_full_queue_removes_inline() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let k = key("full");
+        let max = removals::QUEUE_MAX as u64;
+        for g in 1..=max + 2 {
+            store.create(&k, g, b"x", Durability::Unflushed).unwrap();
+        }
+        store.generations(&k).unwrap();
+        store.shared.removals.pause(true);
+        for g in 1..=max {
+            store.remove_superseded(&k, g).unwrap();
+        }
+        assert_eq!(store.shared.removals.pending(), removals::QUEUE_MAX);
+        assert!(store.record_path(&k, max).exists(), "queued, not made");
+        store.remove_superseded(&k, max + 1).unwrap();
+        assert_eq!(store.shared.removals.pending(), removals::QUEUE_MAX);
+        assert!(
+            !store.record_path(&k, max + 1).exists(),
+            "the removal past the bound was not made inline"
+        );
+        store.shared.removals.pause(false);
+        store.settle();
+        assert_eq!(records_on_disk(&store, &k).len(), 1);
+    }
+
     /// A key directory swapped for a symbolic link after this handle checked it is
     /// refused by the very next listing (which every protocol operation starts with),
     /// and by a bare read once the handle's check is older than `DIR_CHECK_FRESH`.

@@ -72,6 +72,9 @@ struct State {
     /// Tests: the thread takes no job while set.
     #[cfg(test)]
     paused: bool,
+    /// Tests: a slow disk, slept before each removal.
+    #[cfg(test)]
+    delay: Option<Duration>,
 }
 
 #[derive(Debug, Default)]
@@ -199,6 +202,12 @@ impl Removals {
         self.queue.pending.load(Ordering::Acquire)
     }
 
+    /// Tests: a slow disk (each removal sleeps `delay` first).
+    #[cfg(test)]
+    pub(crate) fn slow_down(&self, delay: Duration) {
+        self.queue.lock().delay = Some(delay);
+    }
+
     /// Tests: hold the thread (no job taken) or let it go.
     #[cfg(test)]
     pub(crate) fn pause(&self, paused: bool) {
@@ -266,7 +275,13 @@ fn run(queue: &Queue) {
         };
         let (dir, path) = (job.dir.clone(), job.path.clone());
         state.running = Some(job);
+        #[cfg(test)]
+        let delay = state.delay;
         drop(state);
+        #[cfg(test)]
+        if let Some(delay) = delay {
+            std::thread::sleep(delay);
+        }
         let _ = remove_checked(&dir, &path);
         let mut state = queue.lock();
         state.running = None;
