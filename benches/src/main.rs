@@ -134,7 +134,7 @@ mod app {
     use crate::floor::FloorKit;
     use crate::machine::Machine;
     use crate::report::Report;
-    use crate::rows::{Group, cli_rows, paired, paired_floors, protocol_rows};
+    use crate::rows::{Group, Settle, cli_rows, paired, paired_floors, protocol_rows};
     use crate::{Iters, R, contention, loss, rivals, wedged};
 
     const USAGE: &str = "\
@@ -372,8 +372,10 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             };
             step(name);
             let root = dir.join(if flush { "fs-flush" } else { "fs-noflush" });
-            let make = |sub: &str| -> R<Store> {
-                Ok(Store::new(FsStore::open(root.join(sub))?.with_flush(flush)))
+            let make = |sub: &str| -> R<(Store, Settle)> {
+                let fs = FsStore::open(root.join(sub))?.with_flush(flush);
+                let handle = fs.clone();
+                Ok((Store::new(fs), Box::new(move || handle.settle())))
             };
             let group = Group {
                 name,
@@ -384,7 +386,9 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             report.rows.extend(protocol_rows(group, it, &mut notes)?);
         }
         step("memory");
-        let make = |_: &str| -> R<Store> { Ok(Store::new(MemoryStore::new())) };
+        let make = |_: &str| -> R<(Store, Settle)> {
+            Ok((Store::new(MemoryStore::new()), Box::new(|| {})))
+        };
         let group = Group {
             name: "memory",
             make_store: &make,
