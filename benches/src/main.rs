@@ -22,13 +22,14 @@ mod loss;
 #[cfg(unix)]
 mod machine;
 #[cfg(unix)]
+mod removal_ab;
+#[cfg(unix)]
 mod report;
 #[cfg(unix)]
 mod rivals;
 #[cfg(unix)]
 mod rows;
 mod stats;
-#[cfg(unix)]
 mod sweep_probe;
 #[cfg(unix)]
 mod wedged;
@@ -246,7 +247,8 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
     /// syscalls one operation makes (docs/design-07-performance.md). OP is `check`,
     /// `renew` or `acquire-release`, or `memory-` and one of those for the memory
     /// backend (for a profiler); `sweep-probe` times a removal next to a flushed
-    /// create placed seven ways (docs/design-07-performance.md).
+    /// create placed seven ways, `removal-ab` the removal thread against removals in
+    /// line, alternated (docs/design-07-performance.md).
     fn ops(op: &str, n: usize, dir: &Path) -> R<()> {
         use fencepost::{AcquireOptions, Resource};
         // `handoff` / `handoff-noflush`: N rounds of the handoff row (for a trace).
@@ -278,6 +280,10 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
         // `sweep-probe`: a removal next to a flushed create, placed seven ways.
         if op == "sweep-probe" {
             return crate::sweep_probe::run(dir, n);
+        }
+        // `removal-ab`: the removal thread against removals in line, alternated.
+        if op == "removal-ab" {
+            return crate::removal_ab::run(dir, n);
         }
         if op == "wake" {
             let summary = crate::floor::wake(dir, n, contention::HANDOFF_HOLD)?;

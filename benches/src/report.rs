@@ -219,7 +219,10 @@ impl Report {
              against its floor with the sweep's removals timed (the plain floors remove their \
              old files untimed). A sweeping row also gives its mean against each floor's \
              mean: a removal that only some operations make would not show in the p50, and \
-             the mean charges every one. The memory backend has no floor: it is \
+             the mean charges every one. The fs backend makes a sweep's removals on a removal \
+             thread after the operation returned; a sweeping row settles them, untimed, before \
+             every floor sample, so none lands on a floor's clock (the back-to-back table \
+             below charges them). The memory backend has no floor: it is \
              the protocol's own CPU cost.\n"
         );
         table_head(&mut s, true);
@@ -541,7 +544,8 @@ impl Report {
             });
             // Back to back where the row has it (the honest figure for a row whose
             // removals run after it returns), else the alternated p50s.
-            let swept_at = |b: &crate::rows::BackToBack| (ratio(b.row_mean, b.swept_mean), b.swept_mean);
+            let swept_at =
+                |b: &crate::rows::BackToBack| (ratio(b.row_mean, b.swept_mean), b.swept_mean);
             let swept_both = match (&r.back_to_back, &r.floor_swept) {
                 (Some(b), Some(_)) => Some((swept_at(b), "mean back to back")),
                 (None, Some((_, f))) => Some(((ratio(r.summary.p50, f.p50), f.p50), "p50")),
@@ -559,12 +563,14 @@ impl Report {
             };
             let why = match (met, swept_both, limit, &r.floor_swept) {
                 (true, ..) => "—".to_string(),
-                (false, Some(((x, at), how)), Some(limit), Some((name, _))) if x <= limit => format!(
-                    "the disk: the sweep's removals the plain floor leaves off the clock; \
+                (false, Some(((x, at), how)), Some(limit), Some((name, _))) if x <= limit => {
+                    format!(
+                        "the disk: the sweep's removals the plain floor leaves off the clock; \
                      its floor with them ({name}) is {} ({how}), and the row is {x:.2}× that \
                      (≤ {limit}×){discard}",
-                    fmt(at)
-                ),
+                        fmt(at)
+                    )
+                }
                 (false, Some(((x, _), how)), Some(_), Some(_)) => {
                     format!("the code: {x:.2}× even the floor with the sweep's removals ({how})")
                 }

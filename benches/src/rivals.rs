@@ -95,7 +95,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         floor: None,
         floor_one: None,
         floor_swept: None,
-                back_to_back: None,
+        back_to_back: None,
         target: None,
     });
 
@@ -116,7 +116,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         floor: None,
         floor_one: None,
         floor_swept: None,
-                back_to_back: None,
+        back_to_back: None,
         target: None,
     });
 
@@ -142,7 +142,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         floor: None,
         floor_one: None,
         floor_swept: None,
-                back_to_back: None,
+        back_to_back: None,
         target: None,
     });
     Ok(rows)

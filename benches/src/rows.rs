@@ -311,8 +311,16 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     let measured = match floor.as_mut() {
         Some((kit, flush)) => {
             let flush = *flush;
-            let mut measured =
-                sweeping(iters, it.warmup, &mut op, kit, flush, 1, settle, renew_floor)?;
+            let mut measured = sweeping(
+                iters,
+                it.warmup,
+                &mut op,
+                kit,
+                flush,
+                1,
+                settle,
+                renew_floor,
+            )?;
             measured.b2b = Some(back_to_back(
                 blocks,
                 per_block,

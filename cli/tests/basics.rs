@@ -503,7 +503,9 @@ fn owners_written_by_others_are_printed_with_control_characters_escaped() {
 /// outside the processes that wrote them.
 fn records_on_disk(s: &Scratch) -> usize {
     let claims = s.store().join("claims");
-    let mut dirs = std::fs::read_dir(&claims).unwrap().map(|e| e.unwrap().path());
+    let mut dirs = std::fs::read_dir(&claims)
+        .unwrap()
+        .map(|e| e.unwrap().path());
     let dir = dirs.next().expect("a key directory");
     assert!(dirs.next().is_none(), "one key only");
     std::fs::read_dir(dir)

@@ -163,8 +163,10 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
     /// A [`BackendError`] when the record exists but cannot be read.
     fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError>;
 
-    /// Removes record `generation` of `key`, best effort. Used only by sweep, only for
-    /// generations below a claim the caller durably created; removing a missing
+    /// Removes record `generation` of `key`, best effort, before returning. Used by the
+    /// sweep by hand ([`Store::sweep`](crate::Store::sweep)), only for generations
+    /// below a claim the caller durably created (the sweep after a claim uses
+    /// [`remove_superseded`](LeaseStore::remove_superseded)); removing a missing
     /// record succeeds.
     ///
     /// # Errors

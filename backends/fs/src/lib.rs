@@ -44,10 +44,26 @@
 //! checked by every listing of it (on Linux by the open itself, `O_DIRECTORY |
 //! O_NOFOLLOW`, with no window; elsewhere with `lstat` just before), a create, read
 //! or removal trusts a check this handle made within the last second (every protocol
-//! operation lists first), and `claims/` is checked when the store is opened
+//! operation lists first; the removal thread checks again itself, whenever it runs),
+//! and `claims/` is checked when the store is opened
 //! and listed. That leaves a window only against someone who deliberately swaps a
 //! directory for a link while the store is in use: the protection is against
 //! accidents and confused tools, not against a hostile user of the same tree.
+//!
+//! # Removals of superseded records
+//!
+//! The sweep after each claim and renewal
+//! ([`LeaseStore::remove_superseded`]) is handed to a removal thread of the store
+//! handle (shared by its clones, started with the first removal), so the claimant
+//! does not wait for the disk: where the filesystem discards freed blocks online, an
+//! `unlink` of a flushed record waits for the device. Through the handle a queued
+//! removal reads as made; the thread checks the key directory again right before
+//! removing (never following a link); at most 64 wait, beyond that a removal is made
+//! in line. Dropping the last clone of the handle drains the queue (a few seconds at
+//! most); [`FsStore::settle`] waits for it. A process killed with removals queued
+//! leaves superseded records behind, which is harmless: the next claim's sweep
+//! removes every generation below it. [`LeaseStore::remove`] itself is made before
+//! it returns.
 //!
 //! # Example
 //!
@@ -1201,7 +1217,11 @@ mod tests {
         store.remove_superseded(&k, 1).unwrap();
         store.remove_superseded(&k, 2).unwrap();
         assert_eq!(store.shared.removals.pending(), 2);
-        assert_eq!(store.generations(&k).unwrap(), [3], "hidden through the handle");
+        assert_eq!(
+            store.generations(&k).unwrap(),
+            [3],
+            "hidden through the handle"
+        );
         assert_eq!(store.read(&k, 1).unwrap(), None);
         assert_eq!(records_on_disk(&store, &k).len(), 3, "not made yet");
         store.shared.removals.pause(false);
@@ -1237,7 +1257,10 @@ mod tests {
         fenced.renew(&mut lease).unwrap();
         store.settle();
         let after = records_on_disk(&store, &k);
-        assert!(after.len() <= before, "{before} records before, after: {after:?}");
+        assert!(
+            after.len() <= before,
+            "{before} records before, after: {after:?}"
+        );
     }
 
     /// (b) Dropping the last clone of the handle drains its queue: with a slow disk
@@ -1258,7 +1281,11 @@ mod tests {
         let clone = store.clone();
         let other = FsStore::open(tmp.path()).unwrap();
         drop(store);
-        assert_eq!(records_on_disk(&other, &k).len(), 9, "a clone keeps the queue");
+        assert_eq!(
+            records_on_disk(&other, &k).len(),
+            9,
+            "a clone keeps the queue"
+        );
         drop(clone);
         assert_eq!(records_on_disk(&other, &k), ["g00000009.json"]);
     }
@@ -1279,8 +1306,7 @@ mod tests {
         let k = key("record-link");
         store.create(&k, 2, b"x", Durability::Flushed).unwrap();
         fs::write(outside.join("target.json"), b"not ours").unwrap();
-        std::os::unix::fs::symlink(outside.join("target.json"), store.record_path(&k, 1))
-            .unwrap();
+        std::os::unix::fs::symlink(outside.join("target.json"), store.record_path(&k, 1)).unwrap();
         assert_eq!(store.generations(&k).unwrap(), [1, 2]);
         store.remove_superseded(&k, 1).unwrap();
         store.settle();

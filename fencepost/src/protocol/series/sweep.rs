@@ -11,6 +11,9 @@ impl Store {
     /// plus a surviving removal must never empty the series (docs/protocol.md §3.6).
     ///
     /// Acquire already sweeps after each confirmed claim; this is for tidying by hand.
+    /// Its removals are made before it returns ([`LeaseStore::remove`](crate::LeaseStore::remove)),
+    /// so the count is of removals made; the sweep after a claim may leave them to the
+    /// backend's removal thread ([`LeaseStore::remove_superseded`](crate::LeaseStore::remove_superseded)).
     ///
     /// # Errors
     ///
@@ -39,8 +42,8 @@ impl Store {
         Ok(0)
     }
 
-    /// Removes every record of `key` below `generation`, best effort; returns how
-    /// many removals succeeded.
+    /// Removes every record of `key` below `generation`, best effort and before
+    /// returning; returns how many removals succeeded.
     fn sweep_below(&self, key: &Key, generation: u64) -> usize {
         let Ok(generations) = self.backend.generations(key) else {
             return 0;
