@@ -30,6 +30,7 @@ mod rivals;
 #[cfg(unix)]
 mod rows;
 mod stats;
+#[cfg(unix)]
 mod sweep_probe;
 #[cfg(unix)]
 mod wedged;
