@@ -552,9 +552,9 @@ impl Variant {
     }
 }
 
-/// A sweeping fs row against its claim floors in one rotation (flush on: the file
-/// + directory floor, the single-fsync floor and the floor with the sweep; flush
-/// off: the plain floor and the floor with the sweep). The removals the row left
+/// A sweeping fs row against its claim floors in one rotation (flush on: the floor
+/// with the file and directory flush, the single-fsync floor and the floor with the
+/// sweep; flush off: the plain floor and the floor with the sweep). The removals the row left
 /// queued on the fs backend's removal thread are settled, untimed, before every
 /// floor sample, so they never land on a floor's clock.
 #[allow(clippy::too_many_arguments)]

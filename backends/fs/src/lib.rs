@@ -1305,7 +1305,13 @@ mod tests {
         // A record name that is a link: the link goes, its target stays.
         let k = key("record-link");
         store.create(&k, 2, b"x", Durability::Flushed).unwrap();
-        fs::write(outside.join("target.json"), b"not ours").unwrap();
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(outside.join("target.json"))
+            .unwrap()
+            .write_all(b"not ours")
+            .unwrap();
         std::os::unix::fs::symlink(outside.join("target.json"), store.record_path(&k, 1)).unwrap();
         assert_eq!(store.generations(&k).unwrap(), [1, 2]);
         store.remove_superseded(&k, 1).unwrap();
