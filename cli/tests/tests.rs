@@ -37,6 +37,9 @@ mod hard_kill;
 mod run;
 mod shared;
 mod subtree;
+// Turns: waiters queue where they sleep on inotify (Linux).
+#[cfg(target_os = "linux")]
+mod turns;
 #[cfg(windows)]
 mod windows;
 

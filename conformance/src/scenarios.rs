@@ -594,6 +594,7 @@ fn sample_record(key: &Key, token: u64, generation: u64, granted_at_ms: u64) -> 
         released: false,
         secret_sha256: None,
         broken: None,
+        next: None,
         process: None,
         session: None,
     }
@@ -1462,6 +1463,7 @@ fn takeover_needs_same_host_and_a_definite_death<S: LeaseStore + Clone + 'static
             released: false,
             secret_sha256: None,
             broken: None,
+            next: None,
             process: Some(evidence),
             session: None,
         };

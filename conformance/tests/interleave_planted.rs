@@ -132,6 +132,17 @@ fn catches_a_lost_wake_up_without_the_fallback() {
 }
 
 #[test]
+fn catches_a_turn_that_never_lapses() {
+    // A named waiter that crashed or gave up keeps everyone else asleep.
+    catches(&planted::TURN_NEVER_LAPSES, "turn_handover", 13);
+}
+
+#[test]
+fn catches_a_named_waiter_that_honours_its_own_turn() {
+    catches(&planted::TURN_FOR_NOBODY, "turn_handover", 1);
+}
+
+#[test]
 fn catches_a_tree_check_made_only_before_claiming() {
     catches(&planted::TREE_CHECK_BEFORE_CLAIM_ONLY, "subtree_race", 13);
 }
@@ -193,6 +204,8 @@ fn survey() {
         ("COVERED_DEAD_NOT_FENCED", &planted::COVERED_DEAD_NOT_FENCED),
         ("SHARES_SWEEP_UNWRITTEN", &planted::SHARES_SWEEP_UNWRITTEN),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
+        ("TURN_NEVER_LAPSES", &planted::TURN_NEVER_LAPSES),
+        ("TURN_FOR_NOBODY", &planted::TURN_FOR_NOBODY),
     ] {
         if let Ok(only) = std::env::var("FENCEPOST_PLANTED")
             && only != name

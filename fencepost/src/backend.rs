@@ -166,8 +166,9 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
     /// Removes record `generation` of `key`, best effort, before returning. Used by the
     /// sweep by hand ([`Store::sweep`](crate::Store::sweep)), only for generations
     /// below a claim the caller durably created (the sweep after a claim uses
-    /// [`remove_superseded`](LeaseStore::remove_superseded)); removing a missing
-    /// record succeeds.
+    /// [`remove_superseded`](LeaseStore::remove_superseded)), and for tickets of a
+    /// wait queue (`queue-…` keys, which carry no token); removing a missing record
+    /// succeeds.
     ///
     /// # Errors
     ///
@@ -226,6 +227,15 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
         None
     }
 
+    /// Whether [`watch_changes`](LeaseStore::watch_changes) gives watches, so that
+    /// waiters sleep on notifications and queue for turns: a release then looks in
+    /// the key's wait queue for the next in line (docs/design-07-performance.md,
+    /// "Who is woken: turns"). `false` by default, and for a backend whose waiters
+    /// poll: its queues are always empty, so a release does not look.
+    fn notifies_changes(&self) -> bool {
+        false
+    }
+
     /// A string that opens this same store again, in another process if the backend
     /// is shared across processes (for the fs backend: the store directory). Exported
     /// to children of `fencepost run` as `FENCEPOST_STORE`.
@@ -274,6 +284,9 @@ macro_rules! forward_lease_store {
             }
             fn watch_changes(&self, key: &Key) -> Option<Box<dyn ChangeWatch>> {
                 (**self).watch_changes(key)
+            }
+            fn notifies_changes(&self) -> bool {
+                (**self).notifies_changes()
             }
             fn locator(&self) -> String {
                 (**self).locator()

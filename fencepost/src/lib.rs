@@ -199,8 +199,8 @@ pub use keepalive::Keepalive;
 pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
 pub use proof::{LeaseHandle, Secret, SessionTag, utc_timestamp};
 pub use protocol::{
-    AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, SLOTS_MAX, StatusEntry, Store, TryAcquire,
-    TryAcquireAll, check_session, nonce,
+    AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, SLOTS_MAX, StatusEntry, Store, TURN_MS,
+    TryAcquire, TryAcquireAll, check_session, nonce,
 };
 
 /// This machine's host name, for records and `status` (empty when it cannot be
@@ -320,6 +320,12 @@ pub mod planted {
     /// ignores the intent of a subtree claimer waiting for that directory: a
     /// stream of covered claims starves it.
     pub static COVERED_IGNORES_INTENT: AtomicBool = AtomicBool::new(false);
+    /// A release's turn for the next waiter never lapses: once the named waiter
+    /// is gone (crashed, or its wait ended), everyone else sleeps on a free key.
+    pub static TURN_NEVER_LAPSES: AtomicBool = AtomicBool::new(false);
+    /// The waiter a release names in its turn honours the turn as if it were
+    /// someone else's: it sleeps on a key that is free for it.
+    pub static TURN_FOR_NOBODY: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

@@ -68,6 +68,29 @@ pub struct Record {
     /// [`crate::Secret::for_session`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<crate::SessionTag>,
+    /// Only on a tombstone written by a release that found waiters queued for the
+    /// key: whose turn it is next ([`Turn`]). For [`TURN_MS`](crate::TURN_MS) from the
+    /// tombstone's stamp no other claimant takes the key, so the oldest waiter gets it
+    /// instead of whoever is fastest (docs/design-07-performance.md, "Who is woken:
+    /// turns"). Decides fairness only: every claim is still one exclusive create.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<Turn>,
+}
+
+/// The waiter a contended release hands the key to ([`Record::next`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    /// The holder id the waiter will claim with (its ticket's `holder`).
+    pub holder: Arc<str>,
+    /// The generation of its ticket in the key's wait queue (`queue-…`).
+    pub ticket: u64,
+    /// Its owner and process id, from its ticket: for the status line of the
+    /// others, who wait for it.
+    #[serde(default)]
+    pub owner: Arc<str>,
+    /// See [`Turn::owner`].
+    #[serde(default)]
+    pub pid: u32,
 }
 
 fn is_empty(text: &Arc<str>) -> bool {
@@ -367,6 +390,7 @@ mod tests {
             released: false,
             secret_sha256: Some("ab".repeat(32).into()),
             broken: None,
+            next: None,
             process: None,
             session: None,
         }

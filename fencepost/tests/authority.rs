@@ -91,6 +91,7 @@ fn a_record_without_a_proof_is_checked_but_never_acted_on() {
         released: false,
         secret_sha256: None,
         broken: None,
+        next: None,
         process: None,
         session: None,
     };

@@ -947,6 +947,13 @@ impl LeaseStore for FsStore {
         }))
     }
 
+    /// True where key directories can be watched (Linux, with inotify): waiters
+    /// there sleep on notifications and queue for turns, so a release looks for the
+    /// next in line.
+    fn notifies_changes(&self) -> bool {
+        cfg!(any(target_os = "linux", target_os = "android"))
+    }
+
     /// The store root as an absolute path. Exact: [`FsStore::open`] refuses a root
     /// that is not valid UTF-8, so the locator opens this same directory again.
     fn locator(&self) -> String {

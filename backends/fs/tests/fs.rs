@@ -378,6 +378,7 @@ fn valid_record_bytes(key: &Key, generation: u64) -> Vec<u8> {
         released: false,
         secret_sha256: None,
         broken: None,
+        next: None,
         process: None,
         session: None,
     }

@@ -170,6 +170,27 @@ pub const SCHEDULES: &[Schedule] = &[
         inflight_ms: INFLIGHT_MS,
         actors: notified_handover,
     },
+    // Turns (docs/design-07-performance.md, "Who is woken: turns"): waiters asleep
+    // on notifications queue; a contended release names the oldest in its
+    // tombstone and the others hold back for at most TURN_MS. Waiters crash (a
+    // named waiter that never claims) and give up (a turn for a waiter already
+    // gone), so turns lapse and waiters are passed over.
+    Schedule {
+        name: "turn_handover",
+        about: "waiters queue on a notified lock, releases name the next in line; named waiters crash or give up, so turns lapse",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 30,
+            half_written: 30,
+            advance: 60,
+            crash: 6,
+            notify: true,
+            ..FaultMix::NONE
+        },
+        max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
+        actors: turn_handover,
+    },
     Schedule {
         name: "stalled_sweep",
         about: "claimers stall between confirming and sweeping while others claim and release; then a power cut",
@@ -577,6 +598,27 @@ fn notified_handover(_: &Setup) -> Vec<Actor> {
         }),
         Actor::new("W1", waiter),
         Actor::new("W2", waiter),
+    ]
+}
+
+fn turn_handover(_: &Setup) -> Vec<Actor> {
+    // Short tenures, so that releases find waiters queued; one waiter gives up
+    // soon, so a turn may name a waiter that has left.
+    let waiter = |wait_ms: u64| {
+        move |ctx: &super::Ctx| {
+            for _ in 0..2 {
+                if let Some(lease) = ctx.acquire(&lock(), TTL_MS, wait_ms) {
+                    ctx.check(&lease);
+                    ctx.release(&lease);
+                }
+            }
+        }
+    };
+    vec![
+        Actor::new("A", waiter(3 * TTL_MS)),
+        Actor::new("B", waiter(3 * TTL_MS)),
+        Actor::new("C", waiter(3 * TTL_MS)),
+        Actor::new("D", waiter(fencepost::TURN_MS)),
     ]
 }
 

@@ -205,6 +205,12 @@ pub struct World {
     /// Steps at which the wall clock stepped, either way.
     wall_steps: Mutex<Vec<u64>>,
     jitter: std::sync::atomic::AtomicU64,
+    /// Wait-queue tickets as they landed: the ticket's holder id and the change
+    /// watch its waiter had open then (one acquisition: one watch, one ticket).
+    tickets: Mutex<HashMap<String, u64>>,
+    /// Per (watch, key, tombstone generation): how long that waiter has asked to
+    /// sleep on another waiter's turn, in ms.
+    turn_sleeps: Mutex<HashMap<(u64, Key, u64), u64>>,
 }
 
 /// One open change watch of the model backend.
@@ -249,6 +255,8 @@ impl World {
             forward_steps: Mutex::default(),
             wall_steps: Mutex::default(),
             jitter: Default::default(),
+            tickets: Mutex::default(),
+            turn_sleeps: Mutex::default(),
         }
     }
 
@@ -391,6 +399,18 @@ impl World {
 
     /// Whether `key` is free for the oracle: its newest record is a tombstone, or a
     /// record whose expiry passed on the shared wall clock.
+    /// The turn on `key`'s newest record, when it is a tombstone naming the next
+    /// waiter: the generation and the named holder id.
+    fn turn(&self, key: &Key) -> Option<(u64, String)> {
+        let model = lock(&self.model);
+        let (generation, rec) = model.series.get(key)?.iter().next_back()?;
+        let Decoded::Record(record) = decode(&rec.bytes, key.as_str(), *generation) else {
+            return None;
+        };
+        let turn = record.next.as_ref().filter(|_| record.released)?;
+        Some((*generation, turn.holder.to_string()))
+    }
+
     fn key_is_free(&self, key: &Key) -> Option<&'static str> {
         let model = lock(&self.model);
         let (generation, rec) = model.series.get(key)?.iter().next_back()?;
@@ -413,6 +433,19 @@ impl World {
         let Decoded::Record(record) = decode(bytes, key.as_str(), generation) else {
             return;
         };
+        if key.as_str().starts_with("queue-") {
+            // A waiter's ticket: remember which acquisition (its open watch) it is.
+            let actor = current_actor();
+            let watch = lock(&self.watchers)
+                .iter()
+                .filter(|w| Some(w.actor) == actor)
+                .map(|w| w.id)
+                .max();
+            if let Some(watch) = watch {
+                lock(&self.tickets).insert(record.holder.to_string(), watch);
+            }
+            return;
+        }
         let now = self.now();
         let (stamp_true, stamp_step) = current_actor()
             .map(|a| lock(&self.last_wall_read)[a])
@@ -934,11 +967,36 @@ impl fencepost::ChangeWatch for ModelWatch {
             }
             slot.waiting = true;
         }
+        // The turn oracle: a release's tombstone that names the next waiter keeps
+        // the key for it for TURN_MS. The named waiter must not sleep on it (the
+        // key is free for it), and any other waiter may sleep on one turn no longer
+        // than TURN_MS in all (after that the turn lapsed and the key is free).
+        let turn = world
+            .turn(&self.key)
+            .filter(|(_, named)| lock(&world.tickets).get(named) != Some(&self.id));
+        if let Some((generation, _)) = &turn {
+            let generation = *generation;
+            {
+                let mut sleeps = lock(&world.turn_sleeps);
+                let total = sleeps
+                    .entry((self.id, self.key.clone(), generation))
+                    .or_default();
+                *total += ms;
+                if *total > fencepost::TURN_MS {
+                    let total = *total;
+                    drop(sleeps);
+                    world.violate(format!(
+                        "lapsed turn: a waiter has slept {total} ms (more than TURN_MS) on the turn of another waiter on {label} (g{generation}), whose turn lapsed"
+                    ));
+                }
+            }
+        }
         // The lost wake-up oracle: sleeping on a key that is already free, with
         // nothing pending, is sleeping through the resource. After a release (an
         // event) that means the watch missed it; after an expiry (no event) the
-        // wait must end within CHANGE_WAIT_MAX.
-        match world.key_is_free(&self.key) {
+        // wait must end within CHANGE_WAIT_MAX. A tombstone naming another waiter
+        // is judged above; one naming this waiter is free for it, as any other.
+        match world.key_is_free(&self.key).filter(|_| turn.is_none()) {
             Some("released") => world.violate(format!(
                 "lost wake-up: a waiter sleeps up to {ms} ms on a change of {label}, whose newest record is already a tombstone and no change is pending"
             )),
@@ -971,6 +1029,10 @@ impl Drop for ModelWatch {
 }
 
 impl LeaseStore for ModelStore {
+    fn notifies_changes(&self) -> bool {
+        self.0.notify
+    }
+
     fn watch_changes(&self, key: &Key) -> Option<Box<dyn fencepost::ChangeWatch>> {
         let world = &self.0;
         if !world.notify {

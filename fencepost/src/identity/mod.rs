@@ -348,13 +348,23 @@ impl Key {
         Key::derive("want", self.as_str().as_bytes())
     }
 
+    /// The wait queue of the claim series `self` (`queue-…`, canonical: the key's
+    /// text): one ticket per waiter sleeping on a change notification, in arrival
+    /// order, from which a contended release names the next holder
+    /// (docs/design-07-performance.md, "Who is woken: turns").
+    pub(crate) fn queue(&self) -> Key {
+        Key::derive("queue", self.as_str().as_bytes())
+    }
+
     /// True for keys of claim series (`lock-`, `file-`, `inode-`, `dir-`); false for
-    /// the index and marker keys of subtree claims (`tree-`, `link-`), which hold no
+    /// the index and marker keys of subtree claims (`tree-`, `link-`), the shared
+    /// participants' index (`shares-`) and wait queues (`queue-`), which hold no
     /// tenure.
     pub fn is_claim(&self) -> bool {
         !(self.0.starts_with("tree-")
             || self.0.starts_with("link-")
-            || self.0.starts_with("shares-"))
+            || self.0.starts_with("shares-")
+            || self.0.starts_with("queue-"))
     }
 }
 
@@ -473,8 +483,8 @@ impl Key {
 
     /// Parses a key as stored by a backend (a directory name, a key prefix); `None`
     /// for anything that is not exactly `lock-`, `file-`, `inode-`, `slot-`, `dir-`,
-    /// `tree-` or `link-` plus 32 lowercase hex digits, so foreign names in a store
-    /// are skipped.
+    /// `tree-`, `link-`, `share-`, `shares-`, `want-` or `queue-` plus 32 lowercase
+    /// hex digits, so foreign names in a store are skipped.
     pub fn parse(text: &str) -> Option<Key> {
         let (namespace, hash) = text.split_once('-')?;
         let valid = matches!(
@@ -489,6 +499,7 @@ impl Key {
                 | "share"
                 | "shares"
                 | "want"
+                | "queue"
         ) && hash.len() == KEY_HASH_HEX_DIGITS
             && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         valid.then(|| Key(text.to_string()))

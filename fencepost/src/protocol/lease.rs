@@ -46,6 +46,10 @@ pub struct Lease {
     /// participant key `share-…`, its token the resource's exclusive generation when
     /// it was admitted.
     pub(crate) shared: bool,
+    /// The acquisition waited in the key's wait queue: the key is contended, so
+    /// the release looks for the next waiter in line and names it in its tombstone
+    /// (docs/design-07-performance.md, "Who is woken: turns").
+    pub(crate) queued: bool,
 }
 
 impl Lease {

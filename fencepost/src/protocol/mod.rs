@@ -51,6 +51,17 @@ pub(crate) const RELEASE_ATTEMPTS: usize = 8;
 /// record"; pinned by the checker's `lock_handover` and `torn_renewal` schedules).
 pub const CREATE_GRACE_MS: u64 = 1_000;
 
+/// How long a contended release's turn ([`crate::record::Turn`]) keeps the key for
+/// the waiter it names, in milliseconds from the tombstone's stamp, and at most this
+/// long of a reader's monotonic clock from when it first saw the tombstone. Other
+/// claimants wait it out even past their own deadline (as a create in progress);
+/// a named waiter that has not claimed by then is passed over and its ticket
+/// removed. Long enough for a sleeping waiter to be woken and land its create on a
+/// busy machine, short enough that a waiter that died costs little
+/// (docs/design-07-performance.md, "Who is woken: turns"; pinned by the checker's
+/// `turn_handover` schedule).
+pub const TURN_MS: u64 = 25;
+
 /// A backend plus the protocol on top: acquire, check, renew, release, status,
 /// sweep and keepalive.
 ///

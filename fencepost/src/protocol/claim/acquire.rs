@@ -94,12 +94,26 @@ impl Store {
         // A writer that has to wait holds an intent that keeps new shared claimers
         // out (design-05 §4.3); whatever the outcome, it is given back here.
         let mut intent = None;
+        // Our place in the key's wait queue, once we sleep on its change
+        // notification (docs/design-07-performance.md, "Who is woken: turns"),
+        // likewise given back whatever the outcome.
+        let mut ticket = None;
         let secret = match &options.session {
             Some(session) => Secret::for_session(session),
             None => Secret::generate(),
         };
-        let outcome = self.acquire_rounds(resource, options, on_wait, &mut intent, &secret);
+        let outcome = self.acquire_rounds(
+            resource,
+            options,
+            on_wait,
+            &mut intent,
+            &mut ticket,
+            &secret,
+        );
         self.drop_intent(intent, &secret);
+        if let Some((key, ticket)) = ticket {
+            self.leave_queue(&key, ticket);
+        }
         outcome
     }
 
@@ -110,6 +124,7 @@ impl Store {
         options: &AcquireOptions,
         on_wait: &mut dyn FnMut(&Holder, u64),
         intent: &mut Option<Intent>,
+        ticket: &mut Option<(Key, u64)>,
         secret: &Secret,
     ) -> Result<TryAcquire> {
         if let Some(session) = &options.session {
@@ -136,9 +151,13 @@ impl Store {
         let mut backoff_ms = BACKOFF_START_MS;
         let mut lapses = 0;
         let mut watches: Vec<Watch> = keys.iter().map(|_| Watch::default()).collect();
+
         // A change notification to sleep on while held (one key only; a resource of
         // several keys polls), made the first time the key is found held.
         let mut change: Option<Option<Box<dyn crate::ChangeWatch>>> = None;
+        // This acquisition waited in the key's queue: its release looks for the
+        // next in line.
+        let mut queued = false;
         loop {
             // The session already holds it: the same tenure, renewed. Every round,
             // so a claim that lost the race to another process of its session
@@ -180,6 +199,7 @@ impl Store {
             // Take every key in sorted order; a key found held part-way gives back
             // the ones already taken, so a failure leaves nothing held.
             let mut taken: Vec<Taken> = Vec::new();
+            let looked_held = held.is_some();
             if held.is_none() {
                 for (key, watch) in keys.iter().zip(&mut watches) {
                     match self.claim_key(key, &identity.label, &holder_id, &proof, options, watch) {
@@ -263,9 +283,18 @@ impl Store {
                 .iter()
                 .all(|t| t.trusted && mono.saturating_sub(t.since_mono) < options.ttl_ms);
             if held.is_none() && all_live {
-                return Ok(TryAcquire::Acquired(self.confirmed_lease(
-                    resource, identity, taken, holder_id, secret, options,
-                )));
+                // Our ticket stays until our release removes it (after its
+                // tombstone, off the next holder's path; a release never names its
+                // own holder). A waiter whose turn lapsed before it claimed (passed
+                // over) leaves with us: it joins again at the tail.
+                ticket.take();
+                if let Some(lapsed) = watches.first().and_then(|w| w.lapsed) {
+                    self.leave_queue(&primary, lapsed);
+                }
+                let mut lease =
+                    self.confirmed_lease(resource, identity, taken, holder_id, secret, options);
+                lease.queued = queued;
+                return Ok(TryAcquire::Acquired(lease));
             }
             self.give_back(&taken, &secret);
             let mono = self.clock.monotonic_ms();
@@ -327,10 +356,38 @@ impl Store {
                 }
             }
             if let Some(Some(watch)) = change.as_mut() {
+                // Asleep on the key's notification: in its queue, so that a
+                // contended release can name us (only the key's own holder is
+                // released to us; a claim of another resource in the way is not).
+                // A waiter passed over (its ticket removed) joins again at the tail.
+                let turn = watches.first().and_then(|w| w.turn);
+                // (A claim whose wait is over only waits out a turn or a create in
+                // progress: it does not queue.)
+                if !looked_held && mono < deadline {
+                    let rejoin = match ticket {
+                        None => true,
+                        Some((_, mine)) => {
+                            turn.is_some_and(|(named, _)| named > *mine)
+                                && !self.holds_ticket(&primary, *mine)?
+                        }
+                    };
+                    if rejoin {
+                        let wait_ms = deadline.saturating_sub(mono);
+                        *ticket = self
+                            .join_queue(&primary, &label, &holder_id, options, wait_ms)
+                            .map(|mine| (primary.clone(), mine));
+                        queued |= ticket.is_some();
+                    }
+                    if let Some(w) = watches.first_mut() {
+                        w.me = ticket.as_ref().map(|_| holder_id.clone());
+                    }
+                }
                 // Woken by the change (a release, a renewal, a claim) or after
                 // CHANGE_WAIT_MAX at the latest: a missed notification, or a holder
                 // that died without releasing, costs no more than polling did.
+                // Another waiter's turn is slept on no longer than it lasts.
                 let cap = crate::CHANGE_WAIT_MAX.as_millis() as u64;
+                let cap = turn.map_or(cap, |(_, left)| cap.min(left));
                 #[cfg(feature = "planted-bugs")]
                 let cap = if crate::planted::on(&crate::planted::WAIT_WITHOUT_FALLBACK) {
                     u64::MAX
@@ -387,6 +444,7 @@ impl Store {
             session_tag: options.session.as_deref().map(SessionTag::of),
             reentered: false,
             shared: false,
+            queued: false,
         }
     }
 

@@ -11,7 +11,11 @@ const BREAK_REASON_MAX_CHARS: usize = 1_000;
 impl Store {
     /// Releases `lease`: if its tenure still owns the newest record, writes a
     /// tombstone as newest+1 (already expired, not flushed: losing it only delays the
-    /// next contender). Never deletes a record and never sweeps (docs/protocol.md §3.2).
+    /// next contender). Never deletes a record of the series and never sweeps
+    /// (docs/protocol.md §3.2). Where waiters may be queued (the acquisition queued,
+    /// or the backend notifies), the tombstone names the oldest live one, whose turn
+    /// it is (docs/format-v1.md §3.7); tickets found gone, the tenure's own among
+    /// them, are removed from the key's wait queue after the tombstone landed.
     ///
     /// A lease whose ttl ran out but that nobody superseded is released normally.
     /// The lease's other keys (an existing file's file-id key) are released first,
@@ -31,7 +35,13 @@ impl Store {
         for held in &lease.others {
             let _ = self.release_tenure(&held.key, &lease.label, held.token, &lease.secret);
         }
-        self.release_tenure(&lease.key, &lease.label, lease.token, &lease.secret)
+        self.release_tenure_to(
+            &lease.key,
+            &lease.label,
+            lease.token,
+            &lease.secret,
+            lease.queued || self.backend.notifies_changes(),
+        )
     }
 
     /// Breaks the live lease on `resource` on purpose: the operator's recorded

@@ -196,6 +196,7 @@ impl Store {
                 released: false,
                 secret_sha256: Some(lease.secret.sha256().into()),
                 broken: None,
+                next: None,
                 // The same evidence as the tenure's renewals.
                 process: evidence.clone(),
                 session: lease.session_tag.clone(),

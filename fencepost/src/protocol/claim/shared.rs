@@ -129,6 +129,7 @@ impl Store {
                         session_tag: None,
                         reentered: false,
                         shared: true,
+                        queued: false,
                     }));
                 }
                 let _ = self.release_tenure(&participant, &identity.label, token, &secret);
@@ -510,6 +511,7 @@ impl Store {
                 session_tag: None,
                 reentered: false,
                 shared: true,
+                queued: false,
             }));
         }
         Ok(None)

@@ -184,6 +184,7 @@ impl Store {
             session_tag: record.session.clone(),
             reentered: false,
             shared: false,
+            queued: false,
         })
     }
 

@@ -150,6 +150,7 @@ impl Store {
             released: false,
             secret_sha256: Some(proof.into()),
             broken: None,
+            next: None,
             process: if options.tied_to_process {
                 self.liveness.this_process()
             } else {

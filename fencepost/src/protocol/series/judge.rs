@@ -4,7 +4,7 @@
 use super::Newest;
 use crate::Holder;
 use crate::liveness::{ProcessEvidence, Verdict, same_host};
-use crate::protocol::{AcquireOptions, CREATE_GRACE_MS, Store};
+use crate::protocol::{AcquireOptions, CREATE_GRACE_MS, Store, TURN_MS};
 use crate::record;
 
 /// Per key, what an acquisition has watched across its attempts.
@@ -16,8 +16,19 @@ pub(crate) struct Watch {
     /// never got past the generation below it).
     pub(crate) invisible: (u64, usize),
     /// The last judgement was "a create is in progress" (a torn newest record
-    /// seen for less than [`CREATE_GRACE_MS`]): worth waiting for past the deadline.
+    /// seen for less than [`CREATE_GRACE_MS`]) or "the turn of another waiter"
+    /// (see [`Watch::turn`]): worth waiting for past the deadline.
     pub(crate) in_progress: bool,
+    /// The holder id this acquisition claims with, when it may be named in a turn
+    /// ([`crate::record::Turn`]): a turn naming it is no obstacle. `None`: every
+    /// turn is someone else's.
+    pub(crate) me: Option<String>,
+    /// The last judgement was "another waiter's turn": its ticket and how many ms
+    /// of the turn are left at most (the waiter sleeps no longer than that).
+    pub(crate) turn: Option<(u64, u64)>,
+    /// The last judgement found a turn that lapsed before its waiter claimed: that
+    /// waiter's ticket, which the claim that follows removes (it was passed over).
+    pub(crate) lapsed: Option<u64>,
 }
 
 impl Store {
@@ -32,6 +43,8 @@ impl Store {
         options: &AcquireOptions,
     ) -> Option<Holder> {
         watch.in_progress = false;
+        watch.turn = None;
+        watch.lapsed = None;
         let mono = self.clock.monotonic_ms();
         let first_seen = match watch.watched {
             Some((generation, since)) if generation == newest.generation => since,
@@ -78,6 +91,9 @@ impl Store {
                 return Some(newest.holder().expect("a live record has a holder"));
             }
         }
+        if let Some(holder) = self.turn_of_another(newest, watch, watched_for) {
+            return Some(holder);
+        }
         // A torn newest record is a create that may still be in progress: it only
         // proves its generation is taken. Wait it out for CREATE_GRACE_MS; a
         // creator whose create took that long gives its claim back, so taking over
@@ -97,6 +113,53 @@ impl Store {
             });
         }
         None
+    }
+
+    /// The waiter named by a contended release's tombstone, while its turn lasts and
+    /// it is not us: the key is kept for it for up to [`TURN_MS`] (by the tombstone's
+    /// stamp on the wall clock, and by our monotonic clock since we first saw it,
+    /// whichever ends first), waited out even past our deadline. Fairness only: a
+    /// turn never lets anyone claim without the exclusive create.
+    fn turn_of_another(
+        &self,
+        newest: &Newest,
+        watch: &mut Watch,
+        watched_for: u64,
+    ) -> Option<Holder> {
+        let tombstone = newest.top_record().filter(|r| r.released)?;
+        let turn = tombstone.next.as_ref()?;
+        #[cfg(feature = "planted-bugs")]
+        let ours = watch.me.as_deref() == Some(&*turn.holder)
+            && !crate::planted::on(&crate::planted::TURN_FOR_NOBODY);
+        #[cfg(not(feature = "planted-bugs"))]
+        let ours = watch.me.as_deref() == Some(&*turn.holder);
+        if ours {
+            return None;
+        }
+        let age = watched_for.max(self.clock.wall_ms().saturating_sub(tombstone.granted_at_ms));
+        #[cfg(feature = "planted-bugs")]
+        let age = if crate::planted::on(&crate::planted::TURN_NEVER_LAPSES) {
+            0
+        } else {
+            age
+        };
+        if age >= TURN_MS {
+            watch.lapsed = Some(turn.ticket);
+            return None;
+        }
+        watch.in_progress = true;
+        watch.turn = Some((turn.ticket, TURN_MS - age));
+        Some(Holder {
+            owner: format!("{}, the next waiter in line", turn.owner),
+            holder_id: turn.holder.to_string(),
+            pid: turn.pid,
+            token: 0,
+            generation: newest.generation,
+            expires_at_ms: tombstone.granted_at_ms.saturating_add(TURN_MS),
+            in_the_way: None,
+            waiting: true,
+            session: None,
+        })
     }
 
     /// True only when `evidence` names a process of this host and boot that the

@@ -2,6 +2,7 @@
 
 mod create;
 mod judge;
+mod queue;
 mod sweep;
 mod tenure;
 

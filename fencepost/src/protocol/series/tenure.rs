@@ -129,6 +129,20 @@ impl Store {
         token: u64,
         secret: &Secret,
     ) -> Result<()> {
+        self.release_tenure_to(key, label, token, secret, false)
+    }
+
+    /// Releases as [`Store::release_tenure`]; with `hand_over` (the tenure was
+    /// contended), the tombstone names the oldest waiter of the key's queue
+    /// ([`Record::next`]), whose turn it is next.
+    pub(crate) fn release_tenure_to(
+        &self,
+        key: &Key,
+        label: &str,
+        token: u64,
+        secret: &Secret,
+        hand_over: bool,
+    ) -> Result<()> {
         for _ in 0..RELEASE_ATTEMPTS {
             let mut newest = self.read_settled(key)?;
             // Taken by value: the tombstone is built from it without a clone.
@@ -155,6 +169,11 @@ impl Store {
                 }
             };
             let generation = next_generation(key, newest.generation)?;
+            let (next, gone_tickets) = if hand_over {
+                self.next_in_line(key, &current.holder)
+            } else {
+                (None, Vec::new())
+            };
             let now = self.clock.wall_ms();
             let tombstone = Record {
                 generation,
@@ -162,6 +181,7 @@ impl Store {
                 expires_at_ms: now,
                 ttl_ms: 0,
                 released: true,
+                next,
                 ..current
             };
             let bytes = tombstone.encode_owned();
@@ -170,6 +190,7 @@ impl Store {
                 .create(key, generation, &bytes, Durability::Unflushed)
             {
                 Ok(CreateOutcome::Created) => {
+                    self.drop_tickets(key, &gone_tickets);
                     #[cfg(feature = "planted-bugs")]
                     if crate::planted::on(&crate::planted::RELEASE_SWEEPS_NEWEST) {
                         for g in self.backend.generations(key)? {

@@ -1,0 +1,149 @@
+//! Turns (docs/design-07-performance.md, "Who is woken: turns"), with real processes
+//! and real signals: waiters asleep on the key's change notification queue in
+//! arrival order, a release names the oldest in its tombstone, and a named waiter
+//! that is stopped is passed over once its turn lapses, then still gets the lock.
+//! Linux only: the queue exists where waiters sleep on inotify.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::{Background, Scratch, send_signal, token_of_handle, wait_until};
+
+/// The tickets of the store's only wait queue: (generation, holder id), oldest first.
+fn tickets(store: &Path) -> Vec<(u64, String)> {
+    let Some(queue) = queue_dir(store) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(u64, String)> = std::fs::read_dir(queue)
+        .map(|entries| entries.filter_map(Result::ok).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|entry| {
+            let record: Value = serde_json::from_slice(&std::fs::read(entry.path()).ok()?).ok()?;
+            Some((
+                record["generation"].as_u64()?,
+                record["holder"].as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+fn queue_dir(store: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(store.join("claims"))
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("queue-"))
+        })
+}
+
+/// The newest record of the store's only lock series, parsed.
+fn newest_record(store: &Path) -> Value {
+    let dir = std::fs::read_dir(store.join("claims"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("lock-"))
+        })
+        .expect("no lock series");
+    let newest = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .max()
+        .expect("an empty series");
+    serde_json::from_slice(&std::fs::read(newest).unwrap()).unwrap()
+}
+
+/// `claim --lock LOCK --wait 60000` in the background, its handle read from stdout
+/// once it holds.
+fn waiter(s: &Scratch, lock: &str) -> Background {
+    let mut claim = s.spawn_cmd();
+    claim
+        .args(["claim", "--lock", lock, "--wait", "60000", "--ttl", "60000"])
+        .stdout(Stdio::piped());
+    Background::spawn(&mut claim)
+}
+
+fn handle_of(waiter: &mut Background) -> String {
+    let mut line = String::new();
+    BufReader::new(waiter.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line.trim().to_string()
+}
+
+fn release(s: &Scratch, lock: &str, handle: &str) {
+    s.cmd()
+        .args(["release", "--lock", lock, handle])
+        .assert()
+        .success();
+}
+
+#[test]
+fn a_release_names_the_oldest_waiter_and_a_stopped_one_is_passed_over() {
+    let s = Scratch::new();
+    let (_, holder) = s.claim_handle("q", &["--ttl", "60000"]);
+    let limit = Duration::from_secs(20);
+
+    // Two waiters queue in arrival order; both are stopped before the release, so
+    // nobody can claim over its tombstone while the test reads it.
+    let mut first = waiter(&s, "q");
+    wait_until("the first waiter queued", limit, || {
+        tickets(s.store()).len() == 1
+    });
+    send_signal(first.id(), "STOP");
+    let mut second = waiter(&s, "q");
+    wait_until("the second waiter queued", limit, || {
+        tickets(s.store()).len() == 2
+    });
+    send_signal(second.id(), "STOP");
+    let queued = tickets(s.store());
+    let (first_ticket, first_holder) = queued[0].clone();
+
+    release(&s, "q", &holder);
+    let tombstone = newest_record(s.store());
+    assert_eq!(tombstone["released"], true, "{tombstone}");
+    assert_eq!(
+        tombstone["next"]["holder"], first_holder,
+        "the release did not name the oldest waiter: {tombstone}, queue {queued:?}"
+    );
+    assert_eq!(tombstone["next"]["ticket"], first_ticket, "{tombstone}");
+
+    // The second waiter resumes: the first, still stopped, never claims, so its
+    // turn lapses and the second takes the lock, removing the first's ticket.
+    send_signal(second.id(), "CONT");
+    let second_handle = handle_of(&mut second);
+    assert!(
+        token_of_handle(&second_handle) > token_of_handle(&holder),
+        "{second_handle}"
+    );
+    assert!(
+        tickets(s.store()).iter().all(|(_, h)| *h != first_holder),
+        "the waiter passed over still has its ticket: {:?}",
+        tickets(s.store())
+    );
+
+    // The first resumes and still gets the lock once the second releases it.
+    send_signal(first.id(), "CONT");
+    release(&s, "q", &second_handle);
+    let first_handle = handle_of(&mut first);
+    assert!(
+        token_of_handle(&first_handle) > token_of_handle(&second_handle),
+        "{first_handle}"
+    );
+    assert!(first.0.wait().unwrap().success());
+    release(&s, "q", &first_handle);
+    // Every waiter that left took (or had) its ticket out: the queue is empty.
+    assert_eq!(tickets(s.store()), Vec::new());
+}

@@ -1,0 +1,143 @@
+//! A key's wait queue (`queue-…`): one ticket per waiter asleep on a change
+//! notification, in arrival order, and the turn a contended release gives the oldest
+//! (docs/design-07-performance.md, "Who is woken: turns").
+//!
+//! Nothing here decides safety. A ticket carries no token and fences nothing; a turn
+//! only makes other claimants hold back for at most [`TURN_MS`](crate::TURN_MS).
+//! Every claim is still one exclusive create, judged as before, so a lost ticket, a
+//! stale turn or a queue nobody reads costs fairness, never exclusion.
+
+use super::next_generation;
+use crate::backend::{CreateOutcome, Durability};
+use crate::protocol::{AcquireOptions, Store};
+use crate::record::{self, Decoded, FORMAT_VERSION, Record, Turn};
+use crate::{Key, Result};
+
+/// How many times joining retries when another waiter takes the same ticket number.
+const JOIN_ATTEMPTS: usize = 8;
+
+impl Store {
+    /// Joins `key`'s wait queue as `holder_id`: creates the queue's next generation,
+    /// unflushed (a ticket lost in a power cut only loses a place in line), valid
+    /// for `wait_ms` (the rest of the waiter's wait) and carrying this process's
+    /// liveness evidence, so a release passes over a waiter that died. Returns the
+    /// ticket's generation; `None` when the queue cannot be written (the waiter
+    /// then waits unqueued, as every waiter did before turns).
+    pub(crate) fn join_queue(
+        &self,
+        key: &Key,
+        label: &str,
+        holder_id: &str,
+        options: &AcquireOptions,
+        wait_ms: u64,
+    ) -> Option<u64> {
+        let queue = key.queue();
+        for _ in 0..JOIN_ATTEMPTS {
+            let newest = self.backend.generations(&queue).ok()?.into_iter().max();
+            let generation = next_generation(&queue, newest.unwrap_or(0)).ok()?;
+            let now = self.clock.wall_ms();
+            let ticket = Record {
+                v: FORMAT_VERSION,
+                key: queue.as_str().into(),
+                label: label.into(),
+                token: generation,
+                generation,
+                holder: holder_id.into(),
+                owner: options.owner.as_str().into(),
+                pid: std::process::id(),
+                host: crate::host_name_shared(),
+                granted_at_ms: now,
+                expires_at_ms: now.saturating_add(wait_ms),
+                ttl_ms: wait_ms,
+                released: false,
+                secret_sha256: None,
+                broken: None,
+                process: self.liveness.this_process(),
+                session: None,
+                next: None,
+            };
+            match self.backend.create(
+                &queue,
+                generation,
+                &ticket.encode_owned(),
+                Durability::Unflushed,
+            ) {
+                Ok(CreateOutcome::Created) => return Some(generation),
+                Ok(CreateOutcome::AlreadyExists) => continue,
+                Err(_) => {
+                    // Landed or not, a ticket we do not know we hold is given up.
+                    let _ = self.backend.remove(&queue, generation);
+                    return None;
+                }
+            }
+        }
+        None
+    }
+
+    /// Leaves `key`'s wait queue: removes ticket `ticket`, best effort (a ticket left
+    /// behind expires with the wait it was made for, and a release passes over it
+    /// once its process has ended).
+    pub(crate) fn leave_queue(&self, key: &Key, ticket: u64) {
+        let _ = self.backend.remove(&key.queue(), ticket);
+    }
+
+    /// Whether ticket `ticket` of `key`'s queue is still there (a waiter passed over
+    /// finds it removed and joins again at the tail).
+    pub(crate) fn holds_ticket(&self, key: &Key, ticket: u64) -> Result<bool> {
+        Ok(self.backend.read(&key.queue(), ticket)?.is_some())
+    }
+
+    /// The oldest waiter in `key`'s queue that can still take a turn: its ticket is
+    /// not `releasing`'s own, has not expired, and its process is not provably
+    /// dead. Also the tickets found gone on the way (the releasing holder's own
+    /// among them), for the release to remove once its tombstone landed, off the
+    /// next holder's path. `None` when nobody waits or the queue cannot be read
+    /// (the release then names nobody).
+    pub(crate) fn next_in_line(&self, key: &Key, releasing: &str) -> (Option<Turn>, Vec<u64>) {
+        let queue = key.queue();
+        let mut gone_tickets = Vec::new();
+        let Ok(mut tickets) = self.backend.generations(&queue) else {
+            return (None, gone_tickets);
+        };
+        tickets.sort_unstable();
+        let now = self.clock.wall_ms();
+        for generation in tickets {
+            let Ok(Some(bytes)) = self.backend.read(&queue, generation) else {
+                continue;
+            };
+            // A torn ticket may be a create in progress: skipped, not removed.
+            let Decoded::Record(ticket) = record::decode(&bytes, queue.as_str(), generation) else {
+                continue;
+            };
+            let gone = &*ticket.holder == releasing
+                || now >= ticket.expires_at_ms
+                || ticket
+                    .process
+                    .as_ref()
+                    .is_some_and(|evidence| self.provably_dead(evidence));
+            if gone {
+                gone_tickets.push(generation);
+                continue;
+            }
+            let turn = Turn {
+                holder: ticket.holder,
+                ticket: generation,
+                owner: ticket.owner,
+                pid: ticket.pid,
+            };
+            return (Some(turn), gone_tickets);
+        }
+        (None, gone_tickets)
+    }
+
+    /// Removes tickets `gone` of `key`'s queue, best effort.
+    pub(crate) fn drop_tickets(&self, key: &Key, gone: &[u64]) {
+        if gone.is_empty() {
+            return;
+        }
+        let queue = key.queue();
+        for generation in gone {
+            let _ = self.backend.remove(&queue, *generation);
+        }
+    }
+}
