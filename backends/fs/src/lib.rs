@@ -721,7 +721,6 @@ impl LeaseStore for FsStore {
             ));
         }
         self.ensure_key_dir(key, &key_dir)?;
-        let mark = self.shared.removals.mark();
         let outcome = match self.create_record(&key_dir, &path, bytes, flush) {
             // The key directory vanished after this handle checked it (removed by
             // hand): make it again, once. The create failed before any name existed.
@@ -734,10 +733,6 @@ impl LeaseStore for FsStore {
         if outcome == CreateOutcome::Created && flush {
             self.flush_names(key, &key_dir)?;
         }
-        // The removals this handle queued for this key before the create are made
-        // before it returns (they overlapped the create's own work): on disk a key
-        // never holds more superseded records than one operation's sweep.
-        self.shared.removals.settle_key(key, mark);
         Ok(outcome)
     }
 

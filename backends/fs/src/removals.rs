@@ -14,9 +14,6 @@
 //! - **Seen as done.** Through the handle that queued them, queued removals read as
 //!   made: listings leave them out and reads return `None`
 //!   ([`Removals::hides`]), so a caller never sees the difference but in time.
-//! - **One sweep on disk at most.** A create of a key through the handle returns only
-//!   once the removals queued for that key before it began are made
-//!   ([`Removals::settle_key`]), after its own work, which they overlap.
 //! - **Never through a link.** The thread checks the key directory itself right
 //!   before each removal (`lstat`), whatever the handle checked earlier: a directory
 //!   swapped for a symbolic link after the removal was queued is refused, and a
@@ -53,8 +50,6 @@ pub(crate) const DRAIN_ON_DROP: Duration = Duration::from_secs(5);
 /// One queued removal: the record `generation` of `key`, in `dir`.
 #[derive(Debug)]
 struct Job {
-    /// Its place in the queue's order (`State::queued` when it was queued).
-    seq: u64,
     key: Key,
     generation: u64,
     dir: PathBuf,
@@ -126,9 +121,7 @@ impl Removals {
         if !self.ensure_thread() {
             return Queued::No;
         }
-        let seq = state.queued;
         state.jobs.push_back(Job {
-            seq,
             key: key.clone(),
             generation,
             dir: dir.to_path_buf(),
@@ -195,40 +188,6 @@ impl Removals {
         let mut state = self.queue.lock();
         let target = state.queued;
         while state.finished < target && !state.abandoned {
-            state = self
-                .queue
-                .done
-                .wait(state)
-                .unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    /// Where the queue stands: removals queued so far. A create passes it to
-    /// [`settle_key`](Removals::settle_key) when it is done.
-    pub(crate) fn mark(&self) -> u64 {
-        if self.queue.pending.load(Ordering::Acquire) == 0 {
-            return u64::MAX; // nothing pending: nothing to wait for
-        }
-        self.queue.lock().queued
-    }
-
-    /// Waits until the removals of `key` queued before `mark` were made: a create
-    /// of a key through this handle returns only once the removals the handle
-    /// queued for that key before the create began are on disk, so the key never
-    /// holds more superseded records on disk than one operation's sweep (the wait
-    /// comes after the create's own work, which overlaps them).
-    pub(crate) fn settle_key(&self, key: &Key, mark: u64) {
-        if mark == u64::MAX || self.queue.pending.load(Ordering::Acquire) == 0 {
-            return;
-        }
-        let mut state = self.queue.lock();
-        while !state.abandoned
-            && state
-                .running
-                .iter()
-                .chain(state.jobs.iter())
-                .any(|job| job.seq < mark && job.key == *key)
-        {
             state = self
                 .queue
                 .done
