@@ -872,9 +872,10 @@ impl LeaseStore for FsStore {
     /// returns `None`. The thread checks the key directory right before the removal
     /// (a directory swapped for a symbolic link meanwhile is refused, never
     /// followed) and removes a record name that is a link itself, never its target.
-    /// At most 64 removals wait; beyond that, and when this handle has not checked
-    /// the key directory within the last second, the removal is made here, as
-    /// [`remove`](LeaseStore::remove) does. A removal left queued by a killed
+    /// At most 64 removals wait; beyond that, when this handle has not checked
+    /// the key directory within the last second, and when the name is not a regular
+    /// file (a link, a directory or a FIFO someone planted: foreign, so removed now),
+    /// the removal is made here, as [`remove`](LeaseStore::remove) does. A removal left queued by a killed
     /// process leaves a superseded record behind, which is harmless.
     ///
     /// # Errors
@@ -888,7 +889,13 @@ impl LeaseStore for FsStore {
         if self.shared.dir_checked(key) {
             let dir = self.key_dir(key);
             let path = dir.join(layout::record_file_name(generation));
-            if self.shared.removals.queue(key, generation, &dir, path) == removals::Queued::Yes {
+            // Only a regular file, as this protocol writes them, is left to the
+            // thread: a name that is anything else (a link, a directory, a FIFO
+            // planted there) is foreign and goes now, as before, never later.
+            let regular = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
+            if regular
+                && self.shared.removals.queue(key, generation, &dir, path) == removals::Queued::Yes
+            {
                 return Ok(());
             }
         }
