@@ -113,6 +113,7 @@ pub fn rows(bin: &Path, dir: &Path, it: &Iters) -> R<Vec<Row>> {
         floor: fl.map(|f| ("one `git diff --cached --name-only` process".into(), f)),
         floor_one: None,
         floor_swept: None,
+        back_to_back: None,
         target: Some(Target::P50AtMost(Duration::from_millis(100))),
     }])
 }

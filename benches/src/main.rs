@@ -22,6 +22,8 @@ mod loss;
 #[cfg(unix)]
 mod machine;
 #[cfg(unix)]
+mod removal_ab;
+#[cfg(unix)]
 mod report;
 #[cfg(unix)]
 mod rivals;
@@ -134,7 +136,7 @@ mod app {
     use crate::floor::FloorKit;
     use crate::machine::Machine;
     use crate::report::Report;
-    use crate::rows::{Group, cli_rows, paired, paired_floors, protocol_rows};
+    use crate::rows::{Group, Settle, cli_rows, paired, paired_floors, protocol_rows};
     use crate::{Iters, R, contention, loss, rivals, wedged};
 
     const USAGE: &str = "\
@@ -246,7 +248,8 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
     /// syscalls one operation makes (docs/design-07-performance.md). OP is `check`,
     /// `renew` or `acquire-release`, or `memory-` and one of those for the memory
     /// backend (for a profiler); `sweep-probe` times a removal next to a flushed
-    /// create placed seven ways (docs/design-07-performance.md).
+    /// create placed seven ways, `removal-ab` the removal thread against removals in
+    /// line, alternated (docs/design-07-performance.md).
     fn ops(op: &str, n: usize, dir: &Path) -> R<()> {
         use fencepost::{AcquireOptions, Resource};
         // `handoff` / `handoff-noflush`: N rounds of the handoff row (for a trace).
@@ -296,6 +299,10 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
                 check.p50.as_secs_f64() / noop.p50.as_secs_f64()
             );
             return Ok(());
+        }
+        // `removal-ab`: the removal thread against removals in line, alternated.
+        if op == "removal-ab" {
+            return crate::removal_ab::run(dir, n);
         }
         if op == "wake" {
             let summary = crate::floor::wake(dir, n, contention::HANDOFF_HOLD)?;
@@ -390,8 +397,10 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             };
             step(name);
             let root = dir.join(if flush { "fs-flush" } else { "fs-noflush" });
-            let make = |sub: &str| -> R<Store> {
-                Ok(Store::new(FsStore::open(root.join(sub))?.with_flush(flush)))
+            let make = |sub: &str| -> R<(Store, Settle)> {
+                let fs = FsStore::open(root.join(sub))?.with_flush(flush);
+                let handle = fs.clone();
+                Ok((Store::new(fs), Box::new(move || handle.settle())))
             };
             let group = Group {
                 name,
@@ -402,7 +411,9 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             report.rows.extend(protocol_rows(group, it, &mut notes)?);
         }
         step("memory");
-        let make = |_: &str| -> R<Store> { Ok(Store::new(MemoryStore::new())) };
+        let make = |_: &str| -> R<(Store, Settle)> {
+            Ok((Store::new(MemoryStore::new()), Box::new(|| {})))
+        };
         let group = Group {
             name: "memory",
             make_store: &make,

@@ -101,6 +101,7 @@ impl Report {
                 floor: None,
                 floor_one: None,
                 floor_swept: None,
+                back_to_back: None,
                 target: None,
             });
         }
@@ -218,13 +219,17 @@ impl Report {
              against its floor with the sweep's removals timed (the plain floors remove their \
              old files untimed). A sweeping row also gives its mean against each floor's \
              mean: a removal that only some operations make would not show in the p50, and \
-             the mean charges every one. The memory backend has no floor: it is \
+             the mean charges every one. The fs backend makes a sweep's removals on a removal \
+             thread after the operation returned; a sweeping row settles them, untimed, before \
+             every floor sample, so none lands on a floor's clock (the back-to-back table \
+             below charges them). The memory backend has no floor: it is \
              the protocol's own CPU cost.\n"
         );
         table_head(&mut s, true);
         for r in &self.rows {
             table_row(&mut s, r, true);
         }
+        self.render_back_to_back(&mut s);
 
         let _ = writeln!(
             s,
@@ -423,6 +428,49 @@ impl Report {
         }
     }
 
+    /// The sweeping rows timed in back-to-back blocks (`rows::BackToBack`).
+    fn render_back_to_back(&self, s: &mut String) {
+        let rows: Vec<_> = self
+            .rows
+            .iter()
+            .filter_map(|r| r.back_to_back.as_ref().map(|b| (r, b)))
+            .collect();
+        if rows.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "\n### The sweeping rows, back to back\n\n\
+             The fs backend makes the sweep's removals on a removal thread, after the \
+             operation returned; above, they are settled untimed before every floor sample, so \
+             the p50 shows the operation without them. Here each row runs in blocks of \
+             operations in a row (its queued removals overlapping the next operations, as in \
+             real use), the removals still queued at the end of a block settled **on the \
+             clock**, alternated block by block with as many of its plain floor and of its \
+             floor with the sweep. Mean per operation over all blocks; a removal's disk time \
+             that did not overlap is charged here. These means decide the sweeping rows' \
+             targets below.\n\n\
+             | group | row | blocks × operations | row mean | floor mean | ratio | \
+             floor with the sweep mean | ratio to it |\n\
+             | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+        );
+        for (r, b) in rows {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} × {} | {} | {} | {:.2}× | {} | {:.2}× |",
+                r.group,
+                r.name,
+                b.blocks,
+                b.per_block,
+                fmt(b.row_mean),
+                fmt(b.floor_mean),
+                ratio(b.row_mean, b.floor_mean),
+                fmt(b.swept_mean),
+                ratio(b.row_mean, b.swept_mean),
+            );
+        }
+    }
+
     fn render_targets(&self, s: &mut String) {
         let _ = writeln!(
             s,
@@ -437,14 +485,34 @@ impl Report {
              within its target of a floor that does only what the protocol must do.\n\n\
              A sweeping row's *why* also gives its mean against its floors' means, which \
              charges every removal even where only some operations make one.\n\n\
+             **A sweeping fs row is judged by its back-to-back mean** (the table above): its \
+             removals run on the fs backend's removal thread after it returns, so its p50 \
+             (shown beside it) leaves out disk time the removals still spend; the back-to-back \
+             mean, with the last removals settled on the clock, cannot. *Measured*, *met* and \
+             the ratio to the floor with the sweep are then back-to-back means against the \
+             floors' back-to-back means.\n\n\
              | row | target | measured | met | by how much | against the single-fsync floor | \
              against the floor with the sweep | why (from the floor rows) |\n\
              | --- | --- | ---: | --- | ---: | ---: | ---: | --- |"
         );
         let verdict = |met: bool| if met { "yes" } else { "**no**" };
         for r in self.rows.iter().filter(|r| r.target.is_some()) {
-            let (target, measured, met, by, limit) = match (r.target, &r.floor) {
-                (Some(Target::RatioAtMost(limit)), Some((_, f))) => {
+            let (target, measured, met, by, limit) = match (r.target, &r.floor, &r.back_to_back) {
+                (Some(Target::RatioAtMost(limit)), Some((_, f)), Some(b)) => {
+                    let x = ratio(b.row_mean, b.floor_mean);
+                    (
+                        format!("p50 ≤ {limit}× floor; sweeping: back-to-back mean"),
+                        format!(
+                            "{x:.2}× back to back (p50 alone, removals settled off the clock: \
+                             {:.2}×)",
+                            ratio(r.summary.p50, f.p50)
+                        ),
+                        x <= limit,
+                        x / limit,
+                        Some(limit),
+                    )
+                }
+                (Some(Target::RatioAtMost(limit)), Some((_, f)), None) => {
                     let x = ratio(r.summary.p50, f.p50);
                     (
                         format!("p50 ≤ {limit}× floor"),
@@ -454,7 +522,7 @@ impl Report {
                         Some(limit),
                     )
                 }
-                (Some(Target::P50AtMost(limit)), _) => {
+                (Some(Target::P50AtMost(limit)), ..) => {
                     let x = ratio(r.summary.p50, limit);
                     (
                         format!("p50 ≤ {}", fmt(limit)),
@@ -474,10 +542,16 @@ impl Report {
             let one = r.floor_one.as_ref().map_or("—".into(), |(_, f)| {
                 format!("{:.2}×", ratio(r.summary.p50, f.p50))
             });
-            let swept_x = r
-                .floor_swept
-                .as_ref()
-                .map(|(_, f)| ratio(r.summary.p50, f.p50));
+            // Back to back where the row has it (the honest figure for a row whose
+            // removals run after it returns), else the alternated p50s.
+            let swept_at =
+                |b: &crate::rows::BackToBack| (ratio(b.row_mean, b.swept_mean), b.swept_mean);
+            let swept_both = match (&r.back_to_back, &r.floor_swept) {
+                (Some(b), Some(_)) => Some((swept_at(b), "mean back to back")),
+                (None, Some((_, f))) => Some(((ratio(r.summary.p50, f.p50), f.p50), "p50")),
+                _ => None,
+            };
+            let swept_x = swept_both.map(|((x, _), _)| x);
             let swept = swept_x.map_or("—".into(), |x| format!("{x:.2}×"));
             let discard = if self.machine.mount.online_discard {
                 "; the bench directory's filesystem is mounted with online discard \
@@ -487,16 +561,18 @@ impl Report {
             } else {
                 ""
             };
-            let why = match (met, swept_x, limit, &r.floor_swept) {
+            let why = match (met, swept_both, limit, &r.floor_swept) {
                 (true, ..) => "—".to_string(),
-                (false, Some(x), Some(limit), Some((name, f))) if x <= limit => format!(
-                    "the disk: the sweep's removals the plain floor leaves off the clock; \
-                     its floor with them ({name}) is {} at p50, and the row is {x:.2}× that \
+                (false, Some(((x, at), how)), Some(limit), Some((name, _))) if x <= limit => {
+                    format!(
+                        "the disk: the sweep's removals the plain floor leaves off the clock; \
+                     its floor with them ({name}) is {} ({how}), and the row is {x:.2}× that \
                      (≤ {limit}×){discard}",
-                    fmt(f.p50)
-                ),
-                (false, Some(x), Some(_), Some(_)) => {
-                    format!("the code: {x:.2}× even the floor with the sweep's removals")
+                        fmt(at)
+                    )
+                }
+                (false, Some(((x, _), how)), Some(_), Some(_)) => {
+                    format!("the code: {x:.2}× even the floor with the sweep's removals ({how})")
                 }
                 (false, ..) => "the code: no floor row accounts for it".to_string(),
             };

@@ -95,6 +95,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         floor: None,
         floor_one: None,
         floor_swept: None,
+        back_to_back: None,
         target: None,
     });
 
@@ -115,6 +116,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         floor: None,
         floor_one: None,
         floor_swept: None,
+        back_to_back: None,
         target: None,
     });
 
@@ -140,6 +142,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         floor: None,
         floor_one: None,
         floor_swept: None,
+        back_to_back: None,
         target: None,
     });
     Ok(rows)

@@ -40,8 +40,30 @@ pub struct Row {
     /// measured in the same rotation: what the filesystem charges for all the work
     /// the protocol must do.
     pub floor_swept: Option<(String, Summary)>,
+    /// For a row whose removals the fs backend makes on its removal thread: the row
+    /// and its floors timed in back-to-back blocks (see [`BackToBack`]).
+    pub back_to_back: Option<BackToBack>,
     /// Issue 17's target for the row, if it has one.
     pub target: Option<Target>,
+}
+
+/// A sweeping row timed in back-to-back blocks: `per_block` operations in a row with
+/// no settle in between (the removals each one queued overlap the next ones, as in
+/// real use), then the removals still queued settled **on the clock**, so every
+/// removal's disk time that did not overlap is charged; alternated block by block
+/// with `per_block` of its plain floor and `per_block` of its floor with the sweep,
+/// each a sum of the floor's own timings (the plain floor's removals stay off its
+/// clock, the swept floor's on it).
+#[derive(Debug, Clone)]
+pub struct BackToBack {
+    /// Blocks of each, and operations per block.
+    pub blocks: usize,
+    pub per_block: usize,
+    /// Mean per operation: the row's (wall time of its blocks, settle included),
+    /// its plain floor's and its floor with the sweep's.
+    pub row_mean: Duration,
+    pub floor_mean: Duration,
+    pub swept_mean: Duration,
 }
 
 type Op<'a> = dyn FnMut() -> R<Duration> + 'a;
@@ -112,12 +134,16 @@ fn options() -> AcquireOptions {
     AcquireOptions::new(TTL_MS).owner("bench")
 }
 
+/// Waits, untimed, until the removals a store queued on its removal thread were made
+/// (`FsStore::settle`; nothing for the memory backend).
+pub type Settle = Box<dyn Fn()>;
+
 /// How a group of protocol rows is built and what it is compared with.
 pub struct Group<'a> {
     /// `fs, flush on`, `fs, flush off` or `memory`.
     pub name: &'a str,
     /// A fresh store for the row set (`main`) or for the status row (`status`).
-    pub make_store: &'a dyn Fn(&str) -> R<Store>,
+    pub make_store: &'a dyn Fn(&str) -> R<(Store, Settle)>,
     /// The floor kit (fs groups only) and whether claims are flushed.
     pub floor: Option<(&'a mut FloorKit, bool)>,
     /// Whether issue 8's targets apply to this group.
@@ -132,7 +158,8 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
         mut floor,
         targets,
     } = group;
-    let store = make_store("main")?;
+    let (store, settle) = make_store("main")?;
+    let settle = &*settle;
     let memory = floor.is_none();
     let (iters, few) = if memory {
         (it.memory, it.memory)
@@ -146,6 +173,7 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
                         floor: fl,
                         one,
                         swept,
+                        b2b,
                     }: Measured,
                     floor_name: &str,
                     target| {
@@ -156,6 +184,7 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
             floor: fl.map(|f| (floor_name.to_string(), f)),
             floor_one: one.map(|f| (single_fsync_name(floor_name), f)),
             floor_swept: swept.map(|(removals, f)| (swept_name(floor_name, removals), f)),
+            back_to_back: b2b,
             target: if targets { target } else { None },
         });
     };
@@ -189,6 +218,15 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
         .then_some(Target::RatioAtMost(1.3));
     push("check", measured, "listing + read", target);
 
+    // The sweeping rows: acquire (sweeps the claim and tombstone below its claim)
+    // and renew (the record it superseded). The fs backend makes those removals on
+    // its removal thread, after the operation returned: they are settled, untimed,
+    // before every floor sample, so none lands on the floor's clock; and each row is
+    // also timed in back-to-back blocks, its removals overlapping the next operations
+    // as in real use and the last ones settled on the clock (`back_to_back`).
+    let (blocks, per_block) = if it.quick { (2, 5) } else { (20, 50) };
+    let (new_blocks, new_per_block) = if it.quick { (1, 5) } else { (4, 25) };
+
     // acquire + release, cold resource (free: its newest record is a tombstone)
     let res = Resource::lock("row-cold");
     store.release(&store.acquire(&res, &options())?)?;
@@ -200,19 +238,18 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
         })
         .map(|(_, t)| t)
     };
+    let cold_floor = |kit: &mut FloorKit, flush: bool, variant: Variant| -> R<Duration> {
+        Ok(variant.claim(kit, flush, 2)? + kit.create(false)? + kit.list_read()?)
+    };
     let (measured, flush) = match floor.as_mut() {
-        Some((kit, true)) => (
-            claim_floors(iters, it.warmup, &mut op, kit, 2, |kit, variant| {
-                Ok(variant.create(kit, 2)? + kit.create(false)? + kit.list_read()?)
-            })?,
-            true,
-        ),
-        Some((kit, false)) => {
-            let mut f = || Ok(kit.create(false)? + kit.create(false)? + kit.list_read()?);
-            (
-                three(paired(iters, it.warmup, &mut op, Some(&mut f))?),
-                false,
-            )
+        Some((kit, flush)) => {
+            let flush = *flush;
+            let mut measured =
+                sweeping(iters, it.warmup, &mut op, kit, flush, 2, settle, cold_floor)?;
+            measured.b2b = Some(back_to_back(
+                blocks, per_block, &mut op, settle, kit, flush, cold_floor,
+            )?);
+            (measured, flush)
         }
         None => (three(paired(iters, it.warmup, &mut op, None)?), false),
     };
@@ -241,12 +278,19 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
         .map(|(_, t)| t)
     };
     let measured = match floor.as_mut() {
-        Some((kit, true)) => claim_floors(few, 0, &mut op, kit, 2, |kit, variant| {
-            Ok(variant.create(kit, 2)? + kit.create(false)? + kit.list_read()?)
-        })?,
-        Some((kit, false)) => {
-            let mut f = || Ok(kit.create(false)? + kit.create(false)? + kit.list_read()?);
-            three(paired(few, 0, &mut op, Some(&mut f))?)
+        Some((kit, flush)) => {
+            let flush = *flush;
+            let mut measured = sweeping(few, 0, &mut op, kit, flush, 2, settle, cold_floor)?;
+            measured.b2b = Some(back_to_back(
+                new_blocks,
+                new_per_block,
+                &mut op,
+                settle,
+                kit,
+                flush,
+                cold_floor,
+            )?);
+            measured
         }
         None => three(paired(few, 0, &mut op, None)?),
     };
@@ -261,20 +305,43 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     let res = Resource::lock("row-renew");
     let mut lease = store.acquire(&res, &options())?;
     let mut op = || timed(|| Ok(store.renew(&mut lease)?)).map(|(_, t)| t);
+    let renew_floor = |kit: &mut FloorKit, flush: bool, variant: Variant| -> R<Duration> {
+        variant.claim(kit, flush, 1)
+    };
     let measured = match floor.as_mut() {
-        Some((kit, true)) => claim_floors(iters, it.warmup, &mut op, kit, 1, |kit, variant| {
-            variant.create(kit, 1)
-        })?,
-        Some((kit, false)) => three(paired(
-            iters,
-            it.warmup,
-            &mut op,
-            Some(&mut || kit.create(false)),
-        )?),
+        Some((kit, flush)) => {
+            let flush = *flush;
+            let mut measured = sweeping(
+                iters,
+                it.warmup,
+                &mut op,
+                kit,
+                flush,
+                1,
+                settle,
+                renew_floor,
+            )?;
+            measured.b2b = Some(back_to_back(
+                blocks,
+                per_block,
+                &mut op,
+                settle,
+                kit,
+                flush,
+                renew_floor,
+            )?);
+            measured
+        }
         None => three(paired(iters, it.warmup, &mut op, None)?),
     };
+    // Counted on disk: the removals the last renewals queued are made first.
+    settle();
     let records = store.backend().generations(lease.key())?.len();
-    notes.push(renew_note(group_name, iters + it.warmup, records));
+    notes.push(renew_note(
+        group_name,
+        iters + it.warmup + blocks * per_block,
+        records,
+    ));
     let target = (!memory && flush).then_some(Target::RatioAtMost(1.1));
     let floor_name = if flush {
         "flushed create"
@@ -316,7 +383,7 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     push("claim refused while held", measured, "listing + read", None);
 
     // status over 1,000 keys, in a store of its own
-    let status_store = make_store("status")?;
+    let (status_store, _) = make_store("status")?;
     for k in 0..it.status_keys {
         status_store.acquire(&Resource::lock(format!("status-{k:05}")), &options())?;
     }
@@ -361,7 +428,7 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     // make the index walk alone take minutes), fewer for the whole walk.
     let (reps, warm) = (it.fs_new_key.max(2), it.warmup.min(5));
     let walk_reps = (it.fs_new_key / 10).max(2);
-    let empty = make_store("tree-empty")?;
+    let (empty, _) = make_store("tree-empty")?;
     let measured = three(paired(
         reps,
         warm,
@@ -376,7 +443,7 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     );
     // The same file with `n` unrelated file claims held (beside it, sharing its
     // ancestors above `work/`).
-    let crowded = make_store("tree-crowded")?;
+    let (crowded, _) = make_store("tree-crowded")?;
     for k in 0..n {
         let other = base.join(format!("other/d{}/f{k}.rs", k / 50));
         crowded.acquire(&Resource::file(other), &options())?;
@@ -413,7 +480,7 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     push(&name, measured, "", None);
     // A subtree claim over `n` files claimed before and released: the whole index
     // walk (every entry and every file's newest record read), then claimed.
-    let walked = make_store("tree-walked")?;
+    let (walked, _) = make_store("tree-walked")?;
     for k in 0..n {
         let other = base.join(format!("other/d{}/f{k}.rs", k / 50));
         walked.release(&walked.acquire(&Resource::file(other), &options())?)?;
@@ -437,6 +504,8 @@ pub struct Measured {
     one: Option<Summary>,
     /// With the sweep's removals timed (how many, and the samples).
     swept: Option<(usize, Summary)>,
+    /// Back-to-back blocks (sweeping fs rows).
+    b2b: Option<BackToBack>,
 }
 
 /// A row measured against one floor only.
@@ -446,6 +515,7 @@ fn three((row, floor): (Summary, Option<Summary>)) -> Measured {
         floor,
         one: None,
         swept: None,
+        b2b: None,
     }
 }
 
@@ -461,6 +531,17 @@ pub enum Variant {
 }
 
 impl Variant {
+    /// A claim's create in a floor: flushed as this variant says with `flush`;
+    /// without it an unflushed create, with the sweep's `removals` timed for
+    /// [`Variant::Swept`] (there is no single-fsync variant without a flush).
+    pub fn claim(self, kit: &mut FloorKit, flush: bool, removals: usize) -> R<Duration> {
+        match (flush, self) {
+            (true, variant) => variant.create(kit, removals),
+            (false, Variant::Swept) => kit.create_removing(false, removals),
+            (false, _) => kit.create(false),
+        }
+    }
+
     /// The flushed create of this variant; `removals` applies to [`Variant::Swept`].
     pub fn create(self, kit: &mut FloorKit, removals: usize) -> R<Duration> {
         match self {
@@ -471,27 +552,77 @@ impl Variant {
     }
 }
 
-/// A flushed row timed against its claim floors in one rotation: `floor(kit,
-/// variant)` with the file + directory flush, with the single-fsync create, and
-/// with the sweep's `removals` timed.
-fn claim_floors(
+/// A sweeping fs row against its claim floors in one rotation (flush on: the floor
+/// with the file and directory flush, the single-fsync floor and the floor with the
+/// sweep; flush off: the plain floor and the floor with the sweep). The removals the row left
+/// queued on the fs backend's removal thread are settled, untimed, before every
+/// floor sample, so they never land on a floor's clock.
+#[allow(clippy::too_many_arguments)]
+fn sweeping(
     iters: usize,
     warmup: usize,
     op: &mut Op<'_>,
     kit: &mut FloorKit,
+    flush: bool,
     removals: usize,
-    floor: impl Fn(&mut FloorKit, Variant) -> R<Duration>,
+    settle: &dyn Fn(),
+    floor: impl Fn(&mut FloorKit, bool, Variant) -> R<Duration>,
 ) -> R<Measured> {
-    let variants = [Variant::Both, Variant::One, Variant::Swept];
-    let mut floors = |i: usize| floor(kit, variants[i]);
-    let (row, mut f) = paired_floors(iters, warmup, op, 3, &mut floors)?;
+    let variants: &[Variant] = if flush {
+        &[Variant::Both, Variant::One, Variant::Swept]
+    } else {
+        &[Variant::Both, Variant::Swept]
+    };
+    let mut floors = |i: usize| {
+        settle();
+        floor(kit, flush, variants[i])
+    };
+    let (row, mut f) = paired_floors(iters, warmup, op, variants.len(), &mut floors)?;
     let swept = f.pop();
-    let one = f.pop();
+    let one = if flush { f.pop() } else { None };
     Ok(Measured {
         row,
         floor: f.pop(),
         one,
         swept: swept.map(|s| (removals, s)),
+        b2b: None,
+    })
+}
+
+/// Times `op` in back-to-back blocks against its plain floor and its floor with the
+/// sweep (see [`BackToBack`]).
+fn back_to_back(
+    blocks: usize,
+    per_block: usize,
+    op: &mut Op<'_>,
+    settle: &dyn Fn(),
+    kit: &mut FloorKit,
+    flush: bool,
+    floor: impl Fn(&mut FloorKit, bool, Variant) -> R<Duration>,
+) -> R<BackToBack> {
+    settle();
+    let (mut row, mut plain, mut swept) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    for _ in 0..blocks {
+        let start = Instant::now();
+        for _ in 0..per_block {
+            op()?;
+        }
+        settle();
+        row += start.elapsed();
+        for _ in 0..per_block {
+            plain += floor(kit, flush, Variant::Both)?;
+        }
+        for _ in 0..per_block {
+            swept += floor(kit, flush, Variant::Swept)?;
+        }
+    }
+    let n = u32::try_from((blocks * per_block).max(1))?;
+    Ok(BackToBack {
+        blocks,
+        per_block,
+        row_mean: row / n,
+        floor_mean: plain / n,
+        swept_mean: swept / n,
     })
 }
 
@@ -577,6 +708,7 @@ pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) 
         floor: None,
         floor_one: None,
         floor_swept: None,
+        back_to_back: None,
         target: None,
     });
 
@@ -588,6 +720,7 @@ pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) 
         floor: fl.map(|f| ("no-op process".into(), f)),
         floor_one: None,
         floor_swept: None,
+        back_to_back: None,
         target: Some(Target::RatioAtMost(1.15)),
     });
 
@@ -621,6 +754,7 @@ pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) 
         floor: Some((floor_name.into(), fl)),
         floor_one: Some((single_fsync_name(floor_name), one)),
         floor_swept: None,
+        back_to_back: None,
         target: None,
     });
     Ok(rows)

@@ -498,3 +498,56 @@ fn owners_written_by_others_are_printed_with_control_characters_escaped() {
     let table = s.cmd().arg("status").output().unwrap();
     assert!(!String::from_utf8_lossy(&table.stdout).contains('\u{1b}'));
 }
+
+/// The files of the store's one key directory (`claims/<key>/`), counted from
+/// outside the processes that wrote them.
+fn records_on_disk(s: &Scratch) -> usize {
+    let claims = s.store().join("claims");
+    let mut dirs = std::fs::read_dir(&claims)
+        .unwrap()
+        .map(|e| e.unwrap().path());
+    let dir = dirs.next().expect("a key directory");
+    assert!(dirs.next().is_none(), "one key only");
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            let name = name.to_string_lossy();
+            name.starts_with('g') && name.ends_with(".json")
+        })
+        .count()
+}
+
+/// The fs backend sweeps on a removal thread (docs/design-07-performance.md): a
+/// short-lived `claim`, `release` or `run` process must still make its sweep's
+/// removals before it exits (the store handle is dropped, which drains them), so a
+/// series used only through the CLI stays bounded: after every claim it holds the
+/// claim alone, after every release the claim and its tombstone.
+#[test]
+fn a_series_used_through_short_lived_processes_stays_bounded() {
+    let s = Scratch::new();
+    for round in 0..6 {
+        let output = s
+            .cmd()
+            .args(["claim", "--lock", "tidy", "--ttl", "60000"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let handle = String::from_utf8(output.stdout).unwrap();
+        assert_eq!(records_on_disk(&s), 1, "after claim {round}");
+        s.cmd()
+            .args(["release", "--lock", "tidy", handle.trim()])
+            .assert()
+            .success();
+        assert_eq!(records_on_disk(&s), 2, "after release {round}");
+    }
+    for round in 0..3 {
+        s.cmd()
+            .args(["run", "--lock", "tidy", "--"])
+            .arg(crate::util::child_bin())
+            .arg("exit=0")
+            .assert()
+            .success();
+        assert_eq!(records_on_disk(&s), 2, "after run {round}");
+    }
+}

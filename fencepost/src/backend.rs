@@ -163,9 +163,11 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
     /// A [`BackendError`] when the record exists but cannot be read.
     fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError>;
 
-    /// Removes record `generation` of `key`, best effort. Used only by sweep, only for
-    /// generations below a claim the caller durably created, and for tickets of a wait
-    /// queue (`queue-…` keys, which carry no token); removing a missing record
+    /// Removes record `generation` of `key`, best effort, before returning. Used by the
+    /// sweep by hand ([`Store::sweep`](crate::Store::sweep)), only for generations
+    /// below a claim the caller durably created (the sweep after a claim uses
+    /// [`remove_superseded`](LeaseStore::remove_superseded)), and for tickets of a
+    /// wait queue (`queue-…` keys, which carry no token); removing a missing record
     /// succeeds.
     ///
     /// # Errors
@@ -173,6 +175,31 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
     /// A [`BackendError`] when the removal failed; the protocol ignores it (a record
     /// left behind is harmless).
     fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError>;
+
+    /// Removes record `generation` of `key`, superseded by a claim the caller durably
+    /// created and confirmed newest (the sweep after a claim, docs/protocol.md §3.6),
+    /// and may **complete after it returns**: a backend may hand the removal to
+    /// another thread so the claimant does not wait for it. The default is
+    /// [`remove`](LeaseStore::remove).
+    ///
+    /// A backend that defers must keep three promises. Through this handle (and its
+    /// clones) the record reads as removed once this returns: later
+    /// [`generations`](LeaseStore::generations) leave it out and
+    /// [`read`](LeaseStore::read) returns `None`. The removal is never made before
+    /// this call (so never before the superseding claim's flush returned, which the
+    /// protocol guarantees by calling this only after it). And memory stays bounded.
+    /// A deferred removal that never lands (the process killed first) leaves a
+    /// superseded record behind, which is harmless: the next claim's sweep removes
+    /// every generation listed below it.
+    ///
+    /// # Errors
+    ///
+    /// As [`remove`](LeaseStore::remove) when the removal is made before returning;
+    /// a deferred removal that fails is not reported (the protocol ignores the
+    /// error either way).
+    fn remove_superseded(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
+        self.remove(key, generation)
+    }
 
     /// Lists every key that has (or had) a series, in any order. Names that are not
     /// keys are skipped.
@@ -245,6 +272,9 @@ macro_rules! forward_lease_store {
             }
             fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
                 (**self).remove(key, generation)
+            }
+            fn remove_superseded(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
+                (**self).remove_superseded(key, generation)
             }
             fn keys(&self) -> Result<Vec<Key>, BackendError> {
                 (**self).keys()

@@ -44,10 +44,26 @@
 //! checked by every listing of it (on Linux by the open itself, `O_DIRECTORY |
 //! O_NOFOLLOW`, with no window; elsewhere with `lstat` just before), a create, read
 //! or removal trusts a check this handle made within the last second (every protocol
-//! operation lists first), and `claims/` is checked when the store is opened
+//! operation lists first; the removal thread checks again itself, whenever it runs),
+//! and `claims/` is checked when the store is opened
 //! and listed. That leaves a window only against someone who deliberately swaps a
 //! directory for a link while the store is in use: the protection is against
 //! accidents and confused tools, not against a hostile user of the same tree.
+//!
+//! # Removals of superseded records
+//!
+//! The sweep after each claim and renewal
+//! ([`LeaseStore::remove_superseded`]) is handed to a removal thread of the store
+//! handle (shared by its clones, started with the first removal), so the claimant
+//! does not wait for the disk: where the filesystem discards freed blocks online, an
+//! `unlink` of a flushed record waits for the device. Through the handle a queued
+//! removal reads as made; the thread checks the key directory again right before
+//! removing (never following a link); at most 64 wait, beyond that a removal is made
+//! in line. Dropping the last clone of the handle drains the queue (a few seconds at
+//! most); [`FsStore::settle`] waits for it. A process killed with removals queued
+//! leaves superseded records behind, which is harmless: the next claim's sweep
+//! removes every generation below it. [`LeaseStore::remove`] itself is made before
+//! it returns.
 //!
 //! # Example
 //!
@@ -88,6 +104,7 @@ pub struct WorkspaceReadmeDoctests;
 
 mod layout;
 mod locate;
+mod removals;
 mod sys;
 
 use std::collections::{HashMap, HashSet};
@@ -160,6 +177,9 @@ struct Shared {
     /// wait: closing one costs the kernel milliseconds (see [`sys::DirWatch`]),
     /// which a waiter that just won its claim would otherwise pay while holding it.
     idle_watches: IdleWatches,
+    /// Removals of superseded records waiting for (or on) the removal thread
+    /// (`removals.rs`); dropped with the last clone, which drains them.
+    removals: removals::Removals,
 }
 
 /// At most this many idle change watches are kept per store handle (each holds an
@@ -369,6 +389,28 @@ impl FsStore {
     pub fn with_flush(mut self, flush: bool) -> FsStore {
         self.flush = flush;
         self
+    }
+
+    /// Waits until every removal of a superseded record queued through this handle
+    /// (or a clone) before the call has been made.
+    ///
+    /// The protocol's sweep after a claim or renewal
+    /// ([`LeaseStore::remove_superseded`]) does not wait for the disk: the removal is
+    /// queued for this handle's removal thread (at most 64 wait; beyond that a
+    /// removal is made on the caller's thread) and made moments later. Through this
+    /// handle the records already read as removed, so nothing the protocol does
+    /// needs this. Call it when *others* must see the store tidy now: before
+    /// counting a series' files from outside, before timing something else on the
+    /// same disk (the benchmark settles before every floor sample), or before
+    /// handing the directory to a tool. Dropping the last clone of the handle does
+    /// the same (waiting at most a few seconds). A process killed with removals
+    /// queued leaves superseded records behind: harmless, the next claim's sweep
+    /// removes every generation listed below it.
+    ///
+    /// A removal that fails (permission, a key directory that became a symbolic
+    /// link) is dropped, as the protocol would ignore its error.
+    pub fn settle(&self) {
+        self.shared.removals.settle();
     }
 
     fn key_dir(&self, key: &Key) -> PathBuf {
@@ -739,6 +781,8 @@ impl LeaseStore for FsStore {
         // are one generation.
         generations.sort_unstable();
         generations.dedup();
+        // Removals this handle queued read as made (`remove_superseded`).
+        self.shared.removals.hide_pending(key, &mut generations);
         Ok(generations)
     }
 
@@ -760,7 +804,8 @@ impl LeaseStore for FsStore {
     /// opened or read (permissions: never guessed to be torn, as it may be a live
     /// claim of another user).
     fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError> {
-        if generation == 0 {
+        if generation == 0 || self.shared.removals.hides(key, generation) {
+            // Queued for removal by this handle: it reads as removed.
             return Ok(None);
         }
         let dir = self.key_dir(key);
@@ -812,6 +857,49 @@ impl LeaseStore for FsStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(BackendError::new("remove", path.display(), e)),
         }
+    }
+
+    /// Removes `claims/<key>/g<generation>.json`, superseded by a claim the protocol
+    /// flushed and confirmed, **on this handle's removal thread**: it returns without
+    /// waiting for the disk, and the removal is made moments later (where the
+    /// filesystem discards freed blocks online, an `unlink` of a flushed record waits
+    /// for the device: docs/design-07-performance.md, "What the floors leave out").
+    /// [`FsStore::settle`] waits for it.
+    ///
+    /// Queued only now, so never made before this call (the protocol calls it only
+    /// after the superseding claim's flush returned). Through this handle and its
+    /// clones the record reads as removed at once: listings leave it out, a read
+    /// returns `None`. The thread checks the key directory right before the removal
+    /// (a directory swapped for a symbolic link meanwhile is refused, never
+    /// followed) and removes a record name that is a link itself, never its target.
+    /// At most 64 removals wait; beyond that, when this handle has not checked
+    /// the key directory within the last second, and when the name is not a regular
+    /// file (a link, a directory or a FIFO someone planted: foreign, so removed now),
+    /// the removal is made here, as [`remove`](LeaseStore::remove) does. A removal left queued by a killed
+    /// process leaves a superseded record behind, which is harmless.
+    ///
+    /// # Errors
+    ///
+    /// As [`remove`](LeaseStore::remove) when made here; a queued removal that fails
+    /// is dropped (the protocol ignores the error either way).
+    fn remove_superseded(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
+        if generation == 0 {
+            return Ok(());
+        }
+        if self.shared.dir_checked(key) {
+            let dir = self.key_dir(key);
+            let path = dir.join(layout::record_file_name(generation));
+            // Only a regular file, as this protocol writes them, is left to the
+            // thread: a name that is anything else (a link, a directory, a FIFO
+            // planted there) is foreign and goes now, as before, never later.
+            let regular = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
+            if regular
+                && self.shared.removals.queue(key, generation, &dir, path) == removals::Queued::Yes
+            {
+                return Ok(());
+            }
+        }
+        self.remove(key, generation)
     }
 
     /// Lists the directories in `claims/` whose names are keys
@@ -1111,6 +1199,191 @@ mod tests {
             );
             assert_eq!(store.read(&k, 2).unwrap().unwrap(), b"two");
         }
+    }
+
+    /// The names of record files in `key`'s directory, as another process sees
+    /// them (not through the handle, which hides removals it queued).
+    fn records_on_disk(store: &FsStore, k: &Key) -> Vec<String> {
+        let mut names: Vec<String> = match fs::read_dir(store.key_dir(k)) {
+            Ok(entries) => entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| layout::parse_record_file_name(n).is_some())
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        names.sort();
+        names
+    }
+
+    /// The sweep after a claim goes to the removal thread: queued removals read as
+    /// made through the handle at once (listing, read), are on disk until the
+    /// thread makes them, and are gone after `settle`.
+    #[test]
+    fn a_queued_removal_reads_as_made_and_is_made_by_settle() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let k = key("queued");
+        for g in 1..=3 {
+            store.create(&k, g, b"x", Durability::Flushed).unwrap();
+        }
+        assert_eq!(store.generations(&k).unwrap(), [1, 2, 3]);
+        store.shared.removals.pause(true);
+        store.remove_superseded(&k, 1).unwrap();
+        store.remove_superseded(&k, 2).unwrap();
+        assert_eq!(store.shared.removals.pending(), 2);
+        assert_eq!(
+            store.generations(&k).unwrap(),
+            [3],
+            "hidden through the handle"
+        );
+        assert_eq!(store.read(&k, 1).unwrap(), None);
+        assert_eq!(records_on_disk(&store, &k).len(), 3, "not made yet");
+        store.shared.removals.pause(false);
+        store.settle();
+        assert_eq!(store.shared.removals.pending(), 0);
+        assert_eq!(records_on_disk(&store, &k), ["g00000003.json"]);
+        assert_eq!(store.generations(&k).unwrap(), [3]);
+    }
+
+    /// (a) Bounded: after many renewals and acquire + release rounds and a settle,
+    /// the series on disk holds no more records than before them.
+    #[test]
+    fn renewals_and_handoffs_leave_the_series_bounded_after_settle() {
+        use fencepost::{AcquireOptions, Resource, Store};
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let fenced = Store::new(store.clone());
+        let lock = Resource::lock("bounded");
+        let k = lock.identity().unwrap().key;
+        let options = AcquireOptions::new(60_000);
+        let mut lease = fenced.acquire(&lock, &options).unwrap();
+        store.settle();
+        let before = records_on_disk(&store, &k).len();
+        for _ in 0..40 {
+            fenced.renew(&mut lease).unwrap();
+        }
+        fenced.release(&lease).unwrap();
+        for _ in 0..40 {
+            let lease = fenced.acquire(&lock, &options).unwrap();
+            fenced.release(&lease).unwrap();
+        }
+        let mut lease = fenced.acquire(&lock, &options).unwrap();
+        fenced.renew(&mut lease).unwrap();
+        store.settle();
+        let after = records_on_disk(&store, &k);
+        assert!(
+            after.len() <= before,
+            "{before} records before, after: {after:?}"
+        );
+    }
+
+    /// (b) Dropping the last clone of the handle drains its queue: with a slow disk
+    /// and removals queued, nothing that should have gone is left behind.
+    #[test]
+    fn dropping_the_handle_drains_its_removals() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let k = key("drained");
+        for g in 1..=9 {
+            store.create(&k, g, b"x", Durability::Unflushed).unwrap();
+        }
+        store.generations(&k).unwrap();
+        store.shared.removals.slow_down(Duration::from_millis(20));
+        for g in 1..=8 {
+            store.remove_superseded(&k, g).unwrap();
+        }
+        let clone = store.clone();
+        let other = FsStore::open(tmp.path()).unwrap();
+        drop(store);
+        assert_eq!(
+            records_on_disk(&other, &k).len(),
+            9,
+            "a clone keeps the queue"
+        );
+        drop(clone);
+        assert_eq!(records_on_disk(&other, &k), ["g00000009.json"]);
+    }
+
+    /// (c) The thread checks the key directory itself: one swapped for a symbolic
+    /// link after the removal was queued (within the handle's one-second trust) is
+    /// refused, never followed; and a record name that is a link is removed
+    /// itself, never its target.
+    #[cfg(unix)]
+    #[test]
+    fn a_queued_removal_never_follows_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path().join("store")).unwrap();
+        let outside = tmp.path().join("outside");
+        fs::create_dir(&outside).unwrap();
+
+        // A record name that is a link: the link goes, its target stays.
+        let k = key("record-link");
+        store.create(&k, 2, b"x", Durability::Flushed).unwrap();
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(outside.join("target.json"))
+            .unwrap()
+            .write_all(b"not ours")
+            .unwrap();
+        std::os::unix::fs::symlink(outside.join("target.json"), store.record_path(&k, 1)).unwrap();
+        assert_eq!(store.generations(&k).unwrap(), [1, 2]);
+        store.remove_superseded(&k, 1).unwrap();
+        store.settle();
+        assert_eq!(records_on_disk(&store, &k), ["g00000002.json"]);
+        assert_eq!(fs::read(outside.join("target.json")).unwrap(), b"not ours");
+
+        // The key directory swapped for a link between the queueing and the removal.
+        let k = key("swapped-later");
+        store.create(&k, 1, b"one", Durability::Flushed).unwrap();
+        store.create(&k, 2, b"two", Durability::Flushed).unwrap();
+        assert_eq!(store.generations(&k).unwrap(), [1, 2]);
+        store.shared.removals.pause(true);
+        store.remove_superseded(&k, 1).unwrap();
+        let moved = tmp.path().join("moved");
+        fs::create_dir(&moved).unwrap();
+        for name in record_dir_names(&store, &k) {
+            fs::hard_link(store.key_dir(&k).join(&name), moved.join(&name)).unwrap();
+            fs::remove_file(store.key_dir(&k).join(&name)).unwrap();
+        }
+        fs::remove_dir(store.key_dir(&k)).unwrap();
+        std::os::unix::fs::symlink(&moved, store.key_dir(&k)).unwrap();
+        assert!(store.shared.dir_checked(&k), "still trusted by the handle");
+        store.shared.removals.pause(false);
+        store.settle();
+        assert!(
+            moved.join("g00000001.json").exists(),
+            "the removal followed the swapped-in link"
+        );
+    }
+
+    /// (d) At most `QUEUE_MAX` removals wait: one more is made on the caller's
+    /// thread before `remove_superseded` returns.
+    #[test]
+    fn a_full_queue_removes_inline() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let k = key("full");
+        let max = removals::QUEUE_MAX as u64;
+        for g in 1..=max + 2 {
+            store.create(&k, g, b"x", Durability::Unflushed).unwrap();
+        }
+        store.generations(&k).unwrap();
+        store.shared.removals.pause(true);
+        for g in 1..=max {
+            store.remove_superseded(&k, g).unwrap();
+        }
+        assert_eq!(store.shared.removals.pending(), removals::QUEUE_MAX);
+        assert!(store.record_path(&k, max).exists(), "queued, not made");
+        store.remove_superseded(&k, max + 1).unwrap();
+        assert_eq!(store.shared.removals.pending(), removals::QUEUE_MAX);
+        assert!(
+            !store.record_path(&k, max + 1).exists(),
+            "the removal past the bound was not made inline"
+        );
+        store.shared.removals.pause(false);
+        store.settle();
+        assert_eq!(records_on_disk(&store, &k).len(), 1);
     }
 
     /// A key directory swapped for a symbolic link after this handle checked it is

@@ -352,7 +352,7 @@ impl Store {
                         .as_ref()
                         .is_some_and(|evidence| self.provably_dead(evidence)));
             if (ended || never_written) && Some(generation) != newest_entry {
-                let _ = self.backend.remove(&index, generation);
+                let _ = self.backend.remove_superseded(&index, generation);
             }
         }
         Ok(None)

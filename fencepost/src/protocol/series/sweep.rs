@@ -11,6 +11,9 @@ impl Store {
     /// plus a surviving removal must never empty the series (docs/protocol.md §3.6).
     ///
     /// Acquire already sweeps after each confirmed claim; this is for tidying by hand.
+    /// Its removals are made before it returns ([`LeaseStore::remove`](crate::LeaseStore::remove)),
+    /// so the count is of removals made; the sweep after a claim may leave them to the
+    /// backend's removal thread ([`LeaseStore::remove_superseded`](crate::LeaseStore::remove_superseded)).
     ///
     /// # Errors
     ///
@@ -39,8 +42,8 @@ impl Store {
         Ok(0)
     }
 
-    /// Removes every record of `key` below `generation`, best effort; returns how
-    /// many removals succeeded.
+    /// Removes every record of `key` below `generation`, best effort and before
+    /// returning; returns how many removals succeeded.
     fn sweep_below(&self, key: &Key, generation: u64) -> usize {
         let Ok(generations) = self.backend.generations(key) else {
             return 0;
@@ -49,7 +52,10 @@ impl Store {
             .into_iter()
             .filter(|g| *g < generation)
             .collect();
-        self.remove_generations(key, &below)
+        below
+            .iter()
+            .filter(|g| self.backend.remove(key, **g).is_ok())
+            .count()
     }
 
     /// The sweep right after a durable claim of ours (generation `claimed`) was
@@ -74,12 +80,14 @@ impl Store {
         self.remove_generations(key, below);
     }
 
-    /// Removes `generations` of `key`, best effort; returns how many removals
-    /// succeeded. Callers pass only generations below a durable claim of their own.
-    fn remove_generations(&self, key: &Key, generations: &[u64]) -> usize {
-        generations
-            .iter()
-            .filter(|g| self.backend.remove(key, **g).is_ok())
-            .count()
+    /// Removes `generations` of `key`, superseded by a durable claim of ours, best
+    /// effort: through [`remove_superseded`](crate::LeaseStore::remove_superseded),
+    /// which a backend may complete after it returns (the fs backend hands it to a
+    /// removal thread, so the claimant does not wait for the disk). Callers pass only
+    /// generations below a durable claim of their own, after its flush returned.
+    fn remove_generations(&self, key: &Key, generations: &[u64]) {
+        for generation in generations {
+            let _ = self.backend.remove_superseded(key, *generation);
+        }
     }
 }
