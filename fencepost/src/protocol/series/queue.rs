@@ -20,7 +20,8 @@ impl Store {
     /// Joins `key`'s wait queue as `holder_id`: creates the queue's next generation,
     /// unflushed (a ticket lost in a power cut only loses a place in line), valid
     /// for `wait_ms` (the rest of the waiter's wait) and carrying this process's
-    /// liveness evidence, so a release passes over a waiter that died. Returns the
+    /// liveness evidence (for a human reading the queue; a release does not probe
+    /// it: a waiter that died is passed over when its turn lapses). Returns the
     /// ticket's generation; `None` when the queue cannot be written (the waiter
     /// then waits unqueued, as every waiter did before turns).
     pub(crate) fn join_queue(
@@ -88,8 +89,7 @@ impl Store {
     }
 
     /// The oldest waiter in `key`'s queue that can still take a turn: its ticket is
-    /// not `releasing`'s own, has not expired, and its process is not provably
-    /// dead. Also the tickets found gone on the way (the releasing holder's own
+    /// not `releasing`'s own and has not expired. Also the tickets found gone on the way (the releasing holder's own
     /// among them), for the release to remove once its tombstone landed, off the
     /// next holder's path. `None` when nobody waits or the queue cannot be read
     /// (the release then names nobody).
@@ -109,12 +109,10 @@ impl Store {
             let Decoded::Record(ticket) = record::decode(&bytes, queue.as_str(), generation) else {
                 continue;
             };
-            let gone = &*ticket.holder == releasing
-                || now >= ticket.expires_at_ms
-                || ticket
-                    .process
-                    .as_ref()
-                    .is_some_and(|evidence| self.provably_dead(evidence));
+            // No liveness probe here: it costs a dozen system calls on every
+            // handoff, and a dead waiter's turn only lapses (TURN_MS), after which
+            // it is passed over and its ticket removed.
+            let gone = &*ticket.holder == releasing || now >= ticket.expires_at_ms;
             if gone {
                 gone_tickets.push(generation);
                 continue;
