@@ -147,3 +147,59 @@ fn a_release_names_the_oldest_waiter_and_a_stopped_one_is_passed_over() {
     // Every waiter that left took (or had) its ticket out: the queue is empty.
     assert_eq!(tickets(s.store()), Vec::new());
 }
+
+/// Found by the breaker: waiters SIGKILLed while queued left their tickets, and each
+/// cost every later handoff a lapsed turn; a foreign file in the queue was read whole
+/// by every release. One lapse clears the dead tickets and the foreign file.
+#[test]
+fn one_lapsed_turn_clears_dead_waiters_and_foreign_files() {
+    let s = Scratch::new();
+    let (_, holder) = s.claim_handle("k", &["--ttl", "60000"]);
+    let limit = Duration::from_secs(20);
+
+    // The oldest place in the queue holds a foreign file, larger than any ticket
+    // (a waiter's ticket replaced by hand); then two waiters queue and are killed:
+    // their tickets stay, their processes are gone.
+    let mut first = waiter(&s, "k");
+    wait_until("a waiter queued", limit, || tickets(s.store()).len() == 1);
+    first.kill_and_reap();
+    let foreign = queue_dir(s.store()).unwrap().join("g00000001.json");
+    std::fs::remove_file(&foreign).unwrap();
+    std::fs::write(&foreign, vec![b'x'; 1 << 20]).unwrap();
+    for queued in 1..=2 {
+        let mut dead = waiter(&s, "k");
+        wait_until("a waiter queued", limit, || {
+            tickets(s.store()).len() == queued
+        });
+        dead.kill_and_reap();
+    }
+    let dead: Vec<String> = tickets(s.store()).into_iter().map(|(_, h)| h).collect();
+    // A live waiter queues behind them.
+    let mut live = waiter(&s, "k");
+    wait_until("the live waiter queued", limit, || {
+        tickets(s.store()).len() == 3
+    });
+
+    // The release reads the foreign file first and removes it (it does not decode),
+    // then names the oldest ticket, a dead waiter's (releases do not probe
+    // processes); the turn lapses, and the live waiter's claim clears both dead
+    // waiters' tickets.
+    release(&s, "k", &holder);
+    assert!(
+        !foreign.exists(),
+        "the release left the foreign file in the queue"
+    );
+    let live_handle = handle_of(&mut live);
+    let left: Vec<String> = tickets(s.store()).into_iter().map(|(_, h)| h).collect();
+    assert!(
+        dead.iter().all(|d| !left.contains(d)),
+        "dead waiters' tickets survived the lapse: {left:?} (dead: {dead:?})"
+    );
+    assert_eq!(
+        left.len(),
+        1,
+        "only the holder's own ticket stays: {left:?}"
+    );
+    release(&s, "k", &live_handle);
+    assert_eq!(tickets(s.store()), Vec::new());
+}

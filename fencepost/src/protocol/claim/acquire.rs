@@ -289,7 +289,7 @@ impl Store {
                 // over) leaves with us: it joins again at the tail.
                 ticket.take();
                 if let Some(lapsed) = watches.first().and_then(|w| w.lapsed) {
-                    self.leave_queue(&primary, lapsed);
+                    self.clear_lapsed(&primary, lapsed);
                 }
                 let mut lease =
                     self.confirmed_lease(resource, identity, taken, holder_id, secret, options);

@@ -105,8 +105,12 @@ impl Store {
             let Ok(Some(bytes)) = self.backend.read(&queue, generation) else {
                 continue;
             };
-            // A torn ticket may be a create in progress: skipped, not removed.
+            // A ticket that does not decode is foreign or cut off (a crash mid-create;
+            // on Linux, where queues are, a ticket is linked whole): removed, so that
+            // no release reads it again. Were it a create in progress after all, its
+            // waiter only loses its place and queues again.
             let Decoded::Record(ticket) = record::decode(&bytes, queue.as_str(), generation) else {
+                gone_tickets.push(generation);
                 continue;
             };
             // No liveness probe here: it costs a dozen system calls on every
@@ -126,6 +130,39 @@ impl Store {
             return (Some(turn), gone_tickets);
         }
         (None, gone_tickets)
+    }
+
+    /// After a claim over a lapsed turn (a named waiter that did not claim: dead,
+    /// stopped or slow), removes that waiter's ticket and every ticket whose waiter is
+    /// provably gone (its process ended on this host), expired, or that does not
+    /// decode: a burst of waiters killed while queued then costs one lapsed turn,
+    /// not one per waiter (a release does not probe processes, see
+    /// [`Store::next_in_line`]).
+    pub(crate) fn clear_lapsed(&self, key: &Key, lapsed: u64) {
+        let queue = key.queue();
+        let _ = self.backend.remove(&queue, lapsed);
+        let Ok(tickets) = self.backend.generations(&queue) else {
+            return;
+        };
+        let now = self.clock.wall_ms();
+        for generation in tickets {
+            let Ok(Some(bytes)) = self.backend.read(&queue, generation) else {
+                continue;
+            };
+            let gone = match record::decode(&bytes, queue.as_str(), generation) {
+                Decoded::Record(ticket) => {
+                    now >= ticket.expires_at_ms
+                        || ticket
+                            .process
+                            .as_ref()
+                            .is_some_and(|evidence| self.provably_dead(evidence))
+                }
+                _ => true,
+            };
+            if gone {
+                let _ = self.backend.remove(&queue, generation);
+            }
+        }
     }
 
     /// Removes tickets `gone` of `key`'s queue, best effort.
