@@ -273,6 +273,13 @@ impl Store {
                 for t in &taken {
                     self.sweep_after_claim(t.key, t.claim.generation, &t.below);
                 }
+                // A waiter whose turn lapsed before we claimed (passed over) leaves
+                // the queue, to join again at the tail, and so does every ticket
+                // whose waiter is gone: before the final liveness check too, for the
+                // same reason (found by the checker, `notified_handover` seed 4).
+                if let Some(lapsed) = watches.first().and_then(|w| w.lapsed) {
+                    self.clear_lapsed(&primary, lapsed);
+                }
             }
             // "Still live after my create" on the monotonic clock from before the
             // stamp: a wall-clock step during a stalled call cannot make a claim a
@@ -285,12 +292,8 @@ impl Store {
             if held.is_none() && all_live {
                 // Our ticket stays until our release removes it (after its
                 // tombstone, off the next holder's path; a release never names its
-                // own holder). A waiter whose turn lapsed before it claimed (passed
-                // over) leaves with us: it joins again at the tail.
+                // own holder).
                 ticket.take();
-                if let Some(lapsed) = watches.first().and_then(|w| w.lapsed) {
-                    self.clear_lapsed(&primary, lapsed);
-                }
                 let mut lease =
                     self.confirmed_lease(resource, identity, taken, holder_id, secret, options);
                 lease.queued = queued;
