@@ -208,8 +208,8 @@ pub struct World {
     /// Wait-queue tickets as they landed: the ticket's holder id and the change
     /// watch its waiter had open then (one acquisition: one watch, one ticket).
     tickets: Mutex<HashMap<String, u64>>,
-    /// Per (watch, key, tombstone generation): how long that waiter has asked to
-    /// sleep on another waiter's turn, in ms.
+    /// Per (watch, key, tombstone generation): how long that waiter has slept on
+    /// another waiter's turn, in ms of true time.
     turn_sleeps: Mutex<HashMap<(u64, Key, u64), u64>>,
 }
 
@@ -974,23 +974,21 @@ impl fencepost::ChangeWatch for ModelWatch {
         let turn = world
             .turn(&self.key)
             .filter(|(_, named)| lock(&world.tickets).get(named) != Some(&self.id));
-        if let Some((generation, _)) = &turn {
-            let generation = *generation;
-            {
-                let mut sleeps = lock(&world.turn_sleeps);
-                let total = sleeps
-                    .entry((self.id, self.key.clone(), generation))
-                    .or_default();
-                *total += ms;
-                if *total > fencepost::TURN_MS {
-                    let total = *total;
-                    drop(sleeps);
-                    world.violate(format!(
-                        "lapsed turn: a waiter has slept {total} ms (more than TURN_MS) on the turn of another waiter on {label} (g{generation}), whose turn lapsed"
-                    ));
-                }
+        // What it already slept on this turn (woken early or not) plus what it asks
+        // for now must stay within TURN_MS.
+        let turn_slot = turn
+            .as_ref()
+            .map(|(generation, _)| (self.id, self.key.clone(), *generation));
+        if let Some(slot) = &turn_slot {
+            let slept = lock(&world.turn_sleeps).get(slot).copied().unwrap_or(0);
+            if slept + ms > fencepost::TURN_MS {
+                world.violate(format!(
+                    "lapsed turn: a waiter that slept {slept} ms on the turn of another waiter on {label} (g{}) asks to sleep {ms} ms more (more than TURN_MS in all), past the turn's lapse",
+                    slot.2
+                ));
             }
         }
+        let sleep_began = world.now();
         // The lost wake-up oracle: sleeping on a key that is already free, with
         // nothing pending, is sleeping through the resource. After a release (an
         // event) that means the watch missed it; after an expiry (no event) the
@@ -1007,6 +1005,10 @@ impl fencepost::ChangeWatch for ModelWatch {
         }
         world.log(format!("wait for a change of {label} (up to {ms} ms)"));
         world.sched.point(Point::Sleep(world.now() + ms));
+        if let Some(slot) = turn_slot {
+            *lock(&world.turn_sleeps).entry(slot).or_default() +=
+                world.now().saturating_sub(sleep_began);
+        }
         let mut watchers = lock(&world.watchers);
         let Some(slot) = watchers.iter_mut().find(|w| w.id == self.id) else {
             return false;
