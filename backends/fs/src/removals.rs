@@ -197,19 +197,19 @@ impl Removals {
     }
 
     /// How many removals are queued or running.
-    #[cfg(test)]
+    #[cfg(all(test, unix))]
     pub(crate) fn pending(&self) -> usize {
         self.queue.pending.load(Ordering::Acquire)
     }
 
     /// Tests: a slow disk (each removal sleeps `delay` first).
-    #[cfg(test)]
+    #[cfg(all(test, unix))]
     pub(crate) fn slow_down(&self, delay: Duration) {
         self.queue.lock().delay = Some(delay);
     }
 
     /// Tests: hold the thread (no job taken) or let it go.
-    #[cfg(test)]
+    #[cfg(all(test, unix))]
     pub(crate) fn pause(&self, paused: bool) {
         self.queue.lock().paused = paused;
         self.queue.work.notify_all();
