@@ -201,9 +201,12 @@ fn conflict_exit_code_replaces_3() {
 fn claim_hold_keeps_the_lease_until_terminated_then_releases() {
     for signal in ["TERM", "INT"] {
         let s = Scratch::new();
-        let (mut hold, handle) = s.hold("x", 600, false);
+        // A ttl long enough that one renewal slowed by a loaded CI disk (a
+        // renewal that lands after its ttl is given up, by design) does not end
+        // the hold: what is pinned is "past 3 ttls", not how short a ttl can be.
+        let (mut hold, handle) = s.hold("x", 1_500, false);
         let token = crate::util::token_of_handle(&handle);
-        std::thread::sleep(Duration::from_millis(3 * 600 + 300));
+        std::thread::sleep(Duration::from_millis(3 * 1_500 + 300));
         s.cmd()
             .args(["check", "--lock", "x", &token.to_string()])
             .assert()
