@@ -139,7 +139,38 @@ fn catches_a_turn_that_never_lapses() {
 
 #[test]
 fn catches_a_named_waiter_that_honours_its_own_turn() {
-    catches(&planted::TURN_FOR_NOBODY, "turn_handover", 1);
+    catches(&planted::TURN_FOR_NOBODY, "turn_handover", 12);
+}
+
+#[test]
+fn catches_a_release_that_rings_nobody() {
+    // Queued waiters sleep on their own tickets: a release that lands its
+    // tombstone and rings nobody leaves the waiter it names asleep on its turn.
+    catches(&planted::RELEASE_RINGS_NOBODY, "turn_handover", 0);
+}
+
+#[test]
+fn catches_a_nameless_release_that_rings_nobody() {
+    // A waiter that queued after the release listed the queue, and read before
+    // its tombstone (naming nobody) landed, sleeps on its ticket: only a listing
+    // after the tombstone finds it.
+    catches(
+        &planted::NAMELESS_RELEASE_RINGS_NOBODY,
+        "notified_handover",
+        0,
+    );
+}
+
+#[test]
+fn catches_a_ticket_watch_slept_on_without_reading_again() {
+    // A release that listed the queue before the waiter's ticket landed names
+    // nobody; if its tombstone lands before the ticket's watch is made, only a read
+    // after the watch sees it.
+    catches(
+        &planted::TICKET_WATCH_WITHOUT_REREAD,
+        "notified_handover",
+        21,
+    );
 }
 
 #[test]

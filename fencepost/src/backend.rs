@@ -236,6 +236,28 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
         false
     }
 
+    /// A subscription to rings of ticket `ticket` of `key`'s wait queue (the waiter's
+    /// own place in line, [`Key::queue`]): what a queued waiter sleeps on instead of
+    /// every change of the key, so that a release wakes the waiter it names and no
+    /// other (docs/design-07-performance.md, "Who is woken: rings"). It wakes on
+    /// [`ring`](LeaseStore::ring) of that ticket and when the ticket is removed, and
+    /// may wake spuriously. `None` (the default) when the backend cannot: the waiter
+    /// then sleeps on [`watch_changes`](LeaseStore::watch_changes), as before.
+    fn watch_ticket(&self, key: &Key, ticket: u64) -> Option<Box<dyn ChangeWatch>> {
+        let _ = (key, ticket);
+        None
+    }
+
+    /// Wakes the waiter asleep on ticket `ticket` of `key`'s wait queue (see
+    /// [`watch_ticket`](LeaseStore::watch_ticket)). Best effort and never an error:
+    /// a ring lost costs its waiter no more than [`CHANGE_WAIT_MAX`], after which it
+    /// reads anyway. The protocol rings after every tombstone it lands, on a backend
+    /// that [`notifies_changes`](LeaseStore::notifies_changes). The default does
+    /// nothing.
+    fn ring(&self, key: &Key, ticket: u64) {
+        let _ = (key, ticket);
+    }
+
     /// A string that opens this same store again, in another process if the backend
     /// is shared across processes (for the fs backend: the store directory). Exported
     /// to children of `fencepost run` as `FENCEPOST_STORE`.
@@ -287,6 +309,12 @@ macro_rules! forward_lease_store {
             }
             fn notifies_changes(&self) -> bool {
                 (**self).notifies_changes()
+            }
+            fn watch_ticket(&self, key: &Key, ticket: u64) -> Option<Box<dyn ChangeWatch>> {
+                (**self).watch_ticket(key, ticket)
+            }
+            fn ring(&self, key: &Key, ticket: u64) {
+                (**self).ring(key, ticket)
             }
             fn locator(&self) -> String {
                 (**self).locator()

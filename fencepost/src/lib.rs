@@ -326,6 +326,17 @@ pub mod planted {
     /// The waiter a release names in its turn honours the turn as if it were
     /// someone else's: it sleeps on a key that is free for it.
     pub static TURN_FOR_NOBODY: AtomicBool = AtomicBool::new(false);
+    /// A release lands its tombstone and rings nobody: the waiter it names sleeps
+    /// on its ticket through its own turn.
+    pub static RELEASE_RINGS_NOBODY: AtomicBool = AtomicBool::new(false);
+    /// A release whose tombstone names nobody rings nobody (it does not list the
+    /// queue again): a waiter that queued after the release listed the queue, and
+    /// read before the tombstone landed, sleeps on its ticket through the release.
+    pub static NAMELESS_RELEASE_RINGS_NOBODY: AtomicBool = AtomicBool::new(false);
+    /// A waiter that joins the queue sleeps on its new ticket's watch without
+    /// reading the series again: a release that named nobody (it listed the queue
+    /// before the ticket landed) and landed before the watch is slept through.
+    pub static TICKET_WATCH_WITHOUT_REREAD: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

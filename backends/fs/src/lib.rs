@@ -177,6 +177,10 @@ struct Shared {
     /// wait: closing one costs the kernel milliseconds (see [`sys::DirWatch`]),
     /// which a waiter that just won its claim would otherwise pay while holding it.
     idle_watches: IdleWatches,
+    /// Inotify instances of ticket watches no waiter uses right now, their watches
+    /// removed, kept for the next (closing one costs what closing a key directory's
+    /// watch does).
+    blank_watches: BlankWatches,
     /// Removals of superseded records waiting for (or on) the removal thread
     /// (`removals.rs`); dropped with the last clone, which drains them.
     removals: removals::Removals,
@@ -226,6 +230,31 @@ impl IdleWatches {
             drop(oldest);
         } else {
             idle.push((dir, watch));
+        }
+    }
+}
+
+/// The idle inotify instances of one store handle's ticket watches.
+#[derive(Default)]
+struct BlankWatches(Mutex<Vec<sys::Inotify>>);
+
+impl std::fmt::Debug for BlankWatches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map(|w| w.len()).unwrap_or(0);
+        write!(f, "BlankWatches({n})")
+    }
+}
+
+impl BlankWatches {
+    fn take(&self) -> Option<sys::Inotify> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).pop()
+    }
+
+    /// Keeps `blank` for the next ticket watch, or closes it when enough are kept.
+    fn give_back(&self, blank: sys::Inotify) {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() < IDLE_WATCHES_MAX {
+            kept.push(blank);
         }
     }
 }
@@ -958,6 +987,41 @@ impl LeaseStore for FsStore {
         }))
     }
 
+    /// A watch on ticket `ticket` of `key`'s wait queue (Linux inotify on the
+    /// ticket file), rung by [`ring`](LeaseStore::ring). `None` where there is
+    /// none, or when the queue directory is not a real directory or the ticket is
+    /// gone: the waiter then sleeps on the key directory's watch.
+    fn watch_ticket(&self, key: &Key, ticket: u64) -> Option<Box<dyn ChangeWatch>> {
+        let queue = key.queue();
+        let dir = self.key_dir(&queue);
+        if !self.shared.dir_checked(&queue) {
+            check_real_dir(&dir).ok()?;
+        }
+        let path = dir.join(layout::record_file_name(ticket));
+        let watch = sys::watch_ticket(self.shared.blank_watches.take(), &path)?;
+        Some(Box::new(FsTicketWatch {
+            watch: Some(watch),
+            shared: Arc::clone(&self.shared),
+        }))
+    }
+
+    /// Rings ticket `ticket` of `key`'s queue: sets its times (`IN_ATTRIB` for its
+    /// watch). A symbolic link is touched itself, never followed, and a queue
+    /// directory that is not a real directory is not rung. Errors (the ticket
+    /// gone, no permission) are ignored: the waiter reads again within
+    /// [`CHANGE_WAIT_MAX`](fencepost::CHANGE_WAIT_MAX) anyway.
+    fn ring(&self, key: &Key, ticket: u64) {
+        let queue = key.queue();
+        let dir = self.key_dir(&queue);
+        if !self.shared.dir_checked(&queue) {
+            if check_real_dir(&dir).is_err() {
+                return;
+            }
+            self.shared.mark_dir_checked(&queue);
+        }
+        let _ = sys::ring(&dir.join(layout::record_file_name(ticket)));
+    }
+
     /// True where key directories can be watched (Linux, with inotify): waiters
     /// there sleep on notifications and queue for turns, so a release looks for the
     /// next in line.
@@ -992,6 +1056,27 @@ impl Drop for FsChangeWatch {
             self.shared
                 .idle_watches
                 .give_back(std::mem::take(&mut self.dir), watch);
+        }
+    }
+}
+
+/// [`ChangeWatch`] over a queued waiter's ticket; its inotify instance goes back
+/// to its store handle's blank watches when dropped.
+struct FsTicketWatch {
+    watch: Option<sys::TicketWatch>,
+    shared: Arc<Shared>,
+}
+
+impl ChangeWatch for FsTicketWatch {
+    fn wait(&mut self, timeout: Duration) -> bool {
+        self.watch.as_mut().is_some_and(|w| w.wait(timeout))
+    }
+}
+
+impl Drop for FsTicketWatch {
+    fn drop(&mut self) {
+        if let Some(watch) = self.watch.take() {
+            self.shared.blank_watches.give_back(watch.into_blank());
         }
     }
 }
@@ -1486,6 +1571,114 @@ mod tests {
             watch.wait(Duration::from_secs(30)),
             "a pending change was lost"
         );
+    }
+
+    /// A queued waiter's ticket watch (Linux inotify): a new record of the key
+    /// does not wake it, a ring of its own ticket does and one of another ticket
+    /// does not, a ring before the wait is pending, not lost, and a ticket removed
+    /// (passed over) wakes its waiter. Its inotify instance is kept blank for the next ticket, with no stale
+    /// event left in it. Pinned for docs/design-07-performance.md, "Who is woken:
+    /// rings".
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_ticket_watch_wakes_on_its_own_ring_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path()).unwrap();
+        let other = FsStore::open(tmp.path()).unwrap();
+        let k = key("rung");
+        let queue = k.queue();
+        let quiet = Duration::from_millis(30);
+        let long = Duration::from_secs(30);
+        store.create(&k, 1, b"one", Durability::Unflushed).unwrap();
+        assert!(store.watch_ticket(&k, 1).is_none(), "a watch on no queue");
+        other.ring(&k, 1);
+        for ticket in [1, 2] {
+            store
+                .create(&queue, ticket, b"ticket", Durability::Unflushed)
+                .unwrap();
+        }
+        let mut first = store.watch_ticket(&k, 1).expect("inotify on this machine");
+        let mut second = store.watch_ticket(&k, 2).expect("inotify on this machine");
+        assert!(
+            store.watch_ticket(&k, 9).is_none(),
+            "a watch on a ticket that is not there"
+        );
+        other.create(&k, 2, b"two", Durability::Flushed).unwrap();
+        assert!(!first.wait(quiet), "woken by a record of the key");
+        other.ring(&k, 1);
+        assert!(first.wait(long), "its own ring did not wake it");
+        assert!(!second.wait(quiet), "woken by another ticket's ring");
+        assert!(!first.wait(quiet), "one ring woke it twice");
+        other.ring(&k, 2);
+        other.ring(&k, 2);
+        assert!(second.wait(long), "a ring before the wait was lost");
+        assert!(!first.wait(quiet), "woken by another ticket's ring");
+        other.remove(&queue, 2).unwrap();
+        assert!(second.wait(long), "its ticket's removal did not wake it");
+        drop(second);
+        drop(first);
+        assert_eq!(store.shared.blank_watches.0.lock().unwrap().len(), 2);
+        store
+            .create(&queue, 3, b"ticket", Durability::Unflushed)
+            .unwrap();
+        let mut third = store.watch_ticket(&k, 3).unwrap();
+        assert_eq!(store.shared.blank_watches.0.lock().unwrap().len(), 1);
+        assert!(
+            !third.wait(quiet),
+            "a kept instance woke on its last use's events"
+        );
+        other.ring(&k, 3);
+        assert!(third.wait(long), "a kept instance missed its ring");
+    }
+
+    /// A ring never follows a symbolic link: a link under a ticket's name is
+    /// touched itself, its target keeps its times; and nothing in a queue
+    /// directory that is a link is rung or watched.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_ring_never_follows_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path().join("store")).unwrap();
+        let k = key("linked");
+        let queue = k.queue();
+        store
+            .create(&queue, 1, b"ticket", Durability::Unflushed)
+            .unwrap();
+        let outside = tmp.path().join("outside");
+        fs::write(&outside, b"not ours").unwrap();
+        let old = filetime_of(&outside);
+        std::os::unix::fs::symlink(&outside, store.record_path(&queue, 2)).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        store.ring(&k, 2);
+        assert_eq!(filetime_of(&outside), old, "the ring followed the link");
+        // The whole queue directory swapped for a link to a directory outside,
+        // which holds a file by a ticket's name.
+        let elsewhere = tmp.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        let decoy = elsewhere.join(layout::record_file_name(1));
+        fs::write(&decoy, b"not ours").unwrap();
+        let before = filetime_of(&decoy);
+        let fresh = FsStore::open(tmp.path().join("store")).unwrap();
+        fs::remove_dir_all(fresh.key_dir(&queue)).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, fresh.key_dir(&queue)).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        fresh.ring(&k, 1);
+        assert_eq!(
+            filetime_of(&decoy),
+            before,
+            "a ticket in a linked queue was rung"
+        );
+        assert!(
+            fresh.watch_ticket(&k, 1).is_none(),
+            "a watch through a linked queue"
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    fn filetime_of(path: &Path) -> (i64, i64) {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::metadata(path).unwrap();
+        (meta.mtime(), meta.mtime_nsec())
     }
 
     /// A watch is kept for the next wait when dropped (closing one costs the kernel

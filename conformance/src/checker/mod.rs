@@ -403,6 +403,9 @@ fn run(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> Outcom
                             true
                         }
                     };
+                    if !crashed {
+                        ctx.world.check_ring_due("finish");
+                    }
                     ctx.world.sched.finish(i, crashed);
                 })
                 .expect("spawning a checker actor");

@@ -207,10 +207,25 @@ pub struct World {
     jitter: std::sync::atomic::AtomicU64,
     /// Wait-queue tickets as they landed: the ticket's holder id and the change
     /// watch its waiter had open then (one acquisition: one watch, one ticket).
-    tickets: Mutex<HashMap<String, u64>>,
+    tickets: Mutex<HashMap<String, Vec<u64>>>,
+    /// Per actor: the ring its last tombstone owes (the claim's key and the ticket
+    /// named, `None` for the whole queue). A release that lands a tombstone must
+    /// ring before its next backend call.
+    ring_due: Mutex<HashMap<usize, RingDue>>,
     /// Per (watch, key, tombstone generation): how long that waiter has slept on
     /// another waiter's turn, in ms of true time.
     turn_sleeps: Mutex<HashMap<(u64, Key, u64), u64>>,
+}
+
+/// What a release owes the waiters once its tombstone landed, before its next
+/// backend call (the ring oracle).
+#[derive(Debug)]
+enum RingDue {
+    /// A ring of the ticket the tombstone names (the claim's key, the ticket).
+    Ring(Key, u64),
+    /// The tombstone names nobody: a listing of the key's queue, then a ring of
+    /// the oldest ticket it lists.
+    ListQueue(Key),
 }
 
 /// One open change watch of the model backend.
@@ -223,6 +238,9 @@ struct WatchSlot {
     pending: bool,
     /// Its actor is inside `wait` now (and may be woken early).
     waiting: bool,
+    /// A queued waiter's watch on its own ticket (`watch_ticket`): only a ring of
+    /// that ticket, or of the whole queue, wakes it; a landing record does not.
+    ticket: Option<u64>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -256,6 +274,7 @@ impl World {
             wall_steps: Mutex::default(),
             jitter: Default::default(),
             tickets: Mutex::default(),
+            ring_due: Mutex::default(),
             turn_sleeps: Mutex::default(),
         }
     }
@@ -386,7 +405,10 @@ impl World {
         }
         let now = self.now();
         let mut st = self.sched.lock();
-        for slot in watchers.iter_mut().filter(|w| &w.key == key) {
+        for slot in watchers
+            .iter_mut()
+            .filter(|w| &w.key == key && w.ticket.is_none())
+        {
             slot.pending = true;
             if slot.waiting
                 && let super::sched::Status::Waiting(Point::Sleep(until)) = st.status[slot.actor]
@@ -428,6 +450,27 @@ impl World {
         }
     }
 
+    /// The ring oracle's check, at an actor's backend call: a tombstone it landed
+    /// must have been rung first (see `ring_due`).
+    pub(crate) fn check_ring_due(&self, what: &str) {
+        let Some(actor) = current_actor() else {
+            return;
+        };
+        if let Some(due) = lock(&self.ring_due).remove(&actor) {
+            self.violate(format!(
+                "lost ring: a tombstone landed and its releaser went on to {what} before {}: a waiter asleep on its ticket sleeps through the release",
+                match due {
+                    RingDue::Ring(key, ticket) =>
+                        format!("ringing the ticket g{ticket} it names on {}", short(&key)),
+                    RingDue::ListQueue(key) => format!(
+                        "listing the queue of {} (it names nobody) to ring the oldest ticket",
+                        short(&key)
+                    ),
+                }
+            ));
+        }
+    }
+
     fn landed(&self, key: &Key, generation: u64, bytes: &[u8]) {
         self.notify(key);
         let Decoded::Record(record) = decode(bytes, key.as_str(), generation) else {
@@ -442,7 +485,10 @@ impl World {
                 .map(|w| w.id)
                 .max();
             if let Some(watch) = watch {
-                lock(&self.tickets).insert(record.holder.to_string(), watch);
+                lock(&self.tickets)
+                    .entry(record.holder.to_string())
+                    .or_default()
+                    .push(watch);
             }
             return;
         }
@@ -954,7 +1000,7 @@ impl fencepost::ChangeWatch for ModelWatch {
         let world = &self.world;
         let ms = (timeout.as_millis() as u64).max(1);
         let label = short(&self.key);
-        {
+        let on_ticket = {
             let mut watchers = lock(&world.watchers);
             let Some(slot) = watchers.iter_mut().find(|w| w.id == self.id) else {
                 return false;
@@ -966,24 +1012,33 @@ impl fencepost::ChangeWatch for ModelWatch {
                 return true;
             }
             slot.waiting = true;
-        }
+            slot.ticket.is_some()
+        };
         // The turn oracle: a release's tombstone that names the next waiter keeps
         // the key for it for TURN_MS. The named waiter must not sleep on it (the
         // key is free for it), and any other waiter may sleep on one turn no longer
         // than TURN_MS in all (after that the turn lapsed and the key is free).
-        let turn = world
-            .turn(&self.key)
-            .filter(|(_, named)| lock(&world.tickets).get(named) != Some(&self.id));
+        let turn = world.turn(&self.key).filter(|(_, named)| {
+            !lock(&world.tickets)
+                .get(named)
+                .is_some_and(|watches| watches.contains(&self.id))
+        });
         // What it already slept on this turn (woken early or not) plus what it asks
-        // for now must stay within TURN_MS.
+        // for now must stay within TURN_MS. A waiter asleep on its ticket is not
+        // woken by the tombstone that starts a turn (only the named waiter is
+        // rung), so one sleep begun on an older read may run to CHANGE_WAIT_MAX
+        // first: TURN_MS + CHANGE_WAIT_MAX in all (docs/design-07-performance.md,
+        // "Who is woken: rings").
+        let fallback = fencepost::CHANGE_WAIT_MAX.as_millis() as u64;
+        let bound = fencepost::TURN_MS + if on_ticket { fallback } else { 0 };
         let turn_slot = turn
             .as_ref()
             .map(|(generation, _)| (self.id, self.key.clone(), *generation));
         if let Some(slot) = &turn_slot {
             let slept = lock(&world.turn_sleeps).get(slot).copied().unwrap_or(0);
-            if slept + ms > fencepost::TURN_MS {
+            if slept + ms > bound {
                 world.violate(format!(
-                    "lapsed turn: a waiter that slept {slept} ms on the turn of another waiter on {label} (g{}) asks to sleep {ms} ms more (more than TURN_MS in all), past the turn's lapse",
+                    "lapsed turn: a waiter that slept {slept} ms on the turn of another waiter on {label} (g{}) asks to sleep {ms} ms more (more than {bound} ms in all), past the turn's lapse",
                     slot.2
                 ));
             }
@@ -994,7 +1049,17 @@ impl fencepost::ChangeWatch for ModelWatch {
         // event) that means the watch missed it; after an expiry (no event) the
         // wait must end within CHANGE_WAIT_MAX. A tombstone naming another waiter
         // is judged above; one naming this waiter is free for it, as any other.
-        match world.key_is_free(&self.key).filter(|_| turn.is_none()) {
+        // On a ticket: a release whose tombstone already landed and that owes its
+        // ring (not yet made) is a wake-up in flight, not a lost one; the ring
+        // oracle holds the release to making it.
+        let ring_in_flight = on_ticket
+            && lock(&world.ring_due).values().any(|due| match due {
+                RingDue::Ring(key, _) | RingDue::ListQueue(key) => *key == self.key,
+            });
+        match world
+            .key_is_free(&self.key)
+            .filter(|_| turn.is_none() && !ring_in_flight)
+        {
             Some("released") => world.violate(format!(
                 "lost wake-up: a waiter sleeps up to {ms} ms on a change of {label}, whose newest record is already a tombstone and no change is pending"
             )),
@@ -1003,7 +1068,10 @@ impl fencepost::ChangeWatch for ModelWatch {
             )),
             _ => {}
         }
-        world.log(format!("wait for a change of {label} (up to {ms} ms)"));
+        world.log(format!(
+            "wait for a change of {label} (up to {ms} ms{})",
+            if on_ticket { ", on its ticket" } else { "" }
+        ));
         world.sched.point(Point::Sleep(world.now() + ms));
         if let Some(slot) = turn_slot {
             *lock(&world.turn_sleeps).entry(slot).or_default() +=
@@ -1030,36 +1098,8 @@ impl Drop for ModelWatch {
     }
 }
 
-impl LeaseStore for ModelStore {
-    fn notifies_changes(&self) -> bool {
-        self.0.notify
-    }
-
-    fn watch_changes(&self, key: &Key) -> Option<Box<dyn fencepost::ChangeWatch>> {
-        let world = &self.0;
-        if !world.notify {
-            return None;
-        }
-        let actor = current_actor()?;
-        let id = world
-            .next_watch
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        lock(&world.watchers).push(WatchSlot {
-            id,
-            actor,
-            key: key.clone(),
-            pending: false,
-            waiting: false,
-        });
-        world.log(format!("watch {} for changes", short(key)));
-        Some(Box::new(ModelWatch {
-            world: Arc::clone(world),
-            id,
-            key: key.clone(),
-        }))
-    }
-
-    fn create(
+impl ModelStore {
+    fn create_model(
         &self,
         key: &Key,
         generation: u64,
@@ -1169,12 +1209,161 @@ impl LeaseStore for ModelStore {
             }
         }
     }
+}
+
+impl LeaseStore for ModelStore {
+    fn notifies_changes(&self) -> bool {
+        self.0.notify
+    }
+
+    fn watch_changes(&self, key: &Key) -> Option<Box<dyn fencepost::ChangeWatch>> {
+        let world = &self.0;
+        if !world.notify {
+            return None;
+        }
+        world.check_ring_due("watch a key");
+        let actor = current_actor()?;
+        let id = world
+            .next_watch
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&world.watchers).push(WatchSlot {
+            id,
+            actor,
+            key: key.clone(),
+            pending: false,
+            waiting: false,
+            ticket: None,
+        });
+        world.log(format!("watch {} for changes", short(key)));
+        Some(Box::new(ModelWatch {
+            world: Arc::clone(world),
+            id,
+            key: key.clone(),
+        }))
+    }
+
+    fn watch_ticket(&self, key: &Key, ticket: u64) -> Option<Box<dyn fencepost::ChangeWatch>> {
+        let world = &self.0;
+        if !world.notify {
+            return None;
+        }
+        world.check_ring_due("watch a ticket");
+        let actor = current_actor()?;
+        let id = world
+            .next_watch
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&world.watchers).push(WatchSlot {
+            id,
+            actor,
+            key: key.clone(),
+            pending: false,
+            waiting: false,
+            ticket: Some(ticket),
+        });
+        // The acquisition this ticket is (its holder id), for the turn oracles.
+        let queue = key.queue();
+        let holder = lock(&world.model)
+            .series
+            .get(&queue)
+            .and_then(|series| series.get(&ticket))
+            .and_then(|rec| match decode(&rec.bytes, queue.as_str(), ticket) {
+                Decoded::Record(r) => Some(r.holder.to_string()),
+                _ => None,
+            });
+        if let Some(holder) = holder {
+            lock(&world.tickets).entry(holder).or_default().push(id);
+        }
+        world.log(format!("watch ticket g{ticket} of {}", short(key)));
+        Some(Box::new(ModelWatch {
+            world: Arc::clone(world),
+            id,
+            key: key.clone(),
+        }))
+    }
+
+    fn ring(&self, key: &Key, ticket: u64) {
+        let world = &self.0;
+        let label = short(key);
+        if let Some(actor) = current_actor() {
+            match lock(&world.ring_due).remove(&actor) {
+                Some(RingDue::Ring(due_key, due_ticket))
+                    if due_key == *key && due_ticket == ticket => {}
+                Some(due) => world.violate(format!(
+                    "wrong ring: its releaser owed {due:?}, and rang ticket g{ticket} of {label}"
+                )),
+                // A ring nobody owes wakes a waiter early: harmless.
+                None => {}
+            }
+        }
+        world.log(format!("ring ticket g{ticket} of {label}"));
+        let now = world.now();
+        let mut watchers = lock(&world.watchers);
+        let mut st = world.sched.lock();
+        for slot in watchers
+            .iter_mut()
+            .filter(|w| &w.key == key && w.ticket == Some(ticket))
+        {
+            slot.pending = true;
+            if slot.waiting
+                && let super::sched::Status::Waiting(Point::Sleep(until)) = st.status[slot.actor]
+                && until > now
+            {
+                st.status[slot.actor] = super::sched::Status::Waiting(Point::Sleep(now));
+            }
+        }
+    }
+
+    fn create(
+        &self,
+        key: &Key,
+        generation: u64,
+        bytes: &[u8],
+        durability: Durability,
+    ) -> Result<CreateOutcome, BackendError> {
+        let world = &self.0;
+        world.check_ring_due("create a record");
+        let outcome = self.create_model(key, generation, bytes, durability);
+        // The ring oracle: a tombstone that landed (as its releaser was told) must
+        // be rung before the releaser's next backend call, where waiters sleep on
+        // tickets: its named waiter's, or the whole queue's when it names nobody.
+        if world.notify
+            && matches!(outcome, Ok(CreateOutcome::Created))
+            && !key.as_str().starts_with("queue-")
+            && let Decoded::Record(record) = decode(bytes, key.as_str(), generation)
+            && record.released
+            && let Some(actor) = current_actor()
+        {
+            let due = match record.next.as_ref() {
+                Some(turn) => RingDue::Ring(key.clone(), turn.ticket),
+                None => RingDue::ListQueue(key.clone()),
+            };
+            world.log(format!("tombstone landed: owes {due:?}"));
+            lock(&world.ring_due).insert(actor, due);
+        }
+        outcome
+    }
 
     fn generations(&self, key: &Key) -> Result<Vec<u64>, BackendError> {
         let world = &self.0;
+        // A release whose tombstone names nobody lists the queue next, to ring its
+        // oldest ticket; any other listing first is a lost ring.
+        // (Looked at, not taken, until the listing is done: the ring is still
+        // owed while this actor waits at the listing's scheduling point.)
+        let actor = current_actor();
+        let owed = actor.is_some_and(|actor| {
+            matches!(lock(&world.ring_due).get(&actor),
+                Some(RingDue::ListQueue(owner)) if owner.queue() == *key)
+        });
+        if !owed {
+            world.check_ring_due("list a series");
+        }
         let fault = world.stall(world.sched.point(Point::List));
         if fault == Fault::ErrBefore {
             world.log(format!("list {} -> error", short(key)));
+            if owed && let Some(actor) = actor {
+                // No listing, nobody to ring: the waiter's fallback read covers it.
+                lock(&world.ring_due).remove(&actor);
+            }
             return Err(injected("list", key));
         }
         let listed: Vec<u64> = if world.snapshot_listing {
@@ -1203,11 +1392,20 @@ impl LeaseStore for ModelStore {
             out
         };
         world.log(format!("list {} -> {listed:?}", short(key)));
+        if owed && let Some(actor) = actor {
+            let mut due = lock(&world.ring_due);
+            if let Some(RingDue::ListQueue(owner)) = due.remove(&actor)
+                && let Some(oldest) = listed.iter().min()
+            {
+                due.insert(actor, RingDue::Ring(owner, *oldest));
+            }
+        }
         Ok(listed)
     }
 
     fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError> {
         let world = &self.0;
+        world.check_ring_due("read a record");
         let fault = world.stall(world.sched.point(Point::Read));
         if fault == Fault::ErrBefore {
             world.log(format!("read {} g{generation} -> error", short(key)));
@@ -1232,6 +1430,7 @@ impl LeaseStore for ModelStore {
 
     fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
         let world = &self.0;
+        world.check_ring_due("remove a record");
         let fault = world.stall(world.sched.point(Point::Remove));
         if fault == Fault::ErrBefore {
             world.log(format!("remove {} g{generation} -> error", short(key)));

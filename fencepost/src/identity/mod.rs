@@ -351,8 +351,11 @@ impl Key {
     /// The wait queue of the claim series `self` (`queue-…`, canonical: the key's
     /// text): one ticket per waiter sleeping on a change notification, in arrival
     /// order, from which a contended release names the next holder
-    /// (docs/design-07-performance.md, "Who is woken: turns").
-    pub(crate) fn queue(&self) -> Key {
+    /// (docs/design-07-performance.md, "Who is woken: turns"). Public for backends:
+    /// [`LeaseStore::watch_ticket`](crate::LeaseStore::watch_ticket) and
+    /// [`LeaseStore::ring`](crate::LeaseStore::ring) take the claim's key and act
+    /// on this one.
+    pub fn queue(&self) -> Key {
         Key::derive("queue", self.as_str().as_bytes())
     }
 

@@ -20,6 +20,9 @@
 //!   record name exclusively.
 //! - `watch_dir(dir)` / `DirWatch::wait(timeout)`: a change notification on a key
 //!   directory (Linux inotify; `None` elsewhere, where waiters poll).
+//! - `watch_ticket(blank, ticket)` / `TicketWatch::wait(timeout)` / `ring(path)`: a
+//!   queued waiter's watch on its own ticket, and the ring that wakes it (Linux
+//!   inotify and a touch; `None` and a no-op elsewhere).
 //! - `FLUSH_AFTER_LINK`: whether a flushed create flushes the record's file after
 //!   linking it into place (one journal commit for data and name together) rather
 //!   than before (docs/design-07-performance.md).
@@ -27,7 +30,7 @@
 #[cfg(unix)]
 mod unix;
 #[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) use unix::{DirWatch, watch_dir};
+pub(crate) use unix::{DirWatch, Inotify, TicketWatch, ring, watch_dir, watch_ticket};
 #[cfg(unix)]
 pub(crate) use unix::{
     FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
@@ -166,5 +169,38 @@ impl DirWatch {
     /// Never made here.
     pub(crate) fn live(&self) -> bool {
         false
+    }
+}
+
+/// No inotify here: never made.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) struct Inotify;
+
+/// No ticket watches here: queued waiters poll like every waiter.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) struct TicketWatch;
+
+/// No ticket watches here.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn watch_ticket(_blank: Option<Inotify>, _ticket: &Path) -> Option<TicketWatch> {
+    None
+}
+
+/// Nobody sleeps on a ticket here: nothing to ring.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn ring(_path: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+impl TicketWatch {
+    /// Never made here.
+    pub(crate) fn wait(&mut self, _timeout: std::time::Duration) -> bool {
+        false
+    }
+
+    /// Never made here.
+    pub(crate) fn into_blank(self) -> Inotify {
+        Inotify
     }
 }

@@ -244,16 +244,7 @@ impl DirWatch {
     /// Waits up to `timeout` for an event; true when one came (all pending events
     /// are consumed), false on timeout or interruption.
     pub(crate) fn wait(&mut self, timeout: std::time::Duration) -> bool {
-        use std::os::fd::AsRawFd;
-
-        let mut poll = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
-        // SAFETY: one valid pollfd for the call.
-        if unsafe { libc::poll(&mut poll, 1, ms) } <= 0 {
+        if !poll_readable(&self.fd, timeout) {
             return false;
         }
         self.drain();
@@ -264,49 +255,162 @@ impl DirWatch {
     /// event saying the watch is gone (its directory removed or unmounted) or that
     /// events were dropped (queue overflow) makes the watch not [`live`](Self::live).
     pub(crate) fn drain(&mut self) -> bool {
-        use std::os::fd::AsRawFd;
-
-        // struct inotify_event { i32 wd; u32 mask; u32 cookie; u32 len; name[len] }
-        const HEADER: usize = 16;
-        let dead = libc::IN_IGNORED | libc::IN_DELETE_SELF | libc::IN_Q_OVERFLOW | libc::IN_UNMOUNT;
-        let mut events = [0u8; 4096];
-        let mut any = false;
-        loop {
-            // SAFETY: the buffer is valid and writable for its length; non-blocking fd.
-            let n = unsafe {
-                libc::read(
-                    self.fd.as_raw_fd(),
-                    events.as_mut_ptr().cast(),
-                    events.len(),
-                )
-            };
-            if n <= 0 {
-                return any;
-            }
-            any = true;
-            let n = n as usize;
-            let mut at = 0;
-            while at + HEADER <= n {
-                let word = |i: usize| {
-                    u32::from_ne_bytes([
-                        events[at + i],
-                        events[at + i + 1],
-                        events[at + i + 2],
-                        events[at + i + 3],
-                    ])
-                };
-                if word(4) & dead != 0 {
-                    self.live = false;
-                }
-                at += HEADER + word(12) as usize;
-            }
+        let (any, dead) = drain_events(&self.fd);
+        if dead {
+            self.live = false;
         }
+        any
     }
 
     /// False once the watch no longer watches its directory (or may have missed
     /// events): it is then closed instead of kept for reuse.
     pub(crate) fn live(&self) -> bool {
         self.live
+    }
+}
+
+/// Waits up to `timeout` for `fd` to be readable; false on timeout or interruption.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn poll_readable(fd: &std::os::fd::OwnedFd, timeout: std::time::Duration) -> bool {
+    use std::os::fd::AsRawFd;
+
+    let mut poll = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: one valid pollfd for the call.
+    unsafe { libc::poll(&mut poll, 1, ms) > 0 }
+}
+
+/// Consumes every pending event of inotify descriptor `fd` without blocking:
+/// (there was one, one said a watch is gone or events were dropped).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn drain_events(fd: &std::os::fd::OwnedFd) -> (bool, bool) {
+    use std::os::fd::AsRawFd;
+
+    // struct inotify_event { i32 wd; u32 mask; u32 cookie; u32 len; name[len] }
+    const HEADER: usize = 16;
+    let gone = libc::IN_IGNORED | libc::IN_DELETE_SELF | libc::IN_Q_OVERFLOW | libc::IN_UNMOUNT;
+    let mut events = [0u8; 4096];
+    let (mut any, mut dead) = (false, false);
+    loop {
+        // SAFETY: the buffer is valid and writable for its length; non-blocking fd.
+        let n = unsafe { libc::read(fd.as_raw_fd(), events.as_mut_ptr().cast(), events.len()) };
+        if n <= 0 {
+            return (any, dead);
+        }
+        any = true;
+        let n = n as usize;
+        let mut at = 0;
+        while at + HEADER <= n {
+            let word = |i: usize| {
+                u32::from_ne_bytes([
+                    events[at + i],
+                    events[at + i + 1],
+                    events[at + i + 2],
+                    events[at + i + 3],
+                ])
+            };
+            dead |= word(4) & gone != 0;
+            at += HEADER + word(12) as usize;
+        }
+    }
+}
+
+/// An inotify instance with no watch, kept for the next ticket watch: closing one
+/// costs the kernel milliseconds (see [`DirWatch`]), removing a watch does not.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) struct Inotify(std::os::fd::OwnedFd);
+
+/// A queued waiter's watch on its own ticket: rung by a release that names it (a
+/// touch of the ticket: `IN_ATTRIB`), and woken when the ticket goes (passed
+/// over). Records created in the key directory, and rings of other tickets, do
+/// not wake it (docs/design-07-performance.md, "Who is woken: rings"); nor would a
+/// watch on the queue directory do, which hears every ticket's ring.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) struct TicketWatch {
+    fd: std::os::fd::OwnedFd,
+    wd: i32,
+}
+
+/// Watches the ticket at `ticket`, on `blank` (an idle instance) or a new inotify
+/// instance; `None` when inotify is unavailable or the ticket is gone (the waiter
+/// then sleeps on the key directory's watch). A link is watched itself, never
+/// followed.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn watch_ticket(blank: Option<Inotify>, ticket: &Path) -> Option<TicketWatch> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+
+    let path = CString::new(ticket.as_os_str().as_bytes()).ok()?;
+    let fd = match blank {
+        Some(Inotify(fd)) => {
+            // Events of its last use (the removed watch's IN_IGNORED) go first.
+            drain_events(&fd);
+            fd
+        }
+        None => {
+            // SAFETY: no pointers; the result is checked before use.
+            let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+            if raw < 0 {
+                return None;
+            }
+            // SAFETY: `raw` is a descriptor this call just opened and nothing else owns.
+            unsafe { OwnedFd::from_raw_fd(raw) }
+        }
+    };
+    let mask = libc::IN_ATTRIB | libc::IN_DELETE_SELF | libc::IN_DONT_FOLLOW;
+    // SAFETY: a valid descriptor and a NUL-terminated path alive for the call.
+    let wd = unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask) };
+    (wd >= 0).then_some(TicketWatch { fd, wd })
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+impl TicketWatch {
+    /// Waits up to `timeout` for a ring; true when one came (or the ticket went).
+    pub(crate) fn wait(&mut self, timeout: std::time::Duration) -> bool {
+        if !poll_readable(&self.fd, timeout) {
+            return false;
+        }
+        drain_events(&self.fd);
+        true
+    }
+
+    /// Removes the watch and gives back the instance, for the next ticket.
+    pub(crate) fn into_blank(self) -> Inotify {
+        use std::os::fd::AsRawFd;
+
+        // SAFETY: a valid descriptor; a watch already gone only fails EINVAL.
+        unsafe { libc::inotify_rm_watch(self.fd.as_raw_fd(), self.wd) };
+        Inotify(self.fd)
+    }
+}
+
+/// Rings the waiter watching the ticket at `path`: sets its times to now, one
+/// system call, the link itself if it is one (never followed). Needs write access
+/// to it or to own it.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn ring(path: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+
+    let path = CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: a NUL-terminated path alive for the call; a null `times` means now.
+    let done = unsafe {
+        libc::utimensat(
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 

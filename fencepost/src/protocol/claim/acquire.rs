@@ -155,6 +155,10 @@ impl Store {
         // A change notification to sleep on while held (one key only; a resource of
         // several keys polls), made the first time the key is found held.
         let mut change: Option<Option<Box<dyn crate::ChangeWatch>>> = None;
+        // Once queued, a watch on our own ticket: a release rings the waiter it
+        // names and no other, so the rest of the line sleeps through handoffs that
+        // are not theirs (docs/design-07-performance.md, "Who is woken: rings").
+        let mut rung: Option<Box<dyn crate::ChangeWatch>> = None;
         // This acquisition waited in the key's queue: its release looks for the
         // next in line.
         let mut queued = false;
@@ -380,9 +384,23 @@ impl Store {
                             .join_queue(&primary, &label, &holder_id, options, wait_ms)
                             .map(|mine| (primary.clone(), mine));
                         queued |= ticket.is_some();
+                        rung = ticket
+                            .as_ref()
+                            .and_then(|(_, mine)| self.backend.watch_ticket(&primary, *mine));
                     }
                     if let Some(w) = watches.first_mut() {
                         w.me = ticket.as_ref().map(|_| holder_id.clone());
+                    }
+                    // The ticket's watch exists from now on: read again before
+                    // sleeping on it. A release that listed the queue before our
+                    // ticket landed names someone else or nobody; one that named
+                    // nobody and landed before this watch rang nobody we hear.
+                    #[cfg(feature = "planted-bugs")]
+                    let reread = !crate::planted::on(&crate::planted::TICKET_WATCH_WITHOUT_REREAD);
+                    #[cfg(not(feature = "planted-bugs"))]
+                    let reread = true;
+                    if rejoin && rung.is_some() && reread {
+                        continue;
                     }
                 }
                 // Woken by the change (a release, a renewal, a claim) or after
@@ -398,7 +416,13 @@ impl Store {
                     cap
                 };
                 let step = cap.min(deadline.saturating_sub(mono)).max(1);
-                watch.wait(Duration::from_millis(step));
+                // Queued with a ticket watch: only our ring (or the fallback) wakes
+                // us, not every record of the key.
+                let sleeper = match rung.as_mut() {
+                    Some(rung) if ticket.is_some() => rung,
+                    _ => watch,
+                };
+                sleeper.wait(Duration::from_millis(step));
                 continue;
             }
             self.back_off(&mut backoff_ms, deadline, mono);

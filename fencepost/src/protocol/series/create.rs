@@ -181,12 +181,14 @@ impl Store {
                 released: true,
                 ..record.clone()
             };
-            let _ = self.backend.create(
+            if let Ok(CreateOutcome::Created) = self.backend.create(
                 key,
                 tombstone_generation,
                 &tombstone.encode(),
                 Durability::Unflushed,
-            );
+            ) {
+                self.ring_after_tombstone(key, None);
+            }
         }
     }
 }

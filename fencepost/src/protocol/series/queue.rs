@@ -165,6 +165,35 @@ impl Store {
         }
     }
 
+    /// After a tombstone of `key` landed: rings the waiter it names (`next`: its
+    /// ticket). One that names nobody rings the oldest ticket listed now: a waiter
+    /// may have queued after the release listed the queue and read the key before
+    /// the tombstone landed, and sleeps on its ticket (docs/design-07-performance.md,
+    /// "Who is woken: rings"). Only where waiters sleep on tickets; best effort (a
+    /// lost ring costs its waiter at most [`CHANGE_WAIT_MAX`](crate::CHANGE_WAIT_MAX)).
+    pub(crate) fn ring_after_tombstone(&self, key: &Key, next: Option<u64>) {
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::RELEASE_RINGS_NOBODY) {
+            return;
+        }
+        if !self.backend.notifies_changes() {
+            return;
+        }
+        let ticket = match next {
+            Some(ticket) => Some(ticket),
+            #[cfg(feature = "planted-bugs")]
+            None if crate::planted::on(&crate::planted::NAMELESS_RELEASE_RINGS_NOBODY) => None,
+            None => self
+                .backend
+                .generations(&key.queue())
+                .ok()
+                .and_then(|tickets| tickets.into_iter().min()),
+        };
+        if let Some(ticket) = ticket {
+            self.backend.ring(key, ticket);
+        }
+    }
+
     /// Removes tickets `gone` of `key`'s queue, best effort.
     pub(crate) fn drop_tickets(&self, key: &Key, gone: &[u64]) {
         if gone.is_empty() {

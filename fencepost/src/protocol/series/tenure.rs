@@ -174,6 +174,7 @@ impl Store {
             } else {
                 (None, Vec::new())
             };
+            let named = next.as_ref().map(|turn| turn.ticket);
             let now = self.clock.wall_ms();
             let tombstone = Record {
                 generation,
@@ -190,6 +191,7 @@ impl Store {
                 .create(key, generation, &bytes, Durability::Unflushed)
             {
                 Ok(CreateOutcome::Created) => {
+                    self.ring_after_tombstone(key, named);
                     self.drop_tickets(key, &gone_tickets);
                     #[cfg(feature = "planted-bugs")]
                     if crate::planted::on(&crate::planted::RELEASE_SWEEPS_NEWEST) {
@@ -273,7 +275,10 @@ impl Store {
                 .backend
                 .create(key, generation, &tombstone.encode(), durability)
             {
-                Ok(CreateOutcome::Created) => return Ok(Some(holder_of(&target))),
+                Ok(CreateOutcome::Created) => {
+                    self.ring_after_tombstone(key, None);
+                    return Ok(Some(holder_of(&target)));
+                }
                 // A renewal (or release) landed first: look again.
                 #[cfg(feature = "planted-bugs")]
                 Ok(CreateOutcome::AlreadyExists)
