@@ -224,8 +224,10 @@ enum RingDue {
     /// A ring of the ticket the tombstone names (the claim's key, the ticket).
     Ring(Key, u64),
     /// The tombstone names nobody: a listing of the key's queue, then a ring of
-    /// the oldest ticket it lists.
+    /// every ticket it lists.
     ListQueue(Key),
+    /// Rings still owed, after that listing: the tickets listed not yet rung.
+    RingAll(Key, std::collections::BTreeSet<u64>),
 }
 
 /// One open change watch of the model backend.
@@ -419,6 +421,26 @@ impl World {
         }
     }
 
+    /// Every ticket watch `which` picks has a change pending, and one asleep in
+    /// `wait` becomes runnable at once.
+    fn wake_ticket(&self, which: impl Fn(&WatchSlot) -> bool) {
+        let now = self.now();
+        let mut watchers = lock(&self.watchers);
+        let mut st = self.sched.lock();
+        for slot in watchers
+            .iter_mut()
+            .filter(|w| w.ticket.is_some() && which(w))
+        {
+            slot.pending = true;
+            if slot.waiting
+                && let super::sched::Status::Waiting(Point::Sleep(until)) = st.status[slot.actor]
+                && until > now
+            {
+                st.status[slot.actor] = super::sched::Status::Waiting(Point::Sleep(now));
+            }
+        }
+    }
+
     /// Whether `key` is free for the oracle: its newest record is a tombstone, or a
     /// record whose expiry passed on the shared wall clock.
     /// The turn on `key`'s newest record, when it is a tombstone naming the next
@@ -463,7 +485,11 @@ impl World {
                     RingDue::Ring(key, ticket) =>
                         format!("ringing the ticket g{ticket} it names on {}", short(&key)),
                     RingDue::ListQueue(key) => format!(
-                        "listing the queue of {} (it names nobody) to ring the oldest ticket",
+                        "listing the queue of {} (it names nobody) to ring every ticket",
+                        short(&key)
+                    ),
+                    RingDue::RingAll(key, left) => format!(
+                        "ringing tickets {left:?} it listed in the queue of {}",
                         short(&key)
                     ),
                 }
@@ -1054,7 +1080,9 @@ impl fencepost::ChangeWatch for ModelWatch {
         // oracle holds the release to making it.
         let ring_in_flight = on_ticket
             && lock(&world.ring_due).values().any(|due| match due {
-                RingDue::Ring(key, _) | RingDue::ListQueue(key) => *key == self.key,
+                RingDue::Ring(key, _) | RingDue::ListQueue(key) | RingDue::RingAll(key, _) => {
+                    *key == self.key
+                }
             });
         match world
             .key_is_free(&self.key)
@@ -1285,9 +1313,19 @@ impl LeaseStore for ModelStore {
         let world = &self.0;
         let label = short(key);
         if let Some(actor) = current_actor() {
-            match lock(&world.ring_due).remove(&actor) {
+            let mut owed = lock(&world.ring_due);
+            let due = owed.remove(&actor);
+            match due {
                 Some(RingDue::Ring(due_key, due_ticket))
                     if due_key == *key && due_ticket == ticket => {}
+                Some(RingDue::RingAll(due_key, mut left))
+                    if due_key == *key && left.contains(&ticket) =>
+                {
+                    left.remove(&ticket);
+                    if !left.is_empty() {
+                        owed.insert(actor, RingDue::RingAll(due_key, left));
+                    }
+                }
                 Some(due) => world.violate(format!(
                     "wrong ring: its releaser owed {due:?}, and rang ticket g{ticket} of {label}"
                 )),
@@ -1296,21 +1334,7 @@ impl LeaseStore for ModelStore {
             }
         }
         world.log(format!("ring ticket g{ticket} of {label}"));
-        let now = world.now();
-        let mut watchers = lock(&world.watchers);
-        let mut st = world.sched.lock();
-        for slot in watchers
-            .iter_mut()
-            .filter(|w| &w.key == key && w.ticket == Some(ticket))
-        {
-            slot.pending = true;
-            if slot.waiting
-                && let super::sched::Status::Waiting(Point::Sleep(until)) = st.status[slot.actor]
-                && until > now
-            {
-                st.status[slot.actor] = super::sched::Status::Waiting(Point::Sleep(now));
-            }
-        }
+        world.wake_ticket(|w| &w.key == key && w.ticket == Some(ticket));
     }
 
     fn create(
@@ -1395,9 +1419,12 @@ impl LeaseStore for ModelStore {
         if owed && let Some(actor) = actor {
             let mut due = lock(&world.ring_due);
             if let Some(RingDue::ListQueue(owner)) = due.remove(&actor)
-                && let Some(oldest) = listed.iter().min()
+                && !listed.is_empty()
             {
-                due.insert(actor, RingDue::Ring(owner, *oldest));
+                due.insert(
+                    actor,
+                    RingDue::RingAll(owner, listed.iter().copied().collect()),
+                );
             }
         }
         Ok(listed)
@@ -1430,7 +1457,15 @@ impl LeaseStore for ModelStore {
 
     fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
         let world = &self.0;
-        world.check_ring_due("remove a record");
+        // A release that names nobody removes the tickets it found gone before
+        // it lists the queue to ring.
+        let dropping = current_actor().is_some_and(|actor| {
+            matches!(lock(&world.ring_due).get(&actor),
+                Some(RingDue::ListQueue(owner)) if owner.queue() == *key)
+        });
+        if !dropping {
+            world.check_ring_due("remove a record");
+        }
         let fault = world.stall(world.sched.point(Point::Remove));
         if fault == Fault::ErrBefore {
             world.log(format!("remove {} g{generation} -> error", short(key)));
@@ -1454,6 +1489,11 @@ impl LeaseStore for ModelStore {
             oracle.tokens.get(key).copied().unwrap_or(0)
         };
         world.log(format!("remove {} g{generation}", short(key)));
+        if key.as_str().starts_with("queue-") {
+            // A ticket's removal wakes the waiter asleep on it, as its file's
+            // unlink does a ticket watch (passed over: it queues again).
+            world.wake_ticket(|w| w.key.queue() == *key && w.ticket == Some(generation));
+        }
         // I2 across power cuts, judged at every removal: were the power cut now,
         // numbering must still continue above every token already issued.
         if durable_max < issued {

@@ -369,14 +369,15 @@ impl Store {
                 // A waiter passed over (its ticket removed) joins again at the tail.
                 let turn = watches.first().and_then(|w| w.turn);
                 // (A claim whose wait is over only waits out a turn or a create in
-                // progress: it does not queue.)
+                // progress: it does not queue, and sleeps on the key, for its
+                // ticket may be gone.)
+                let mut in_line = false;
                 if !looked_held && mono < deadline {
+                    // Our ticket gone (passed over, or cleared as expired): a
+                    // release would ring nobody we hear, so we queue again.
                     let rejoin = match ticket {
                         None => true,
-                        Some((_, mine)) => {
-                            turn.is_some_and(|(named, _)| named > *mine)
-                                && !self.holds_ticket(&primary, *mine)?
-                        }
+                        Some((_, mine)) => !self.holds_ticket(&primary, *mine)?,
                     };
                     if rejoin {
                         let wait_ms = deadline.saturating_sub(mono);
@@ -391,6 +392,7 @@ impl Store {
                     if let Some(w) = watches.first_mut() {
                         w.me = ticket.as_ref().map(|_| holder_id.clone());
                     }
+                    in_line = ticket.is_some();
                     // The ticket's watch exists from now on: read again before
                     // sleeping on it. A release that listed the queue before our
                     // ticket landed names someone else or nobody; one that named
@@ -419,7 +421,7 @@ impl Store {
                 // Queued with a ticket watch: only our ring (or the fallback) wakes
                 // us, not every record of the key.
                 let sleeper = match rung.as_mut() {
-                    Some(rung) if ticket.is_some() => rung,
+                    Some(rung) if in_line => rung,
                     _ => watch,
                 };
                 sleeper.wait(Duration::from_millis(step));

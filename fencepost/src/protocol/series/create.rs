@@ -187,7 +187,7 @@ impl Store {
                 &tombstone.encode(),
                 Durability::Unflushed,
             ) {
-                self.ring_after_tombstone(key, None);
+                self.ring_after_tombstone(key, None, &[]);
             }
         }
     }

@@ -166,31 +166,40 @@ impl Store {
     }
 
     /// After a tombstone of `key` landed: rings the waiter it names (`next`: its
-    /// ticket). One that names nobody rings the oldest ticket listed now: a waiter
-    /// may have queued after the release listed the queue and read the key before
-    /// the tombstone landed, and sleeps on its ticket (docs/design-07-performance.md,
-    /// "Who is woken: rings"). Only where waiters sleep on tickets; best effort (a
+    /// ticket). One that names nobody rings every ticket listed then: a waiter may
+    /// have queued after the release listed the queue and read the key before the
+    /// tombstone landed, and sleeps on its ticket (docs/design-07-performance.md,
+    /// "Who is woken: rings"); the queue of a release that named nobody is empty
+    /// but for such waiters. Only where waiters sleep on tickets; best effort (a
     /// lost ring costs its waiter at most [`CHANGE_WAIT_MAX`](crate::CHANGE_WAIT_MAX)).
-    pub(crate) fn ring_after_tombstone(&self, key: &Key, next: Option<u64>) {
+    ///
+    /// Also removes `gone` (tickets the release found gone, its own among them):
+    /// after the ring when it names a waiter (off that waiter's path), before the
+    /// listing when it names nobody (so that none of them is rung).
+    pub(crate) fn ring_after_tombstone(&self, key: &Key, next: Option<u64>, gone: &[u64]) {
         #[cfg(feature = "planted-bugs")]
-        if crate::planted::on(&crate::planted::RELEASE_RINGS_NOBODY) {
+        let silent = crate::planted::on(&crate::planted::RELEASE_RINGS_NOBODY);
+        #[cfg(not(feature = "planted-bugs"))]
+        let silent = false;
+        if silent || !self.backend.notifies_changes() {
+            self.drop_tickets(key, gone);
             return;
         }
-        if !self.backend.notifies_changes() {
-            return;
-        }
-        let ticket = match next {
-            Some(ticket) => Some(ticket),
-            #[cfg(feature = "planted-bugs")]
-            None if crate::planted::on(&crate::planted::NAMELESS_RELEASE_RINGS_NOBODY) => None,
-            None => self
-                .backend
-                .generations(&key.queue())
-                .ok()
-                .and_then(|tickets| tickets.into_iter().min()),
-        };
-        if let Some(ticket) = ticket {
-            self.backend.ring(key, ticket);
+        match next {
+            Some(ticket) => {
+                self.backend.ring(key, ticket);
+                self.drop_tickets(key, gone);
+            }
+            None => {
+                self.drop_tickets(key, gone);
+                #[cfg(feature = "planted-bugs")]
+                if crate::planted::on(&crate::planted::NAMELESS_RELEASE_RINGS_NOBODY) {
+                    return;
+                }
+                for ticket in self.backend.generations(&key.queue()).unwrap_or_default() {
+                    self.backend.ring(key, ticket);
+                }
+            }
         }
     }
 

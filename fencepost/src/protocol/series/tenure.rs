@@ -191,8 +191,7 @@ impl Store {
                 .create(key, generation, &bytes, Durability::Unflushed)
             {
                 Ok(CreateOutcome::Created) => {
-                    self.ring_after_tombstone(key, named);
-                    self.drop_tickets(key, &gone_tickets);
+                    self.ring_after_tombstone(key, named, &gone_tickets);
                     #[cfg(feature = "planted-bugs")]
                     if crate::planted::on(&crate::planted::RELEASE_SWEEPS_NEWEST) {
                         for g in self.backend.generations(key)? {
@@ -276,7 +275,7 @@ impl Store {
                 .create(key, generation, &tombstone.encode(), durability)
             {
                 Ok(CreateOutcome::Created) => {
-                    self.ring_after_tombstone(key, None);
+                    self.ring_after_tombstone(key, None, &[]);
                     return Ok(Some(holder_of(&target)));
                 }
                 // A renewal (or release) landed first: look again.
