@@ -1645,7 +1645,7 @@ mod tests {
             .create(&queue, 1, b"ticket", Durability::Unflushed)
             .unwrap();
         let outside = tmp.path().join("outside");
-        fs::write(&outside, b"not ours").unwrap();
+        write_new(&outside);
         let old = filetime_of(&outside);
         std::os::unix::fs::symlink(&outside, store.record_path(&queue, 2)).unwrap();
         std::thread::sleep(Duration::from_millis(20));
@@ -1656,10 +1656,13 @@ mod tests {
         let elsewhere = tmp.path().join("elsewhere");
         fs::create_dir(&elsewhere).unwrap();
         let decoy = elsewhere.join(layout::record_file_name(1));
-        fs::write(&decoy, b"not ours").unwrap();
+        write_new(&decoy);
         let before = filetime_of(&decoy);
         let fresh = FsStore::open(tmp.path().join("store")).unwrap();
-        fs::remove_dir_all(fresh.key_dir(&queue)).unwrap();
+        for name in fs::read_dir(fresh.key_dir(&queue)).unwrap() {
+            fs::remove_file(name.unwrap().path()).unwrap();
+        }
+        fs::remove_dir(fresh.key_dir(&queue)).unwrap();
         std::os::unix::fs::symlink(&elsewhere, fresh.key_dir(&queue)).unwrap();
         std::thread::sleep(Duration::from_millis(20));
         fresh.ring(&k, 1);
@@ -1672,6 +1675,17 @@ mod tests {
             fresh.watch_ticket(&k, 1).is_none(),
             "a watch through a linked queue"
         );
+    }
+
+    #[cfg(target_os = "linux")]
+    fn write_new(path: &Path) {
+        use std::io::Write;
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .unwrap();
+        file.write_all(b"not ours").unwrap();
     }
 
     #[cfg(target_os = "linux")]
