@@ -139,7 +139,7 @@ fn catches_a_turn_that_never_lapses() {
 
 #[test]
 fn catches_a_named_waiter_that_honours_its_own_turn() {
-    catches(&planted::TURN_FOR_NOBODY, "turn_handover", 12);
+    catches(&planted::TURN_FOR_NOBODY, "turn_handover", 13);
 }
 
 #[test]
