@@ -150,6 +150,13 @@ fn catches_a_release_that_rings_nobody() {
 }
 
 #[test]
+fn catches_a_lapsed_turn_cleared_after_the_final_liveness_check() {
+    // The clean-up after a lapsed turn reads and removes tickets: made after the
+    // final liveness check, a slow one hands out a lease past its ttl.
+    catches(&planted::CLEAR_LAPSED_AFTER_CONFIRM, "notified_handover", 38);
+}
+
+#[test]
 fn catches_a_nameless_release_that_rings_nobody() {
     // A waiter that queued after the release listed the queue, and read before
     // its tombstone (naming nobody) landed, sleeps on its ticket: only a listing

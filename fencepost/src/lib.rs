@@ -329,6 +329,10 @@ pub mod planted {
     /// A release lands its tombstone and rings nobody: the waiter it names sleeps
     /// on its ticket through its own turn.
     pub static RELEASE_RINGS_NOBODY: AtomicBool = AtomicBool::new(false);
+    /// A claim over a lapsed turn clears the passed-over tickets after its final
+    /// liveness check instead of before: a slow clean-up hands out a lease that
+    /// expired meanwhile.
+    pub static CLEAR_LAPSED_AFTER_CONFIRM: AtomicBool = AtomicBool::new(false);
     /// A release whose tombstone names nobody rings nobody (it does not list the
     /// queue again): a waiter that queued after the release listed the queue, and
     /// read before the tombstone landed, sleeps on its ticket through the release.

@@ -281,7 +281,13 @@ impl Store {
                 // the queue, to join again at the tail, and so does every ticket
                 // whose waiter is gone: before the final liveness check too, for the
                 // same reason (found by the checker, `notified_handover` seed 4).
-                if let Some(lapsed) = watches.first().and_then(|w| w.lapsed) {
+                #[cfg(feature = "planted-bugs")]
+                let late = crate::planted::on(&crate::planted::CLEAR_LAPSED_AFTER_CONFIRM);
+                #[cfg(not(feature = "planted-bugs"))]
+                let late = false;
+                if let Some(lapsed) = watches.first().and_then(|w| w.lapsed)
+                    && !late
+                {
                     self.clear_lapsed(&primary, lapsed);
                 }
             }
@@ -294,6 +300,12 @@ impl Store {
                 .iter()
                 .all(|t| t.trusted && mono.saturating_sub(t.since_mono) < options.ttl_ms);
             if held.is_none() && all_live {
+                #[cfg(feature = "planted-bugs")]
+                if crate::planted::on(&crate::planted::CLEAR_LAPSED_AFTER_CONFIRM)
+                    && let Some(lapsed) = watches.first().and_then(|w| w.lapsed)
+                {
+                    self.clear_lapsed(&primary, lapsed);
+                }
                 // Our ticket stays until our release removes it (after its
                 // tombstone, off the next holder's path; a release never names its
                 // own holder).
