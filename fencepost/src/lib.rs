@@ -337,9 +337,10 @@ pub mod planted {
     /// queue again): a waiter that queued after the release listed the queue, and
     /// read before the tombstone landed, sleeps on its ticket through the release.
     pub static NAMELESS_RELEASE_RINGS_NOBODY: AtomicBool = AtomicBool::new(false);
-    /// A waiter that joins the queue sleeps on its new ticket's watch without
-    /// reading the series again: a release that named nobody (it listed the queue
-    /// before the ticket landed) and landed before the watch is slept through.
+    /// A waiter that joins the queue sleeps on its new ticket's watch at once
+    /// (not first on the key's watch, made before its last read): a release that
+    /// listed the queue before the ticket landed, and whose tombstone landed after
+    /// that read, is slept through.
     pub static TICKET_WATCH_WITHOUT_REREAD: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {

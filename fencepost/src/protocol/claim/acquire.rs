@@ -384,6 +384,8 @@ impl Store {
                 // progress: it does not queue, and sleeps on the key, for its
                 // ticket may be gone.)
                 let mut in_line = false;
+                // Queued just now: this one sleep is still on the key's watch.
+                let mut fresh = false;
                 if !looked_held && mono < deadline {
                     // Our ticket gone (passed over, or cleared as expired): a
                     // release would ring nobody we hear, so we queue again.
@@ -405,17 +407,19 @@ impl Store {
                         w.me = ticket.as_ref().map(|_| holder_id.clone());
                     }
                     in_line = ticket.is_some();
-                    // The ticket's watch exists from now on: read again before
-                    // sleeping on it. A release that listed the queue before our
-                    // ticket landed names someone else or nobody; one that named
-                    // nobody and landed before this watch rang nobody we hear.
+                    // The ticket's watch exists from now on, but a release that
+                    // listed the queue before our ticket landed, and whose
+                    // tombstone lands after our last read, rings nobody we hear
+                    // (it names someone else, or nobody and rang before the
+                    // watch). The key's watch, made before that read, hears that
+                    // tombstone: the first sleep after queuing is on it, the
+                    // next ones (after a read) on the ticket. (Not a read again
+                    // at once: a ticket removed as soon as it is made would spin.)
                     #[cfg(feature = "planted-bugs")]
-                    let reread = !crate::planted::on(&crate::planted::TICKET_WATCH_WITHOUT_REREAD);
+                    let planted = crate::planted::on(&crate::planted::TICKET_WATCH_WITHOUT_REREAD);
                     #[cfg(not(feature = "planted-bugs"))]
-                    let reread = true;
-                    if rejoin && rung.is_some() && reread {
-                        continue;
-                    }
+                    let planted = false;
+                    fresh = rejoin && !planted;
                 }
                 // Woken by the change (a release, a renewal, a claim) or after
                 // CHANGE_WAIT_MAX at the latest: a missed notification, or a holder
@@ -433,7 +437,7 @@ impl Store {
                 // Queued with a ticket watch: only our ring (or the fallback) wakes
                 // us, not every record of the key.
                 let sleeper = match rung.as_mut() {
-                    Some(rung) if in_line => rung,
+                    Some(rung) if in_line && !fresh => rung,
                     _ => watch,
                 };
                 sleeper.wait(Duration::from_millis(step));
