@@ -36,8 +36,6 @@ use std::time::{Duration, Instant};
 
 use fencepost::Key;
 
-use crate::sys::check_real_dir;
-
 /// At most this many removals wait for the thread; one more is made on the
 /// caller's thread. A sweep queues one or two, so this is tens of claims' worth.
 pub(crate) const QUEUE_MAX: usize = 64;
@@ -292,19 +290,13 @@ fn run(queue: &Queue) {
     }
 }
 
-/// Removes record file `path` in key directory `dir`, checking `dir` first (a
-/// symbolic link or not a directory is refused; missing is success): the check
-/// the handle made when the removal was queued may be stale by now. A record name
-/// that is a symbolic link is removed itself (`remove_file` never follows).
+/// Removes record file `path` in key directory `dir` without following a link in
+/// place of `dir` (`sys::remove_in`; missing is success): the check the handle
+/// made when the removal was queued may be stale by now. A record name that is a
+/// symbolic link is removed itself, never its target.
 pub(crate) fn remove_checked(dir: &Path, path: &Path) -> io::Result<()> {
-    match check_real_dir(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    }
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
+    match path.file_name().and_then(|name| name.to_str()) {
+        Some(name) => crate::sys::remove_in(dir, name),
+        None => Ok(()),
     }
 }

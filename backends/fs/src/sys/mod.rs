@@ -20,7 +20,10 @@
 //!   record name exclusively.
 //! - `watch_dir(dir)` / `DirWatch::wait(timeout)`: a change notification on a key
 //!   directory (Linux inotify; `None` elsewhere, where waiters poll).
-//! - `watch_ticket(blank, ticket)` / `TicketWatch::wait(timeout)` / `ring(path)`: a
+//! - `remove_in(dir, name)`: remove an entry of a key directory, never following a
+//!   link in place of the directory (POSIX: `unlinkat` on the directory opened with
+//!   `O_NOFOLLOW`, no check-then-use window; elsewhere a check, then the removal).
+//! - `watch_ticket(blank, ticket)` / `TicketWatch::wait(timeout)` / `ring(dir, name)`: a
 //!   queued waiter's watch on its own ticket, and the ring that wakes it (Linux
 //!   inotify and a touch; `None` and a no-op elsewhere).
 //! - `FLUSH_AFTER_LINK`: whether a flushed create flushes the record's file after
@@ -34,7 +37,7 @@ pub(crate) use unix::{DirWatch, Inotify, TicketWatch, ring, watch_dir, watch_tic
 #[cfg(unix)]
 pub(crate) use unix::{
     FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
-    read_record, sync_dir,
+    read_record, remove_in, sync_dir,
 };
 
 #[cfg(windows)]
@@ -109,8 +112,16 @@ pub(crate) fn check_real_dir(path: &Path) -> io::Result<()> {
     }
 }
 
+/// The most a record read takes: a v1 record is about 250 bytes, and even one with
+/// the longest label a path can give stays far below. A larger file under a
+/// record's name is foreign: it reads as empty (torn), so a planted file of any
+/// size costs one bounded read, never its size in memory, and the protocol treats
+/// it as it treats a torn record (supersedes it, or removes it from a queue).
+pub(crate) const RECORD_MAX_BYTES: u64 = 1 << 20;
+
 /// The portable record read: refuse a name that is not a regular file (empty
-/// bytes, read as torn), open without following a link, read whole.
+/// bytes, read as torn), open without following a link, read whole up to
+/// [`RECORD_MAX_BYTES`] (a larger file reads as empty).
 #[cfg(not(unix))]
 pub(crate) fn read_record_portable(path: &Path) -> io::Result<Option<Vec<u8>>> {
     match std::fs::symlink_metadata(path) {
@@ -125,8 +136,29 @@ pub(crate) fn read_record_portable(path: &Path) -> io::Result<Option<Vec<u8>>> {
         Err(e) => return Err(e),
     };
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
+    (&mut file)
+        .take(RECORD_MAX_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > RECORD_MAX_BYTES {
+        bytes.clear();
+    }
     Ok(Some(bytes))
+}
+
+/// Removes the entry `name` of directory `dir` without following a link anywhere
+/// in `dir` itself: `dir` is checked to be a real directory first (missing:
+/// success). A name that is a link is removed itself.
+#[cfg(not(unix))]
+pub(crate) fn remove_in(dir: &Path, name: &str) -> io::Result<()> {
+    match check_real_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    match std::fs::remove_file(dir.join(name)) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// The portable listing: check `dir` is a real directory, then list it.
@@ -188,7 +220,7 @@ pub(crate) fn watch_ticket(_blank: Option<Inotify>, _ticket: &Path) -> Option<Ti
 
 /// Nobody sleeps on a ticket here: nothing to ring.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-pub(crate) fn ring(_path: &Path) -> std::io::Result<()> {
+pub(crate) fn ring(_dir: &Path, _name: &str) -> std::io::Result<()> {
     Ok(())
 }
 

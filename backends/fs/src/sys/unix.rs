@@ -49,9 +49,15 @@ pub(crate) fn read_record(path: &Path) -> io::Result<Option<Vec<u8>>> {
     let mut filled = 0;
     while filled < size {
         if filled == buffer.len() {
-            // Larger than any record: a foreign file; read the rest the slow way.
+            // Larger than most records: read the rest the slow way, up to the most
+            // a record can be (a larger file is foreign and reads as empty).
             let mut bytes = buffer.to_vec();
-            file.read_to_end(&mut bytes)?;
+            (&mut file)
+                .take(super::RECORD_MAX_BYTES + 1 - bytes.len() as u64)
+                .read_to_end(&mut bytes)?;
+            if bytes.len() as u64 > super::RECORD_MAX_BYTES {
+                bytes.clear();
+            }
             return Ok(Some(bytes));
         }
         match file.read(&mut buffer[filled..]) {
@@ -389,20 +395,23 @@ impl TicketWatch {
     }
 }
 
-/// Rings the waiter watching the ticket at `path`: sets its times to now, one
-/// system call, the link itself if it is one (never followed). Needs write access
-/// to it or to own it.
+/// Rings the waiter watching ticket `name` of queue directory `dir`: sets its
+/// times to now, the link itself if it is one, relative to `dir` opened with
+/// `O_NOFOLLOW` (a queue directory swapped for a link is refused, never followed,
+/// whatever this handle checked before). Needs write access to the ticket or to
+/// own it.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) fn ring(path: &Path) -> io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
+pub(crate) fn ring(dir: &Path, name: &str) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
 
-    let path = CString::new(path.as_os_str().as_bytes())?;
-    // SAFETY: a NUL-terminated path alive for the call; a null `times` means now.
+    let dir = open_dir_itself(dir)?;
+    let name = std::ffi::CString::new(name)?;
+    // SAFETY: a descriptor open for the call and a NUL-terminated name alive for
+    // it; a null `times` means now.
     let done = unsafe {
         libc::utimensat(
-            libc::AT_FDCWD,
-            path.as_ptr(),
+            dir.as_raw_fd(),
+            name.as_ptr(),
             std::ptr::null(),
             libc::AT_SYMLINK_NOFOLLOW,
         )
@@ -411,6 +420,53 @@ pub(crate) fn ring(path: &Path) -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+/// Opens directory `dir` itself: a symbolic link or anything but a directory in
+/// its place is refused by the kernel in the same call (`O_DIRECTORY |
+/// O_NOFOLLOW`), so what is done relative to it never lands outside it.
+fn open_dir_itself(dir: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(dir)
+}
+
+/// Removes entry `name` of directory `dir`, relative to `dir` opened with
+/// `O_NOFOLLOW` (a directory swapped for a link is refused in the same call, with
+/// [`super::check_real_dir`]'s error; no check-then-use window). Missing, either of
+/// them, is success. A name that is a link is removed itself; an empty directory
+/// planted under the name is removed too.
+pub(crate) fn remove_in(dir: &Path, name: &str) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+
+    let dir_file = match open_dir_itself(dir) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            super::check_real_dir(dir)?;
+            return Err(e);
+        }
+    };
+    let name = std::ffi::CString::new(name)?;
+    let unlink = |flags| {
+        // SAFETY: a descriptor open for the call and a NUL-terminated name alive
+        // for it.
+        let done = unsafe { libc::unlinkat(dir_file.as_raw_fd(), name.as_ptr(), flags) };
+        if done == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    let removed = match unlink(0) {
+        Err(e) if e.raw_os_error() == Some(libc::EISDIR) => unlink(libc::AT_REMOVEDIR),
+        other => other,
+    };
+    match removed {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 
