@@ -11,6 +11,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::{Arc, OnceLock};
 
 use sha2::{Digest, Sha256};
 
@@ -19,8 +20,22 @@ const SECRET_HEX_LEN: usize = 32;
 
 /// A tenure's secret: 32 lowercase hexadecimal digits (128 bits from the operating
 /// system's random source). Its `Debug` form never shows it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+#[derive(Clone)]
+pub struct Secret {
+    text: String,
+    /// [`Secret::sha256`], computed on first use and kept (a pure function of
+    /// `text`): a tenure's acquire writes it and its renewals and release compare
+    /// with it, and each would otherwise hash again (docs/design-07-performance.md).
+    proof: OnceLock<Arc<str>>,
+}
+
+impl PartialEq for Secret {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Secret {}
 
 impl Secret {
     /// A new random secret (also the random part of a fresh session id, e.g. the
@@ -34,7 +49,7 @@ impl Secret {
     pub fn generate() -> Secret {
         let mut bytes = [0u8; SECRET_HEX_LEN / 2];
         getrandom::fill(&mut bytes).expect("the operating system's random source failed");
-        Secret(hex(&bytes))
+        Secret::new(hex(&bytes))
     }
 
     /// The secret of every tenure claimed by `session` (docs/design-04-claims.md,
@@ -48,17 +63,30 @@ impl Secret {
         let mut hasher = Sha256::new();
         hasher.update(b"fencepost-session-v1\0");
         hasher.update(session.as_bytes());
-        Secret(hex(&hasher.finalize()[..SECRET_HEX_LEN / 2]))
+        Secret::new(hex(&hasher.finalize()[..SECRET_HEX_LEN / 2]))
+    }
+
+    fn new(text: String) -> Secret {
+        Secret {
+            text,
+            proof: OnceLock::new(),
+        }
     }
 
     /// The secret's text (32 lowercase hex digits).
     pub fn expose(&self) -> &str {
-        &self.0
+        &self.text
     }
 
     /// The SHA-256 of the secret's text, 64 lowercase hex digits: what records store.
     pub fn sha256(&self) -> String {
-        hex(&Sha256::digest(self.0.as_bytes()))
+        self.proof().to_string()
+    }
+
+    /// [`Secret::sha256`], hashed once per secret (and its clones made after).
+    fn proof(&self) -> &Arc<str> {
+        self.proof
+            .get_or_init(|| hex(&Sha256::digest(self.text.as_bytes())).into())
     }
 
     /// True when `stored` (a record's `secret_sha256`) is this secret's hash. A
@@ -68,7 +96,7 @@ impl Secret {
         if crate::planted::on(&crate::planted::PROOF_IGNORED) {
             return true;
         }
-        stored == Some(self.sha256().as_str())
+        stored == Some(&**self.proof())
     }
 }
 
@@ -86,7 +114,7 @@ impl FromStr for Secret {
                 .bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         {
-            Ok(Secret(text.to_string()))
+            Ok(Secret::new(text.to_string()))
         } else {
             Err(format!(
                 "a lease secret is {SECRET_HEX_LEN} lowercase hexadecimal digits"
@@ -165,7 +193,7 @@ impl LeaseHandle {
 
 impl fmt::Display for LeaseHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.token, self.secret.0)
+        write!(f, "{}.{}", self.token, self.secret.text)
     }
 }
 
