@@ -80,13 +80,22 @@ impl Secret {
 
     /// The SHA-256 of the secret's text, 64 lowercase hex digits: what records store.
     pub fn sha256(&self) -> String {
-        self.proof().to_string()
+        self.proof_text().to_string()
     }
 
-    /// [`Secret::sha256`], hashed once per secret (and its clones made after).
-    fn proof(&self) -> &Arc<str> {
-        self.proof
-            .get_or_init(|| hex(&Sha256::digest(self.text.as_bytes())).into())
+    /// [`Secret::sha256`] as the shared text a record holds (`secret_sha256`),
+    /// hashed once per secret (and its clones made after).
+    pub(crate) fn proof(&self) -> Arc<str> {
+        Arc::clone(self.proof_text())
+    }
+
+    fn proof_text(&self) -> &Arc<str> {
+        self.proof.get_or_init(|| {
+            let digest = Sha256::digest(self.text.as_bytes());
+            let mut text = String::with_capacity(digest.len() * 2);
+            crate::identity::push_hex(&mut text, &digest);
+            Arc::from(text.as_str())
+        })
     }
 
     /// True when `stored` (a record's `secret_sha256`) is this secret's hash. A
@@ -96,7 +105,7 @@ impl Secret {
         if crate::planted::on(&crate::planted::PROOF_IGNORED) {
             return true;
         }
-        stored == Some(&**self.proof())
+        stored == Some(&**self.proof_text())
     }
 }
 

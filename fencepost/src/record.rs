@@ -283,17 +283,21 @@ fn write_json(out: &mut Vec<u8>, record: &Record) {
 /// byte serde_json escapes (a control character, a quote or a backslash); then
 /// serde_json writes it.
 fn push_str(out: &mut Vec<u8>, text: &str) {
-    // Bitwise, not short-circuiting: the scan compiles to vector compares.
-    let needs_escape = text
-        .bytes()
-        .fold(false, |any, b| any | (b < 0x20) | (b == b'"') | (b == b'\\'));
-    if needs_escape {
+    if needs_escape(text.as_bytes()) {
         serde_json::to_writer(&mut *out, text).expect("a string always serializes");
     } else {
         out.push(b'"');
         out.extend_from_slice(text.as_bytes());
         out.push(b'"');
     }
+}
+
+/// Whether `bytes` hold a byte below 0x20, a quote or a backslash. Bitwise, not
+/// short-circuiting: the scan compiles to vector compares.
+fn needs_escape(bytes: &[u8]) -> bool {
+    bytes.iter().fold(false, |any, &b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
+    })
 }
 
 /// An unsigned integer in decimal, as serde_json writes it: two digits per
@@ -400,9 +404,11 @@ mod recent {
         RECENT
             .try_with(|recent| {
                 let recent = recent.borrow();
-                recent
-                    .entries
-                    .iter()
+                // Newest first: a confirming read, and a release's read of its
+                // claim, find the entry remembered last.
+                let kept = recent.entries.len();
+                (0..kept)
+                    .map(|age| &recent.entries[(recent.oldest + kept - 1 - age) % kept])
                     .find(|(b, _)| b.as_slice() == bytes)
                     .map(|(_, r)| r.clone())
             })
@@ -667,9 +673,42 @@ mod tests {
         }
     }
 
+    /// The escape test finds every byte serde_json escapes, at every position of
+    /// a vector-sized chunk and in the tail, and nothing else.
+    #[test]
+    fn every_byte_that_needs_escaping_is_found() {
+        for len in 0..40 {
+            let plain = vec![b'a'; len];
+            assert!(!needs_escape(&plain));
+            for at in 0..len {
+                for byte in 0u8..=0xff {
+                    let mut bytes = plain.clone();
+                    bytes[at] = byte;
+                    let expected = byte < 0x20 || byte == b'"' || byte == b'\\';
+                    assert_eq!(needs_escape(&bytes), expected, "{byte:#x} at {at} of {len}");
+                }
+            }
+        }
+        // Neighbours of the bytes looked for, and non-ASCII text, need nothing.
+        assert!(!needs_escape(" !#[]^~\u{7f}ÿé🦀 \u{2028}".as_bytes()));
+    }
+
     #[test]
     fn numbers_are_written_as_serde_json_writes_them() {
-        let mut cases = vec![0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, u64::MAX, u64::MAX - 1];
+        let mut cases = vec![
+            0,
+            1,
+            9,
+            10,
+            11,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            u64::MAX,
+            u64::MAX - 1,
+        ];
         let mut power = 1u64;
         while let Some(next) = power.checked_mul(10) {
             cases.extend([power - 1, power, power + 1, next / 2]);

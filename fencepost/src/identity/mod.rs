@@ -501,6 +501,11 @@ impl Key {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The key's text, shared (a record's `key` field, without a copy).
+    pub(crate) fn shared_text(&self) -> Arc<str> {
+        Arc::clone(&self.0)
+    }
 }
 
 impl fmt::Display for Key {

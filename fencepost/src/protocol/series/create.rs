@@ -1,5 +1,7 @@
 //! Creating the next generation of a key and confirming it is newest.
 
+use std::sync::Arc;
+
 use super::{Watch, next_generation};
 use crate::backend::{CreateOutcome, Durability};
 use crate::protocol::{AcquireOptions, CREATE_GRACE_MS, Store};
@@ -31,7 +33,7 @@ impl Store {
         key: &Key,
         label: &str,
         holder_id: &str,
-        proof: &str,
+        proof: &Arc<str>,
         options: &AcquireOptions,
         watch: &mut Watch,
     ) -> Result<Claim> {
@@ -131,12 +133,12 @@ impl Store {
         (token, generation): (u64, u64),
         holder_id: &str,
         options: &AcquireOptions,
-        proof: &str,
+        proof: &Arc<str>,
         granted_at_ms: u64,
     ) -> Record {
         Record {
             v: FORMAT_VERSION,
-            key: key.as_str().into(),
+            key: key.shared_text(),
             label: label.into(),
             token,
             generation,
@@ -148,7 +150,7 @@ impl Store {
             expires_at_ms: granted_at_ms.saturating_add(options.ttl_ms),
             ttl_ms: options.ttl_ms,
             released: false,
-            secret_sha256: Some(proof.into()),
+            secret_sha256: Some(Arc::clone(proof)),
             broken: None,
             next: None,
             process: if options.tied_to_process {
