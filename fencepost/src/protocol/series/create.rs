@@ -1,6 +1,8 @@
 //! Creating the next generation of a key and confirming it is newest.
 
+use std::cell::RefCell;
 use std::sync::Arc;
+use std::thread::LocalKey;
 
 use super::{Watch, next_generation};
 use crate::backend::{CreateOutcome, Durability};
@@ -139,11 +141,11 @@ impl Store {
         Record {
             v: FORMAT_VERSION,
             key: key.shared_text(),
-            label: label.into(),
+            label: kept_text(&LAST_LABEL, label),
             token,
             generation,
             holder: holder_id.into(),
-            owner: options.owner.as_str().into(),
+            owner: kept_text(&LAST_OWNER, &options.owner),
             pid: std::process::id(),
             host: crate::host_name_shared(),
             granted_at_ms,
@@ -191,4 +193,23 @@ impl Store {
             );
         }
     }
+}
+
+thread_local! {
+    static LAST_LABEL: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+    static LAST_OWNER: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+}
+
+/// `text` as shared text, reusing the one `last` handed out when it is the same
+/// text: a process claims under the same few labels and owner names, and each
+/// claim would otherwise copy them into new strings (docs/design-07-performance.md).
+fn kept_text(last: &'static LocalKey<RefCell<Option<Arc<str>>>>, text: &str) -> Arc<str> {
+    last.try_with(|last| {
+        let mut last = last.borrow_mut();
+        match last.as_ref() {
+            Some(kept) if **kept == *text => Arc::clone(kept),
+            _ => Arc::clone(last.insert(Arc::from(text))),
+        }
+    })
+    .unwrap_or_else(|_| Arc::from(text))
 }
