@@ -91,10 +91,15 @@ impl Secret {
 
     fn proof_text(&self) -> &Arc<str> {
         self.proof.get_or_init(|| {
+            // Hex digits on the stack, then one allocation: the shared text itself.
+            const DIGITS: &[u8; 16] = b"0123456789abcdef";
             let digest = Sha256::digest(self.text.as_bytes());
-            let mut text = String::with_capacity(digest.len() * 2);
-            crate::identity::push_hex(&mut text, &digest);
-            Arc::from(text.as_str())
+            let mut text = [0u8; 64];
+            for (pair, byte) in text.chunks_exact_mut(2).zip(digest.iter()) {
+                pair[0] = DIGITS[usize::from(byte >> 4)];
+                pair[1] = DIGITS[usize::from(byte & 0x0f)];
+            }
+            Arc::from(std::str::from_utf8(&text).expect("hex digits are ASCII"))
         })
     }
 
@@ -276,6 +281,22 @@ mod tests {
         assert!(!b.proves(Some(&a.sha256())));
         assert!(!a.proves(None), "a record without a hash proves nothing");
         assert_eq!(a.sha256().len(), 64);
+    }
+
+    /// The proof is SHA-256 of the secret's text in lowercase hex, the same whether
+    /// it is asked for first on the secret or on a clone, and kept by later clones.
+    #[test]
+    fn the_kept_proof_is_the_sha256_of_the_secret_text() {
+        let secret: Secret = "0123456789abcdef0123456789abcdef".parse().unwrap();
+        let expected = "3eb1bd439947eb762998e566ccc2e099c791118b2f40579cc4f7da2b5061b7f9";
+        let early_clone = secret.clone();
+        assert_eq!(secret.sha256(), expected);
+        assert_eq!(&*secret.proof(), expected);
+        assert_eq!(early_clone.sha256(), expected);
+        assert_eq!(secret.clone().sha256(), expected);
+        assert!(secret.proves(Some(expected)));
+        assert!(!secret.proves(Some(&expected.to_uppercase())));
+        assert_eq!(secret, early_clone);
     }
 
     #[test]
