@@ -11,6 +11,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::{Arc, OnceLock};
 
 use sha2::{Digest, Sha256};
 
@@ -19,8 +20,22 @@ const SECRET_HEX_LEN: usize = 32;
 
 /// A tenure's secret: 32 lowercase hexadecimal digits (128 bits from the operating
 /// system's random source). Its `Debug` form never shows it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+#[derive(Clone)]
+pub struct Secret {
+    text: String,
+    /// [`Secret::sha256`], computed on first use and kept (a pure function of
+    /// `text`): a tenure's acquire writes it and its renewals and release compare
+    /// with it, and each would otherwise hash again (docs/design-07-performance.md).
+    proof: OnceLock<Arc<str>>,
+}
+
+impl PartialEq for Secret {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Secret {}
 
 impl Secret {
     /// A new random secret (also the random part of a fresh session id, e.g. the
@@ -34,7 +49,7 @@ impl Secret {
     pub fn generate() -> Secret {
         let mut bytes = [0u8; SECRET_HEX_LEN / 2];
         getrandom::fill(&mut bytes).expect("the operating system's random source failed");
-        Secret(hex(&bytes))
+        Secret::new(hex(&bytes))
     }
 
     /// The secret of every tenure claimed by `session` (docs/design-04-claims.md,
@@ -48,17 +63,44 @@ impl Secret {
         let mut hasher = Sha256::new();
         hasher.update(b"fencepost-session-v1\0");
         hasher.update(session.as_bytes());
-        Secret(hex(&hasher.finalize()[..SECRET_HEX_LEN / 2]))
+        Secret::new(hex(&hasher.finalize()[..SECRET_HEX_LEN / 2]))
+    }
+
+    fn new(text: String) -> Secret {
+        Secret {
+            text,
+            proof: OnceLock::new(),
+        }
     }
 
     /// The secret's text (32 lowercase hex digits).
     pub fn expose(&self) -> &str {
-        &self.0
+        &self.text
     }
 
     /// The SHA-256 of the secret's text, 64 lowercase hex digits: what records store.
     pub fn sha256(&self) -> String {
-        hex(&Sha256::digest(self.0.as_bytes()))
+        self.proof_text().to_string()
+    }
+
+    /// [`Secret::sha256`] as the shared text a record holds (`secret_sha256`),
+    /// hashed once per secret (and its clones made after).
+    pub(crate) fn proof(&self) -> Arc<str> {
+        Arc::clone(self.proof_text())
+    }
+
+    fn proof_text(&self) -> &Arc<str> {
+        self.proof.get_or_init(|| {
+            // Hex digits on the stack, then one allocation: the shared text itself.
+            const DIGITS: &[u8; 16] = b"0123456789abcdef";
+            let digest = Sha256::digest(self.text.as_bytes());
+            let mut text = [0u8; 64];
+            for (pair, byte) in text.chunks_exact_mut(2).zip(digest.iter()) {
+                pair[0] = DIGITS[usize::from(byte >> 4)];
+                pair[1] = DIGITS[usize::from(byte & 0x0f)];
+            }
+            Arc::from(std::str::from_utf8(&text).expect("hex digits are ASCII"))
+        })
     }
 
     /// True when `stored` (a record's `secret_sha256`) is this secret's hash. A
@@ -68,7 +110,7 @@ impl Secret {
         if crate::planted::on(&crate::planted::PROOF_IGNORED) {
             return true;
         }
-        stored == Some(self.sha256().as_str())
+        stored == Some(&**self.proof_text())
     }
 }
 
@@ -86,7 +128,7 @@ impl FromStr for Secret {
                 .bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         {
-            Ok(Secret(text.to_string()))
+            Ok(Secret::new(text.to_string()))
         } else {
             Err(format!(
                 "a lease secret is {SECRET_HEX_LEN} lowercase hexadecimal digits"
@@ -165,7 +207,7 @@ impl LeaseHandle {
 
 impl fmt::Display for LeaseHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.token, self.secret.0)
+        write!(f, "{}.{}", self.token, self.secret.text)
     }
 }
 
@@ -239,6 +281,22 @@ mod tests {
         assert!(!b.proves(Some(&a.sha256())));
         assert!(!a.proves(None), "a record without a hash proves nothing");
         assert_eq!(a.sha256().len(), 64);
+    }
+
+    /// The proof is SHA-256 of the secret's text in lowercase hex, the same whether
+    /// it is asked for first on the secret or on a clone, and kept by later clones.
+    #[test]
+    fn the_kept_proof_is_the_sha256_of_the_secret_text() {
+        let secret: Secret = "0123456789abcdef0123456789abcdef".parse().unwrap();
+        let expected = "3eb1bd439947eb762998e566ccc2e099c791118b2f40579cc4f7da2b5061b7f9";
+        let early_clone = secret.clone();
+        assert_eq!(secret.sha256(), expected);
+        assert_eq!(&*secret.proof(), expected);
+        assert_eq!(early_clone.sha256(), expected);
+        assert_eq!(secret.clone().sha256(), expected);
+        assert!(secret.proves(Some(expected)));
+        assert!(!secret.proves(Some(&expected.to_uppercase())));
+        assert_eq!(secret, early_clone);
     }
 
     #[test]

@@ -192,14 +192,160 @@ impl Record {
 /// (docs/design-07-performance.md). The same bytes either way.
 fn to_json(record: &Record) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(RECORD_CAPACITY);
-    // A struct of strings and integers cannot fail to serialize.
-    serde_json::to_writer(&mut bytes, record).expect("records always serialize");
+    write_json(&mut bytes, record);
+    // Every record a debug build writes (the whole test suite's) is checked against
+    // serde's own output, so the writer below cannot drift from the derive.
+    #[cfg(debug_assertions)]
+    debug_assert_eq!(
+        String::from_utf8_lossy(&bytes),
+        String::from_utf8_lossy(&serde_json::to_vec(record).expect("records always serialize")),
+        "the record writer diverged from serde_json"
+    );
     bytes
 }
 
 /// Room for a typical record (a claim with a proof, a host and a session tag is
 /// under 512 bytes); a longer one grows as before.
 const RECORD_CAPACITY: usize = 512;
+
+/// Writes `record` exactly as `serde_json::to_writer` of its derived `Serialize`
+/// does (fields in declaration order, the same ones skipped), without serde's
+/// per-field dispatch and byte-by-byte string escaping: the claim and the tombstone
+/// of every acquire + release are encoded here (docs/design-07-performance.md).
+/// The rare nested fields (a break note, process evidence, a session tag, a turn)
+/// and any string that needs escaping go through serde_json itself.
+fn write_json(out: &mut Vec<u8>, record: &Record) {
+    // Named field by field, without `..`: a field added to `Record` does not
+    // compile here until it is written.
+    let Record {
+        v,
+        key,
+        label,
+        token,
+        generation,
+        holder,
+        owner,
+        pid,
+        host,
+        granted_at_ms,
+        expires_at_ms,
+        ttl_ms,
+        released,
+        secret_sha256,
+        broken,
+        process,
+        session,
+        next,
+    } = record;
+    out.extend_from_slice(b"{\"v\":");
+    push_u64(out, *v);
+    out.extend_from_slice(b",\"key\":");
+    push_str(out, key);
+    out.extend_from_slice(b",\"label\":");
+    push_str(out, label);
+    out.extend_from_slice(b",\"token\":");
+    push_u64(out, *token);
+    out.extend_from_slice(b",\"generation\":");
+    push_u64(out, *generation);
+    out.extend_from_slice(b",\"holder\":");
+    push_str(out, holder);
+    out.extend_from_slice(b",\"owner\":");
+    push_str(out, owner);
+    out.extend_from_slice(b",\"pid\":");
+    push_u64(out, u64::from(*pid));
+    if !is_empty(host) {
+        out.extend_from_slice(b",\"host\":");
+        push_str(out, host);
+    }
+    out.extend_from_slice(b",\"granted_at_ms\":");
+    push_u64(out, *granted_at_ms);
+    out.extend_from_slice(b",\"expires_at_ms\":");
+    push_u64(out, *expires_at_ms);
+    out.extend_from_slice(b",\"ttl_ms\":");
+    push_u64(out, *ttl_ms);
+    out.extend_from_slice(if *released {
+        &b",\"released\":true"[..]
+    } else {
+        b",\"released\":false"
+    });
+    if let Some(secret_sha256) = secret_sha256 {
+        out.extend_from_slice(b",\"secret_sha256\":");
+        push_str(out, secret_sha256);
+    }
+    push_nested(out, b",\"broken\":", broken.as_ref());
+    push_nested(out, b",\"process\":", process.as_ref());
+    push_nested(out, b",\"session\":", session.as_ref());
+    push_nested(out, b",\"next\":", next.as_ref());
+    out.push(b'}');
+}
+
+/// A JSON string as serde_json writes it: as is between quotes unless it holds a
+/// byte serde_json escapes (a control character, a quote or a backslash); then
+/// serde_json writes it.
+fn push_str(out: &mut Vec<u8>, text: &str) {
+    if needs_escape(text.as_bytes()) {
+        serde_json::to_writer(&mut *out, text).expect("a string always serializes");
+    } else {
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    }
+}
+
+/// Whether `bytes` hold a byte below 0x20, a quote or a backslash. Bitwise, not
+/// short-circuiting: the scan compiles to vector compares.
+fn needs_escape(bytes: &[u8]) -> bool {
+    bytes.iter().fold(false, |any, &b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
+    })
+}
+
+/// An unsigned integer in decimal, as serde_json writes it: four digits per
+/// division (a record's timestamps have thirteen), each four as two pairs from a
+/// table of the hundred.
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    const PAIRS: &[u8; 200] = b"\
+        0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
+    let pair = |digits: &mut [u8], at: usize, two: u64| {
+        let two = two as usize * 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[two..two + 2]);
+    };
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    while n >= 10_000 {
+        let four = n % 10_000;
+        n /= 10_000;
+        at -= 4;
+        pair(&mut digits, at, four / 100);
+        pair(&mut digits, at + 2, four % 100);
+    }
+    if n >= 100 {
+        at -= 2;
+        pair(&mut digits, at, n % 100);
+        n /= 100;
+    }
+    if n >= 10 {
+        at -= 2;
+        pair(&mut digits, at, n);
+    } else {
+        at -= 1;
+        digits[at] = b'0' + n as u8;
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// An optional field serialized by serde_json, left out when absent (the derive's
+/// `skip_serializing_if = "Option::is_none"`).
+fn push_nested<T: Serialize>(out: &mut Vec<u8>, name: &[u8], value: Option<&T>) {
+    if let Some(value) = value {
+        out.extend_from_slice(name);
+        serde_json::to_writer(&mut *out, value).expect("records always serialize");
+    }
+}
 
 /// Decodes `bytes` read as generation `generation` of `key`.
 ///
@@ -251,17 +397,28 @@ mod recent {
     /// Entries kept per thread: a claim, the tombstone below it, a renewal.
     const KEPT: usize = 4;
 
+    /// Up to [`KEPT`] entries; once full, `oldest` is the slot the next one
+    /// replaces in place (a ring: no entry is shifted, each is a whole record).
+    struct Recent {
+        entries: Vec<(Vec<u8>, Record)>,
+        oldest: usize,
+    }
+
     thread_local! {
-        static RECENT: RefCell<Vec<(Vec<u8>, Record)>> = const { RefCell::new(Vec::new()) };
+        static RECENT: RefCell<Recent> = const {
+            RefCell::new(Recent { entries: Vec::new(), oldest: 0 })
+        };
     }
 
     pub(super) fn lookup(bytes: &[u8]) -> Option<Record> {
         RECENT
             .try_with(|recent| {
                 let recent = recent.borrow();
-                recent
-                    .iter()
-                    .rev()
+                // Newest first: a confirming read, and a release's read of its
+                // claim, find the entry remembered last.
+                let kept = recent.entries.len();
+                (0..kept)
+                    .map(|age| &recent.entries[(recent.oldest + kept - 1 - age) % kept])
                     .find(|(b, _)| b.as_slice() == bytes)
                     .map(|(_, r)| r.clone())
             })
@@ -277,18 +434,22 @@ mod recent {
     pub(super) fn remember_with(bytes: &[u8], record: impl FnOnce() -> Record) {
         let _ = RECENT.try_with(|recent| {
             let mut recent = recent.borrow_mut();
-            if recent.iter().any(|(b, _)| b.as_slice() == bytes) {
+            if recent.entries.iter().any(|(b, _)| b.as_slice() == bytes) {
+                return;
+            }
+            if recent.entries.len() < KEPT {
+                let mut buffer = Vec::with_capacity(super::RECORD_CAPACITY);
+                buffer.extend_from_slice(bytes);
+                recent.entries.push((buffer, record()));
                 return;
             }
             // The evicted entry's buffer holds the new bytes: no allocation.
-            let mut buffer = if recent.len() >= KEPT {
-                recent.remove(0).0
-            } else {
-                Vec::with_capacity(super::RECORD_CAPACITY)
-            };
+            let oldest = recent.oldest;
+            recent.oldest = (oldest + 1) % KEPT;
+            let (buffer, kept) = &mut recent.entries[oldest];
             buffer.clear();
             buffer.extend_from_slice(bytes);
-            recent.push((buffer, record()));
+            *kept = record();
         });
     }
 }
@@ -473,6 +634,101 @@ mod tests {
             );
         }
         assert!(matches!(decode_sample(good.as_bytes()), Decoded::Record(_)));
+    }
+
+    /// The hand-written record writer gives serde_json's bytes for every optional
+    /// field present or absent, strings that need escaping, non-ASCII text and the
+    /// largest numbers (docs/design-07-performance.md).
+    #[test]
+    fn the_record_writer_writes_what_serde_json_writes() {
+        let plain = sample();
+        let mut full = sample();
+        full.label = "db:\"quoted\" \\ back\u{1}slash\n\ttab \u{7f} é 🦀".into();
+        full.owner = "own\u{1f}er".into();
+        full.host = "host-1".into();
+        full.token = u64::MAX;
+        full.generation = u64::MAX;
+        full.pid = u32::MAX;
+        full.granted_at_ms = 0;
+        full.expires_at_ms = u64::MAX;
+        full.released = true;
+        full.broken = Some(BreakNote {
+            by: "op \"x\"".into(),
+            at_ms: 5,
+            reason: "r\n".into(),
+        });
+        full.process = Some(crate::ProcessEvidence {
+            host: "m".into(),
+            boot: "b".into(),
+            pid: 7,
+            start: 9,
+        });
+        full.session = Some(crate::proof::SessionTag::of("s"));
+        full.next = Some(Turn {
+            holder: "h".into(),
+            ticket: 3,
+            owner: "o".into(),
+            pid: 4,
+        });
+        let mut bare = sample();
+        bare.secret_sha256 = None;
+        bare.label = "".into();
+        for record in [plain, full, bare] {
+            let mut written = Vec::new();
+            write_json(&mut written, &record);
+            assert_eq!(
+                String::from_utf8(written).unwrap(),
+                serde_json::to_string(&record).unwrap()
+            );
+        }
+    }
+
+    /// The escape test finds every byte serde_json escapes, at every position of
+    /// a vector-sized chunk and in the tail, and nothing else.
+    #[test]
+    fn every_byte_that_needs_escaping_is_found() {
+        for len in 0..40 {
+            let plain = vec![b'a'; len];
+            assert!(!needs_escape(&plain));
+            for at in 0..len {
+                for byte in 0u8..=0xff {
+                    let mut bytes = plain.clone();
+                    bytes[at] = byte;
+                    let expected = byte < 0x20 || byte == b'"' || byte == b'\\';
+                    assert_eq!(needs_escape(&bytes), expected, "{byte:#x} at {at} of {len}");
+                }
+            }
+        }
+        // Neighbours of the bytes looked for, and non-ASCII text, need nothing.
+        assert!(!needs_escape(" !#[]^~\u{7f}ÿé🦀 \u{2028}".as_bytes()));
+    }
+
+    #[test]
+    fn numbers_are_written_as_serde_json_writes_them() {
+        let mut cases = vec![
+            0,
+            1,
+            9,
+            10,
+            11,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            u64::MAX,
+            u64::MAX - 1,
+        ];
+        let mut power = 1u64;
+        while let Some(next) = power.checked_mul(10) {
+            cases.extend([power - 1, power, power + 1, next / 2]);
+            power = next;
+        }
+        for n in cases {
+            let mut written = Vec::new();
+            push_u64(&mut written, n);
+            assert_eq!(String::from_utf8(written).unwrap(), n.to_string());
+        }
     }
 
     #[test]

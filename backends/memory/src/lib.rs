@@ -129,14 +129,8 @@ impl LeaseStore for MemoryStore {
         inner.creates += 1;
         let fault = inner.faults.pop_front();
         let flushed = durability == Durability::Flushed && !inner.ignore_flush;
-        // No key clone (an allocation) unless the key is new.
-        if !inner.records.contains_key(key) {
-            inner.records.insert(key.clone(), BTreeMap::new());
-        }
-        let series = inner
-            .records
-            .get_mut(key)
-            .expect("the series was just made");
+        // One search of the map; a key's clone shares its text (no allocation).
+        let series = inner.records.entry(key.clone()).or_default();
         if series.contains_key(&generation) {
             return match fault {
                 Some(fault) => Err(Self::fault_error(key, generation, fault)),

@@ -10,10 +10,12 @@
 //! - `windows_rules` — the Windows spelling rules as pure functions, tested on every
 //!   platform.
 //!
-//! No identity is cached: every call resolves through the filesystem again. A cache
-//! keyed by spelling would go on answering a file's old identity after a symlink was
-//! retargeted or a missing parent created, splitting one file into two keys for a
-//! long-lived process (the MCP server); resolving costs a few `stat`s per operation.
+//! No file identity is cached: every call resolves through the filesystem again. A
+//! cache keyed by spelling would go on answering a file's old identity after a
+//! symlink was retargeted or a missing parent created, splitting one file into two
+//! keys for a long-lived process (the MCP server); resolving costs a few `stat`s per
+//! operation. A lock's identity depends on its name alone, so the last one is kept
+//! per thread (`lock_identity`).
 
 mod sys;
 mod windows_rules;
@@ -22,6 +24,7 @@ pub use windows_rules::reserved_device_name;
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use unicode_normalization::UnicodeNormalization;
@@ -142,20 +145,7 @@ impl Resource {
                     file_id: None,
                 })
             }
-            Resource::Lock(name) => {
-                let canonical = canonical_lock_name(name)?;
-                Ok(Identity {
-                    path: None,
-                    key: Key::derive("lock", canonical.as_bytes()),
-                    label: name
-                        .chars()
-                        .filter(|&c| !is_default_ignorable(c))
-                        .collect::<String>()
-                        .trim()
-                        .to_string(),
-                    file_id: None,
-                })
-            }
+            Resource::Lock(name) => lock_identity(name),
             Resource::File(path) => {
                 let absolute = absolute_file(path)?;
                 let resolved = resolve(&absolute, SYMLINK_LIMIT);
@@ -456,9 +446,11 @@ impl Identity {
 /// The canonical identity of a resource: a short, stable string naming its claim
 /// series, safe as a file name on every platform (`lock-`, `file-` or `inode-`
 /// followed by 32 lowercase hex digits of SHA-256).
+// Shared text: a key is cloned into every lease, listing and backend map that
+// names its series, and a clone is then a count, not an allocation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(transparent)]
-pub struct Key(String);
+pub struct Key(Arc<str>);
 
 /// Appends `bytes` as lowercase hex digits (keys, hashes): a table lookup per
 /// nibble rather than a formatter call per byte, on every call's hot path.
@@ -481,7 +473,7 @@ impl Key {
         hex.push_str(namespace);
         hex.push('-');
         push_hex(&mut hex, &digest[..KEY_HASH_HEX_DIGITS / 2]);
-        Key(hex)
+        Key(hex.into())
     }
 
     /// Parses a key as stored by a backend (a directory name, a key prefix); `None`
@@ -505,12 +497,17 @@ impl Key {
                 | "queue"
         ) && hash.len() == KEY_HASH_HEX_DIGITS
             && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-        valid.then(|| Key(text.to_string()))
+        valid.then(|| Key(text.into()))
     }
 
     /// The key as a string.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The key's text, shared (a record's `key` field, without a copy).
+    pub(crate) fn shared_text(&self) -> Arc<str> {
+        Arc::clone(&self.0)
     }
 }
 
@@ -518,6 +515,60 @@ impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// The identity of the lock `name`. It depends on the name alone (no filesystem,
+/// unlike a file's), so the last one derived on this thread is kept and handed out
+/// again for the same name: an agent claims and releases the same few locks, and
+/// each claim would otherwise normalize and hash the name again
+/// (docs/design-07-performance.md). Pinned by `a_kept_lock_identity_is_the_derived_one`.
+fn lock_identity(name: &str) -> Result<Identity> {
+    use std::cell::RefCell;
+    thread_local! {
+        static LAST: RefCell<Option<(String, Key, String)>> = const { RefCell::new(None) };
+    }
+    let kept = LAST
+        .try_with(|last| {
+            last.borrow()
+                .as_ref()
+                .filter(|(of, ..)| of == name)
+                .map(|(_, key, label)| (key.clone(), label.clone()))
+        })
+        .ok()
+        .flatten();
+    let (key, label) = match kept {
+        Some(kept) => kept,
+        None => {
+            let (key, label) = derive_lock_identity(name)?;
+            let _ = LAST.try_with(|last| {
+                *last.borrow_mut() = Some((name.to_string(), key.clone(), label.clone()));
+            });
+            (key, label)
+        }
+    };
+    Ok(Identity {
+        path: None,
+        key,
+        label,
+        file_id: None,
+    })
+}
+
+/// [`lock_identity`] without the kept one: the key of the canonical name, and the
+/// label (the name trimmed, without invisible characters).
+fn derive_lock_identity(name: &str) -> Result<(Key, String)> {
+    let canonical = canonical_lock_name(name)?;
+    // No ASCII character is default ignorable: an ASCII name is only trimmed.
+    let label = if name.is_ascii() {
+        name.trim().to_string()
+    } else {
+        name.chars()
+            .filter(|&c| !is_default_ignorable(c))
+            .collect::<String>()
+            .trim()
+            .to_string()
+    };
+    Ok((Key::derive("lock", canonical.as_bytes()), label))
 }
 
 /// Trims, rejects, drops invisible characters from, normalizes and case-folds a lock
@@ -740,6 +791,39 @@ mod tests {
                 continue;
             }
             assert_eq!(fast, full, "{name:?}");
+        }
+    }
+
+    /// The identity kept for the last lock name on a thread is what deriving it
+    /// gives, for ASCII and Unicode names, after other names and after a refused one;
+    /// and the ASCII label is what dropping invisible characters gives.
+    #[test]
+    fn a_kept_lock_identity_is_the_derived_one() {
+        let names = [
+            "db:migrations",
+            " DB:Migrations ",
+            "db:\u{200B}migrations",
+            "Straße ",
+            "\u{FEFF}x\u{00AD}y",
+            "a\0b",
+            "db:migrations",
+        ];
+        for _ in 0..2 {
+            for name in names {
+                for _ in 0..2 {
+                    let kept = Resource::lock(name).identity().map(|i| (i.key, i.label));
+                    let derived = derive_lock_identity(name);
+                    match (kept, derived) {
+                        (Ok(kept), Ok(derived)) => assert_eq!(kept, derived, "{name:?}"),
+                        (Err(_), Err(_)) => {}
+                        (kept, derived) => panic!("{name:?}: {kept:?} against {derived:?}"),
+                    }
+                }
+            }
+        }
+        for name in ["  plain ", "db:migrations", "\tx "] {
+            let full: String = name.chars().filter(|&c| !is_default_ignorable(c)).collect();
+            assert_eq!(derive_lock_identity(name).unwrap().1, full.trim());
         }
     }
 

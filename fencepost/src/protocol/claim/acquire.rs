@@ -144,7 +144,7 @@ impl Store {
         // in every record of the tenure is the proof of holding. A session's is
         // derived from its name, so its other processes can act on the tenure.
         let secret = secret.clone();
-        let proof = secret.sha256();
+        let proof = secret.proof();
         let (primary, label) = (identity.key.clone(), identity.label.clone());
         let started = self.clock.monotonic_ms();
         let deadline = started.saturating_add(options.wait_ms);

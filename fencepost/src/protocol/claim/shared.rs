@@ -46,7 +46,7 @@ impl Store {
         }
         let holder_id = new_holder_id(&options.owner);
         let secret = Secret::generate();
-        let proof = secret.sha256();
+        let proof = secret.proof();
         let mut attempt = 0u64;
         let started = self.clock.monotonic_ms();
         let deadline = started.saturating_add(options.wait_ms);
@@ -160,7 +160,7 @@ impl Store {
         label: &str,
         token: u64,
         holder_id: &str,
-        proof: &str,
+        proof: &std::sync::Arc<str>,
         options: &AcquireOptions,
     ) -> Result<Record> {
         loop {
@@ -400,7 +400,7 @@ impl Store {
             &want,
             label,
             holder_id,
-            &secret.sha256(),
+            &secret.proof(),
             &wait_options,
             &mut watch,
         )? {

@@ -248,7 +248,7 @@ impl Store {
             &way.key,
             &way.label,
             &holder_id,
-            &secret.sha256(),
+            &secret.proof(),
             &options,
             &mut watch,
         )? {

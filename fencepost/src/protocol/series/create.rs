@@ -1,5 +1,9 @@
 //! Creating the next generation of a key and confirming it is newest.
 
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::thread::LocalKey;
+
 use super::{Watch, next_generation};
 use crate::backend::{CreateOutcome, Durability};
 use crate::protocol::{AcquireOptions, CREATE_GRACE_MS, Store};
@@ -31,7 +35,7 @@ impl Store {
         key: &Key,
         label: &str,
         holder_id: &str,
-        proof: &str,
+        proof: &Arc<str>,
         options: &AcquireOptions,
         watch: &mut Watch,
     ) -> Result<Claim> {
@@ -131,24 +135,24 @@ impl Store {
         (token, generation): (u64, u64),
         holder_id: &str,
         options: &AcquireOptions,
-        proof: &str,
+        proof: &Arc<str>,
         granted_at_ms: u64,
     ) -> Record {
         Record {
             v: FORMAT_VERSION,
-            key: key.as_str().into(),
-            label: label.into(),
+            key: key.shared_text(),
+            label: kept_text(&LAST_LABEL, label),
             token,
             generation,
             holder: holder_id.into(),
-            owner: options.owner.as_str().into(),
+            owner: kept_text(&LAST_OWNER, &options.owner),
             pid: std::process::id(),
             host: crate::host_name_shared(),
             granted_at_ms,
             expires_at_ms: granted_at_ms.saturating_add(options.ttl_ms),
             ttl_ms: options.ttl_ms,
             released: false,
-            secret_sha256: Some(proof.into()),
+            secret_sha256: Some(Arc::clone(proof)),
             broken: None,
             next: None,
             process: if options.tied_to_process {
@@ -191,4 +195,23 @@ impl Store {
             }
         }
     }
+}
+
+thread_local! {
+    static LAST_LABEL: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+    static LAST_OWNER: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+}
+
+/// `text` as shared text, reusing the one `last` handed out when it is the same
+/// text: a process claims under the same few labels and owner names, and each
+/// claim would otherwise copy them into new strings (docs/design-07-performance.md).
+fn kept_text(last: &'static LocalKey<RefCell<Option<Arc<str>>>>, text: &str) -> Arc<str> {
+    last.try_with(|last| {
+        let mut last = last.borrow_mut();
+        match last.as_ref() {
+            Some(kept) if **kept == *text => Arc::clone(kept),
+            _ => Arc::clone(last.insert(Arc::from(text))),
+        }
+    })
+    .unwrap_or_else(|_| Arc::from(text))
 }
