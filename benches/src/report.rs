@@ -630,6 +630,19 @@ impl Report {
                             self.handoff_ceiling_of(c)
                         )
                     });
+                    // Where the handoff ceiling itself is below 80% of the serial
+                    // ceiling, no code could meet the target on this disk: say so,
+                    // and by how much the disk and the kernel alone fall short.
+                    let beyond = self.handoff_ceiling_of(c) / Self::ceiling_of(c);
+                    if beyond < 0.8 {
+                        why.push(format!(
+                            "and 80% of the serial ceiling is beyond this disk and kernel: \
+                             the handoff ceiling itself is {:.0}% of the serial ceiling (a \
+                             waiter must be woken and must read before it claims, which the \
+                             serial ceiling leaves out)",
+                            100.0 * beyond
+                        ));
+                    }
                 }
                 if !p99_ok {
                     // Even a perfectly fair rotation waits for the other workers'
