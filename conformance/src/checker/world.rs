@@ -401,36 +401,37 @@ impl World {
     /// A record landed in `key`'s series: every watch of that key has a change
     /// pending, and a watcher asleep in `wait` becomes runnable at once.
     fn notify(&self, key: &Key) {
+        self.wake(|w| &w.key == key && w.ticket.is_none());
+    }
+
+    /// Opens a watch of `key` for the current actor (of its ticket `ticket` of
+    /// the key's queue, or of every record of the key): its id.
+    fn open_watch(&self, key: &Key, ticket: Option<u64>) -> Option<u64> {
+        let actor = current_actor()?;
+        let id = self
+            .next_watch
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.watchers).push(WatchSlot {
+            id,
+            actor,
+            key: key.clone(),
+            pending: false,
+            waiting: false,
+            ticket,
+        });
+        Some(id)
+    }
+
+    /// Every watch `which` picks has a change pending, and one asleep in `wait`
+    /// becomes runnable at once.
+    fn wake(&self, which: impl Fn(&WatchSlot) -> bool) {
+        let now = self.now();
         let mut watchers = lock(&self.watchers);
         if watchers.is_empty() {
             return;
         }
-        let now = self.now();
         let mut st = self.sched.lock();
-        for slot in watchers
-            .iter_mut()
-            .filter(|w| &w.key == key && w.ticket.is_none())
-        {
-            slot.pending = true;
-            if slot.waiting
-                && let super::sched::Status::Waiting(Point::Sleep(until)) = st.status[slot.actor]
-                && until > now
-            {
-                st.status[slot.actor] = super::sched::Status::Waiting(Point::Sleep(now));
-            }
-        }
-    }
-
-    /// Every ticket watch `which` picks has a change pending, and one asleep in
-    /// `wait` becomes runnable at once.
-    fn wake_ticket(&self, which: impl Fn(&WatchSlot) -> bool) {
-        let now = self.now();
-        let mut watchers = lock(&self.watchers);
-        let mut st = self.sched.lock();
-        for slot in watchers
-            .iter_mut()
-            .filter(|w| w.ticket.is_some() && which(w))
-        {
+        for slot in watchers.iter_mut().filter(|w| which(w)) {
             slot.pending = true;
             if slot.waiting
                 && let super::sched::Status::Waiting(Point::Sleep(until)) = st.status[slot.actor]
@@ -1021,6 +1022,16 @@ struct ModelWatch {
     key: Key,
 }
 
+impl ModelWatch {
+    fn boxed(world: &Arc<World>, id: u64, key: &Key) -> Box<dyn fencepost::ChangeWatch> {
+        Box::new(ModelWatch {
+            world: Arc::clone(world),
+            id,
+            key: key.clone(),
+        })
+    }
+}
+
 impl fencepost::ChangeWatch for ModelWatch {
     fn wait(&mut self, timeout: Duration) -> bool {
         let world = &self.world;
@@ -1250,24 +1261,9 @@ impl LeaseStore for ModelStore {
             return None;
         }
         world.check_ring_due("watch a key");
-        let actor = current_actor()?;
-        let id = world
-            .next_watch
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        lock(&world.watchers).push(WatchSlot {
-            id,
-            actor,
-            key: key.clone(),
-            pending: false,
-            waiting: false,
-            ticket: None,
-        });
+        let id = world.open_watch(key, None)?;
         world.log(format!("watch {} for changes", short(key)));
-        Some(Box::new(ModelWatch {
-            world: Arc::clone(world),
-            id,
-            key: key.clone(),
-        }))
+        Some(ModelWatch::boxed(world, id, key))
     }
 
     fn watch_ticket(&self, key: &Key, ticket: u64) -> Option<Box<dyn fencepost::ChangeWatch>> {
@@ -1276,18 +1272,7 @@ impl LeaseStore for ModelStore {
             return None;
         }
         world.check_ring_due("watch a ticket");
-        let actor = current_actor()?;
-        let id = world
-            .next_watch
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        lock(&world.watchers).push(WatchSlot {
-            id,
-            actor,
-            key: key.clone(),
-            pending: false,
-            waiting: false,
-            ticket: Some(ticket),
-        });
+        let id = world.open_watch(key, Some(ticket))?;
         // The acquisition this ticket is (its holder id), for the turn oracles.
         let queue = key.queue();
         let holder = lock(&world.model)
@@ -1302,11 +1287,7 @@ impl LeaseStore for ModelStore {
             lock(&world.tickets).entry(holder).or_default().push(id);
         }
         world.log(format!("watch ticket g{ticket} of {}", short(key)));
-        Some(Box::new(ModelWatch {
-            world: Arc::clone(world),
-            id,
-            key: key.clone(),
-        }))
+        Some(ModelWatch::boxed(world, id, key))
     }
 
     fn ring(&self, key: &Key, ticket: u64) {
@@ -1334,7 +1315,7 @@ impl LeaseStore for ModelStore {
             }
         }
         world.log(format!("ring ticket g{ticket} of {label}"));
-        world.wake_ticket(|w| &w.key == key && w.ticket == Some(ticket));
+        world.wake(|w| &w.key == key && w.ticket == Some(ticket));
     }
 
     fn create(
@@ -1492,7 +1473,7 @@ impl LeaseStore for ModelStore {
         if key.as_str().starts_with("queue-") {
             // A ticket's removal wakes the waiter asleep on it, as its file's
             // unlink does a ticket watch (passed over: it queues again).
-            world.wake_ticket(|w| w.key.queue() == *key && w.ticket == Some(generation));
+            world.wake(|w| w.key.queue() == *key && w.ticket == Some(generation));
         }
         // I2 across power cuts, judged at every removal: were the power cut now,
         // numbering must still continue above every token already issued.
