@@ -134,7 +134,7 @@ fn catches_a_lost_wake_up_without_the_fallback() {
 #[test]
 fn catches_a_turn_that_never_lapses() {
     // A named waiter that crashed or gave up keeps everyone else asleep.
-    catches(&planted::TURN_NEVER_LAPSES, "turn_handover", 10);
+    catches(&planted::TURN_NEVER_LAPSES, "turn_handover", 37);
 }
 
 #[test]
@@ -153,7 +153,7 @@ fn catches_a_release_that_rings_nobody() {
 fn catches_a_lapsed_turn_cleared_after_the_final_liveness_check() {
     // The clean-up after a lapsed turn reads and removes tickets: made after the
     // final liveness check, a slow one hands out a lease past its ttl.
-    catches(&planted::CLEAR_LAPSED_AFTER_CONFIRM, "notified_handover", 4);
+    catches(&planted::CLEAR_LAPSED_AFTER_CONFIRM, "notified_handover", 8);
 }
 
 #[test]
@@ -244,6 +244,10 @@ fn survey() {
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         ("TURN_NEVER_LAPSES", &planted::TURN_NEVER_LAPSES),
         ("TURN_FOR_NOBODY", &planted::TURN_FOR_NOBODY),
+        (
+            "TICKET_KEPT_WHILE_HOLDING",
+            &planted::TICKET_KEPT_WHILE_HOLDING,
+        ),
     ] {
         if let Ok(only) = std::env::var("FENCEPOST_PLANTED")
             && only != name
@@ -296,4 +300,12 @@ fn catches_a_participant_entry_swept_before_its_record() {
 #[test]
 fn catches_covered_claims_that_ignore_a_waiting_subtree_claimer() {
     catches(&planted::COVERED_IGNORES_INTENT, "subtree_intent", 0);
+}
+
+#[test]
+fn catches_a_ticket_kept_while_holding() {
+    // A holder's ticket left in the queue until after its release's tombstone can
+    // be named by the next holder's release: a turn for a waiter that already
+    // held, which every claimant waits out.
+    catches(&planted::TICKET_KEPT_WHILE_HOLDING, "turn_handover", 1);
 }

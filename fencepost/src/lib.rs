@@ -342,6 +342,10 @@ pub mod planted {
     /// listed the queue before the ticket landed, and whose tombstone landed after
     /// that read, is slept through.
     pub static TICKET_WATCH_WITHOUT_REREAD: AtomicBool = AtomicBool::new(false);
+    /// A waiter keeps its ticket while it holds, for its release to remove after
+    /// the tombstone: the next holder's release, should it list the queue first,
+    /// names a waiter that already held, and every claimant waits out that turn.
+    pub static TICKET_KEPT_WHILE_HOLDING: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

@@ -215,6 +215,10 @@ pub struct World {
     /// Per (watch, key, tombstone generation): how long that waiter has slept on
     /// another waiter's turn, in ms of true time.
     turn_sleeps: Mutex<HashMap<(u64, Key, u64), u64>>,
+    /// Actors inside [`Ctx::release`], and actors a call on a wait queue failed
+    /// for (their ticket's removal may have been the call that failed).
+    releasing: Mutex<HashSet<usize>>,
+    queue_faulted: Mutex<HashSet<usize>>,
 }
 
 /// What a release owes the waiters once its tombstone landed, before its next
@@ -276,6 +280,8 @@ impl World {
             wall_steps: Mutex::default(),
             jitter: Default::default(),
             tickets: Mutex::default(),
+            releasing: Mutex::default(),
+            queue_faulted: Mutex::default(),
             ring_due: Mutex::default(),
             turn_sleeps: Mutex::default(),
         }
@@ -338,6 +344,51 @@ impl World {
 
     pub(crate) fn violated(&self) -> bool {
         lock(&self.oracle).violation.is_some()
+    }
+
+    /// Notes a failed call on a wait queue.
+    fn note_queue_fault(&self, key: &Key, fault: Fault) {
+        if key.as_str().starts_with("queue-")
+            && matches!(fault, Fault::ErrBefore | Fault::ErrAfter)
+            && let Some(actor) = current_actor()
+        {
+            lock(&self.queue_faulted).insert(actor);
+        }
+    }
+
+    /// The own-ticket oracle, when a release's tombstone (by `holder`) lands on
+    /// `key`: the holder's own ticket must be gone from the key's queue by then
+    /// (a waiter leaves the queue as its acquisition returns). Left until after,
+    /// the next holder's release may list the queue first (this releaser
+    /// descheduled right after its tombstone) and name a waiter that already held:
+    /// every claimant then waits out that turn (docs/design-07-performance.md, "A
+    /// ticket outlives its tenure"). Not judged for an actor a queue call failed
+    /// for.
+    fn check_own_ticket_gone(&self, key: &Key, holder: &str) {
+        let Some(actor) = current_actor() else {
+            return;
+        };
+        if !lock(&self.releasing).contains(&actor) || lock(&self.queue_faulted).contains(&actor) {
+            return;
+        }
+        let queue = key.queue();
+        let left = {
+            let model = lock(&self.model);
+            model.series.get(&queue).and_then(|tickets| {
+                tickets
+                    .iter()
+                    .find_map(|(g, rec)| match decode(&rec.bytes, queue.as_str(), *g) {
+                        Decoded::Record(t) if rec.complete && *t.holder == *holder => Some(*g),
+                        _ => None,
+                    })
+            })
+        };
+        if let Some(ticket) = left {
+            self.violate(format!(
+                "stale ticket: {holder}'s release landed its tombstone on {} with its own ticket g{ticket} still queued: the next release may name a waiter that already held, and every claimant waits out its turn",
+                short(key)
+            ));
+        }
     }
 
     /// A power cut with filesystem semantics: a record is durable only once its
@@ -518,6 +569,9 @@ impl World {
                     .push(watch);
             }
             return;
+        }
+        if record.released && record.broken.is_none() {
+            self.check_own_ticket_gone(key, &record.holder);
         }
         let now = self.now();
         let (stamp_true, stamp_step) = current_actor()
@@ -1363,6 +1417,7 @@ impl LeaseStore for ModelStore {
             world.check_ring_due("list a series");
         }
         let fault = world.stall(world.sched.point(Point::List));
+        world.note_queue_fault(key, fault);
         if fault == Fault::ErrBefore {
             world.log(format!("list {} -> error", short(key)));
             if owed && let Some(actor) = actor {
@@ -1415,6 +1470,7 @@ impl LeaseStore for ModelStore {
         let world = &self.0;
         world.check_ring_due("read a record");
         let fault = world.stall(world.sched.point(Point::Read));
+        world.note_queue_fault(key, fault);
         if fault == Fault::ErrBefore {
             world.log(format!("read {} g{generation} -> error", short(key)));
             return Err(injected("read", key));
@@ -1448,6 +1504,7 @@ impl LeaseStore for ModelStore {
             world.check_ring_due("remove a record");
         }
         let fault = world.stall(world.sched.point(Point::Remove));
+        world.note_queue_fault(key, fault);
         if fault == Fault::ErrBefore {
             world.log(format!("remove {} g{generation} -> error", short(key)));
             return Err(injected("remove", key));
@@ -1850,7 +1907,14 @@ impl Ctx {
     pub fn release(&self, lease: &Lease) {
         self.end_promise(lease);
         self.world.log(format!("release token {}", lease.token()));
+        let actor = current_actor();
+        if let Some(actor) = actor {
+            lock(&self.world.releasing).insert(actor);
+        }
         let outcome = self.store.release(lease);
+        if let Some(actor) = actor {
+            lock(&self.world.releasing).remove(&actor);
+        }
         self.world.log(format!(
             "release -> {}",
             match &outcome {

@@ -290,6 +290,20 @@ impl Store {
                 {
                     self.clear_lapsed(&primary, lapsed);
                 }
+                // Our own ticket goes now, not at our release: a ticket that
+                // outlives the wait it was for can be named by a later release
+                // (the next holder's, should ours be descheduled right after its
+                // tombstone), and a turn for a waiter that already held holds
+                // every claimant back for TURN_MS (docs/design-07-performance.md,
+                // "A ticket outlives its tenure"). Before the final liveness
+                // check too; should our claims lapse after all, we queue again.
+                #[cfg(feature = "planted-bugs")]
+                let kept = crate::planted::on(&crate::planted::TICKET_KEPT_WHILE_HOLDING);
+                #[cfg(not(feature = "planted-bugs"))]
+                let kept = false;
+                if !kept && let Some((key, mine)) = ticket.take() {
+                    self.leave_queue(&key, mine);
+                }
             }
             // "Still live after my create" on the monotonic clock from before the
             // stamp: a wall-clock step during a stalled call cannot make a claim a
@@ -306,9 +320,8 @@ impl Store {
                 {
                     self.clear_lapsed(&primary, lapsed);
                 }
-                // Our ticket stays until our release removes it (after its
-                // tombstone, off the next holder's path; a release never names its
-                // own holder).
+                // Our ticket went before the final liveness check (above); the
+                // planted bug keeps it for the release to remove, as before.
                 ticket.take();
                 let mut lease =
                     self.confirmed_lease(resource, identity, taken, holder_id, secret, options);

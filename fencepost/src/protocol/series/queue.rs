@@ -89,8 +89,9 @@ impl Store {
     }
 
     /// The oldest waiter in `key`'s queue that can still take a turn: its ticket is
-    /// not `releasing`'s own and has not expired. Also the tickets found gone on the way (the releasing holder's own
-    /// among them), for the release to remove once its tombstone landed, off the
+    /// not `releasing`'s own and has not expired. Also the tickets found gone on the
+    /// way (expired, undecodable, or the releasing holder's own, left by a removal
+    /// that failed), for the release to remove once its tombstone landed, off the
     /// next holder's path. `None` when nobody waits or the queue cannot be read
     /// (the release then names nobody).
     pub(crate) fn next_in_line(&self, key: &Key, releasing: &str) -> (Option<Turn>, Vec<u64>) {
@@ -116,6 +117,8 @@ impl Store {
             // No liveness probe here: it costs a dozen system calls on every
             // handoff, and a dead waiter's turn only lapses (TURN_MS), after which
             // it is passed over and its ticket removed.
+            // Our own ticket went when we acquired (see `try_acquire_observed`);
+            // one still here (its removal failed) is removed with the gone ones.
             let gone = &*ticket.holder == releasing || now >= ticket.expires_at_ms;
             if gone {
                 gone_tickets.push(generation);
@@ -173,7 +176,7 @@ impl Store {
     /// but for such waiters. Only where waiters sleep on tickets; best effort (a
     /// lost ring costs its waiter at most [`CHANGE_WAIT_MAX`](crate::CHANGE_WAIT_MAX)).
     ///
-    /// Also removes `gone` (tickets the release found gone, its own among them):
+    /// Also removes `gone` (tickets the release found gone):
     /// after the ring when it names a waiter (off that waiter's path), before the
     /// listing when it names nobody (so that none of them is rung).
     pub(crate) fn ring_after_tombstone(&self, key: &Key, next: Option<u64>, gone: &[u64]) {
