@@ -21,6 +21,9 @@ const HOT: &str = "contention-hot";
 #[derive(Debug)]
 pub struct ContentionRow {
     pub workers: usize,
+    /// Whether the workers' store flushes its claims (the target is judged with it
+    /// on; the rows with it off show the protocol without the disk's flushes).
+    pub flush: bool,
     pub handoffs: usize,
     pub elapsed: Duration,
     pub wait: Summary,
@@ -90,8 +93,8 @@ pub fn check_oracle(log_tokens: &[u64], tenures: &[Tenure], expected: usize) -> 
 /// Worker mode: waits for `go` on stdin, then `iters` rounds of acquire → append
 /// `token pid round` to `log` → release. Prints `T token start end wait_ns` per
 /// round and `D done_ns` at the end.
-pub fn worker(store_dir: &Path, log: &Path, iters: usize) -> R<()> {
-    let store = Store::new(FsStore::open(store_dir)?);
+pub fn worker(store_dir: &Path, log: &Path, iters: usize, flush: bool) -> R<()> {
+    let store = Store::new(FsStore::open(store_dir)?.with_flush(flush));
     let resource = Resource::lock(HOT);
     let options = AcquireOptions::new(30_000)
         .owner("bench-worker")
@@ -118,16 +121,19 @@ pub fn worker(store_dir: &Path, log: &Path, iters: usize) -> R<()> {
     Ok(())
 }
 
-/// Runs `workers` processes of `per_worker` rounds each on a fresh store in `dir`.
+/// Runs `workers` processes of `per_worker` rounds each on a fresh store in `dir`,
+/// flushing claims or not (`flush`).
 pub fn run(
     dir: &Path,
     workers: usize,
     per_worker: usize,
+    flush: bool,
     floor_pair: Summary,
     floor_handoff: Summary,
 ) -> R<ContentionRow> {
-    let store_dir = dir.join(format!("store-{workers}"));
-    let log = dir.join(format!("log-{workers}.txt"));
+    let mode = if flush { "flush" } else { "noflush" };
+    let store_dir = dir.join(format!("store-{workers}-{mode}"));
+    let log = dir.join(format!("log-{workers}-{mode}.txt"));
     fs::create_dir_all(&store_dir)?;
     fs::write(&log, "")?;
     let exe = std::env::current_exe()?;
@@ -138,6 +144,7 @@ pub fn run(
                 .arg(&store_dir)
                 .arg(&log)
                 .arg(per_worker.to_string())
+                .arg(mode)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .spawn()
@@ -191,6 +198,7 @@ pub fn run(
         .collect();
     Ok(ContentionRow {
         workers,
+        flush,
         handoffs: tenures.len(),
         elapsed: Duration::from_nanos(done - go),
         wait: summarize(waits),

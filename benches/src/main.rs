@@ -57,8 +57,8 @@ pub struct Iters {
     pub status_keys: usize,
     /// whole-process CLI rows.
     pub process: usize,
-    /// (workers, rounds per worker) per contention size.
-    pub contention: Vec<(usize, usize)>,
+    /// (workers, rounds per worker, flush) per contention size.
+    pub contention: Vec<(usize, usize, bool)>,
     /// ttl / stale time in the wedged-holder scenario.
     pub stale_ms: u64,
     /// Rounds of the loss-notice and dead-holder handoff rows.
@@ -80,7 +80,11 @@ impl Iters {
             status: 20,
             status_keys: 1000,
             process: 300,
-            contention: [2, 4, 8, 16].iter().map(|&n| (n, 800 / n)).collect(),
+            contention: [2, 4, 8, 16]
+                .iter()
+                .map(|&n| (n, 800 / n, true))
+                .chain([2, 8].iter().map(|&n| (n, 800 / n, false)))
+                .collect(),
             stale_ms: 300,
             loss: 20,
             handoff: 200,
@@ -98,7 +102,7 @@ impl Iters {
             status: 2,
             status_keys: 1000,
             process: 5,
-            contention: vec![(2, 10), (4, 5)],
+            contention: vec![(2, 10, true), (4, 5, true), (2, 10, false)],
             stale_ms: 300,
             loss: 2,
             handoff: 5,
@@ -179,8 +183,13 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             .as_slice()
         {
             ["__noop"] => return Ok(()),
-            ["__contention-worker", store, log, iters] => {
-                return contention::worker(Path::new(store), Path::new(log), iters.parse()?);
+            ["__contention-worker", store, log, iters, mode] => {
+                return contention::worker(
+                    Path::new(store),
+                    Path::new(log),
+                    iters.parse()?,
+                    *mode == "flush",
+                );
             }
             ["__ops", op, n, dir] => return ops(op, n.parse()?, Path::new(dir)),
             ["__wedge-holder", lib, dir, stale] => {
@@ -262,10 +271,15 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             println!("handoff p50 {:?}", summary.p50);
             return Ok(());
         }
-        // `contention-W`: the contention row with W workers, N rounds each.
+        // `contention-W` / `contention-noflush-W`: the contention row with W workers,
+        // N rounds each, on a store that flushes its claims or not.
         if let Some(workers) = op.strip_prefix("contention-") {
+            let (workers, flush) = match workers.strip_prefix("noflush-") {
+                Some(workers) => (workers, false),
+                None => (workers, true),
+            };
             let zero = crate::stats::summarize(vec![std::time::Duration::ZERO]);
-            let row = contention::run(dir, workers.parse()?, n, zero, zero)?;
+            let row = contention::run(dir, workers.parse()?, n, flush, zero, zero)?;
             println!(
                 "{} handoffs in {:?}: {:.0}/s, wait p50 {:?} p99 {:?} max {:?}, gap p50 {:?}",
                 row.handoffs,
@@ -436,11 +450,14 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
         let wake = crate::floor::wake(&dir.join("wake"), it.handoff, contention::HANDOFF_HOLD)?;
         report.wake = Some(wake);
 
-        for &(workers, rounds) in &it.contention {
-            step(&format!("contention, {workers} processes"));
+        for &(workers, rounds, flush) in &it.contention {
+            step(&format!(
+                "contention, {workers} processes, flush {}",
+                if flush { "on" } else { "off" }
+            ));
             let mut floors = |i: usize| match i {
-                0 => Ok(kit.create(true)? + kit.create(false)?),
-                _ => handoff_work(&mut kit, true),
+                0 => Ok(kit.create(flush)? + kit.create(false)?),
+                _ => handoff_work(&mut kit, flush),
             };
             let (_, mut f) = paired_floors(
                 it.fs / 5,
@@ -455,6 +472,7 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
                 &dir.join("contention"),
                 workers,
                 rounds,
+                flush,
                 floor_pair,
                 floor_handoff,
             )?);
