@@ -357,17 +357,22 @@ pub fn decode(bytes: &[u8], key: &str, generation: u64) -> Decoded {
     }
     // Bytes this thread encoded or decoded moments ago (a confirming read of its own
     // create, a release's read of the claim it confirmed): their record, unparsed.
-    if let Some(record) = recent::lookup(bytes) {
+    if let Some(decoded) = recent::lookup(bytes, |record| {
         #[cfg(debug_assertions)]
         {
             let parsed = serde_json::from_slice::<Record>(bytes).ok();
             debug_assert_eq!(
                 parsed.as_ref(),
-                Some(&record),
+                Some(record),
                 "the recent-record cache diverged"
             );
         }
-        return check_v1(record, key, generation);
+        match v1_fault(record, key, generation) {
+            None => Decoded::Record(record.clone()),
+            Some(fault) => Decoded::Torn(fault),
+        }
+    }) {
+        return decoded;
     }
     // Fast path, the common case: a well-formed v1 record parsed straight into
     // `Record`. It decides exactly as the general path below would: whatever it
@@ -410,7 +415,10 @@ mod recent {
         };
     }
 
-    pub(super) fn lookup(bytes: &[u8]) -> Option<Record> {
+    /// `decode` of the kept record of `bytes`, if one is kept: given a reference
+    /// to it, so the record is cloned once, into what `decode` returns, instead
+    /// of cloned and then moved through `check_v1` (a record is 344 bytes).
+    pub(super) fn lookup<T>(bytes: &[u8], decode: impl FnOnce(&Record) -> T) -> Option<T> {
         RECENT
             .try_with(|recent| {
                 let recent = recent.borrow();
@@ -420,7 +428,7 @@ mod recent {
                 (0..kept)
                     .map(|age| &recent.entries[(recent.oldest + kept - 1 - age) % kept])
                     .find(|(b, _)| b.as_slice() == bytes)
-                    .map(|(_, r)| r.clone())
+                    .map(|(_, r)| decode(r))
             })
             .ok()
             .flatten()
@@ -496,25 +504,33 @@ fn decode_general(bytes: &[u8], key: &str, generation: u64) -> Decoded {
 /// token can start a tenure at or before its generation, and only a tombstone is
 /// broken.
 fn check_v1(record: Record, key: &str, generation: u64) -> Decoded {
+    match v1_fault(&record, key, generation) {
+        None => Decoded::Record(record),
+        Some(fault) => Decoded::Torn(fault),
+    }
+}
+
+/// Why [`check_v1`] finds `record` torn, if it does.
+fn v1_fault(record: &Record, key: &str, generation: u64) -> Option<String> {
     if *record.key != *key {
-        Decoded::Torn(format!(
+        Some(format!(
             "record names key {}, found under {key}",
             record.key
         ))
     } else if record.generation != generation {
-        Decoded::Torn(format!(
+        Some(format!(
             "record names generation {}, found as {generation}",
             record.generation
         ))
     } else if record.token == 0 || record.token > record.generation {
-        Decoded::Torn(format!(
+        Some(format!(
             "token {} cannot start a tenure at or before generation {}",
             record.token, record.generation
         ))
     } else if record.broken.is_some() && !record.released {
-        Decoded::Torn("a broken record that is not a tombstone".into())
+        Some("a broken record that is not a tombstone".into())
     } else {
-        Decoded::Record(record)
+        None
     }
 }
 

@@ -160,16 +160,41 @@ pub(crate) fn is_loss(error: &Error) -> bool {
     )
 }
 
-/// A holder id unique to one tenure: owner, pid and a random nonce.
-pub(crate) fn new_holder_id(owner: &str) -> String {
-    use std::fmt::Write;
-    // `{owner}-{pid}-{nonce:016x}`, written piece by piece: one allocation, and the
-    // nonce through the hex table rather than the formatter (every acquire makes one).
+/// A holder id unique to one tenure: owner, pid and a random nonce; with the pid
+/// written in it, which the tenure's records carry as their `pid`.
+///
+/// One `getpid` per acquisition serves both, so they cannot disagree. Never kept
+/// across calls: a forked child would carry its parent's pid (the reason
+/// [`SystemLiveness`] checks the pid of its evidence).
+pub(crate) fn new_holder_id(owner: &str) -> (String, u32) {
+    let pid = std::process::id();
+    // `{owner}-{pid}-{nonce:016x}`, written piece by piece: one allocation, the pid
+    // in decimal and the nonce through the hex table, never through the formatter
+    // (every acquire makes one).
     let mut id = String::with_capacity(owner.len() + 1 + 10 + 1 + 16);
     id.push_str(owner);
-    let _ = write!(id, "-{}-", std::process::id());
+    id.push('-');
+    push_decimal(&mut id, pid);
+    id.push('-');
     crate::identity::push_hex(&mut id, &nonce().to_be_bytes());
-    id
+    (id, pid)
+}
+
+/// Appends `n` in decimal, as `{n}` formats it.
+fn push_decimal(out: &mut String, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[at..] {
+        out.push(char::from(digit));
+    }
 }
 
 /// A random number for nonces: holder ids, staging-file names, backoff jitter. From
@@ -193,16 +218,35 @@ pub fn nonce() -> u64 {
 #[cfg(test)]
 mod tests {
     /// The holder id written piece by piece reads as `format!` wrote it:
-    /// `{owner}-{pid}-{nonce:016x}`.
+    /// `{owner}-{pid}-{nonce:016x}`, and the pid it returns (the records' `pid`)
+    /// is the one written in it: this process's.
     #[test]
     fn a_holder_id_is_owner_pid_and_sixteen_hex_digits() {
         for _ in 0..100 {
-            let id = super::new_holder_id("agent-a");
+            let (id, pid) = super::new_holder_id("agent-a");
+            assert_eq!(pid, std::process::id());
             let rest = id.strip_prefix("agent-a-").expect("the owner first");
-            let (pid, nonce) = rest.split_once('-').expect("pid-nonce");
-            assert_eq!(pid, std::process::id().to_string());
+            let (written, nonce) = rest.split_once('-').expect("pid-nonce");
+            assert_eq!(written, pid.to_string());
             let value = u64::from_str_radix(nonce, 16).expect("hex");
             assert_eq!(nonce, format!("{value:016x}"));
+        }
+    }
+
+    /// The pid is written as `{}` writes it, at every number of digits.
+    #[test]
+    fn a_pid_is_written_in_decimal_as_the_formatter_writes_it() {
+        let mut n = 1u32;
+        for value in [0, 1, 9, 10, 99, 100, 4_194_304, u32::MAX]
+            .into_iter()
+            .chain(std::iter::from_fn(|| {
+                n = n.checked_mul(7)?;
+                Some(n - 1)
+            }))
+        {
+            let mut text = String::new();
+            super::push_decimal(&mut text, value);
+            assert_eq!(text, value.to_string());
         }
     }
 }

@@ -139,7 +139,8 @@ impl Store {
             self.register_path(chain)?;
         }
         let down = matches!(resource, Resource::Dir(_));
-        let holder_id = new_holder_id(&options.owner);
+        // The holder id and the pid its records carry: one process id for both.
+        let (holder_id, pid) = new_holder_id(&options.owner);
         // One secret per tenure, whatever the number of keys and attempts: its hash
         // in every record of the tenure is the proof of holding. A session's is
         // derived from its name, so its other processes can act on the tenure.
@@ -206,7 +207,14 @@ impl Store {
             let looked_held = held.is_some();
             if held.is_none() {
                 for (key, watch) in keys.iter().zip(&mut watches) {
-                    match self.claim_key(key, &identity.label, &holder_id, &proof, options, watch) {
+                    match self.claim_key(
+                        key,
+                        &identity.label,
+                        (&holder_id, pid),
+                        &proof,
+                        options,
+                        watch,
+                    ) {
                         Ok(Claim::Taken(claim, below, since_mono, trusted)) => taken.push(Taken {
                             key,
                             claim,
@@ -368,7 +376,14 @@ impl Store {
             // (design-05 §4.3).
             let covered_in_way = down && holder.in_the_way.is_some();
             if readers_in_way || covered_in_way || intent.is_some() {
-                self.hold_intent(intent, &primary, &label, &holder_id, &secret, options)?;
+                self.hold_intent(
+                    intent,
+                    &primary,
+                    &label,
+                    (&holder_id, pid),
+                    &secret,
+                    options,
+                )?;
             }
             on_wait(&holder, mono.saturating_sub(started));
             if change.is_none() {
@@ -409,7 +424,7 @@ impl Store {
                     if rejoin {
                         let wait_ms = deadline.saturating_sub(mono);
                         *ticket = self
-                            .join_queue(&primary, &label, &holder_id, options, wait_ms)
+                            .join_queue(&primary, &label, (&holder_id, pid), options, wait_ms)
                             .map(|mine| (primary.clone(), mine));
                         queued |= ticket.is_some();
                         rung = ticket

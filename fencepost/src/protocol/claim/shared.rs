@@ -44,7 +44,7 @@ impl Store {
         if let Some(chain) = &chain {
             self.register_path(chain)?;
         }
-        let holder_id = new_holder_id(&options.owner);
+        let (holder_id, pid) = new_holder_id(&options.owner);
         let secret = Secret::generate();
         let proof = secret.proof();
         let mut attempt = 0u64;
@@ -84,7 +84,7 @@ impl Store {
                     &participant,
                     &identity.label,
                     token,
-                    &holder_id,
+                    (&holder_id, pid),
                     &proof,
                     options,
                 )?;
@@ -159,7 +159,7 @@ impl Store {
         key: &Key,
         label: &str,
         token: u64,
-        holder_id: &str,
+        (holder_id, pid): (&str, u32),
         proof: &std::sync::Arc<str>,
         options: &AcquireOptions,
     ) -> Result<Record> {
@@ -173,7 +173,7 @@ impl Store {
                 key,
                 label,
                 (token, generation),
-                holder_id,
+                (holder_id, pid),
                 options,
                 proof,
                 granted_at_ms,
@@ -359,13 +359,14 @@ impl Store {
     }
 
     /// Registers or renews a waiting writer's intent on `key` (held by `holder_id`
-    /// with `secret`), so that no new shared claimer is admitted while it waits.
+    /// of process `pid`, with `secret`), so that no new shared claimer is admitted
+    /// while it waits.
     pub(crate) fn hold_intent(
         &self,
         intent: &mut Option<Intent>,
         key: &Key,
         label: &str,
-        holder_id: &str,
+        (holder_id, pid): (&str, u32),
         secret: &Secret,
         options: &AcquireOptions,
     ) -> Result<()> {
@@ -399,7 +400,7 @@ impl Store {
         if let crate::protocol::series::Claim::Taken(claim, _, _, _) = self.claim_key(
             &want,
             label,
-            holder_id,
+            (holder_id, pid),
             &secret.proof(),
             &wait_options,
             &mut watch,

@@ -241,13 +241,13 @@ impl Store {
     /// rival took it meanwhile).
     pub(crate) fn fence_dead(&self, way: &InTheWay, options: &AcquireOptions) -> Result<bool> {
         let secret = Secret::generate();
-        let holder_id = new_holder_id(&options.owner);
+        let (holder_id, pid) = new_holder_id(&options.owner);
         let options = options.clone().wait_ms(0).tied_to_process(false);
         let mut watch = Watch::default();
         match self.claim_key(
             &way.key,
             &way.label,
-            &holder_id,
+            (&holder_id, pid),
             &secret.proof(),
             &options,
             &mut watch,

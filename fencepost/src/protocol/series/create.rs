@@ -29,12 +29,13 @@ pub(crate) enum Claim {
 impl Store {
     /// Claims one key without waiting: creates generation newest+1 (token = that
     /// generation), flushed, and confirms it is the newest and live; or reports the
-    /// live holder.
+    /// live holder. `(holder_id, pid)`: the tenure's holder id and the pid written
+    /// in it ([`new_holder_id`](crate::protocol::new_holder_id)).
     pub(crate) fn claim_key(
         &self,
         key: &Key,
         label: &str,
-        holder_id: &str,
+        (holder_id, pid): (&str, u32),
         proof: &Arc<str>,
         options: &AcquireOptions,
         watch: &mut Watch,
@@ -65,7 +66,7 @@ impl Store {
                 key,
                 label,
                 (generation, generation),
-                holder_id,
+                (holder_id, pid),
                 options,
                 proof,
                 granted_at_ms,
@@ -126,14 +127,16 @@ impl Store {
     /// The first record of a tenure: a claim at `generation` with fencing token
     /// `token` (`(token, generation)`), written at `granted_at_ms` for
     /// `options`' ttl, owner, process tie and session (as its tag), with the proof
-    /// `proof` (the SHA-256 of the tenure's secret).
+    /// `proof` (the SHA-256 of the tenure's secret), for holder id `holder_id` of
+    /// process `pid` (both from one [`new_holder_id`](crate::protocol::new_holder_id),
+    /// so the record's pid is the one its holder id names).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn fresh_claim(
         &self,
         key: &Key,
         label: &str,
         (token, generation): (u64, u64),
-        holder_id: &str,
+        (holder_id, pid): (&str, u32),
         options: &AcquireOptions,
         proof: &Arc<str>,
         granted_at_ms: u64,
@@ -146,7 +149,7 @@ impl Store {
             generation,
             holder: holder_id.into(),
             owner: kept_text(&LAST_OWNER, &options.owner),
-            pid: std::process::id(),
+            pid,
             host: crate::host_name_shared(),
             granted_at_ms,
             expires_at_ms: granted_at_ms.saturating_add(options.ttl_ms),

@@ -17,7 +17,7 @@ use crate::{Key, Result};
 const JOIN_ATTEMPTS: usize = 8;
 
 impl Store {
-    /// Joins `key`'s wait queue as `holder_id`: creates the queue's next generation,
+    /// Joins `key`'s wait queue as `holder_id` of process `pid`: creates the queue's next generation,
     /// unflushed (a ticket lost in a power cut only loses a place in line), valid
     /// for `wait_ms` (the rest of the waiter's wait) and carrying this process's
     /// liveness evidence (for a human reading the queue; a release does not probe
@@ -28,7 +28,7 @@ impl Store {
         &self,
         key: &Key,
         label: &str,
-        holder_id: &str,
+        (holder_id, pid): (&str, u32),
         options: &AcquireOptions,
         wait_ms: u64,
     ) -> Option<u64> {
@@ -45,7 +45,7 @@ impl Store {
                 generation,
                 holder: holder_id.into(),
                 owner: options.owner.as_str().into(),
-                pid: std::process::id(),
+                pid,
                 host: crate::host_name_shared(),
                 granted_at_ms: now,
                 expires_at_ms: now.saturating_add(wait_ms),
