@@ -365,6 +365,24 @@ fn usage_error_line(error: &clap::Error) -> String {
             "name the resource with --lock {arg} (a named lock), --file {arg} or --dir {arg}"
         ));
     }
+    // `fencepost --session s1 claim …`: an option of some commands given before the
+    // command. Clap's tip would name whatever global flag is spelled alike
+    // (`--version` for `--session`); say where the option goes instead.
+    if error.kind() == ErrorKind::UnknownArgument
+        && command_path == "fencepost"
+        && let Some(clap::error::ContextValue::String(arg)) =
+            error.get(clap::error::ContextKind::InvalidArg)
+        && let Some((flag, commands)) = match arg.split('=').next() {
+            Some("--owner") => Some(("--owner NAME", "claim, run and break")),
+            Some("--session") => Some(("--session ID", "claim, run, renew and release")),
+            _ => None,
+        }
+    {
+        parts.retain(|part| !part.contains("exists"));
+        parts.push(format!(
+            "{flag} goes after the command it applies to ({commands}), as in 'fencepost claim {flag} --lock NAME'"
+        ));
+    }
     let message = parts.join("; ");
     format!("{message}; see '{command_path} --help'")
 }

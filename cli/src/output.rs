@@ -106,10 +106,17 @@ pub fn emit_json(value: &impl Serialize) -> Result<(), Failure> {
 }
 
 /// Writes one line to stderr, prefixed `fencepost: `, on one line whatever the
-/// message contains. Never panics (a closed stderr is ignored).
+/// message contains; a message that already begins with `fencepost ` ("fencepost
+/// blocked this edit…", "fencepost guard cannot…") is not prefixed again. Never
+/// panics (a closed stderr is ignored).
 pub fn report(message: &str) {
     let line = message.replace(['\n', '\r'], " ");
-    let _ = writeln!(io::stderr().lock(), "fencepost: {line}");
+    let prefix = if line.starts_with("fencepost ") {
+        ""
+    } else {
+        "fencepost: "
+    };
+    let _ = writeln!(io::stderr().lock(), "{prefix}{line}");
 }
 
 /// A lease, as `claim --json` and `renew --json` print it.

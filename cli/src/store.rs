@@ -79,6 +79,7 @@ fn open_etcd(url: &str) -> Result<Box<dyn LeaseStore>, String> {
 fn open_etcd(url: &str) -> Result<Box<dyn LeaseStore>, String> {
     Err(format!(
         "the store {url} is an etcd store, but this fencepost was built without etcd support; \
-         build it with `--features etcd` (cargo install fencepost-cli --features etcd)"
+         build it with the etcd feature, from the source tree: \
+         cargo install --locked --path cli --features etcd"
     ))
 }

@@ -451,6 +451,57 @@ fn a_resource_without_its_flag_is_told_the_flags() {
     assert!(!one_line_stderr(&output).contains("name the resource"));
 }
 
+/// `--owner` and `--session` belong to some commands, not to `fencepost` itself:
+/// given before the command, the error says where they go (clap alone suggested
+/// `--version` for `--session`).
+#[test]
+fn a_command_option_before_its_command_is_told_where_it_goes() {
+    let s = Scratch::new();
+    for (argv, flag) in [
+        (
+            &["--session", "s1", "claim", "--lock", "x"][..],
+            "--session ID",
+        ),
+        (&["--session=s1", "claim", "--lock", "x"], "--session ID"),
+        (&["--owner", "bob", "claim", "--lock", "x"], "--owner NAME"),
+    ] {
+        let output = s.cmd().args(argv).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let line = one_line_stderr(&output);
+        assert!(
+            line.contains(&format!("{flag} goes after the command it applies to")),
+            "{argv:?}: {line}"
+        );
+        assert!(!line.contains("--version"), "{argv:?}: {line}");
+    }
+    // After the command they work.
+    s.cmd()
+        .args(["claim", "--session", "s1", "--owner", "bob", "--lock", "x"])
+        .assert()
+        .success();
+}
+
+/// A message that names fencepost first is not prefixed `fencepost: ` again (the
+/// guard outside a repository, the hook run with no agent named).
+#[test]
+fn a_message_naming_fencepost_is_not_prefixed_twice() {
+    let s = Scratch::new();
+    let outside = tempfile::tempdir().unwrap();
+    let guard = s
+        .cmd()
+        .current_dir(outside.path())
+        .args(["guard", "pre-commit"])
+        .output()
+        .unwrap();
+    let hook = s.cmd().arg("hook").output().unwrap();
+    for output in [guard, hook] {
+        let line = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert!(line.starts_with("fencepost "), "{line}");
+        assert!(!line.contains("fencepost: fencepost"), "{line}");
+    }
+}
+
 /// A nested `run` passes on only its own resource's variables: an outer `run
 /// --dir`'s FENCEPOST_DIR (or slot's FENCEPOST_SLOT) does not reach the inner child.
 #[cfg(unix)]
