@@ -175,11 +175,45 @@ fn a_waiter_leaves_the_queue_as_it_gets_the_lock() {
     assert_eq!(tickets(s.store()), Vec::new());
 }
 
+/// A release passes over a waiter whose process has ended (its ticket left behind,
+/// as a SIGKILL leaves it) and names the live one behind it. Found by the breaker:
+/// where tickets cannot be removed (a queue directory that refuses removals), every
+/// release named the same dead waiter, and every handoff waited out its turn.
+#[test]
+fn a_release_passes_over_a_waiter_whose_process_ended() {
+    let s = Scratch::new();
+    let (_, holder) = s.claim_handle("d", &["--ttl", "60000"]);
+    let limit = Duration::from_secs(20);
+    let mut dead = waiter(&s, "d");
+    wait_until("a waiter queued", limit, || tickets(s.store()).len() == 1);
+    dead.kill_and_reap();
+    let mut live = waiter(&s, "d");
+    wait_until("the live waiter queued", limit, || {
+        tickets(s.store()).len() == 2
+    });
+    // Stopped, so nobody claims over the tombstone while the test reads it.
+    send_signal(live.id(), "STOP");
+    let (_, live_holder) = tickets(s.store())[1].clone();
+
+    release(&s, "d", &holder);
+    let tombstone = newest_record(s.store());
+    assert_eq!(tombstone["released"], true, "{tombstone}");
+    assert_eq!(
+        tombstone["next"]["holder"], live_holder,
+        "the release did not pass over the dead waiter: {tombstone}"
+    );
+    send_signal(live.id(), "CONT");
+    let live_handle = handle_of(&mut live);
+    release(&s, "d", &live_handle);
+    // The dead waiter's ticket went with the release that passed it over.
+    assert_eq!(tickets(s.store()), Vec::new());
+}
+
 /// Found by the breaker: waiters SIGKILLed while queued left their tickets, and each
 /// cost every later handoff a lapsed turn; a foreign file in the queue was read whole
-/// by every release. One lapse clears the dead tickets and the foreign file.
+/// by every release. One release now clears the dead tickets and the foreign file.
 #[test]
-fn one_lapsed_turn_clears_dead_waiters_and_foreign_files() {
+fn dead_waiters_and_foreign_files_leave_the_queue_at_the_next_release() {
     let s = Scratch::new();
     let (_, holder) = s.claim_handle("k", &["--ttl", "60000"]);
     let limit = Duration::from_secs(20);
@@ -208,9 +242,9 @@ fn one_lapsed_turn_clears_dead_waiters_and_foreign_files() {
     });
 
     // The release reads the foreign file first and removes it (it does not decode),
-    // then names the oldest ticket, a dead waiter's (releases do not probe
-    // processes); the turn lapses, and the live waiter's claim clears both dead
-    // waiters' tickets.
+    // passes over the dead waiters' tickets (their processes ended) and names the
+    // live waiter, removing the foreign file and the dead tickets after its
+    // tombstone.
     release(&s, "k", &holder);
     assert!(
         !foreign.exists(),

@@ -63,6 +63,16 @@ pub trait Liveness: Send + Sync + Debug {
     /// Whether the process named by `evidence` (already known to be on this host,
     /// in this boot) still runs.
     fn verdict(&self, evidence: &ProcessEvidence) -> Verdict;
+
+    /// Whether the process named by `evidence` (on this host, in this boot) has
+    /// certainly ended, by the cheapest check the platform has; `false` when in
+    /// doubt. For decisions where a wrong "still running" costs only time (whom a
+    /// release names next, docs/design-07-performance.md, "A ticket outlives its
+    /// tenure"), never for a takeover. The default asks [`Liveness::verdict`];
+    /// [`SystemLiveness`] makes one `kill(pid, 0)` on Linux.
+    fn surely_gone(&self, evidence: &ProcessEvidence) -> bool {
+        self.verdict(evidence) == Verdict::Gone
+    }
 }
 
 /// The operating system's answer: `/proc` and `kill(pid, 0)` on Linux. Elsewhere
@@ -83,6 +93,10 @@ impl Liveness for SystemLiveness {
 
     fn verdict(&self, evidence: &ProcessEvidence) -> Verdict {
         sys::verdict(evidence)
+    }
+
+    fn surely_gone(&self, evidence: &ProcessEvidence) -> bool {
+        sys::surely_gone(evidence)
     }
 }
 

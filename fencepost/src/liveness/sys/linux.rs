@@ -53,6 +53,18 @@ pub(crate) fn verdict(evidence: &ProcessEvidence) -> Verdict {
     stat_verdict(evidence).unwrap_or(Verdict::Unknown)
 }
 
+/// Whether no process has `evidence`'s pid (`kill(pid, 0)` says `ESRCH`): one
+/// system call, and certain; a pid that exists (perhaps reused) says nothing.
+pub(crate) fn surely_gone(evidence: &ProcessEvidence) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(evidence.pid) else {
+        return false;
+    };
+    // SAFETY: as in `verdict`: signal 0 to one positive pid sends nothing.
+    pid > 0
+        && unsafe { libc::kill(pid, 0) } != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
 /// The verdict from `/proc/<pid>/stat`, or `None` when it cannot be read (hidden,
 /// or vanished between the two looks: the next round decides).
 fn stat_verdict(evidence: &ProcessEvidence) -> Option<Verdict> {
@@ -94,7 +106,27 @@ fn read_trimmed(path: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_stat;
+    use super::{parse_stat, surely_gone, this_process};
+
+    /// `surely_gone` says so only for a pid no process has: a reaped child's (no
+    /// other process took its pid meanwhile: checked), never this process's.
+    #[test]
+    fn only_a_pid_nobody_has_is_surely_gone() {
+        let ours = this_process().expect("evidence of this process");
+        assert!(!surely_gone(&ours));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let reaped = super::super::super::ProcessEvidence { pid, ..ours };
+        // SAFETY: signal 0 sends nothing; it asks whether the pid exists.
+        let taken_again = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0;
+        assert_eq!(surely_gone(&reaped), !taken_again);
+        let nobody = super::super::super::ProcessEvidence { pid: 0, ..reaped };
+        assert!(
+            !surely_gone(&nobody),
+            "pid 0 is a process group, never asked"
+        );
+    }
 
     #[test]
     fn stat_fields_are_counted_after_the_command_name() {

@@ -13,6 +13,11 @@ pub(crate) fn verdict(_evidence: &ProcessEvidence) -> Verdict {
     Verdict::Unknown
 }
 
+/// Never known on this platform.
+pub(crate) fn surely_gone(_evidence: &ProcessEvidence) -> bool {
+    false
+}
+
 /// Unknown on this platform.
 #[allow(dead_code)] // used by the tests
 pub(crate) fn start_of(_pid: u32) -> Option<u64> {

@@ -164,6 +164,16 @@ impl Store {
 
     /// True only when `evidence` names a process of this host and boot that the
     /// liveness probe says definitely no longer runs; every doubt is `false`.
+    /// Whether `evidence` names a process of this host and boot that has certainly
+    /// ended, by the platform's cheapest check ([`Liveness::surely_gone`](crate::Liveness::surely_gone)): for
+    /// naming the next waiter, where doubt costs only a lapsed turn.
+    pub(crate) fn surely_gone(&self, evidence: &ProcessEvidence) -> bool {
+        self.liveness
+            .this_process()
+            .is_some_and(|ours| same_host(evidence, &ours))
+            && self.liveness.surely_gone(evidence)
+    }
+
     pub(crate) fn provably_dead(&self, evidence: &ProcessEvidence) -> bool {
         self.liveness
             .this_process()

@@ -114,12 +114,21 @@ impl Store {
                 gone_tickets.push(generation);
                 continue;
             };
-            // No liveness probe here: it costs a dozen system calls on every
-            // handoff, and a dead waiter's turn only lapses (TURN_MS), after which
-            // it is passed over and its ticket removed.
-            // Our own ticket went when we acquired (see `try_acquire_observed`);
-            // one still here (its removal failed) is removed with the gone ones.
-            let gone = &*ticket.holder == releasing || now >= ticket.expires_at_ms;
+            // Our own ticket went when we acquired (see `acquire_rounds`); one
+            // still here (its removal failed) is removed with the gone ones.
+            // A waiter whose process certainly ended is passed over now, by the
+            // cheapest check (one `kill(pid, 0)` on Linux; the full probe reads
+            // `/proc` and is left to `clear_lapsed`): named, its turn would lapse,
+            // and a ticket nobody can remove (a queue directory that refuses
+            // removals) would be named by every release, a lapsed turn each
+            // (found by the breaker). A dead waiter whose pid was reused is still
+            // named, and costs one lapse.
+            let gone = &*ticket.holder == releasing
+                || now >= ticket.expires_at_ms
+                || ticket
+                    .process
+                    .as_ref()
+                    .is_some_and(|evidence| self.surely_gone(evidence));
             if gone {
                 gone_tickets.push(generation);
                 continue;
