@@ -409,8 +409,9 @@ pub fn describe_error(error: &Error) -> String {
                 NEXT_STEPS_ANY
             ),
             Some(holder) => format!(
-                "token {token} does not hold {label}: it is held by {}; nothing was changed",
-                describe_holder(holder)
+                "token {token} does not hold {label}: it is held by {}; nothing was changed. Your lease ended: stop writing to {label}; to use it again, {}",
+                describe_holder(holder),
+                NEXT_STEPS_ANY
             ),
             None => format!(
                 "token {token} does not hold {label}: it was released, expired or superseded; claim it again for a new token"

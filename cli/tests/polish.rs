@@ -481,6 +481,30 @@ fn a_command_option_before_its_command_is_told_where_it_goes() {
         .success();
 }
 
+/// Releasing a lease someone took over after it expired: the refusal says the lease
+/// ended, to stop writing, and how to get the resource again (found by a
+/// fresh-user walk-through: it gave no next step), never to act as the new holder.
+#[test]
+fn a_release_after_a_takeover_says_what_to_do_next() {
+    let s = Scratch::new();
+    let (_, old) = s.claim_handle("t", &["--ttl", "200"]);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    s.claim_handle("t", &["--ttl", "60000", "--owner", "agent-b"]);
+    let output = s
+        .cmd()
+        .args(["release", "--lock", "t", &old])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let line = one_line_stderr(&output);
+    assert!(line.contains("it is held by agent-b"), "{line}");
+    assert!(
+        line.contains("Your lease ended: stop writing to t"),
+        "{line}"
+    );
+    assert!(line.contains("claim it with --wait MS"), "{line}");
+}
+
 /// A message that names fencepost first is not prefixed `fencepost: ` again (the
 /// guard outside a repository, the hook run with no agent named).
 #[test]
