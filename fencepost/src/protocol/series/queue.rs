@@ -89,10 +89,10 @@ impl Store {
     }
 
     /// The oldest waiter in `key`'s queue that can still take a turn: its ticket is
-    /// not `releasing`'s own and has not expired. Also the tickets found gone on the
-    /// way (expired, undecodable, or the releasing holder's own, left by a removal
-    /// that failed), for the release to remove once its tombstone landed, off the
-    /// next holder's path. `None` when nobody waits or the queue cannot be read
+    /// not `releasing`'s own, has not expired, and its process has not certainly
+    /// ended. Also the tickets found gone on the way (those, the undecodable, and
+    /// the releasing holder's own, left by a removal that failed), for the release
+    /// to remove once its tombstone landed, off the next holder's path. `None` when nobody waits or the queue cannot be read
     /// (the release then names nobody).
     pub(crate) fn next_in_line(&self, key: &Key, releasing: &str) -> (Option<Turn>, Vec<u64>) {
         let queue = key.queue();
