@@ -369,7 +369,9 @@ fn usage_error_line(error: &clap::Error) -> String {
     // command. Clap's tip would name whatever global flag is spelled alike
     // (`--version` for `--session`); say where the option goes instead.
     if error.kind() == ErrorKind::UnknownArgument
-        && command_path == "fencepost"
+        // No subcommand in the path (`fencepost`, `fencepost.exe` on Windows: found
+        // under Wine).
+        && !command_path.contains(' ')
         && let Some(clap::error::ContextValue::String(arg)) =
             error.get(clap::error::ContextKind::InvalidArg)
         && let Some((flag, commands)) = match arg.split('=').next() {

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Which failed tests of a `cargo test` log failed only by Wine's CreateProcess
+defect: ERROR_INTERNAL_ERROR (1359) where Windows starts the process
+(docs/windows.md, "Process creation").
+
+Usage: wine-flakes.py LOG
+
+Prints one line per test binary with failures, `ARGS<TAB>TEST…` (ARGS as cargo's
+"to rerun pass" names them), and exits 0 when every failed test's output names
+code 1359; exits 1, printing nothing, when any failure is something else (or the
+log cannot be read as expected), so that a real failure is never rerun away.
+"""
+import re
+import sys
+
+
+def main(path):
+    failed = []  # (test, output) of the binary being read
+    current = None
+    flaky = []  # (rerun args, [tests])
+    for line in open(path, encoding="utf-8", errors="replace"):
+        line = line.rstrip("\n")
+        start = re.match(r"^---- (\S+) stdout ----$", line)
+        if start:
+            current = [start.group(1), []]
+            failed.append(current)
+            continue
+        rerun = re.search(r"to rerun pass `([^`]*)`", line)
+        if rerun:
+            if not failed:
+                return 1
+            if not all("code: 1359" in "\n".join(out) for _, out in failed):
+                return 1
+            flaky.append((rerun.group(1), [test for test, _ in failed]))
+            failed, current = [], None
+            continue
+        if line.startswith("failures:") or line.startswith("test result:"):
+            current = None
+        elif current is not None:
+            current[1].append(line)
+    if failed or not flaky:
+        return 1
+    for args, tests in flaky:
+        print(args + "\t" + " ".join(tests))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
