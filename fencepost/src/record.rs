@@ -303,39 +303,51 @@ fn needs_escape(bytes: &[u8]) -> bool {
 /// An unsigned integer in decimal, as serde_json writes it: four digits per
 /// division (a record's timestamps have thirteen), each four as two pairs from a
 /// table of the hundred.
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+fn push_u64(out: &mut Vec<u8>, n: u64) {
+    let mut digits = [0u8; 20];
+    out.extend_from_slice(decimal(n, &mut digits));
+}
+
+/// Appends `n` in decimal, as `{n}` formats it, to text (a holder id's pid).
+pub(crate) fn push_decimal(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    // ASCII digits only.
+    out.extend(decimal(n, &mut digits).iter().map(|&d| char::from(d)));
+}
+
+/// `n` in decimal, as `{n}` formats it, written at the end of `digits`.
+fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
     const PAIRS: &[u8; 200] = b"\
         0001020304050607080910111213141516171819\
         2021222324252627282930313233343536373839\
         4041424344454647484950515253545556575859\
         6061626364656667686970717273747576777879\
         8081828384858687888990919293949596979899";
-    let pair = |digits: &mut [u8], at: usize, two: u64| {
+    let pair = |digits: &mut [u8; 20], at: usize, two: u64| {
         let two = two as usize * 2;
         digits[at..at + 2].copy_from_slice(&PAIRS[two..two + 2]);
     };
-    let mut digits = [0u8; 20];
     let mut at = digits.len();
     while n >= 10_000 {
         let four = n % 10_000;
         n /= 10_000;
         at -= 4;
-        pair(&mut digits, at, four / 100);
-        pair(&mut digits, at + 2, four % 100);
+        pair(digits, at, four / 100);
+        pair(digits, at + 2, four % 100);
     }
     if n >= 100 {
         at -= 2;
-        pair(&mut digits, at, n % 100);
+        pair(digits, at, n % 100);
         n /= 100;
     }
     if n >= 10 {
         at -= 2;
-        pair(&mut digits, at, n);
+        pair(digits, at, n);
     } else {
         at -= 1;
         digits[at] = b'0' + n as u8;
     }
-    out.extend_from_slice(&digits[at..]);
+    &digits[at..]
 }
 
 /// An optional field serialized by serde_json, left out when absent (the derive's

@@ -174,27 +174,10 @@ pub(crate) fn new_holder_id(owner: &str) -> (String, u32) {
     let mut id = String::with_capacity(owner.len() + 1 + 10 + 1 + 16);
     id.push_str(owner);
     id.push('-');
-    push_decimal(&mut id, pid);
+    crate::record::push_decimal(&mut id, u64::from(pid));
     id.push('-');
     crate::identity::push_hex(&mut id, &nonce().to_be_bytes());
     (id, pid)
-}
-
-/// Appends `n` in decimal, as `{n}` formats it.
-fn push_decimal(out: &mut String, mut n: u32) {
-    let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &digit in &digits[at..] {
-        out.push(char::from(digit));
-    }
 }
 
 /// A random number for nonces: holder ids, staging-file names, backoff jitter. From
@@ -245,7 +228,7 @@ mod tests {
             }))
         {
             let mut text = String::new();
-            super::push_decimal(&mut text, value);
+            crate::record::push_decimal(&mut text, u64::from(value));
             assert_eq!(text, value.to_string());
         }
     }
