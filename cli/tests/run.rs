@@ -142,18 +142,20 @@ fn a_command_that_cannot_start_is_exit_127_and_releases() {
 #[test]
 fn run_holds_past_many_ttls_and_the_token_keeps_passing() {
     let s = Scratch::new();
-    // The child sleeps past 4 ttls, then checks its token.
+    // The child sleeps past 3 ttls, then checks its token. The ttl leaves each
+    // renewal a second of slack: with 600 ms (200 ms of slack) one slow fsync on a
+    // loaded CI disk lost the lease.
     let mut run = s.spawn_cmd();
-    run.args(["run", "--lock", "x", "--ttl", "600", "--"])
+    run.args(["run", "--lock", "x", "--ttl", "1500", "--"])
         .arg(child_bin())
-        .args(["started=started", "sleep=2500", "check"]);
+        .args(["started=started", "sleep=5000", "check"]);
     let mut child = Background::spawn(&mut run);
     let started = s.path().join("started");
     wait_until("the child started", Duration::from_secs(10), || {
         std::fs::read_to_string(&started).is_ok_and(|t| t.ends_with('\n'))
     });
     // Two ttls after the claim: without renewal the lease would be gone.
-    std::thread::sleep(Duration::from_millis(1300));
+    std::thread::sleep(Duration::from_millis(3200));
     s.cmd()
         .args(["claim", "--lock", "x", "--owner", "outsider"])
         .assert()
