@@ -248,6 +248,7 @@ fn survey() {
             "TICKET_KEPT_WHILE_HOLDING",
             &planted::TICKET_KEPT_WHILE_HOLDING,
         ),
+        ("DEAD_WAITER_NAMED", &planted::DEAD_WAITER_NAMED),
     ] {
         if let Ok(only) = std::env::var("FENCEPOST_PLANTED")
             && only != name
@@ -308,4 +309,11 @@ fn catches_a_ticket_kept_while_holding() {
     // be named by the next holder's release: a turn for a waiter that already
     // held, which every claimant waits out.
     catches(&planted::TICKET_KEPT_WHILE_HOLDING, "turn_handover", 1);
+}
+
+#[test]
+fn catches_a_dead_waiter_named() {
+    // A release that names the oldest ticket although its waiter's process ended
+    // hands the lock to nobody for a turn, which every claimant waits out.
+    catches(&planted::DEAD_WAITER_NAMED, "dead_waiter_turn", 7);
 }

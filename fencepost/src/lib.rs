@@ -346,6 +346,9 @@ pub mod planted {
     /// the tombstone: the next holder's release, should it list the queue first,
     /// names a waiter that already held, and every claimant waits out that turn.
     pub static TICKET_KEPT_WHILE_HOLDING: AtomicBool = AtomicBool::new(false);
+    /// A release names the oldest unexpired ticket even when its waiter's process
+    /// certainly ended: that turn lapses unclaimed, and every claimant waits it out.
+    pub static DEAD_WAITER_NAMED: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

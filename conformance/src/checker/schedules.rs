@@ -191,6 +191,26 @@ pub const SCHEDULES: &[Schedule] = &[
         inflight_ms: INFLIGHT_MS,
         actors: turn_handover,
     },
+    // Turns with a process table (docs/design-07-performance.md, "A waiter whose
+    // process ended is passed over at once"): waiters tied to their model
+    // processes die while queued, and a release must pass over a ticket whose
+    // process it can see ended; a holder that dies is taken over at once.
+    Schedule {
+        name: "dead_waiter_turn",
+        about: "waiters queued on a notified lock die (their processes end); releases pass over their tickets and name a live waiter",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 30,
+            half_written: 30,
+            advance: 60,
+            crash: 12,
+            notify: true,
+            ..FaultMix::NONE
+        },
+        max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
+        actors: dead_waiter_turn,
+    },
     Schedule {
         name: "stalled_sweep",
         about: "claimers stall between confirming and sweeping while others claim and release; then a power cut",
@@ -619,6 +639,48 @@ fn turn_handover(_: &Setup) -> Vec<Actor> {
         Actor::new("B", waiter(3 * TTL_MS)),
         Actor::new("C", waiter(3 * TTL_MS)),
         Actor::new("D", waiter(fencepost::TURN_MS)),
+    ]
+}
+
+/// A holder (pid 3) hands a lock over twice while three waiters (pids 4 to 6),
+/// each in its own model process, queue for it; any of them may die at any call
+/// (a crash fault ends its process). The dead-waiter oracle: a tombstone never
+/// names a waiter whose process ended before the release listed the queue.
+/// Planted bug `DEAD_WAITER_NAMED`: the release names such a waiter.
+fn dead_waiter_turn(_: &Setup) -> Vec<Actor> {
+    let running = Arc::new(Mutex::new(HashSet::from([3, 4, 5, 6])));
+    let actor = |name: &'static str, pid: u32, rounds: usize, renewals: usize| {
+        let running = Arc::clone(&running);
+        Actor::new(name, move |ctx| {
+            let probe = ModelLiveness {
+                this: evidence("local-host", pid),
+                running: Arc::clone(&running),
+            };
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(probe));
+            let _dies = claims::DiesWith {
+                ctx: ctx.with_store(ctx.store.clone()),
+                pid,
+                running,
+            };
+            for _ in 0..rounds {
+                let options = AcquireOptions::new(TTL_MS)
+                    .owner(ctx.name().to_string())
+                    .tied_to_process(true)
+                    .wait_ms(3 * TTL_MS);
+                if let Some(mut lease) = ctx.acquire_with(&lock(), &options) {
+                    ctx.check(&lease);
+                    if ctx.keep(&mut lease, renewals) {
+                        ctx.release(&lease);
+                    }
+                }
+            }
+        })
+    };
+    vec![
+        actor("holder", 3, 2, 1),
+        actor("W4", 4, 1, 0),
+        actor("W5", 5, 1, 0),
+        actor("W6", 6, 1, 0),
     ]
 }
 

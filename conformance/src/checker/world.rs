@@ -219,6 +219,13 @@ pub struct World {
     /// for (their ticket's removal may have been the call that failed).
     releasing: Mutex<HashSet<usize>>,
     queue_faulted: Mutex<HashSet<usize>>,
+    /// The dead-waiter oracle's facts, in schedules with a model process table:
+    /// per pid, the step at which that process ended (a crash fault); per ticket
+    /// holder id, the pid its ticket names; per actor, the step at which its
+    /// latest listing of a wait queue began.
+    ended: Mutex<HashMap<u32, u64>>,
+    ticket_pids: Mutex<HashMap<String, u32>>,
+    queue_listed: Mutex<HashMap<usize, u64>>,
 }
 
 /// What a release owes the waiters once its tombstone landed, before its next
@@ -282,6 +289,9 @@ impl World {
             tickets: Mutex::default(),
             releasing: Mutex::default(),
             queue_faulted: Mutex::default(),
+            ended: Mutex::default(),
+            ticket_pids: Mutex::default(),
+            queue_listed: Mutex::default(),
             ring_due: Mutex::default(),
             turn_sleeps: Mutex::default(),
         }
@@ -386,6 +396,40 @@ impl World {
         if let Some(ticket) = left {
             self.violate(format!(
                 "stale ticket: {holder}'s release landed its tombstone on {} with its own ticket g{ticket} still queued: the next release may name a waiter that already held, and every claimant waits out its turn",
+                short(key)
+            ));
+        }
+    }
+
+    /// Notes that the model process `pid` ended at this step (its actor died).
+    pub(crate) fn process_ended(&self, pid: u32) {
+        let step = self.step();
+        lock(&self.ended).entry(pid).or_insert(step);
+    }
+
+    /// The dead-waiter oracle, when a release's tombstone naming `named` (a
+    /// ticket's holder id) lands: the process of the waiter it names must not have
+    /// ended before the release began listing the queue. A release passes over a
+    /// waiter whose process certainly ended (`Liveness::surely_gone`); named, that
+    /// waiter's turn lapses, and every claimant waits it out
+    /// (docs/design-07-performance.md, "A waiter whose process ended is passed
+    /// over at once"). A death after the listing began may go unseen: not judged.
+    fn check_named_waiter_alive(&self, key: &Key, named: &str) {
+        let Some(actor) = current_actor() else {
+            return;
+        };
+        let Some(listed) = lock(&self.queue_listed).get(&actor).copied() else {
+            return;
+        };
+        let Some(pid) = lock(&self.ticket_pids).get(named).copied() else {
+            return;
+        };
+        let Some(died) = lock(&self.ended).get(&pid).copied() else {
+            return;
+        };
+        if died < listed {
+            self.violate(format!(
+                "dead waiter named: a release's tombstone on {} names {named}, whose process (pid {pid}) ended at step {died}, before the release listed the queue at step {listed}: its turn lapses unclaimed and every claimant waits it out",
                 short(key)
             ));
         }
@@ -568,10 +612,16 @@ impl World {
                     .or_default()
                     .push(watch);
             }
+            if let Some(process) = &record.process {
+                lock(&self.ticket_pids).insert(record.holder.to_string(), process.pid);
+            }
             return;
         }
         if record.released && record.broken.is_none() {
             self.check_own_ticket_gone(key, &record.holder);
+            if let Some(next) = &record.next {
+                self.check_named_waiter_alive(key, &next.holder);
+            }
         }
         let now = self.now();
         let (stamp_true, stamp_step) = current_actor()
@@ -1418,6 +1468,12 @@ impl LeaseStore for ModelStore {
         }
         let fault = world.stall(world.sched.point(Point::List));
         world.note_queue_fault(key, fault);
+        if fault != Fault::ErrBefore
+            && key.as_str().starts_with("queue-")
+            && let Some(actor) = actor
+        {
+            lock(&world.queue_listed).insert(actor, world.step());
+        }
         if fault == Fault::ErrBefore {
             world.log(format!("list {} -> error", short(key)));
             if owed && let Some(actor) = actor {
@@ -2010,9 +2066,16 @@ impl Ctx {
         self.end_promise(lease);
     }
 
-    /// This actor's process died (a crash fault): every promise made to it ends
-    /// now, as a dead process makes no more writes.
-    pub(crate) fn end_every_promise(&self) {
+    /// This actor's process, `pid` in the schedule's process table, died (a crash
+    /// fault): every promise made to it ends now, as a dead process makes no more
+    /// writes, and the dead-waiter oracle learns when it ended.
+    pub(crate) fn process_ended(&self, pid: u32) {
+        self.world.process_ended(pid);
+        self.end_every_promise();
+    }
+
+    /// Every promise made to this actor ends now (see [`Ctx::process_ended`]).
+    fn end_every_promise(&self) {
         let now = self.world.now();
         let mut oracle = lock(&self.world.oracle);
         for t in oracle.tenures.values_mut() {

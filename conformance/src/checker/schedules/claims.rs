@@ -243,10 +243,10 @@ pub(super) fn dead_subtree_holder(setup: &Setup) -> Vec<Actor> {
 /// Marks its actor's process dead when the actor dies (a crash fault unwinds
 /// through it): the model's process table forgets the pid and every promise made
 /// to the actor ends.
-struct DiesWith {
-    ctx: Ctx,
-    pid: u32,
-    running: Arc<Mutex<HashSet<u32>>>,
+pub(super) struct DiesWith {
+    pub(super) ctx: Ctx,
+    pub(super) pid: u32,
+    pub(super) running: Arc<Mutex<HashSet<u32>>>,
 }
 
 impl Drop for DiesWith {
@@ -256,7 +256,7 @@ impl Drop for DiesWith {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&self.pid);
-            self.ctx.end_every_promise();
+            self.ctx.process_ended(self.pid);
         }
     }
 }

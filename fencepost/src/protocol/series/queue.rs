@@ -128,7 +128,7 @@ impl Store {
                 || ticket
                     .process
                     .as_ref()
-                    .is_some_and(|evidence| self.surely_gone(evidence));
+                    .is_some_and(|evidence| self.surely_gone(evidence) && !dead_named());
             if gone {
                 gone_tickets.push(generation);
                 continue;
@@ -225,4 +225,14 @@ impl Store {
             let _ = self.backend.remove(&queue, *generation);
         }
     }
+}
+
+/// Planted bug [`crate::planted::DEAD_WAITER_NAMED`]: the dead-waiter check is
+/// skipped.
+fn dead_named() -> bool {
+    #[cfg(feature = "planted-bugs")]
+    if crate::planted::on(&crate::planted::DEAD_WAITER_NAMED) {
+        return true;
+    }
+    false
 }
