@@ -586,7 +586,16 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
                 printable(&note.to_string())
             ));
         }
+        if entry.holder_ended {
+            notes.push(format!(
+                "{} token {}: its holder's process (pid {}) has ended; the next claim takes the lease over at once",
+                elide_middle(&printable(&entry.resource), MAX_RESOURCE_WIDTH),
+                entry.token,
+                entry.pid
+            ));
+        }
         let state = match (entry.state, entry.live) {
+            (ClaimState::Held, _) if entry.holder_ended => "held (process ended)",
             (ClaimState::Held, _) => "held",
             (ClaimState::Expired, _) => "expired",
             (ClaimState::Released, _) => "released",
@@ -710,6 +719,7 @@ mod tests {
             broken: None,
             session: session.map(fencepost::SessionTag::of),
             shared: Vec::new(),
+            holder_ended: false,
         }
     }
 

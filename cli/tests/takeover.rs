@@ -79,6 +79,37 @@ fn a_sigkilled_hold_is_taken_over_at_once() {
         .code(3);
 }
 
+/// `status` tells a killed tied holder from a live one: its row is still held (a
+/// claim takes it over; until then the record stands) but says the process ended,
+/// with a note naming the pid and what the next claim does; a live holder's row
+/// says neither.
+#[test]
+fn status_shows_a_killed_holder_s_process_ended() {
+    let s = Scratch::new();
+    let (mut hold, token) = holding_claim(&s, "x");
+    let entry = s.entry("x").unwrap();
+    assert_eq!(entry["state"], "held");
+    assert!(entry.get("holder_ended").is_none(), "{entry}");
+    let table = s.cmd().arg("status").output().unwrap();
+    assert!(!String::from_utf8_lossy(&table.stdout).contains("process ended"));
+
+    hold.kill_and_reap();
+    let entry = s.entry("x").unwrap();
+    assert_eq!(entry["state"], "held");
+    assert_eq!(entry["holder_ended"], true, "{entry}");
+    let table = s.cmd().arg("status").output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("held (process ended)"), "{table}");
+    assert!(
+        table.contains(&format!(
+            "lock:x token {token}: its holder's process (pid {}) has ended; the next claim takes the lease over at once",
+            entry["pid"]
+        )),
+        "{table}"
+    );
+    assert!(s.claim("x", &[]) > token);
+}
+
 /// Issue 16: a SIGSTOPped holder is alive, so it is not taken over before its ttl.
 #[test]
 fn a_sigstopped_run_is_not_taken_over_early() {

@@ -66,6 +66,16 @@ pub struct StatusEntry {
     /// shared token and its expiry the latest.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shared: Vec<String>,
+    /// True when the lease is held by the liveness rule but its holder's process
+    /// has certainly ended on this host (killed, crashed): a claim with dead-holder
+    /// takeover (the default) takes it over at once instead of waiting for
+    /// `expires_at_ms`. Judged by the cheapest certain check
+    /// ([`Liveness::surely_gone`](crate::Liveness::surely_gone)), so a holder whose
+    /// pid was reused since is shown as held. Only for records that carry process
+    /// evidence (tied claims); absent from JSON when false. Pinned by
+    /// `cli/tests/takeover.rs::status_shows_a_killed_holder_s_process_ended`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub holder_ended: bool,
 }
 
 impl StatusEntry {
@@ -91,6 +101,7 @@ impl StatusEntry {
             broken: None,
             session: None,
             shared: Vec::new(),
+            holder_ended: false,
         }
     }
 }
@@ -171,6 +182,7 @@ impl Store {
                 row.host = String::new();
                 row.broken = None;
                 row.session = None;
+                row.holder_ended = false;
                 row.expires_at_ms = holders.iter().map(|h| h.expires_at_ms).max().unwrap_or(0);
             }
             row.shared = holders.into_iter().map(|h| h.owner).collect();
@@ -247,6 +259,8 @@ impl Store {
                         broken: r.broken.clone(),
                         session: r.session.clone(),
                         shared: Vec::new(),
+                        holder_ended: live
+                            && r.process.as_ref().is_some_and(|e| self.surely_gone(e)),
                     };
                     (entry, Some(r.holder.to_string()))
                 }
@@ -266,6 +280,7 @@ impl Store {
                         broken: None,
                         session: None,
                         shared: Vec::new(),
+                        holder_ended: false,
                     },
                     None,
                 ),
