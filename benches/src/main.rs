@@ -140,7 +140,7 @@ mod app {
     use crate::floor::FloorKit;
     use crate::machine::Machine;
     use crate::report::Report;
-    use crate::rows::{Group, Settle, cli_rows, paired, paired_floors, protocol_rows};
+    use crate::rows::{Group, Settle, cli_rows, paired_floors, protocol_rows};
     use crate::{Iters, R, contention, loss, rivals, wedged};
 
     const USAGE: &str = "\
@@ -485,19 +485,32 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
                 "handoff, flush off"
             });
             // Its floor: the disk work of the handoff (timed just before) plus the
-            // wake floor.
-            let (work, _) = paired(
-                it.fs / 5,
-                it.warmup,
-                &mut || handoff_work(&mut kit, flush),
-                None,
-            )?;
+            // wake floor. The row's holder and waiter are idle for HANDOFF_HOLD before
+            // every handoff, and the same disk work costs more after such an idle than
+            // back to back (docs/design-07-performance.md, "The handoff's floor after
+            // the same idle"), so each floor sample follows a sleep of HANDOFF_HOLD,
+            // as the wake floor's does; the back-to-back figure is timed alternately.
+            let (mut work, mut back_to_back) = (Vec::new(), Vec::new());
+            for round in 0..it.warmup + it.handoff {
+                let hot = handoff_work(&mut kit, flush)?;
+                std::thread::sleep(contention::HANDOFF_HOLD);
+                let after_idle = handoff_work(&mut kit, flush)?;
+                if round >= it.warmup {
+                    back_to_back.push(hot);
+                    work.push(after_idle);
+                }
+            }
+            let (work, back_to_back) = (
+                crate::stats::summarize(work),
+                crate::stats::summarize(back_to_back),
+            );
             let sub = if flush { "flush-on" } else { "flush-off" };
             let measured = contention::handoff(&dir.join("handoff").join(sub), it.handoff, flush)?;
             report.handoffs.push(crate::report::HandoffRow {
                 flush,
                 measured,
                 work,
+                back_to_back,
             });
         }
 
