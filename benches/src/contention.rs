@@ -36,6 +36,25 @@ pub struct ContentionRow {
     /// listing, read and tombstone; the next holder's listing, read, flushed create
     /// and sweep of two records), timed just before this size ran.
     pub floor_handoff: Summary,
+    /// The wake order, measured: the most other tenures that began during any one
+    /// wait, and during any of the slowest 1% of waits (those at or above the wait
+    /// p99). A fair rotation lets at most `workers - 1` begin during a wait; more
+    /// means the waiter was overtaken.
+    pub passed_max: usize,
+    pub slowest_passed_max: usize,
+}
+
+/// For each wait (when it was asked, when its acquire returned), how many tenures
+/// began strictly inside it, given every tenure's start sorted.
+pub fn tenures_during(waits: &[(u64, u64)], starts_sorted: &[u64]) -> Vec<usize> {
+    waits
+        .iter()
+        .map(|&(asked, start)| {
+            let from = starts_sorted.partition_point(|&s| s <= asked);
+            let to = starts_sorted.partition_point(|&s| s < start);
+            to.saturating_sub(from)
+        })
+        .collect()
 }
 
 /// Nanoseconds of the system-wide monotonic clock (comparable across processes).
@@ -158,6 +177,8 @@ pub fn run(
     }
     let mut tenures = Vec::new();
     let mut waits = Vec::new();
+    // (asked, acquire returned) of each wait, for the wake-order count.
+    let mut spans = Vec::new();
     let mut done = go;
     for child in children {
         let out = child.wait_with_output()?;
@@ -179,6 +200,7 @@ pub fn run(
                         end: *end,
                     });
                     waits.push(Duration::from_nanos(*wait));
+                    spans.push((start.saturating_sub(*wait), *start));
                 }
                 (b'D', [at]) => done = done.max(*at),
                 _ => return Err(format!("bad worker line: {line}").into()),
@@ -192,6 +214,17 @@ pub fn run(
     check_oracle(&log_tokens, &tenures, workers * per_worker)
         .map_err(|e| format!("MUTUAL EXCLUSION BROKEN with {workers} workers: {e}"))?;
     tenures.sort_by_key(|t| t.token);
+    let starts: Vec<u64> = tenures.iter().map(|t| t.start).collect();
+    let during = tenures_during(&spans, &starts);
+    let wait = summarize(waits.clone());
+    let passed_max = during.iter().copied().max().unwrap_or(0);
+    let slowest_passed_max = waits
+        .iter()
+        .zip(&during)
+        .filter(|(w, _)| **w >= wait.p99)
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or(0);
     let gaps: Vec<Duration> = tenures
         .windows(2)
         .map(|w| Duration::from_nanos(w[1].start.saturating_sub(w[0].end)))
@@ -201,7 +234,7 @@ pub fn run(
         flush,
         handoffs: tenures.len(),
         elapsed: Duration::from_nanos(done - go),
-        wait: summarize(waits),
+        wait,
         gap: summarize(if gaps.is_empty() {
             vec![Duration::ZERO]
         } else {
@@ -209,6 +242,8 @@ pub fn run(
         }),
         floor_pair,
         floor_handoff,
+        passed_max,
+        slowest_passed_max,
     })
 }
 
@@ -279,6 +314,21 @@ mod tests {
 
     fn t(token: u64, start: u64, end: u64) -> Tenure {
         Tenure { token, start, end }
+    }
+
+    /// A fair rotation of three workers lets at most two tenures begin during a
+    /// wait; a waiter overtaken by one worker twice sees three.
+    #[test]
+    fn tenures_during_counts_the_tenures_that_began_inside_each_wait() {
+        // Tenures begin at 10, 20, 30, 40, 50.
+        let starts = [10, 20, 30, 40, 50];
+        // Asked at 12, got it at 40: 20 and 30 began inside (fair for 3 workers).
+        // Asked at 5, got it at 50: 10, 20, 30, 40 began inside (overtaken).
+        // Asked at 40 (as 40 began), got it at 50: none inside.
+        assert_eq!(
+            tenures_during(&[(12, 40), (5, 50), (40, 50)], &starts),
+            vec![2, 4, 0]
+        );
     }
 
     #[test]
