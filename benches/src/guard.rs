@@ -114,6 +114,7 @@ pub fn rows(bin: &Path, dir: &Path, it: &Iters) -> R<Vec<Row>> {
         floor_one: None,
         floor_swept: None,
         back_to_back: None,
+        weather: None,
         target: Some(Target::P50AtMost(Duration::from_millis(100))),
     }])
 }

@@ -14,6 +14,8 @@
 #[cfg(unix)]
 mod contention;
 #[cfg(unix)]
+mod control;
+#[cfg(unix)]
 mod floor;
 #[cfg(unix)]
 mod guard;
@@ -394,6 +396,8 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
 
     fn step(name: &str) {
         eprintln!("fencepost-bench: {name}");
+        // A reference block of the CPU control (see `crate::control`) at every step.
+        crate::control::sample();
     }
 
     fn measure(it: &Iters, dir: &Path, bin: &Path, out: &Path) -> R<()> {
@@ -401,6 +405,11 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
         let machine = Machine::gather(dir);
         let mut report = Report::new(machine, it.clone(), bin.to_path_buf());
         let mut kit = FloorKit::new(&dir.join("floor"), it.status_keys)?;
+        // Reference blocks of the CPU control, spread over a second before any row.
+        for _ in 0..10 {
+            crate::control::sample();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
 
         step("floor");
         report.floors(&mut kit, it)?;

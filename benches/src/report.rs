@@ -106,6 +106,7 @@ impl Report {
                 floor_one: None,
                 floor_swept: None,
                 back_to_back: None,
+                weather: None,
                 target: None,
             });
         }
@@ -593,7 +594,26 @@ impl Report {
                 (false, Some(((x, _), how)), Some(_), Some(_)) => {
                     format!("the code: {x:.2}× even the floor with the sweep's removals ({how})")
                 }
-                (false, ..) => "the code: no floor row accounts for it".to_string(),
+                // A memory row: no floor, but the CPU control timed beside it says
+                // whether the CPU itself was slower during the row (crate::control).
+                (false, ..) => match (&r.weather, r.target) {
+                    (Some(w), Some(Target::P50AtMost(limit)))
+                        if w.slow_blocks > 0 && w.row_fastest <= limit =>
+                    {
+                        format!(
+                            "the CPU: a control that runs no fencepost code ran {:.2}× its \
+                             fastest block of the run during the row (over {}× in {} of \
+                             {} blocks), and the row's fastest block's p50, {}, is within \
+                             the target",
+                            ratio(w.control.p50, w.reference),
+                            crate::rows::SLOW_BLOCK,
+                            w.slow_blocks,
+                            w.blocks,
+                            fmt(w.row_fastest)
+                        )
+                    }
+                    _ => "the code: no floor row accounts for it".to_string(),
+                },
             };
             let why = match mean_ratios(r) {
                 Some((plain, swept)) => format!(

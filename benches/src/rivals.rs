@@ -96,6 +96,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         floor_one: None,
         floor_swept: None,
         back_to_back: None,
+        weather: None,
         target: None,
     });
 
@@ -117,6 +118,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         floor_one: None,
         floor_swept: None,
         back_to_back: None,
+        weather: None,
         target: None,
     });
 
@@ -143,6 +145,7 @@ pub fn rival_rows(dir: &Path, it: &Iters) -> R<Vec<Row>> {
         floor_one: None,
         floor_swept: None,
         back_to_back: None,
+        weather: None,
         target: None,
     });
     Ok(rows)

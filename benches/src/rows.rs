@@ -43,6 +43,8 @@ pub struct Row {
     /// For a row whose removals the fs backend makes on its removal thread: the row
     /// and its floors timed in back-to-back blocks (see [`BackToBack`]).
     pub back_to_back: Option<BackToBack>,
+    /// For a memory row timed beside the CPU control: what the control saw.
+    pub weather: Option<Weather>,
     /// Issue 17's target for the row, if it has one.
     pub target: Option<Target>,
 }
@@ -174,6 +176,7 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
                         one,
                         swept,
                         b2b,
+                        weather,
                     }: Measured,
                     floor_name: &str,
                     target| {
@@ -185,6 +188,7 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
             floor_one: one.map(|f| (single_fsync_name(floor_name), f)),
             floor_swept: swept.map(|(removals, f)| (swept_name(floor_name, removals), f)),
             back_to_back: b2b,
+            weather,
             target: if targets { target } else { None },
         });
     };
@@ -251,7 +255,13 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
             )?);
             (measured, flush)
         }
-        None => (three(paired(iters, it.warmup, &mut op, None)?), false),
+        None => {
+            let (summary, weather) = with_control(iters, it.warmup, &mut op)?;
+            notes.push(weather.note(group_name, "acquire + release, cold resource", summary.p50));
+            let mut measured = three((summary, None));
+            measured.weather = Some(weather);
+            (measured, false)
+        }
     };
     let target = match (memory, flush) {
         (true, _) => Some(Target::P50AtMost(Duration::from_micros(4))),
@@ -496,6 +506,113 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     Ok(rows)
 }
 
+/// The CPU weather during a memory row, read off the control (`crate::control`)
+/// timed in blocks alternated with the row's.
+#[derive(Debug, Clone)]
+pub struct Weather {
+    /// Blocks of each, the row's operations per block and the control's runs.
+    pub blocks: usize,
+    pub per_block: usize,
+    pub control_per_block: usize,
+    /// The row's fastest block (by its p50).
+    pub row_fastest: Duration,
+    /// The control over the whole row.
+    pub control: Summary,
+    /// The control's fastest block in the run so far (the row's blocks included),
+    /// and how many blocks that is of.
+    pub reference: Duration,
+    pub reference_blocks: usize,
+    /// The row's blocks whose control p50 was over [`SLOW_BLOCK`] × `reference`.
+    pub slow_blocks: usize,
+}
+
+/// How much slower than its fastest block in the run a block of the control may run
+/// before it counts as a slow spell of the CPU.
+pub const SLOW_BLOCK: f64 = 1.15;
+
+impl Weather {
+    /// The observation for RESULTS.md, worded from what was measured.
+    fn note(&self, group: &str, row: &str, row_p50: Duration) -> String {
+        use crate::stats::{fmt, ratio};
+        let head = format!(
+            "{group}, {row}: timed in {} blocks of {} operations, each followed by {} runs \
+             of a control that runs no fencepost code (a sort of 256 numbers and 500 \
+             steps of a random walk through 512 KiB). Row p50 {} ({} in its fastest \
+             block); control p50 {} during the row, {} in its fastest block of the run \
+             so far ({} blocks: at the start, at each step, beside the row)",
+            self.blocks,
+            self.per_block,
+            self.control_per_block,
+            fmt(row_p50),
+            fmt(self.row_fastest),
+            fmt(self.control.p50),
+            fmt(self.reference),
+            self.reference_blocks,
+        );
+        if self.slow_blocks == 0 {
+            format!(
+                "{head}: in every block of the row the control ran within {SLOW_BLOCK}× \
+                 of that, so the row's p50 is the protocol's cost on a steady CPU."
+            )
+        } else {
+            format!(
+                "{head}: in {} of the {} blocks of the row the control ran over \
+                 {SLOW_BLOCK}× that, i.e. the CPU was slower then for code that is not \
+                 fencepost's ({:.2}× over the row); the row's p50 is {:.2}× its fastest \
+                 block's.",
+                self.slow_blocks,
+                self.blocks,
+                ratio(self.control.p50, self.reference),
+                ratio(row_p50, self.row_fastest),
+            )
+        }
+    }
+}
+
+/// Runs `op` `iters` times (after `warmup` untimed rounds) in blocks, each followed
+/// by timed runs of the CPU control (`crate::control`, which says why), and returns
+/// the row's samples, as [`paired`] would, and the control's weather.
+fn with_control(iters: usize, warmup: usize, op: &mut Op<'_>) -> R<(Summary, Weather)> {
+    for _ in 0..warmup {
+        op()?;
+        crate::control::with(|c| c.run());
+    }
+    let blocks = iters.clamp(1, 20);
+    let per_block = iters.div_ceil(blocks);
+    let control_per_block = (per_block / 10).clamp(10, crate::control::BLOCK);
+    let mut samples = Vec::with_capacity(iters);
+    let mut controls = Vec::new();
+    let (mut row_blocks, mut control_blocks) = (Vec::new(), Vec::new());
+    let mut left = iters;
+    while left > 0 {
+        let n = per_block.min(left);
+        left -= n;
+        let block: Vec<Duration> = (0..n).map(|_| op()).collect::<R<_>>()?;
+        let (p50, checks) = crate::control::with(|c| c.block(control_per_block));
+        row_blocks.push(summarize(block.clone()).p50);
+        control_blocks.push(p50);
+        samples.extend(block);
+        controls.extend(checks);
+    }
+    let (reference, reference_blocks) = crate::control::with(|c| c.fastest());
+    let reference = reference.ok_or("the control never ran")?;
+    let slow_blocks = control_blocks
+        .iter()
+        .filter(|b| b.as_secs_f64() > SLOW_BLOCK * reference.as_secs_f64())
+        .count();
+    let weather = Weather {
+        blocks: row_blocks.len(),
+        per_block,
+        control_per_block,
+        row_fastest: row_blocks.iter().min().copied().unwrap_or_default(),
+        control: summarize(controls),
+        reference,
+        reference_blocks,
+        slow_blocks,
+    };
+    Ok((summarize(samples), weather))
+}
+
 /// A row and the floors it was timed against.
 pub struct Measured {
     row: Summary,
@@ -506,6 +623,8 @@ pub struct Measured {
     swept: Option<(usize, Summary)>,
     /// Back-to-back blocks (sweeping fs rows).
     b2b: Option<BackToBack>,
+    /// The CPU control beside a memory row.
+    weather: Option<Weather>,
 }
 
 /// A row measured against one floor only.
@@ -516,6 +635,7 @@ fn three((row, floor): (Summary, Option<Summary>)) -> Measured {
         one: None,
         swept: None,
         b2b: None,
+        weather: None,
     }
 }
 
@@ -586,6 +706,7 @@ fn sweeping(
         one,
         swept: swept.map(|s| (removals, s)),
         b2b: None,
+        weather: None,
     })
 }
 
@@ -709,6 +830,7 @@ pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) 
         floor_one: None,
         floor_swept: None,
         back_to_back: None,
+        weather: None,
         target: None,
     });
 
@@ -721,6 +843,7 @@ pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) 
         floor_one: None,
         floor_swept: None,
         back_to_back: None,
+        weather: None,
         target: Some(Target::RatioAtMost(1.15)),
     });
 
@@ -755,6 +878,7 @@ pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) 
         floor_one: Some((single_fsync_name(floor_name), one)),
         floor_swept: None,
         back_to_back: None,
+        weather: None,
         target: None,
     });
     Ok(rows)
@@ -781,7 +905,37 @@ fn renew_note(group_name: &str, renewals: usize, records: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::renew_note;
+    use super::{Weather, renew_note};
+    use crate::stats::summarize;
+    use std::time::Duration;
+
+    #[test]
+    fn the_cpu_note_says_what_the_control_saw() {
+        let us = |v: u64| Duration::from_micros(v);
+        let mut weather = Weather {
+            blocks: 20,
+            per_block: 1000,
+            control_per_block: 100,
+            row_fastest: us(3),
+            control: summarize(vec![us(7); 10]),
+            reference: us(7),
+            reference_blocks: 34,
+            slow_blocks: 0,
+        };
+        let steady = weather.note("memory", "acquire + release, cold resource", us(3));
+        assert!(steady.contains("within 1.15×"), "{steady}");
+        assert!(
+            steady.contains("protocol's cost on a steady CPU"),
+            "{steady}"
+        );
+        weather.slow_blocks = 11;
+        weather.control = summarize(vec![us(14); 10]);
+        let slow = weather.note("memory", "acquire + release, cold resource", us(6));
+        assert!(slow.contains("in 11 of the 20 blocks"), "{slow}");
+        assert!(slow.contains("(2.00× over the row)"), "{slow}");
+        assert!(slow.contains("2.00× its fastest block's"), "{slow}");
+        assert!(!slow.contains("steady"), "{slow}");
+    }
 
     #[test]
     fn the_renew_note_says_what_the_record_count_shows() {
