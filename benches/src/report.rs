@@ -612,6 +612,16 @@ impl Report {
                             fmt(w.row_fastest)
                         )
                     }
+                    // Slow in every block: no block of the row ran on a steady CPU,
+                    // so the run cannot tell the CPU's share from the code's.
+                    (Some(w), _) if w.slow_blocks > 0 && w.slow_blocks == w.blocks => format!(
+                        "undecided: a control that runs no fencepost code ran over {}× its \
+                         fastest block of the run beside every block of the row ({:.2}× \
+                         over the row), so no block ran on a steady CPU; run again on a \
+                         quiet machine",
+                        crate::rows::SLOW_BLOCK,
+                        ratio(w.control.p50, w.reference),
+                    ),
                     _ => "the code: no floor row accounts for it".to_string(),
                 },
             };
