@@ -161,3 +161,101 @@ mod tests {
         assert!(other.described.starts_with("ext4"));
     }
 }
+
+/// CPU time the hypervisor took from this virtual machine while the bench ran: the
+/// `steal` column of `/proc/stat`, as a share of the CPUs' busy time (user, nice,
+/// system, irq, softirq and steal), over the whole run and per step. A step with a
+/// large share was measured on a CPU that was often taken away: its figures are the
+/// host's weather, not the code's (docs/design-07-performance.md, "The CPU's own
+/// spells").
+pub mod steal {
+    use std::sync::Mutex;
+
+    /// (step name, steal and busy ticks at its start).
+    static OPEN: Mutex<Option<(String, [u64; 2])>> = Mutex::new(None);
+    /// Closed steps: (name, steal ticks, busy ticks).
+    static CLOSED: Mutex<Vec<(String, u64, u64)>> = Mutex::new(Vec::new());
+
+    /// Steal and busy ticks of all CPUs so far, `None` where `/proc/stat` has no
+    /// such line (not Linux).
+    pub fn ticks() -> Option<[u64; 2]> {
+        let text = std::fs::read_to_string("/proc/stat").ok()?;
+        parse(text.lines().next()?)
+    }
+
+    /// The aggregate `cpu` line's steal and busy ticks.
+    pub fn parse(line: &str) -> Option<[u64; 2]> {
+        let mut fields = line.split_whitespace();
+        if fields.next()? != "cpu" {
+            return None;
+        }
+        let n: Vec<u64> = fields.map(str::parse).collect::<Result<_, _>>().ok()?;
+        // user nice system idle iowait irq softirq steal …
+        let (user, nice, system, irq, softirq, steal) = (
+            *n.first()?,
+            *n.get(1)?,
+            *n.get(2)?,
+            *n.get(5)?,
+            *n.get(6)?,
+            *n.get(7)?,
+        );
+        Some([steal, user + nice + system + irq + softirq + steal])
+    }
+
+    /// A new step begins: the one before it ends here.
+    pub fn mark(name: &str) {
+        let now = ticks();
+        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some((before, start)), Some(now)) = (open.take(), now) {
+            CLOSED.lock().unwrap_or_else(|e| e.into_inner()).push((
+                before,
+                now[0].saturating_sub(start[0]),
+                now[1].saturating_sub(start[1]),
+            ));
+        }
+        *open = now.map(|now| (name.to_string(), now));
+    }
+
+    /// "N% over the run (step a%, step b%, …)", closing the last step now (a step
+    /// with too little CPU time to tell gets "—"); or why it is unknown.
+    pub fn summary() -> String {
+        mark("");
+        let closed = CLOSED.lock().unwrap_or_else(|e| e.into_inner());
+        let (steal, busy) = closed
+            .iter()
+            .fold((0, 0), |(s, b), (_, st, bu)| (s + st, b + bu));
+        if busy == 0 {
+            return "unknown (no `cpu` line in /proc/stat)".into();
+        }
+        let share = |s: u64, b: u64| 100.0 * s as f64 / b.max(1) as f64;
+        let steps: Vec<String> = closed
+            .iter()
+            .filter(|(name, ..)| !name.is_empty())
+            // Under 20 ticks (0.2 s of CPU at 100 Hz) a share says nothing.
+            .map(|(name, s, b)| match *b {
+                b if b < 20 => format!("{name} —"),
+                b => format!("{name} {:.0}%", share(*s, b)),
+            })
+            .collect();
+        format!(
+            "{:.0}% over the run ({})",
+            share(steal, busy),
+            steps.join(", ")
+        )
+    }
+
+    #[cfg(test)]
+    mod tests {
+        /// The aggregate line's steal (8th number) against its busy time; other lines
+        /// and short lines are not read.
+        #[test]
+        fn the_cpu_line_gives_steal_and_busy_ticks() {
+            assert_eq!(
+                super::parse("cpu  100 5 20 900 7 1 2 30 0 0"),
+                Some([30, 100 + 5 + 20 + 1 + 2 + 30])
+            );
+            assert_eq!(super::parse("cpu0 100 5 20 900 7 1 2 30 0 0"), None);
+            assert_eq!(super::parse("cpu  100 5 20"), None);
+        }
+    }
+}

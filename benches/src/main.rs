@@ -396,6 +396,7 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
 
     fn step(name: &str) {
         eprintln!("fencepost-bench: {name}");
+        crate::machine::steal::mark(name);
         // A reference block of the CPU control (see `crate::control`) at every step.
         crate::control::sample();
     }

@@ -180,7 +180,8 @@ impl Report {
              | CPU | {} |\n| cores | {} |\n| kernel | {} |\n\
              | filesystem of the bench directory | {} |\n| its mount (type, source, options) | {} |\n| rustc | {} |\n| date | {} |\n\
              | commit measured (`git describe --always --dirty`) | {} |\n| mode | {mode} |\n| CLI timed | `{}` |\n| run took | {:.1} s |\n\
-             | load average (1, 5, 15 min) at start | {} |\n| load average at end | {} |\n",
+             | load average (1, 5, 15 min) at start | {} |\n| load average at end | {} |\n\
+             | CPU time taken by the hypervisor (steal, share of busy time, `/proc/stat`) | {} |\n",
             m.cpu,
             m.cores,
             m.kernel,
@@ -192,7 +193,8 @@ impl Report {
             self.bin.display(),
             self.elapsed.as_secs_f64(),
             m.load,
-            crate::machine::load_now()
+            crate::machine::load_now(),
+            crate::machine::steal::summary()
         );
 
         let _ = writeln!(
