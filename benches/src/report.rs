@@ -599,31 +599,9 @@ impl Report {
                 // A memory row: no floor, but the CPU control timed beside it says
                 // whether the CPU itself was slower during the row (crate::control).
                 (false, ..) => match (&r.weather, r.target) {
-                    (Some(w), Some(Target::P50AtMost(limit)))
-                        if w.slow_blocks > 0 && w.row_fastest <= limit =>
-                    {
-                        format!(
-                            "the CPU: a control that runs no fencepost code ran {:.2}× its \
-                             fastest block of the run during the row (over {}× in {} of \
-                             {} blocks), and the row's fastest block's p50, {}, is within \
-                             the target",
-                            ratio(w.control.p50, w.reference),
-                            crate::rows::SLOW_BLOCK,
-                            w.slow_blocks,
-                            w.blocks,
-                            fmt(w.row_fastest)
-                        )
-                    }
-                    // Slow in every block: no block of the row ran on a steady CPU,
-                    // so the run cannot tell the CPU's share from the code's.
-                    (Some(w), _) if w.slow_blocks > 0 && w.slow_blocks == w.blocks => format!(
-                        "undecided: a control that runs no fencepost code ran over {}× its \
-                         fastest block of the run beside every block of the row ({:.2}× \
-                         over the row), so no block ran on a steady CPU; run again on a \
-                         quiet machine",
-                        crate::rows::SLOW_BLOCK,
-                        ratio(w.control.p50, w.reference),
-                    ),
+                    (Some(w), Some(Target::P50AtMost(limit))) => w
+                        .verdict(r.summary.p50, limit)
+                        .unwrap_or_else(|| "the code: no floor row accounts for it".into()),
                     _ => "the code: no floor row accounts for it".to_string(),
                 },
             };

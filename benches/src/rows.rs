@@ -531,6 +531,45 @@ pub struct Weather {
 pub const SLOW_BLOCK: f64 = 1.15;
 
 impl Weather {
+    /// Why a memory row whose p50 (`row_p50`) missed `limit` missed, when the
+    /// control says the CPU was slow during it: the CPU's, when the row's fastest
+    /// block met the target, or when the row's p50 over the control's slowdown does
+    /// (the same kind of work slowed alike, scaled back as a floor timed beside a row
+    /// is); undecided when every block was slow and neither holds. `None`: the
+    /// control saw a steady CPU, or the row is over even so (the code's).
+    pub fn verdict(&self, row_p50: Duration, limit: Duration) -> Option<String> {
+        use crate::stats::{fmt, ratio};
+        if self.slow_blocks == 0 {
+            return None;
+        }
+        let slowdown = ratio(self.control.p50, self.reference);
+        let during = format!(
+            "a control that runs no fencepost code ran {slowdown:.2}× its fastest block of \
+             the run during the row (over {SLOW_BLOCK}× in {} of {} blocks)",
+            self.slow_blocks, self.blocks
+        );
+        if self.row_fastest <= limit {
+            return Some(format!(
+                "the CPU: {during}, and the row's fastest block's p50, {}, is within the target",
+                fmt(self.row_fastest)
+            ));
+        }
+        let scaled = row_p50.div_f64(slowdown.max(1.0));
+        if scaled <= limit {
+            return Some(format!(
+                "the CPU: {during}; the row's p50 over that slowdown is {}, within the target",
+                fmt(scaled)
+            ));
+        }
+        (self.slow_blocks == self.blocks).then(|| {
+            format!(
+                "undecided: {during}, so no block ran on a steady CPU, and even scaled by \
+                 that the row is {}; run again on a quiet machine",
+                fmt(scaled)
+            )
+        })
+    }
+
     /// The observation for RESULTS.md, worded from what was measured.
     fn note(&self, group: &str, row: &str, row_p50: Duration) -> String {
         use crate::stats::{fmt, ratio};
@@ -908,6 +947,41 @@ mod tests {
     use super::{Weather, renew_note};
     use crate::stats::summarize;
     use std::time::Duration;
+
+    /// A miss is the CPU's only when the control saw it slow and the row met the
+    /// target in its fastest block or scaled by the control's slowdown; undecided
+    /// when every block was slow and neither holds; the code's otherwise.
+    #[test]
+    fn a_memory_miss_is_put_on_the_cpu_only_with_the_control_s_evidence() {
+        let us = |v: u64| Duration::from_micros(v);
+        let weather = |slow_blocks: usize, row_fastest: u64, control_p50: u64| Weather {
+            blocks: 20,
+            per_block: 1000,
+            control_per_block: 100,
+            row_fastest: us(row_fastest),
+            control: summarize(vec![us(control_p50)]),
+            reference: us(10),
+            reference_blocks: 34,
+            slow_blocks,
+        };
+        let limit = us(4);
+        // A steady CPU: the code's.
+        assert_eq!(weather(0, 3, 30).verdict(us(6), limit), None);
+        // The fastest block met the target.
+        let v = weather(5, 3, 16).verdict(us(6), limit).unwrap();
+        assert!(
+            v.starts_with("the CPU:") && v.contains("fastest block"),
+            "{v}"
+        );
+        // Scaled by the control's 1.6× the row's 6 µs is 3.75 µs.
+        let v = weather(18, 5, 16).verdict(us(6), limit).unwrap();
+        assert!(v.starts_with("the CPU:") && v.contains("3.75 µs"), "{v}");
+        // Slow only in part, over the target even scaled: the code's.
+        assert_eq!(weather(18, 5, 11).verdict(us(6), limit), None);
+        // Slow in every block and over even scaled: undecided.
+        let v = weather(20, 5, 11).verdict(us(6), limit).unwrap();
+        assert!(v.starts_with("undecided:"), "{v}");
+    }
 
     #[test]
     fn the_cpu_note_says_what_the_control_saw() {
