@@ -4,10 +4,11 @@
 //! Why: the memory rows are pure CPU, and on the 2-core VM the bench was written on
 //! the CPU has spells (from milliseconds to over a second; in a fresh process that
 //! did no disk work too, with nothing else running in the VM) in which code that
-//! loads from memory, branches or allocates runs 1.2–1.7× slower while a loop in
-//! registers does not: most likely the physical core is shared outside the VM. A
-//! spell over half of the cold acquire + release row (20,000 operations, about
-//! 80 ms) moved its p50 from 3.6 to 5.9 µs. What the fs rows leave behind was ruled
+//! loads from memory, branches or allocates runs slower while a loop in registers
+//! does not: most likely the physical core is shared outside the VM. A spell over
+//! half of the cold acquire + release row moves its p50 well past its target (the
+//! row's note in RESULTS.md gives the figures of each run). What the fs rows leave
+//! behind was ruled
 //! out: their stores' removal threads are joined before the memory rows (the process
 //! has one thread then), and a thread writing and fsyncing on the other core, or
 //! streaming through 32 MiB, does not slow the row. So the bench times this control
