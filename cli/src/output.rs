@@ -574,23 +574,23 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
     ]
     .map(String::from);
     let mut rows = vec![header];
-    // Who broke what, when and why: one line each under the table (a reason does not
-    // fit a column).
+    // Who broke what, when and why, and whose holder's process ended: one line each
+    // under the table (a reason does not fit a column).
     let mut notes = Vec::new();
     for entry in entries {
-        if let Some(note) = &entry.broken {
+        let mut note = |text: &str| {
             notes.push(format!(
-                "{} token {}: {}",
+                "{} token {}: {text}",
                 elide_middle(&printable(&entry.resource), MAX_RESOURCE_WIDTH),
-                entry.token,
-                printable(&note.to_string())
+                entry.token
             ));
+        };
+        if let Some(broken) = &entry.broken {
+            note(&printable(&broken.to_string()));
         }
         if entry.holder_ended {
-            notes.push(format!(
-                "{} token {}: its holder's process (pid {}) has ended; the next claim takes the lease over at once",
-                elide_middle(&printable(&entry.resource), MAX_RESOURCE_WIDTH),
-                entry.token,
+            note(&format!(
+                "its holder's process (pid {}) has ended; the next claim takes the lease over at once",
                 entry.pid
             ));
         }
