@@ -7,8 +7,11 @@ Usage: wine-flakes.py LOG
 
 Prints one line per test binary with failures, `ARGS<TAB>TEST…` (ARGS as cargo's
 "to rerun pass" names them), and exits 0 when every failed test's output names
-code 1359; exits 1, printing nothing, when any failure is something else (or the
-log cannot be read as expected), so that a real failure is never rerun away.
+code 1359 (`code: 1359` or `os error 1359`); exits 1, printing nothing, when any
+failure is something else (or the log cannot be read as expected), so that a real
+failure is never rerun away. A binary that failed no test but whose connection to
+the Wine server broke ("wine client error", Wine's other defect) is printed with
+no test names: it runs once more whole.
 """
 import re
 import sys
@@ -17,10 +20,12 @@ import sys
 def main(path):
     failed = []  # (test, output) of the binary being read
     current = None
+    broke = False  # the binary's Wine server connection broke
     flaky = []  # (rerun args, [tests])
     for line in open(path, encoding="utf-8", errors="replace"):
         line = line.rstrip("\n")
-        start = re.match(r"^---- (\S+) stdout ----$", line)
+        # libtest's "---- NAME stdout ----", or a custom harness's "---- NAME ----".
+        start = re.match(r"^---- (\S+) (?:stdout )?----$", line)
         if start:
             current = [start.group(1), []]
             failed.append(current)
@@ -28,11 +33,18 @@ def main(path):
         rerun = re.search(r"to rerun pass `([^`]*)`", line)
         if rerun:
             if not failed:
-                return 1
-            if not all("code: 1359" in "\n".join(out) for _, out in failed):
+                if not broke:
+                    return 1
+                flaky.append((rerun.group(1), []))
+                broke, current = False, None
+                continue
+            if not all(re.search(r"(code: |os error )1359\b", "\n".join(out)) for _, out in failed):
                 return 1
             flaky.append((rerun.group(1), [test for test, _ in failed]))
-            failed, current = [], None
+            failed, current, broke = [], None, False
+            continue
+        if line.startswith("wine client error"):
+            broke = True
             continue
         if line.startswith("failures:") or line.startswith("test result:"):
             current = None
@@ -41,6 +53,7 @@ def main(path):
     if failed or not flaky:
         return 1
     for args, tests in flaky:
+        # A whole binary to run again has no names after its tab.
         print(args + "\t" + " ".join(tests))
     return 0
 
