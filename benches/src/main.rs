@@ -348,9 +348,11 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             return Ok(());
         }
         // `memory-OP`: the same on the memory backend (the protocol's own cost).
-        let (store, op) = match op.strip_prefix("memory-") {
-            Some(op) => (Store::new(MemoryStore::new()), op),
-            None => (Store::new(FsStore::open(dir)?), op),
+        // `noflush-OP`: the same on an fs store with flush off.
+        let (store, op) = match (op.strip_prefix("memory-"), op.strip_prefix("noflush-")) {
+            (Some(op), _) => (Store::new(MemoryStore::new()), op),
+            (None, Some(op)) => (Store::new(FsStore::open(dir)?.with_flush(false)), op),
+            (None, None) => (Store::new(FsStore::open(dir)?), op),
         };
         let resource = Resource::lock(format!("ops-{op}"));
         let options = AcquireOptions::new(600_000).owner("ops");

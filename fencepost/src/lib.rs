@@ -252,6 +252,10 @@ pub mod planted {
     /// Renew skips the post-create liveness check: a renewal that lands after the
     /// renewed record expired is reported as a success (silent revival).
     pub static RENEW_SKIPS_POST_CREATE_CHECK: AtomicBool = AtomicBool::new(false);
+    /// A renewal written from the record the lease remembers (no read first) trusts
+    /// its create: a record above its own in the confirming listing (a newer tenure
+    /// that swept the generation free) goes unnoticed and the renewal is reported.
+    pub static RENEW_WRITTEN_SKIPS_CONFIRM: AtomicBool = AtomicBool::new(false);
     /// A torn newest record is judged as a vacancy even over a live predecessor (a
     /// renewal caught half-written is taken over).
     pub static TORN_NEWEST_IS_VACANCY: AtomicBool = AtomicBool::new(false);

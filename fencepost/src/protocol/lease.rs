@@ -1,6 +1,9 @@
 //! A tenure as its holder sees it: [`Lease`], and the non-primary keys it holds.
 
+use std::sync::Arc;
+
 use crate::proof::{LeaseHandle, Secret, SessionTag};
+use crate::record::Record;
 use crate::{Error, Key, Resource, Result};
 
 /// One tenure: proof that the holder created the newest record of a key (of every
@@ -50,6 +53,10 @@ pub struct Lease {
     /// the release looks for the next waiter in line and names it in its tombstone
     /// (docs/design-07-performance.md, "Who is woken: turns").
     pub(crate) queued: bool,
+    /// The primary key's record at [`Lease::generation`] as this handle wrote or
+    /// read it, when known: a renewal builds the next generation from it without
+    /// reading the series first.
+    pub(crate) written: Written,
 }
 
 impl Lease {
@@ -161,4 +168,41 @@ pub(crate) struct HeldKey {
     pub(crate) token: u64,
     /// The newest generation this tenure wrote in this key's series.
     pub(crate) generation: u64,
+}
+
+/// The record a lease's newest generation holds, kept so that a renewal can write
+/// the next generation without reading the series first (docs/protocol.md §3.2, renew,
+/// "from the record written"). A cache, not part of the lease's identity:
+/// two leases of one tenure compare equal whether or not they know it.
+#[derive(Clone, Default)]
+pub(crate) struct Written(pub(crate) Option<Arc<Record>>);
+
+impl Written {
+    pub(crate) fn of(record: &Record) -> Written {
+        Written(Some(Arc::new(record.clone())))
+    }
+
+    /// The record, when it is the one at `generation` of the tenure `token`.
+    pub(crate) fn at(&self, token: u64, generation: u64) -> Option<&Record> {
+        self.0
+            .as_deref()
+            .filter(|r| r.token == token && r.generation == generation)
+    }
+}
+
+impl PartialEq for Written {
+    fn eq(&self, _: &Written) -> bool {
+        true
+    }
+}
+
+impl Eq for Written {}
+
+impl std::fmt::Debug for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(r) => write!(f, "Written(g{})", r.generation),
+            None => f.write_str("Written(unknown)"),
+        }
+    }
 }

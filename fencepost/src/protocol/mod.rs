@@ -19,7 +19,7 @@ mod series;
 mod status;
 
 pub use claim::{SLOTS_MAX, TryAcquireAll, check_session};
-pub(crate) use lease::HeldKey;
+pub(crate) use lease::{HeldKey, Written};
 pub use lease::Lease;
 pub use options::{AcquireOptions, TryAcquire};
 pub use status::{ClaimState, StatusEntry};

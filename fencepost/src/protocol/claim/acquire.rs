@@ -7,7 +7,7 @@ use super::shared::Intent;
 use crate::proof::{Secret, SessionTag};
 use crate::protocol::series::{Claim, Watch};
 use crate::protocol::{
-    AcquireOptions, BACKOFF_CAP_MS, BACKOFF_START_MS, HeldKey, Lease, Store, TryAcquire,
+    AcquireOptions, BACKOFF_CAP_MS, BACKOFF_START_MS, HeldKey, Lease, Store, TryAcquire, Written,
     new_holder_id,
 };
 use crate::record::Record;
@@ -499,6 +499,7 @@ impl Store {
             }
         }
         let claim = primary.expect("the primary key is among the keys taken");
+        let written = Written::of(&claim);
         Lease {
             resource: resource.clone(),
             key: identity.key,
@@ -518,6 +519,7 @@ impl Store {
             reentered: false,
             shared: false,
             queued: false,
+            written,
         }
     }
 

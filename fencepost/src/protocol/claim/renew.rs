@@ -4,7 +4,7 @@ use crate::backend::{CreateOutcome, Durability};
 use crate::liveness::ProcessEvidence;
 use crate::proof::Secret;
 use crate::protocol::series::{Newest, next_generation};
-use crate::protocol::{HeldKey, Lease, RELEASE_ATTEMPTS, Store, is_loss};
+use crate::protocol::{HeldKey, Lease, RELEASE_ATTEMPTS, Store, Written, is_loss};
 use crate::record::{FORMAT_VERSION, Record};
 use crate::{Error, Key, Result};
 
@@ -53,14 +53,31 @@ impl Store {
         // The other keys first: if one of them is lost, the primary is left to expire
         // rather than renewed for a lease that no longer holds the whole file.
         let others = self.renew_others(lease, &evidence)?;
-        let renewed = match self.renew_tenure(
-            &lease.key,
-            &lease.label,
-            lease.token,
-            &lease.secret,
-            lease.ttl_ms,
-            evidence,
-        ) {
+        // From the record this handle wrote last when it has it (no read first),
+        // else, or when that cannot decide, from a read of the series.
+        let written = lease
+            .written
+            .at(lease.token, lease.generation)
+            .and_then(|written| {
+                self.renew_written(
+                    &lease.key,
+                    &lease.label,
+                    written,
+                    &lease.secret,
+                    lease.ttl_ms,
+                    evidence.clone(),
+                )
+            });
+        let renewed = match written.unwrap_or_else(|| {
+            self.renew_tenure(
+                &lease.key,
+                &lease.label,
+                lease.token,
+                &lease.secret,
+                lease.ttl_ms,
+                evidence,
+            )
+        }) {
             Ok(renewed) => renewed,
             Err(error) => {
                 if is_loss(&error) {
@@ -86,6 +103,7 @@ impl Store {
         lease.generation = renewed.generation;
         lease.granted_at_ms = renewed.granted_at_ms;
         lease.expires_at_ms = renewed.expires_at_ms;
+        lease.written = Written(Some(std::sync::Arc::new(renewed)));
         Ok(())
     }
 

@@ -10,7 +10,7 @@ use crate::identity::TreeChain;
 use crate::proof::Secret;
 use crate::protocol::series::Newest;
 use crate::protocol::{
-    AcquireOptions, BACKOFF_START_MS, CREATE_GRACE_MS, Lease, Store, TryAcquire, new_holder_id,
+    AcquireOptions, BACKOFF_START_MS, CREATE_GRACE_MS, Lease, Store, TryAcquire, Written, new_holder_id,
 };
 use crate::record::{self, Record};
 use crate::{Error, Holder, Key, Resource, Result};
@@ -130,6 +130,7 @@ impl Store {
                         reentered: false,
                         shared: true,
                         queued: false,
+                        written: Written::of(&claim),
                     }));
                 }
                 let _ = self.release_tenure(&participant, &identity.label, token, &secret);
@@ -513,6 +514,7 @@ impl Store {
                 reentered: false,
                 shared: true,
                 queued: false,
+                written: Written::of(r),
             }));
         }
         Ok(None)

@@ -2,7 +2,7 @@
 
 use crate::proof::LeaseHandle;
 use crate::protocol::series::ended;
-use crate::protocol::{HeldKey, Lease, Store};
+use crate::protocol::{HeldKey, Lease, Store, Written};
 use crate::record::{self, Decoded};
 use crate::{Error, Holder, Key, Resource, Result};
 
@@ -185,6 +185,7 @@ impl Store {
             reentered: false,
             shared: false,
             queued: false,
+            written: Written::of(&record),
         })
     }
 

@@ -29,14 +29,90 @@ impl Store {
             token,
             by_token: newest.token(),
         };
-        let ours = |r: &Record| r.token == token && secret.proves(r.secret_sha256.as_deref());
         let current = match newest.decoded() {
-            Some(Decoded::Record(r)) if ours(r) => r,
+            Some(Decoded::Record(r)) if r.token == token && secret.proves(r.secret_sha256.as_deref()) => r,
             _ => return Err(superseded(&newest)),
         };
         if let Some(ended) = ended(current, label) {
             return Err(ended);
         }
+        let renewal = Renewal {
+            key,
+            label,
+            secret,
+            current,
+            above: newest.generation,
+            ttl_ms,
+            evidence,
+        };
+        match self.write_renewal(renewal, false)? {
+            Some(renewed) => Ok(renewed),
+            // Not reached: only a renewal from the record written falls back.
+            None => Err(superseded(&newest)),
+        }
+    }
+
+    /// Renews the tenure whose newest record, as this handle wrote or read it, is
+    /// `written`, **without reading the series first**: creates the generation
+    /// above it and confirms with a listing that nothing landed above that. `None`
+    /// when the renewal must be judged on a read of the series instead
+    /// ([`Store::renew_tenure`]): the record has lapsed by this clock, or the next
+    /// generation is taken (a rival's claim, a break, a release, a renewal through
+    /// another handle, or a create in progress) — nothing was written then.
+    ///
+    /// What the skipped read would have decided is decided by the create: any record
+    /// above ours takes the generation first. A record that landed above ours and
+    /// was swept leaves the generation free, and ours lands below a newer record:
+    /// the confirming listing shows it, and the read that follows judges it as
+    /// [`Store::renew_tenure`] does (docs/protocol.md §3.2, renew; explored by the
+    /// interleaving checker, planted bug `RENEW_WRITTEN_SKIPS_CONFIRM`).
+    pub(crate) fn renew_written(
+        &self,
+        key: &Key,
+        label: &str,
+        written: &Record,
+        secret: &Secret,
+        ttl_ms: u64,
+        evidence: Option<ProcessEvidence>,
+    ) -> Option<Result<Record>> {
+        if ended(written, label).is_some()
+            || !record::is_live(&written.envelope(), self.clock.wall_ms())
+        {
+            return None;
+        }
+        let renewal = Renewal {
+            key,
+            label,
+            secret,
+            current: written,
+            above: written.generation,
+            ttl_ms,
+            evidence,
+        };
+        self.write_renewal(renewal, true).transpose()
+    }
+
+    /// Writes `r.current` renewed at the generation above `r.above`, flushed, and
+    /// judges the outcome. With `blind` (no read of the series preceded it), a
+    /// create that finds the generation taken returns `Ok(None)` for the caller to
+    /// read and judge.
+    fn write_renewal(&self, r: Renewal<'_>, blind: bool) -> Result<Option<Record>> {
+        let Renewal {
+            key,
+            label,
+            secret,
+            current,
+            above,
+            ttl_ms,
+            evidence,
+        } = r;
+        let token = current.token;
+        let superseded = |newest: &Newest| Error::Superseded {
+            label: label.to_string(),
+            token,
+            by_token: newest.token(),
+        };
+        let ours = |r: &Record| r.token == token && secret.proves(r.secret_sha256.as_deref());
         let since_mono = self.clock.monotonic_ms();
         let now = self.clock.wall_ms();
         let expired = || Error::Expired {
@@ -45,7 +121,7 @@ impl Store {
             expired_at_ms: current.expires_at_ms,
         };
         if !record::is_live(&current.envelope(), now) {
-            return Err(expired());
+            return if blind { Ok(None) } else { Err(expired()) };
         }
         // How long the renewed record stays live from now, by this clock; capped at
         // its ttl (a clock that stepped back makes expiry unknowable, not longer).
@@ -53,7 +129,7 @@ impl Store {
             .expires_at_ms
             .saturating_sub(now)
             .min(current.ttl_ms);
-        let generation = next_generation(key, newest.generation)?;
+        let generation = next_generation(key, above)?;
         let renewal = Record {
             generation,
             granted_at_ms: now,
@@ -78,20 +154,38 @@ impl Store {
             return Err(expired());
         }
         let created = created?;
-        let confirmed = self.read_newest(key)?;
-        if created == CreateOutcome::Created && confirmed.generation == generation {
-            // A renewal is a durable claim of ours that became the newest: the same
-            // moment acquire sweeps (docs/protocol.md §3.6). Without it a lease kept
-            // alive for hours piles up thousands of records that every read lists
-            // (found by the benchmark).
-            self.sweep_after_claim(key, generation, &confirmed.below);
-            // As acquire: a renewal that stalled after landing (in its confirming
-            // read or sweep) until its own ttl ran out is not handed back as live
-            // (found by the interleaving checker, schedule `lock_handover`).
+        if blind && created == CreateOutcome::AlreadyExists {
+            return Ok(None);
+        }
+        // A renewal is a durable claim of ours that became the newest: the same
+        // moment acquire sweeps (docs/protocol.md §3.6). Without it a lease kept
+        // alive for hours piles up thousands of records that every read lists
+        // (found by the benchmark). As acquire: a renewal that stalled after
+        // landing (in its confirming listing or sweep) until its own ttl ran out is
+        // not handed back as live (found by the interleaving checker, schedule
+        // `lock_handover`).
+        let landed_newest = |below: &[u64]| {
+            self.sweep_after_claim(key, generation, below);
             if self.clock.monotonic_ms().saturating_sub(since_mono) >= ttl_ms {
                 return Err(expired());
             }
-            return Ok(renewal);
+            Ok(Some(renewal.clone()))
+        };
+        if created == CreateOutcome::Created {
+            // Newest is all the confirmation needs: our own record's bytes are known.
+            let mut listed = self.backend.generations(key)?;
+            #[cfg(feature = "planted-bugs")]
+            if blind && crate::planted::on(&crate::planted::RENEW_WRITTEN_SKIPS_CONFIRM) {
+                listed.retain(|g| *g <= generation);
+            }
+            if listed.iter().copied().max() == Some(generation) {
+                listed.retain(|g| *g < generation);
+                return landed_newest(&listed);
+            }
+        }
+        let confirmed = self.read_newest(key)?;
+        if created == CreateOutcome::Created && confirmed.generation == generation {
+            return landed_newest(&confirmed.below);
         }
         // Lost the create to a record still being written above ours: someone's
         // create in progress (a claimant that judged this tenure expired, or a
@@ -115,7 +209,7 @@ impl Store {
         match confirmed.decoded() {
             Some(Decoded::Record(r)) if ours(r) => match ended(r, label) {
                 Some(ended) => Err(ended),
-                None if record::is_live(&r.envelope(), now) => Ok(r.clone()),
+                None if record::is_live(&r.envelope(), now) => Ok(Some(r.clone())),
                 None => Err(superseded(&confirmed)),
             },
             _ => Err(superseded(&confirmed)),
@@ -310,4 +404,16 @@ impl Store {
             ),
         )))
     }
+}
+
+/// One renewal to write: `current` (the tenure's record at generation `above`, or
+/// below a torn record at `above`) renewed for `ttl_ms` with `evidence`.
+struct Renewal<'a> {
+    key: &'a Key,
+    label: &'a str,
+    secret: &'a Secret,
+    current: &'a Record,
+    above: u64,
+    ttl_ms: u64,
+    evidence: Option<ProcessEvidence>,
 }
