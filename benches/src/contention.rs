@@ -36,6 +36,11 @@ pub struct ContentionRow {
     /// listing, read and tombstone; the next holder's listing, read, flushed create
     /// and sweep of two records), timed just before this size ran.
     pub floor_handoff: Summary,
+    /// The same two floors timed again right after this size ran, in a directory of
+    /// its store: the filesystem as the run left it. `None` where only the run was
+    /// timed (`__ops`).
+    pub floor_pair_after: Option<Summary>,
+    pub floor_handoff_after: Option<Summary>,
     /// The wake order, measured: the most other tenures that began during any one
     /// wait, and during any of the slowest 1% of waits (those at or above the wait
     /// p99). A fair rotation lets at most `workers - 1` begin during a wait; more
@@ -142,6 +147,12 @@ pub fn worker(store_dir: &Path, log: &Path, iters: usize, flush: bool) -> R<()> 
 
 /// Runs `workers` processes of `per_worker` rounds each on a fresh store in `dir`,
 /// flushing claims or not (`flush`).
+/// The store a contention size of `workers` runs on, under `dir`.
+pub fn store_dir(dir: &Path, workers: usize, flush: bool) -> std::path::PathBuf {
+    let mode = if flush { "flush" } else { "noflush" };
+    dir.join(format!("store-{workers}-{mode}"))
+}
+
 pub fn run(
     dir: &Path,
     workers: usize,
@@ -151,7 +162,7 @@ pub fn run(
     floor_handoff: Summary,
 ) -> R<ContentionRow> {
     let mode = if flush { "flush" } else { "noflush" };
-    let store_dir = dir.join(format!("store-{workers}-{mode}"));
+    let store_dir = store_dir(dir, workers, flush);
     let log = dir.join(format!("log-{workers}-{mode}.txt"));
     fs::create_dir_all(&store_dir)?;
     fs::write(&log, "")?;
@@ -242,6 +253,8 @@ pub fn run(
         }),
         floor_pair,
         floor_handoff,
+        floor_pair_after: None,
+        floor_handoff_after: None,
         passed_max,
         slowest_passed_max,
     })

@@ -297,6 +297,40 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             );
             return Ok(());
         }
+        // `churn-W`: the handoff's disk work (flush off) timed before a contention run
+        // of W workers, then right after it inside the run's key directory.
+        if let Some(workers) = op.strip_prefix("churn-") {
+            let zero = crate::stats::summarize(vec![std::time::Duration::ZERO]);
+            let mut before = FloorKit::new(&dir.join("floor"), 0)?;
+            let b: Vec<_> = (0..n)
+                .map(|_| handoff_work(&mut before, false))
+                .collect::<R<_>>()?;
+            let row = contention::run(dir, workers.parse()?, 200, false, zero, zero)?;
+            let key_dir = std::fs::read_dir(dir.join(format!("store-{workers}-noflush/claims")))?
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .find(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("lock-"))
+                })
+                .ok_or("no key directory")?;
+            let mut after = FloorKit::new(&key_dir.join("floor-after"), 0)?;
+            let a: Vec<_> = (0..n)
+                .map(|_| handoff_work(&mut after, false))
+                .collect::<R<_>>()?;
+            let mut fresh = FloorKit::new(&dir.join("floor-fresh"), 0)?;
+            let f: Vec<_> = (0..n)
+                .map(|_| handoff_work(&mut fresh, false))
+                .collect::<R<_>>()?;
+            println!(
+                "{:.0}/s; handoff work p50: before {:?}, after in the key dir {:?}, after in a fresh dir {:?}",
+                row.handoffs as f64 / row.elapsed.as_secs_f64(),
+                crate::stats::summarize(b).p50,
+                crate::stats::summarize(a).p50,
+                crate::stats::summarize(f).p50
+            );
+            return Ok(());
+        }
         // `sweep-probe`: a removal next to a flushed create, placed seven ways.
         if op == "sweep-probe" {
             return crate::sweep_probe::run(dir, n);
@@ -483,14 +517,28 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             )?;
             let floor_handoff = f.pop().ok_or("no floor")?;
             let floor_pair = f.pop().ok_or("no floor")?;
-            report.contention.push(contention::run(
+            let mut row = contention::run(
                 &dir.join("contention"),
                 workers,
                 rounds,
                 flush,
                 floor_pair,
                 floor_handoff,
-            )?);
+            )?;
+            // The same floors again at once, in a directory of the run's store: the
+            // filesystem as the run left it (docs/design-07-performance.md, "The
+            // contention floors, before and after").
+            let store = contention::store_dir(&dir.join("contention"), workers, flush);
+            let mut after = FloorKit::new(&store.join("floor-after"), 0)?;
+            let mut floors = |i: usize| match i {
+                0 => Ok(after.create(flush)? + after.create(false)?),
+                _ => handoff_work(&mut after, flush),
+            };
+            let (_, mut f) =
+                paired_floors(it.fs / 5, 0, &mut || Ok(Default::default()), 2, &mut floors)?;
+            row.floor_handoff_after = f.pop();
+            row.floor_pair_after = f.pop();
+            report.contention.push(row);
         }
 
         for flush in [true, false] {

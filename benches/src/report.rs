@@ -142,12 +142,13 @@ impl Report {
     /// A size's ceiling if every handoff cost only its disk work and one wake-up:
     /// 1 / (handoff work + wake floor).
     fn handoff_ceiling_of(&self, c: &ContentionRow) -> f64 {
-        1.0 / (c.floor_handoff.p50 + self.wake_p50()).as_secs_f64()
+        1.0 / (around(&c.floor_handoff, &c.floor_handoff_after) + self.wake_p50()).as_secs_f64()
     }
 
-    /// A contention size's own serial ceiling, from the create pair timed just before it.
+    /// A contention size's own serial ceiling, from the create pair timed just before
+    /// it and right after it.
     fn ceiling_of(c: &ContentionRow) -> f64 {
-        1.0 / c.floor_pair.p50.as_secs_f64()
+        1.0 / around(&c.floor_pair, &c.floor_pair_after).as_secs_f64()
     }
 
     /// The bench fails when fencepost let a resumed holder write or remove its
@@ -246,8 +247,8 @@ impl Report {
              with flush off (a store on tmpfs, or a throwaway one) show the protocol's \
              handoffs without the disk's flushes; the target is judged with flush on. The serial \
              ceiling of each size is 1 / (its claim's create — flushed, or not with flush \
-             off — + unflushed create), that pair timed \
-             (p50) on the same directory just before the size ran. The oracle \
+             off — + unflushed create), that pair timed as the handoff ceiling's floor is \
+             (below). The oracle \
              (exact count, strictly increasing tokens in log order, no two tenures overlapping \
              on the system monotonic clock) held for every size below — the bench fails \
              otherwise.\n\n\
@@ -259,14 +260,21 @@ impl Report {
              from just before one's release call to the next one's acquire returning. The \
              *handoff ceiling* is 1 / (the disk work one handoff must do — the release's \
              listing, read and tombstone, the next holder's listing, read, create (flushed \
-             with flush on) and the sweep of the two records below it, timed just before the \
-             size — plus the \
+             with flush on) and the sweep of the two records below it — plus the \
              wake floor): what the filesystem and the kernel allow when a waiter must be woken \
              for every handoff.\n\n\
+             Both ceilings' floors are timed just before the size ran and again right after it, \
+             in a directory of the run's store, and each ceiling takes the mean of the two p50s: \
+             the same disk work costs more on the filesystem the run left behind (on ext4 \
+             without a journal, a new file's inode is found by passing over every inode freed \
+             in the last seconds, and a run frees several per handoff: \
+             docs/design-07-performance.md, \"The contention floors, before and after\"). \
+             Both p50s of the handoff's disk work are shown.\n\n\
              | claims | processes | handoffs | elapsed | handoffs/s | serial ceiling /s | % of ceiling | \
+             handoff work p50: before / after the run | \
              handoff ceiling /s | % of it | wait p50 | \
              wait p99 | wait max | fairness (max / median wait) | tenures begun during a wait: most / most in the slowest 1% (fair: ≤ processes − 1) | handoff gap p50 | oracle |\n\
-             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
         );
         for c in &self.contention {
             let rate = c.handoffs as f64 / c.elapsed.as_secs_f64();
@@ -274,7 +282,7 @@ impl Report {
             let handoff_ceiling = self.handoff_ceiling_of(c);
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {:.2} s | {:.0} | {:.0} | {:.0}% | {:.0} | {:.0}% | {} | {} | {} | {:.0}× | {} / {} | {} | held |",
+                "| {} | {} | {} | {:.2} s | {:.0} | {:.0} | {:.0}% | {} / {} | {:.0} | {:.0}% | {} | {} | {} | {:.0}× | {} / {} | {} | held |",
                 if c.flush { "flush on" } else { "flush off" },
                 c.workers,
                 c.handoffs,
@@ -282,6 +290,10 @@ impl Report {
                 rate,
                 ceiling,
                 100.0 * rate / ceiling,
+                fmt(c.floor_handoff.p50),
+                c.floor_handoff_after
+                    .as_ref()
+                    .map_or("—".into(), |a| fmt(a.p50)),
                 handoff_ceiling,
                 100.0 * rate / handoff_ceiling,
                 fmt(c.wait.p50),
@@ -880,4 +892,15 @@ fn table_row(s: &mut String, r: &Row, with_floor: bool) {
         "| {} | {} | {cells} | {floor} | {fp50} | {x} | {one_p50} | {one_x} | {swept_p50} | {swept_x} | {mean_x} | {mean_swept_x} |",
         r.group, r.name
     );
+}
+
+/// A contention floor's p50 over the run: the mean of its p50 timed just before the
+/// run and right after it, in the run's store (the filesystem as the run left it:
+/// docs/design-07-performance.md, "The contention floors, before and after"); the
+/// p50 before alone when it was not timed after.
+fn around(before: &Summary, after: &Option<Summary>) -> Duration {
+    match after {
+        Some(after) => (before.p50 + after.p50) / 2,
+        None => before.p50,
+    }
 }

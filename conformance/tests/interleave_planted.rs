@@ -162,7 +162,11 @@ fn catches_a_release_that_rings_nobody() {
 fn catches_a_lapsed_turn_cleared_after_the_final_liveness_check() {
     // The clean-up after a lapsed turn reads and removes tickets: made after the
     // final liveness check, a slow one hands out a lease past its ttl.
-    catches(&planted::CLEAR_LAPSED_AFTER_CONFIRM, "notified_handover", 19);
+    catches(
+        &planted::CLEAR_LAPSED_AFTER_CONFIRM,
+        "notified_handover",
+        19,
+    );
 }
 
 #[test]

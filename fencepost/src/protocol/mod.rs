@@ -19,8 +19,8 @@ mod series;
 mod status;
 
 pub use claim::{SLOTS_MAX, TryAcquireAll, check_session};
-pub(crate) use lease::{HeldKey, Written};
 pub use lease::Lease;
+pub(crate) use lease::{HeldKey, Written};
 pub use options::{AcquireOptions, TryAcquire};
 pub use status::{ClaimState, StatusEntry};
 

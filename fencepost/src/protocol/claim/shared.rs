@@ -10,7 +10,8 @@ use crate::identity::TreeChain;
 use crate::proof::Secret;
 use crate::protocol::series::Newest;
 use crate::protocol::{
-    AcquireOptions, BACKOFF_START_MS, CREATE_GRACE_MS, Lease, Store, TryAcquire, Written, new_holder_id,
+    AcquireOptions, BACKOFF_START_MS, CREATE_GRACE_MS, Lease, Store, TryAcquire, Written,
+    new_holder_id,
 };
 use crate::record::{self, Record};
 use crate::{Error, Holder, Key, Resource, Result};

@@ -185,7 +185,7 @@ impl Store {
             reentered: false,
             shared: false,
             queued: false,
-            written: Written::of(&record),
+            written: Written::of(record),
         })
     }
 

@@ -30,7 +30,11 @@ impl Store {
             by_token: newest.token(),
         };
         let current = match newest.decoded() {
-            Some(Decoded::Record(r)) if r.token == token && secret.proves(r.secret_sha256.as_deref()) => r,
+            Some(Decoded::Record(r))
+                if r.token == token && secret.proves(r.secret_sha256.as_deref()) =>
+            {
+                r
+            }
             _ => return Err(superseded(&newest)),
         };
         if let Some(ended) = ended(current, label) {
