@@ -338,12 +338,13 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
         // `cli-check`: only the CLI `check` row and its alternated no-op floor (the
         // `fencepost` binary beside this one), N of each: both p50s and the ratio.
         if op == "cli-check" {
-            let bin = std::env::current_exe()?.with_file_name("fencepost");
+            let built = std::env::current_exe()?.with_file_name("fencepost");
+            let (bin, noop) = crate::rows::installed(&built, &dir.join("installed"))?;
             let store = dir.join("cli-store");
             if store.exists() {
                 std::fs::remove_dir_all(&store)?;
             }
-            let (check, noop) = crate::rows::cli_check(&bin, &store, n)?;
+            let (check, noop) = crate::rows::cli_check(&bin, &noop, &store, n)?;
             let noop = noop.ok_or("no floor")?;
             println!(
                 "fencepost check p50 {:?}, no-op p50 {:?}: {:.3}x",
@@ -437,10 +438,13 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
         crate::control::sample();
     }
 
-    fn measure(it: &Iters, dir: &Path, bin: &Path, out: &Path) -> R<()> {
+    fn measure(it: &Iters, dir: &Path, built: &Path, out: &Path) -> R<()> {
         let started = std::time::Instant::now();
         let machine = Machine::gather(dir);
-        let mut report = Report::new(machine, it.clone(), bin.to_path_buf());
+        // Every process the bench starts runs from copies, as installed.
+        let (bin, noop) = crate::rows::installed(built, &dir.join("installed"))?;
+        let (bin, noop) = (bin.as_path(), noop.as_path());
+        let mut report = Report::new(machine, it.clone(), bin.to_path_buf(), built.to_path_buf());
         let mut kit = FloorKit::new(&dir.join("floor"), it.status_keys)?;
         // Reference blocks of the CPU control, spread over a second before any row.
         for _ in 0..10 {
@@ -488,7 +492,7 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
         step("CLI processes");
         report
             .rows
-            .extend(cli_rows(bin, dir.join("cli-store"), &mut kit, it)?);
+            .extend(cli_rows((bin, noop), dir.join("cli-store"), &mut kit, it)?);
 
         step("git guard");
         report.rows.extend(crate::guard::rows(bin, dir, it)?);

@@ -17,6 +17,8 @@ pub struct Report {
     machine: Machine,
     it: Iters,
     bin: PathBuf,
+    /// Where `bin` was copied from (the build's own file).
+    built: PathBuf,
     floors: Vec<Row>,
     pub rows: Vec<Row>,
     pub contention: Vec<ContentionRow>,
@@ -58,11 +60,12 @@ fn yes_no(b: bool) -> &'static str {
 }
 
 impl Report {
-    pub fn new(machine: Machine, it: Iters, bin: PathBuf) -> Report {
+    pub fn new(machine: Machine, it: Iters, bin: PathBuf, built: PathBuf) -> Report {
         Report {
             machine,
             it,
             bin,
+            built,
             floors: Vec::new(),
             rows: Vec::new(),
             contention: Vec::new(),
@@ -180,7 +183,7 @@ impl Report {
              ## Machine\n\n| fact | value |\n| --- | --- |\n\
              | CPU | {} |\n| cores | {} |\n| kernel | {} |\n\
              | filesystem of the bench directory | {} |\n| its mount (type, source, options) | {} |\n| rustc | {} |\n| date | {} |\n\
-             | commit measured (`git describe --always --dirty`) | {} |\n| mode | {mode} |\n| CLI timed | `{}` |\n| run took | {:.1} s |\n\
+             | commit measured (`git describe --always --dirty`) | {} |\n| mode | {mode} |\n| CLI timed | `{}`, copied (as `cargo install` places a binary) from `{}`; the no-op process is a copy of the bench binary beside it |\n| run took | {:.1} s |\n\
              | load average (1, 5, 15 min) at start | {} |\n| load average at end | {} |\n\
              | CPU time taken by the hypervisor (steal, share of busy time, `/proc/stat`) | {} |\n",
             m.cpu,
@@ -192,6 +195,7 @@ impl Report {
             m.date,
             m.commit,
             self.bin.display(),
+            self.built.display(),
             self.elapsed.as_secs_f64(),
             m.load,
             crate::machine::load_now(),

@@ -820,16 +820,37 @@ fn run_cli(bin: &Path, store: &Path, args: &[&str]) -> R<Output> {
     Ok(out)
 }
 
-/// Spawns this bench binary doing nothing: the cost of starting any process.
+/// Copies of the `fencepost` binary `bin` and of this bench binary in `dir`, as
+/// `cargo install` places a binary (a plain copy): the CLI rows time these. A file
+/// the linker has just written sits in the page cache page by page and costs every
+/// process more page faults than the same file once copied
+/// (docs/design-07-performance.md, "The CLI's `check`"); both binaries are timed
+/// alike, as installed. Returns (fencepost, bench).
+pub fn installed(bin: &Path, dir: &Path) -> R<(PathBuf, PathBuf)> {
+    std::fs::create_dir_all(dir)?;
+    let fencepost = dir.join(
+        bin.file_name()
+            .ok_or("the fencepost binary has no file name")?,
+    );
+    let bench = dir.join(
+        std::env::current_exe()?
+            .file_name()
+            .ok_or("the bench binary has no file name")?,
+    );
+    std::fs::copy(bin, &fencepost)?;
+    std::fs::copy(std::env::current_exe()?, &bench)?;
+    Ok((fencepost, bench))
+}
+
+/// Spawns the bench binary `exe` doing nothing: the cost of starting any process.
 ///
 /// Started as [`run_cli`] starts `fencepost` (stdin null, stdout and stderr piped
 /// and read to the end), so that a CLI row's ratio to this floor is the CLI's own
 /// cost, not the pipes': timed with `.status()` (output inherited) the floor left
 /// out two pipes and the reads that every CLI row pays.
-pub fn spawn_noop() -> R<Duration> {
-    let exe = std::env::current_exe()?;
+pub fn spawn_noop(exe: &Path) -> R<Duration> {
     let (out, t) = timed(|| {
-        Ok(Command::new(&exe)
+        Ok(Command::new(exe)
             .arg("__noop")
             .stdin(Stdio::null())
             .output()?)
@@ -844,7 +865,12 @@ pub fn spawn_noop() -> R<Duration> {
 /// TOKEN` processes on a held lease in `store_dir`, each followed by a no-op process
 /// (issue 17's target compares the two p50s). Returns the check's summary and the
 /// no-op's. Also run alone by `__ops cli-check N DIR`.
-pub fn cli_check(bin: &Path, store_dir: &Path, iters: usize) -> R<(Summary, Option<Summary>)> {
+pub fn cli_check(
+    bin: &Path,
+    noop: &Path,
+    store_dir: &Path,
+    iters: usize,
+) -> R<(Summary, Option<Summary>)> {
     let store = Store::new(fencepost_fs::FsStore::open(store_dir)?);
     let lease = store.acquire(&Resource::lock("cli-check"), &options())?;
     let token = lease.token().to_string();
@@ -853,14 +879,19 @@ pub fn cli_check(bin: &Path, store_dir: &Path, iters: usize) -> R<(Summary, Opti
     };
     // issue 17: the whole `check` process against a no-op process (the listing and
     // read it adds are microseconds against a process's milliseconds).
-    paired(iters, 2, &mut op, Some(&mut spawn_noop))
+    paired(iters, 2, &mut op, Some(&mut || spawn_noop(noop)))
 }
 
 /// `fencepost check` and `fencepost claim` + `release` as whole processes.
-pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) -> R<Vec<Row>> {
+pub fn cli_rows(
+    (bin, noop): (&Path, &Path),
+    store_dir: PathBuf,
+    kit: &mut FloorKit,
+    it: &Iters,
+) -> R<Vec<Row>> {
     let group = "CLI process, fs".to_string();
     let mut rows = Vec::new();
-    let (summary, _) = paired(it.process, 2, &mut spawn_noop, None)?;
+    let (summary, _) = paired(it.process, 2, &mut || spawn_noop(noop), None)?;
     rows.push(Row {
         group: group.clone(),
         name: "spawn + wait of a no-op Rust process (floor)".into(),
@@ -873,7 +904,7 @@ pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) 
         target: None,
     });
 
-    let (summary, fl) = cli_check(bin, &store_dir, it.process)?;
+    let (summary, fl) = cli_check(bin, noop, &store_dir, it.process)?;
     rows.push(Row {
         group: group.clone(),
         name: "`fencepost check`".into(),
@@ -900,8 +931,8 @@ pub fn cli_rows(bin: &Path, store_dir: PathBuf, kit: &mut FloorKit, it: &Iters) 
         .map(|(_, t)| t)
     };
     let mut floors = |i: usize| {
-        Ok(spawn_noop()?
-            + spawn_noop()?
+        Ok(spawn_noop(noop)?
+            + spawn_noop(noop)?
             + kit.create_flushed(i == 1)?
             + kit.create(false)?
             + kit.list_read()?)
