@@ -97,6 +97,7 @@ scenarios! {
     52 refusal_names_what_is_in_the_way None "subtree claims: a refusal by another resource (a subtree above, a claim below) names it and its holder (design-05 §3.2)";
     53 subtree_covers_its_own_path None "subtree claims: dir:P and file:P are never held at once, either way, exclusive or shared (design-05 §1)";
     54 covered_claims_honour_a_waiting_subtree None "subtree claims: a stream of covered claims does not starve a waiting subtree claimer; covered claims are refused naming it (design-05 §4.3)";
+    57 renewal_from_the_record_written_is_judged None "docs/protocol.md §3.2 renew, from the record written: a generation swept free above the lease's record is caught by the confirming listing; a renewal through another handle is adopted";
     55 dead_holders_in_the_way_and_index_healing None "subtree and shared claims: a dead holder in the way is fenced at once; participant-index entries of ended or dead participants are swept (design-05 §3.2, §4.2)";
     56 several_resources_refuse_shared None "several resources: a shared claim of a set is refused in one line, nothing written (design-04)";
     39 session_records_never_carry_the_session_id None "sessions: records and status carry the session's tag, never the id its secret derives from";
@@ -277,6 +278,82 @@ fn renew_keeps_token_and_moves_expiry<S: LeaseStore + Clone + 'static>(
     ensure!(
         kept == vec![lease.generation()],
         "renewals left superseded records behind (sweep after a durable renewal): {kept:?}"
+    );
+    Ok(())
+}
+
+/// A renewal writes the generation above the record its lease remembers without
+/// reading the series first; the two cases where that generation is free although
+/// something newer exists must still be judged right.
+fn renewal_from_the_record_written_is_judged<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let clock = ManualClock::new(START_MS);
+    let store = f.store_with_clock(clock.clone());
+    // 1. Broken, then claimed anew: the new claim's sweep frees the generations of
+    // the break and of the holder's record; the holder's renewal must not stand.
+    let lock = Resource::lock("renew-written-broken");
+    let mut holder = acquire(&store, &lock, &opts("holder"))?;
+    store
+        .break_lease(&lock, "operator", "the holder is stuck")
+        .map_err(|e| fail("break", e))?;
+    let successor = acquire(&store, &lock, &opts("successor"))?;
+    let key = key_of(&lock)?;
+    let listed = f.raw().generations(&key).map_err(|e| fail("list", e))?;
+    ensure!(
+        !listed.contains(&(holder.generation() + 1)),
+        "the successor's sweep left the generation above the holder's record: {listed:?} (the case this scenario needs)"
+    );
+    match store.renew(&mut holder) {
+        Err(Error::Superseded { .. } | Error::Broken { .. }) => {}
+        other => {
+            return Err(
+                format!("a renewal over a broken and re-claimed lease returned {other:?}").into(),
+            );
+        }
+    }
+    ensure!(
+        !check(&store, &lock, holder.token())?,
+        "the broken holder's token passes check after its renewal"
+    );
+    ensure!(
+        check(&store, &lock, successor.token())?,
+        "the successor lost the lease to the broken holder's renewal"
+    );
+    // 2. Renewed twice through another handle (its sweep frees the generation above
+    // this lease's record): the tenure is still live, so the renewal is adopted.
+    let lock = Resource::lock("renew-written-resumed");
+    let mut lease = acquire(&store, &lock, &opts("a"))?;
+    let mut other = store
+        .resume(&lock, &lease.handle())
+        .map_err(|e| fail("resume", e))?;
+    clock.advance_ms(1_000);
+    store.renew(&mut other).map_err(|e| fail("renew", e))?;
+    store.renew(&mut other).map_err(|e| fail("renew", e))?;
+    store
+        .renew(&mut lease)
+        .map_err(|e| fail("renew after another handle's renewals", e))?;
+    ensure!(
+        lease.generation() >= other.generation(),
+        "the renewal returned generation {} below the newest {}",
+        lease.generation(),
+        other.generation()
+    );
+    ensure!(
+        check(&store, &lock, lease.token())?,
+        "the lease does not pass check after its renewal"
+    );
+    store.renew(&mut lease).map_err(|e| fail("renew", e))?;
+    let newest = f
+        .raw()
+        .generations(&key_of(&lock)?)
+        .map_err(|e| fail("list", e))?
+        .into_iter()
+        .max();
+    ensure!(
+        newest == Some(lease.generation()),
+        "the lease's generation {} is not the newest {newest:?}",
+        lease.generation()
     );
     Ok(())
 }
