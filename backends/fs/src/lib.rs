@@ -706,7 +706,11 @@ impl LeaseStore for FsStore {
     /// # Atomicity
     ///
     /// Of concurrent creates of one generation, from any process, exactly one link
-    /// succeeds. Readers never see a partial record: the name appears only once the
+    /// succeeds. A name that is free is created, whatever the newest generation: one
+    /// a sweep removed can be created again below the newest (a slow create, or a
+    /// renewal from a lease's remembered record, landing after the sweep), so this
+    /// backend does not keep the second promise of docs/protocol.md R5; the
+    /// protocol's confirming reads and listings are what catch such a record. Readers never see a partial record: the name appears only once the
     /// bytes are complete. On a filesystem without hard links (detected from the
     /// link error, then remembered) the record is created in place with
     /// `create_new` and written: still exclusive, but readers may briefly see it

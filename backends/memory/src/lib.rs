@@ -116,7 +116,9 @@ impl MemoryStore {
 
 impl LeaseStore for MemoryStore {
     /// Atomic under one mutex: of concurrent creates of one generation exactly one
-    /// lands. Remembers whether the create was flushed, for
+    /// lands. A removed generation can be created again, also below the newest: like
+    /// the fs backend, this one does not keep the second promise of
+    /// docs/protocol.md R5 (the protocol's confirming reads and listings catch it). Remembers whether the create was flushed, for
     /// [`MemoryStore::power_cut`].
     fn create(
         &self,

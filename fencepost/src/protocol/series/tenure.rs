@@ -152,6 +152,23 @@ impl Store {
         #[cfg(feature = "planted-bugs")]
         let late = late && !crate::planted::on(&crate::planted::RENEW_SKIPS_POST_CREATE_CHECK);
         if late {
+            // Without a read first, lateness was measured against the record this
+            // handle remembers, which another handle of the tenure may have renewed
+            // since: unless our record landed and is the newest (a revival to give
+            // up), nothing of ours stands above anything live, and the read judges
+            // against the record that is newest (found by the breaker: `run` killed
+            // its command over a lease its command had kept alive).
+            if blind {
+                let newest_is_ours = matches!(created, Ok(CreateOutcome::Created))
+                    && self
+                        .backend
+                        .generations(key)
+                        .is_ok_and(|listed| listed.iter().copied().max() == Some(generation));
+                let unknown = created.is_err();
+                if !newest_is_ours && !unknown {
+                    return Ok(None);
+                }
+            }
             if !matches!(created, Ok(CreateOutcome::AlreadyExists)) {
                 self.give_up_if_landed(key, generation, &current.holder);
             }
