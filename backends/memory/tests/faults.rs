@@ -370,49 +370,6 @@ fn a_series_at_the_largest_generation_is_an_error_not_a_panic() {
     assert!(store.resume(&lock, &handle).is_err());
 }
 
-/// A memory store whose creates take `delay_ms` of a manual clock (a slow disk),
-/// once armed.
-#[derive(Debug)]
-struct SlowCreates {
-    inner: MemoryStore,
-    clock: fencepost::ManualClock,
-    delay_ms: std::sync::atomic::AtomicU64,
-}
-
-impl fencepost::LeaseStore for SlowCreates {
-    fn create(
-        &self,
-        key: &fencepost::Key,
-        generation: u64,
-        bytes: &[u8],
-        durability: fencepost::Durability,
-    ) -> Result<fencepost::CreateOutcome, fencepost::BackendError> {
-        let outcome = self.inner.create(key, generation, bytes, durability);
-        self.clock
-            .advance_ms(self.delay_ms.load(std::sync::atomic::Ordering::SeqCst));
-        outcome
-    }
-    fn generations(&self, key: &fencepost::Key) -> Result<Vec<u64>, fencepost::BackendError> {
-        self.inner.generations(key)
-    }
-    fn read(
-        &self,
-        key: &fencepost::Key,
-        generation: u64,
-    ) -> Result<Option<Vec<u8>>, fencepost::BackendError> {
-        self.inner.read(key, generation)
-    }
-    fn remove(&self, key: &fencepost::Key, generation: u64) -> Result<(), fencepost::BackendError> {
-        self.inner.remove(key, generation)
-    }
-    fn keys(&self) -> Result<Vec<fencepost::Key>, fencepost::BackendError> {
-        self.inner.keys()
-    }
-    fn locator(&self) -> String {
-        "slow-creates".into()
-    }
-}
-
 #[test]
 fn a_slow_renewal_from_a_stale_record_is_judged_against_the_newest() {
     // Found by the breaker: a handle whose remembered record was about to expire
@@ -424,12 +381,17 @@ fn a_slow_renewal_from_a_stale_record_is_judged_against_the_newest() {
     for renewals_by_the_other in [1, 2] {
         let clock = fencepost::ManualClock::new(1_000_000);
         let inner = MemoryStore::new();
-        let slow = std::sync::Arc::new(SlowCreates {
-            inner: inner.clone(),
-            clock: clock.clone(),
-            delay_ms: std::sync::atomic::AtomicU64::new(0),
-        });
-        let store = Store::with_clock(slow.clone(), clock.clone());
+        // Creates through `store` take `delay_ms` of the manual clock once armed (a
+        // slow disk).
+        let delay_ms = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (slow_clock, armed) = (clock.clone(), delay_ms.clone());
+        let slow = Hooked {
+            after_create: std::sync::Arc::new(Box::new(move || {
+                slow_clock.advance_ms(armed.load(std::sync::atomic::Ordering::SeqCst));
+            })),
+            ..Hooked::new(inner.clone())
+        };
+        let store = Store::with_clock(slow, clock.clone());
         let other = Store::with_clock(inner.clone(), clock.clone());
         let lock = Resource::lock("kept-alive-elsewhere");
         let lease = store
@@ -443,7 +405,7 @@ fn a_slow_renewal_from_a_stale_record_is_judged_against_the_newest() {
         }
         // Our remembered record expires 10 ms from now; our create takes 50 ms.
         clock.advance_ms(lease.expires_at_ms() - clock.wall_ms() - 10);
-        slow.delay_ms.store(50, std::sync::atomic::Ordering::SeqCst);
+        delay_ms.store(50, std::sync::atomic::Ordering::SeqCst);
         store.renew(&mut lease).unwrap_or_else(|e| {
             panic!(
                 "after {renewals_by_the_other} renewal(s) through the other handle, a live \
