@@ -99,6 +99,13 @@ fn catches_a_renewal_from_the_written_record_that_trusts_its_create() {
 }
 
 #[test]
+fn catches_a_late_renewal_that_reads_over_its_own_record() {
+    // A renewal from the record written that lands late and is the newest must be
+    // given up; handed to the read path instead, it is found live and renewed on top.
+    catches(&planted::LATE_RENEWAL_READ_OVER_OURS, "break_renewal", 62);
+}
+
+#[test]
 fn catches_a_torn_newest_record_judged_as_vacancy() {
     catches(&planted::TORN_NEWEST_IS_VACANCY, "torn_renewal", 5);
 }
@@ -239,6 +246,10 @@ fn survey() {
         (
             "RENEW_WRITTEN_SKIPS_CONFIRM",
             &planted::RENEW_WRITTEN_SKIPS_CONFIRM,
+        ),
+        (
+            "LATE_RENEWAL_READ_OVER_OURS",
+            &planted::LATE_RENEWAL_READ_OVER_OURS,
         ),
         ("TORN_NEWEST_IS_VACANCY", &planted::TORN_NEWEST_IS_VACANCY),
         ("TAKEOVER_IGNORES_HOST", &planted::TAKEOVER_IGNORES_HOST),

@@ -256,6 +256,10 @@ pub mod planted {
     /// its create: a record above its own in the confirming listing (a newer tenure
     /// that swept the generation free) goes unnoticed and the renewal is reported.
     pub static RENEW_WRITTEN_SKIPS_CONFIRM: AtomicBool = AtomicBool::new(false);
+    /// A renewal from the record written that turns out late hands even its own
+    /// newest record to the read path, which finds it live and renews on top of it:
+    /// the late record is revived instead of given up.
+    pub static LATE_RENEWAL_READ_OVER_OURS: AtomicBool = AtomicBool::new(false);
     /// A torn newest record is judged as a vacancy even over a live predecessor (a
     /// renewal caught half-written is taken over).
     pub static TORN_NEWEST_IS_VACANCY: AtomicBool = AtomicBool::new(false);

@@ -165,6 +165,9 @@ impl Store {
                         .generations(key)
                         .is_ok_and(|listed| listed.iter().copied().max() == Some(generation));
                 let unknown = created.is_err();
+                #[cfg(feature = "planted-bugs")]
+                let newest_is_ours = newest_is_ours
+                    && !crate::planted::on(&crate::planted::LATE_RENEWAL_READ_OVER_OURS);
                 if !newest_is_ours && !unknown {
                     return Ok(None);
                 }
