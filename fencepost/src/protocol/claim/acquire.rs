@@ -499,7 +499,6 @@ impl Store {
             }
         }
         let claim = primary.expect("the primary key is among the keys taken");
-        let written = Written::of(&claim);
         Lease {
             resource: resource.clone(),
             key: identity.key,
@@ -519,7 +518,9 @@ impl Store {
             reentered: false,
             shared: false,
             queued: false,
-            written,
+            // The claim itself, moved (its numbers were copied above): no clone on
+            // the acquire path.
+            written: Written(Some(std::sync::Arc::new(claim))),
         }
     }
 
