@@ -150,12 +150,12 @@ fn catches_a_lost_wake_up_without_the_fallback() {
 #[test]
 fn catches_a_turn_that_never_lapses() {
     // A named waiter that crashed or gave up keeps everyone else asleep.
-    catches(&planted::TURN_NEVER_LAPSES, "turn_handover", 37);
+    catches(&planted::TURN_NEVER_LAPSES, "turn_handover", 3);
 }
 
 #[test]
 fn catches_a_named_waiter_that_honours_its_own_turn() {
-    catches(&planted::TURN_FOR_NOBODY, "turn_handover", 1);
+    catches(&planted::TURN_FOR_NOBODY, "turn_handover", 13);
 }
 
 #[test]
@@ -172,7 +172,7 @@ fn catches_a_lapsed_turn_cleared_after_the_final_liveness_check() {
     catches(
         &planted::CLEAR_LAPSED_AFTER_CONFIRM,
         "notified_handover",
-        19,
+        194,
     );
 }
 
@@ -197,6 +197,18 @@ fn catches_a_ticket_watch_slept_on_without_reading_again() {
         &planted::TICKET_WATCH_WITHOUT_REREAD,
         "notified_handover",
         21,
+    );
+}
+
+#[test]
+fn catches_a_waiter_that_trusts_its_ticket_without_looking() {
+    // A waiter may skip looking for its ticket only on the round right after it
+    // joined (its watch, made on a ticket that was there, hears a removal since);
+    // one that never looks, once passed over, sleeps on a ticket nobody rings.
+    catches(
+        &planted::TICKET_TRUSTED_WITHOUT_LOOKING,
+        "notified_handover",
+        9,
     );
 }
 
@@ -270,6 +282,10 @@ fn survey() {
         ("COVERED_DEAD_NOT_FENCED", &planted::COVERED_DEAD_NOT_FENCED),
         ("SHARES_SWEEP_UNWRITTEN", &planted::SHARES_SWEEP_UNWRITTEN),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
+        (
+            "TICKET_TRUSTED_WITHOUT_LOOKING",
+            &planted::TICKET_TRUSTED_WITHOUT_LOOKING,
+        ),
         ("TURN_NEVER_LAPSES", &planted::TURN_NEVER_LAPSES),
         ("TURN_FOR_NOBODY", &planted::TURN_FOR_NOBODY),
         (

@@ -243,6 +243,11 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
     /// [`ring`](LeaseStore::ring) of that ticket and when the ticket is removed, and
     /// may wake spuriously. `None` (the default) when the backend cannot: the waiter
     /// then sleeps on [`watch_changes`](LeaseStore::watch_changes), as before.
+    ///
+    /// A watch is only made on a ticket that is there when it is made (`None`
+    /// otherwise): the protocol relies on it after joining, when it sleeps on a new
+    /// ticket's watch without reading the ticket again (a removal before the watch
+    /// would then wake nobody; after it, the removal wakes it).
     fn watch_ticket(&self, key: &Key, ticket: u64) -> Option<Box<dyn ChangeWatch>> {
         let _ = (key, ticket);
         None

@@ -345,11 +345,15 @@ pub mod planted {
     /// queue again): a waiter that queued after the release listed the queue, and
     /// read before the tombstone landed, sleeps on its ticket through the release.
     pub static NAMELESS_RELEASE_RINGS_NOBODY: AtomicBool = AtomicBool::new(false);
-    /// A waiter that joins the queue sleeps on its new ticket's watch at once
-    /// (not first on the key's watch, made before its last read): a release that
-    /// listed the queue before the ticket landed, and whose tombstone landed after
-    /// that read, is slept through.
+    /// A waiter that joins the queue sleeps on its new ticket's watch at once,
+    /// without a read made after that watch (nor first on the key's watch, made
+    /// before its last read): a release that listed the queue before the ticket
+    /// landed, and whose tombstone landed after that read, is slept through.
     pub static TICKET_WATCH_WITHOUT_REREAD: AtomicBool = AtomicBool::new(false);
+    /// A queued waiter takes its ticket for still there on every round, as it may
+    /// only on the round right after it joined: a waiter passed over (its ticket
+    /// removed) sleeps on the watch of a ticket nobody rings.
+    pub static TICKET_TRUSTED_WITHOUT_LOOKING: AtomicBool = AtomicBool::new(false);
     /// A waiter keeps its ticket while it holds, for its release to remove after
     /// the tombstone: the next holder's release, should it list the queue first,
     /// names a waiter that already held, and every claimant waits out that turn.

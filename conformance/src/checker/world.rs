@@ -1153,8 +1153,25 @@ impl fencepost::ChangeWatch for ModelWatch {
                 return true;
             }
             slot.waiting = true;
-            slot.ticket.is_some()
+            slot.ticket
         };
+        // The gone-ticket oracle: a watch on a ticket that was removed, with its
+        // removal's wake-up already taken, is rung by nobody: its waiter sleeps to
+        // the fallback through every release (it must look for its ticket, and
+        // join again, before it sleeps on one).
+        if let Some(ticket) = on_ticket {
+            let queue = self.key.queue();
+            let there = lock(&world.model)
+                .series
+                .get(&queue)
+                .is_some_and(|series| series.contains_key(&ticket));
+            if !there {
+                world.violate(format!(
+                    "gone ticket: a waiter sleeps on the watch of its ticket g{ticket} of {label}, removed since: nobody rings it"
+                ));
+            }
+        }
+        let on_ticket = on_ticket.is_some();
         // The turn oracle: a release's tombstone that names the next waiter keeps
         // the key for it for TURN_MS. The named waiter must not sleep on it (the
         // key is free for it), and any other waiter may sleep on one turn no longer
@@ -1376,17 +1393,25 @@ impl LeaseStore for ModelStore {
             return None;
         }
         world.check_ring_due("watch a ticket");
-        let id = world.open_watch(key, Some(ticket))?;
-        // The acquisition this ticket is (its holder id), for the turn oracles.
+        // As the trait asks (and inotify does): no watch on a ticket that is gone.
         let queue = key.queue();
-        let holder = lock(&world.model)
+        let landed = lock(&world.model)
             .series
             .get(&queue)
-            .and_then(|series| series.get(&ticket))
-            .and_then(|rec| match decode(&rec.bytes, queue.as_str(), ticket) {
-                Decoded::Record(r) => Some(r.holder.to_string()),
-                _ => None,
-            });
+            .and_then(|series| series.get(&ticket).cloned());
+        let Some(landed) = landed else {
+            world.log(format!(
+                "watch ticket g{ticket} of {}: gone, no watch",
+                short(key)
+            ));
+            return None;
+        };
+        let id = world.open_watch(key, Some(ticket))?;
+        // The acquisition this ticket is (its holder id), for the turn oracles.
+        let holder = match decode(&landed.bytes, queue.as_str(), ticket) {
+            Decoded::Record(r) => Some(r.holder.to_string()),
+            _ => None,
+        };
         if let Some(holder) = holder {
             lock(&world.tickets).entry(holder).or_default().push(id);
         }

@@ -163,7 +163,10 @@ impl Store {
         // This acquisition waited in the key's queue: its release looks for the
         // next in line.
         let mut queued = false;
+        // Our ticket was made (and its watch) just before the last read.
+        let mut joined_before_read = false;
         loop {
+            let just_joined = std::mem::take(&mut joined_before_read);
             // The session already holds it: the same tenure, renewed. Every round,
             // so a claim that lost the race to another process of its session
             // re-enters that process's tenure instead of waiting it out.
@@ -399,6 +402,27 @@ impl Store {
                 let registered =
                     registered && !crate::planted::on(&crate::planted::WAIT_WITHOUT_FALLBACK);
                 if registered {
+                    // A waiter that will queue joins now, before that one read: its
+                    // ticket's watch then also exists before it, so the read is the
+                    // last one before the first sleep on the ticket (no sleep on the
+                    // key's watch in between: docs/design-07-performance.md, "Who is
+                    // woken: rings").
+                    #[cfg(feature = "planted-bugs")]
+                    let early = !crate::planted::on(&crate::planted::TICKET_WATCH_WITHOUT_REREAD);
+                    #[cfg(not(feature = "planted-bugs"))]
+                    let early = true;
+                    if early && !looked_held && mono < deadline && ticket.is_none() {
+                        rung = self.queue_up(
+                            (&primary, &label),
+                            (&holder_id, pid),
+                            options,
+                            deadline.saturating_sub(mono),
+                            ticket,
+                            watches.first_mut(),
+                        );
+                        queued |= ticket.is_some();
+                        joined_before_read = ticket.is_some();
+                    }
                     continue;
                 }
             }
@@ -417,32 +441,37 @@ impl Store {
                 if !looked_held && mono < deadline {
                     // Our ticket gone (passed over, or cleared as expired): a
                     // release would ring nobody we hear, so we queue again.
+                    // (Joined just before the last read: the ticket is there, and
+                    // its watch was made before that read.)
+                    #[cfg(feature = "planted-bugs")]
+                    let just_joined = just_joined
+                        || crate::planted::on(&crate::planted::TICKET_TRUSTED_WITHOUT_LOOKING);
                     let rejoin = match ticket {
                         None => true,
+                        Some(_) if just_joined => false,
                         Some((_, mine)) => !self.holds_ticket(&primary, *mine)?,
                     };
                     if rejoin {
-                        let wait_ms = deadline.saturating_sub(mono);
-                        *ticket = self
-                            .join_queue(&primary, &label, (&holder_id, pid), options, wait_ms)
-                            .map(|mine| (primary.clone(), mine));
+                        rung = self.queue_up(
+                            (&primary, &label),
+                            (&holder_id, pid),
+                            options,
+                            deadline.saturating_sub(mono),
+                            ticket,
+                            watches.first_mut(),
+                        );
                         queued |= ticket.is_some();
-                        rung = ticket
-                            .as_ref()
-                            .and_then(|(_, mine)| self.backend.watch_ticket(&primary, *mine));
-                    }
-                    if let Some(w) = watches.first_mut() {
-                        w.me = ticket.as_ref().map(|_| holder_id.clone());
                     }
                     in_line = ticket.is_some();
-                    // The ticket's watch exists from now on, but a release that
-                    // listed the queue before our ticket landed, and whose
-                    // tombstone lands after our last read, rings nobody we hear
-                    // (it names someone else, or nobody and rang before the
-                    // watch). The key's watch, made before that read, hears that
-                    // tombstone: the first sleep after queuing is on it, the
-                    // next ones (after a read) on the ticket. (Not a read again
-                    // at once: a ticket removed as soon as it is made would spin.)
+                    // Joined again just now (our ticket was removed): its watch
+                    // exists from now on, but a release that listed the queue
+                    // before the new ticket landed, and whose tombstone lands
+                    // after our last read, rings nobody we hear (it names someone
+                    // else, or nobody and rang before the watch). The key's
+                    // watch, made before that read, hears that tombstone: this
+                    // sleep is on it, the next ones (after a read) on the ticket.
+                    // (Not a read again at once, as after the first join: a
+                    // ticket removed as soon as it is made would spin.)
                     #[cfg(feature = "planted-bugs")]
                     let planted = crate::planted::on(&crate::planted::TICKET_WATCH_WITHOUT_REREAD);
                     #[cfg(not(feature = "planted-bugs"))]

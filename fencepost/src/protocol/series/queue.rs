@@ -75,6 +75,29 @@ impl Store {
         None
     }
 
+    /// Joins `key`'s wait queue (see [`Store::join_queue`]) into `ticket`, and
+    /// returns a watch on the new ticket for its waiter to sleep on (`None` when the
+    /// queue could not be joined or the backend cannot watch a ticket). `judge`, the
+    /// key's judging state, learns whose turn is ours.
+    pub(crate) fn queue_up(
+        &self,
+        (key, label): (&Key, &str),
+        (holder_id, pid): (&str, u32),
+        options: &AcquireOptions,
+        wait_ms: u64,
+        ticket: &mut Option<(Key, u64)>,
+        judge: Option<&mut super::Watch>,
+    ) -> Option<Box<dyn crate::ChangeWatch>> {
+        *ticket = self
+            .join_queue(key, label, (holder_id, pid), options, wait_ms)
+            .map(|mine| (key.clone(), mine));
+        if let Some(judge) = judge {
+            judge.me = ticket.as_ref().map(|_| holder_id.to_owned());
+        }
+        let (_, mine) = ticket.as_ref()?;
+        self.backend.watch_ticket(key, *mine)
+    }
+
     /// Leaves `key`'s wait queue: removes ticket `ticket`, best effort (a ticket left
     /// behind expires with the wait it was made for, and a release passes over it
     /// once its process has ended).
