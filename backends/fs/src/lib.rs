@@ -1588,6 +1588,9 @@ mod tests {
                 .create(&queue, ticket, b"ticket", Durability::Unflushed)
                 .unwrap();
         }
+        // No watch on a ticket that is not there (the trait's promise: a waiter
+        // that just joined trusts its watch to hear the ticket's removal).
+        assert!(store.watch_ticket(&k, 9).is_none(), "a watch on no ticket");
         let mut first = store.watch_ticket(&k, 1).expect("inotify on this machine");
         let mut second = store.watch_ticket(&k, 2).expect("inotify on this machine");
         assert!(
