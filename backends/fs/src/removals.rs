@@ -67,6 +67,12 @@ struct State {
     closing: bool,
     /// The drain timed out: stop after the current job.
     abandoned: bool,
+    /// The thread is asleep on `work` (only then does a new job notify it: a
+    /// notification is a `futex` call even with nobody waiting).
+    asleep: bool,
+    /// Callers asleep on `done` (`settle`, the drain): only then does a finished
+    /// job notify.
+    settling: usize,
     /// Tests: the thread takes no job while set.
     #[cfg(test)]
     paused: bool,
@@ -127,8 +133,11 @@ impl Removals {
         });
         state.queued += 1;
         self.queue.pending.fetch_add(1, Ordering::Release);
+        let asleep = state.asleep;
         drop(state);
-        self.queue.work.notify_one();
+        if asleep {
+            self.queue.work.notify_one();
+        }
         Queued::Yes
     }
 
@@ -186,11 +195,13 @@ impl Removals {
         let mut state = self.queue.lock();
         let target = state.queued;
         while state.finished < target && !state.abandoned {
+            state.settling += 1;
             state = self
                 .queue
                 .done
                 .wait(state)
                 .unwrap_or_else(|e| e.into_inner());
+            state.settling -= 1;
         }
     }
 
@@ -239,12 +250,14 @@ impl Drop for Removals {
                 self.queue.work.notify_all();
                 return; // detached: it stops after its current removal
             }
+            state.settling += 1;
             state = self
                 .queue
                 .done
                 .wait_timeout(state, left)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+            state.settling -= 1;
         }
         drop(state);
         let _ = thread.join();
@@ -269,7 +282,9 @@ fn run(queue: &Queue) {
             if state.closing && state.jobs.is_empty() {
                 return;
             }
+            state.asleep = true;
             state = queue.work.wait(state).unwrap_or_else(|e| e.into_inner());
+            state.asleep = false;
         };
         let (dir, path) = (job.dir.clone(), job.path.clone());
         state.running = Some(job);
@@ -285,8 +300,11 @@ fn run(queue: &Queue) {
         state.running = None;
         state.finished += 1;
         queue.pending.fetch_sub(1, Ordering::Release);
+        let settling = state.settling > 0;
         drop(state);
-        queue.done.notify_all();
+        if settling {
+            queue.done.notify_all();
+        }
     }
 }
 
