@@ -1386,43 +1386,6 @@ mod tests {
         assert_eq!(records_on_disk(&other, &k), ["g00000009.json"]);
     }
 
-    /// (b2) The last handle makes the queued removals itself rather than wait for
-    /// the thread, which runs only when nothing else wants the CPU: with the
-    /// thread held, dropping the handle still removes them, without waiting out
-    /// `DRAIN_ON_DROP`. On Linux the thread is in `SCHED_IDLE`.
-    #[cfg(unix)] // the removal thread is Unix only
-    #[test]
-    fn the_last_handle_makes_the_queued_removals_itself() {
-        let tmp = tempfile::tempdir().unwrap();
-        let store = FsStore::open(tmp.path()).unwrap();
-        let other = FsStore::open(tmp.path()).unwrap();
-        let k = key("held-thread");
-        for g in 1..=5 {
-            store.create(&k, g, b"x", Durability::Unflushed).unwrap();
-        }
-        store.generations(&k).unwrap();
-        store.remove_superseded(&k, 1).unwrap();
-        store.settle();
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        assert_eq!(
-            store.shared.removals.thread_policy(),
-            Some(libc::SCHED_IDLE),
-            "the removal thread's scheduling class"
-        );
-        store.shared.removals.pause(true);
-        for g in 2..=4 {
-            store.remove_superseded(&k, g).unwrap();
-        }
-        assert_eq!(records_on_disk(&other, &k).len(), 4, "queued, not made");
-        let started = std::time::Instant::now();
-        drop(store);
-        assert_eq!(records_on_disk(&other, &k), ["g00000005.json"]);
-        assert!(
-            started.elapsed() < removals::DRAIN_ON_DROP,
-            "the drop waited for the held thread"
-        );
-    }
-
     /// (c) The thread checks the key directory itself: one swapped for a symbolic
     /// link after the removal was queued (within the handle's one-second trust) is
     /// refused, never followed; and a record name that is a link is removed

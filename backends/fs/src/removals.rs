@@ -18,14 +18,9 @@
 //!   before each removal (`lstat`), whatever the handle checked earlier: a directory
 //!   swapped for a symbolic link after the removal was queued is refused, and a
 //!   record that is a link is removed itself, never its target.
-//! - **Housekeeping priority.** On Linux the thread is in `SCHED_IDLE`
-//!   (`sys::housekeeping_priority`): it runs only when nothing else wants the CPU,
-//!   and a CPU running only it counts as idle when the kernel places a woken waiter
-//!   (docs/design-07-performance.md, "Where a woken waiter waits for a CPU").
 //! - **Lifecycle.** The thread starts with the first queued removal; the last clone
-//!   of the store handle to go makes the removals still queued itself (the thread
-//!   may get no CPU on a busy machine), waits for the one the thread is making (at
-//!   most [`DRAIN_ON_DROP`]) and joins it. [`FsStore::settle`](crate::FsStore::settle)
+//!   of the store handle to go waits for the queue to drain (at most
+//!   [`DRAIN_ON_DROP`]) and joins it. [`FsStore::settle`](crate::FsStore::settle)
 //!   waits for every removal queued before it.
 //! - **Lost removals are harmless.** A process killed with removals queued leaves
 //!   superseded records behind; the next claim's sweep removes every generation
@@ -62,9 +57,8 @@ struct Job {
 #[derive(Debug, Default)]
 struct State {
     jobs: VecDeque<Job>,
-    /// The jobs being made now, by the thread or by the last handle draining the
-    /// queue (still hidden from listings until done).
-    running: Vec<Job>,
+    /// The job the thread is making now (still hidden from listings until done).
+    running: Option<Job>,
     /// Removals queued so far, and made (or given up) so far: `settle` waits for
     /// the second to reach what the first was when it was called.
     queued: u64,
@@ -159,10 +153,6 @@ impl Removals {
             .spawn(move || run(&queue))
         {
             Ok(handle) => {
-                // Set from here, before any job is queued: the thread is in its
-                // class from its first removal on.
-                #[cfg(any(target_os = "linux", target_os = "android"))]
-                crate::sys::housekeeping_priority(&handle);
                 *thread = Some(handle);
                 true
             }
@@ -204,15 +194,6 @@ impl Removals {
     pub(crate) fn settle(&self) {
         let mut state = self.queue.lock();
         let target = state.queued;
-        // Made here rather than waited for, as the last handle does (the thread may
-        // get no CPU on a busy machine); tests holding the thread keep them queued.
-        #[cfg(test)]
-        let held = state.paused;
-        #[cfg(not(test))]
-        let held = false;
-        while !held && let Some(job) = state.jobs.pop_front() {
-            state = make(&self.queue, state, job);
-        }
         while state.finished < target && !state.abandoned {
             state.settling += 1;
             state = self
@@ -228,21 +209,6 @@ impl Removals {
     #[cfg(all(test, unix))]
     pub(crate) fn pending(&self) -> usize {
         self.queue.pending.load(Ordering::Acquire)
-    }
-
-    /// Tests: the scheduling policy of the thread (`None` before it started).
-    #[cfg(all(test, any(target_os = "linux", target_os = "android")))]
-    pub(crate) fn thread_policy(&self) -> Option<i32> {
-        use std::os::unix::thread::JoinHandleExt;
-        let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner());
-        let thread = thread.as_ref()?;
-        let mut policy = 0;
-        let mut param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: a live, unjoined thread of this process; both out-pointers are
-        // alive for the call.
-        let done =
-            unsafe { libc::pthread_getschedparam(thread.as_pthread_t(), &mut policy, &mut param) };
-        (done == 0).then_some(policy)
     }
 
     /// Tests: a slow disk (each removal sleeps `delay` first).
@@ -275,16 +241,6 @@ impl Drop for Removals {
         let deadline = Instant::now() + DRAIN_ON_DROP;
         let mut state = self.queue.lock();
         state.closing = true;
-        self.queue.work.notify_all();
-        // The queued removals are made here, not left to the thread: it runs only
-        // when nothing else wants the CPU (`sys::housekeeping_priority`), and a
-        // process exiting on a busy machine must not wait for that. Only a removal
-        // the thread is making now is waited for.
-        while let Some(job) = state.jobs.pop_front() {
-            state = make(&self.queue, state, job);
-        }
-        // A thread that went back to sleep while jobs were still queued (tests:
-        // a held thread) finds the queue empty now, and stops.
         self.queue.work.notify_all();
         while state.finished < state.queued {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -330,36 +286,26 @@ fn run(queue: &Queue) {
             state = queue.work.wait(state).unwrap_or_else(|e| e.into_inner());
             state.asleep = false;
         };
-        drop(make(queue, state, job));
+        let (dir, path) = (job.dir.clone(), job.path.clone());
+        state.running = Some(job);
+        #[cfg(test)]
+        let delay = state.delay;
+        drop(state);
+        #[cfg(test)]
+        if let Some(delay) = delay {
+            std::thread::sleep(delay);
+        }
+        let _ = remove_checked(&dir, &path);
+        let mut state = queue.lock();
+        state.running = None;
+        state.finished += 1;
+        queue.pending.fetch_sub(1, Ordering::Release);
+        let settling = state.settling > 0;
+        drop(state);
+        if settling {
+            queue.done.notify_all();
+        }
     }
-}
-
-/// Makes removal `job`, taken off the queue by the caller (which holds the lock as
-/// `state`): hidden as running meanwhile, made without the lock, then counted as
-/// finished (made or failed: the protocol ignores a failed removal). Returns the
-/// lock again.
-fn make<'a>(queue: &'a Queue, mut state: MutexGuard<'a, State>, job: Job) -> MutexGuard<'a, State> {
-    let (dir, path) = (job.dir.clone(), job.path.clone());
-    let (key, generation) = (job.key.clone(), job.generation);
-    state.running.push(job);
-    #[cfg(test)]
-    let delay = state.delay;
-    drop(state);
-    #[cfg(test)]
-    if let Some(delay) = delay {
-        std::thread::sleep(delay);
-    }
-    let _ = remove_checked(&dir, &path);
-    let mut state = queue.lock();
-    state
-        .running
-        .retain(|job| !(job.generation == generation && job.key == key));
-    state.finished += 1;
-    queue.pending.fetch_sub(1, Ordering::Release);
-    if state.settling > 0 {
-        queue.done.notify_all();
-    }
-    state
 }
 
 /// Removes record file `path` in key directory `dir` without following a link in

@@ -26,8 +26,6 @@
 //! - `watch_ticket(blank, ticket)` / `TicketWatch::wait(timeout)` / `ring(dir, name)`: a
 //!   queued waiter's watch on its own ticket, and the ring that wakes it (Linux
 //!   inotify and a touch; `None` and a no-op elsewhere).
-//! - `housekeeping_priority(thread)`: `thread` (the removal thread) runs only
-//!   when nothing else wants the CPU (Linux `SCHED_IDLE`; nothing elsewhere).
 //! - `FLUSH_AFTER_LINK`: whether a flushed create flushes the record's file after
 //!   linking it into place (one journal commit for data and name together) rather
 //!   than before (docs/design-07-performance.md).
@@ -35,9 +33,7 @@
 #[cfg(unix)]
 mod unix;
 #[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) use unix::{
-    DirWatch, Inotify, TicketWatch, housekeeping_priority, ring, watch_dir, watch_ticket,
-};
+pub(crate) use unix::{DirWatch, Inotify, TicketWatch, ring, watch_dir, watch_ticket};
 #[cfg(unix)]
 pub(crate) use unix::{
     FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,

@@ -416,31 +416,11 @@ pub(crate) fn ring(dir: &Path, name: &str) -> io::Result<()> {
             libc::AT_SYMLINK_NOFOLLOW,
         )
     };
-    if done != 0 {
-        return Err(io::Error::last_os_error());
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
-    // The waiter just woken is often placed on this CPU (a guest's scheduler
-    // avoids a halted vCPU), where it would wait for the releaser's next steps:
-    // offer it the CPU now (docs/design-07-performance.md, "Where a woken waiter
-    // waits for a CPU"). A no-op when nothing else is runnable here.
-    // SAFETY: no arguments; it cannot fail on Linux.
-    unsafe { libc::sched_yield() };
-    Ok(())
-}
-
-/// Puts `thread` in the `SCHED_IDLE` class (Linux): it runs only when
-/// nothing else wants the CPU, and the scheduler counts a CPU that runs only such
-/// threads as idle when it places a woken task. For the removal thread, whose
-/// work is housekeeping (docs/design-07-performance.md, "Where a woken waiter waits
-/// for a CPU"). Best effort; a thread cannot leave the class without privilege,
-/// so only a thread that stays housekeeping is put there.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) fn housekeeping_priority(thread: &std::thread::JoinHandle<()>) {
-    use std::os::unix::thread::JoinHandleExt;
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: a thread of this process that has not been joined (its handle is
-    // borrowed); `param` is alive for the call.
-    let _ = unsafe { libc::pthread_setschedparam(thread.as_pthread_t(), libc::SCHED_IDLE, &param) };
 }
 
 /// Opens directory `dir` itself: a symbolic link or anything but a directory in
