@@ -47,6 +47,23 @@ pub struct ContentionRow {
     /// means the waiter was overtaken.
     pub passed_max: usize,
     pub slowest_passed_max: usize,
+    /// CPU time (user + system) the worker processes used in all, from their
+    /// resource usage as they were reaped (`getrusage(RUSAGE_CHILDREN)`, before and
+    /// after): with `elapsed`, how many of the machine's cores the run kept busy.
+    pub cpu: Duration,
+}
+
+/// CPU time (user + system) of every child process reaped so far.
+fn children_cpu() -> Duration {
+    // SAFETY: an out-pointer to a zeroed `rusage` alive for the call.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 /// For each wait (when it was asked, when its acquire returned), how many tenures
@@ -167,6 +184,7 @@ pub fn run(
     fs::create_dir_all(&store_dir)?;
     fs::write(&log, "")?;
     let exe = std::env::current_exe()?;
+    let cpu_before = children_cpu();
     let mut children: Vec<Child> = (0..workers)
         .map(|_| {
             Command::new(&exe)
@@ -218,6 +236,7 @@ pub fn run(
             }
         }
     }
+    let cpu = children_cpu().saturating_sub(cpu_before);
     let log_tokens: Vec<u64> = fs::read_to_string(&log)?
         .lines()
         .map(|l| l.split(' ').next().unwrap_or("").parse())
@@ -241,6 +260,7 @@ pub fn run(
         .map(|w| Duration::from_nanos(w[1].start.saturating_sub(w[0].end)))
         .collect();
     Ok(ContentionRow {
+        cpu,
         workers,
         flush,
         handoffs: tenures.len(),

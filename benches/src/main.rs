@@ -283,7 +283,7 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             let zero = crate::stats::summarize(vec![std::time::Duration::ZERO]);
             let row = contention::run(dir, workers.parse()?, n, flush, zero, zero)?;
             println!(
-                "{} handoffs in {:?}: {:.0}/s, wait p50 {:?} p99 {:?} max {:?}, gap p50 {:?} p99 {:?}, tenures begun during a wait: most {}, most in the slowest 1% {}",
+                "{} handoffs in {:?}: {:.0}/s, wait p50 {:?} p99 {:?} max {:?}, gap p50 {:?} p99 {:?}, tenures begun during a wait: most {}, most in the slowest 1% {}, CPU per handoff {:?}",
                 row.handoffs,
                 row.elapsed,
                 row.handoffs as f64 / row.elapsed.as_secs_f64(),
@@ -293,7 +293,8 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
                 row.gap.p50,
                 row.gap.p99,
                 row.passed_max,
-                row.slowest_passed_max
+                row.slowest_passed_max,
+                row.cpu / row.handoffs.max(1) as u32
             );
             return Ok(());
         }

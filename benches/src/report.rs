@@ -273,12 +273,17 @@ impl Report {
              without a journal, a new file's inode is found by passing over every inode freed \
              in the last seconds, and a run frees several per handoff: \
              docs/design-07-performance.md, \"The contention floors, before and after\"). \
-             Both p50s of the handoff's disk work are shown.\n\n\
+             Both p50s of the handoff's disk work are shown. *CPU per handoff* is the CPU \
+             time (user + system) all the worker processes used, from their resource usage \
+             as they were reaped, divided by the handoffs; *cores busy* is that CPU time over \
+             the elapsed time (this machine has the cores the Machine table gives): near the \
+             core count, the run was bound by CPU (the code's and the kernel's), not by \
+             waiting for the disk.\n\n\
              | claims | processes | handoffs | elapsed | handoffs/s | serial ceiling /s | % of ceiling | \
              handoff work p50: before / after the run | \
              handoff ceiling /s | % of it | wait p50 | \
-             wait p99 | wait max | fairness (max / median wait) | tenures begun during a wait: most / most in the slowest 1% (fair: ≤ processes − 1) | handoff gap p50 | oracle |\n\
-             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+             wait p99 | wait max | fairness (max / median wait) | tenures begun during a wait: most / most in the slowest 1% (fair: ≤ processes − 1) | handoff gap p50 | CPU per handoff | cores busy | oracle |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
         );
         for c in &self.contention {
             let rate = c.handoffs as f64 / c.elapsed.as_secs_f64();
@@ -286,7 +291,7 @@ impl Report {
             let handoff_ceiling = self.handoff_ceiling_of(c);
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {:.2} s | {:.0} | {:.0} | {:.0}% | {} / {} | {:.0} | {:.0}% | {} | {} | {} | {:.0}× | {} / {} | {} | held |",
+                "| {} | {} | {} | {:.2} s | {:.0} | {:.0} | {:.0}% | {} / {} | {:.0} | {:.0}% | {} | {} | {} | {:.0}× | {} / {} | {} | {} | {:.2} | held |",
                 if c.flush { "flush on" } else { "flush off" },
                 c.workers,
                 c.handoffs,
@@ -306,7 +311,9 @@ impl Report {
                 ratio(c.wait.max, c.wait.p50),
                 c.passed_max,
                 c.slowest_passed_max,
-                fmt(c.gap.p50)
+                fmt(c.gap.p50),
+                fmt(c.cpu / c.handoffs.max(1) as u32),
+                c.cpu.as_secs_f64() / c.elapsed.as_secs_f64()
             );
         }
 
@@ -670,9 +677,12 @@ impl Report {
                     } else {
                         format!(
                             "throughput: the code — only {:.0}% of the {:.0}/s that one \
-                             handoff's disk work plus one wake-up allow",
+                             handoff's disk work plus one wake-up allow (the worker processes \
+                             used {} of CPU per handoff and kept {:.2} cores busy)",
                             100.0 * handoff_share,
-                            self.handoff_ceiling_of(c)
+                            self.handoff_ceiling_of(c),
+                            fmt(c.cpu / c.handoffs.max(1) as u32),
+                            c.cpu.as_secs_f64() / c.elapsed.as_secs_f64()
                         )
                     });
                     // Where the handoff ceiling itself is below 80% of the serial
