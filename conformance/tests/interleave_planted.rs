@@ -192,11 +192,11 @@ fn catches_a_nameless_release_that_rings_nobody() {
 fn catches_a_ticket_watch_slept_on_without_reading_again() {
     // A release that listed the queue before the waiter's ticket landed names
     // nobody; if its tombstone lands before the ticket's watch is made, only a read
-    // after the watch sees it.
+    // after the watch sees it. Planted on the join made before that read.
     catches(
         &planted::TICKET_WATCH_WITHOUT_REREAD,
         "notified_handover",
-        21,
+        13,
     );
 }
 

@@ -165,6 +165,18 @@ impl Store {
         let mut queued = false;
         // Our ticket was made (and its watch) just before the last read.
         let mut joined_before_read = false;
+        // Joins the key's queue for the rest of the wait (`wait_ms`): the ticket into
+        // `ticket`, and the watch on it to sleep on.
+        let join = |ticket: &mut Option<(Key, u64)>, judge: Option<&mut Watch>, wait_ms: u64| {
+            self.queue_up(
+                (&primary, &label),
+                (&holder_id, pid),
+                options,
+                wait_ms,
+                ticket,
+                judge,
+            )
+        };
         loop {
             let just_joined = std::mem::take(&mut joined_before_read);
             // The session already holds it: the same tenure, renewed. Every round,
@@ -407,22 +419,22 @@ impl Store {
                     // last one before the first sleep on the ticket (no sleep on the
                     // key's watch in between: docs/design-07-performance.md, "Who is
                     // woken: rings").
-                    #[cfg(feature = "planted-bugs")]
-                    let early = !crate::planted::on(&crate::planted::TICKET_WATCH_WITHOUT_REREAD);
-                    #[cfg(not(feature = "planted-bugs"))]
-                    let early = true;
-                    if early && !looked_held && mono < deadline && ticket.is_none() {
-                        rung = self.queue_up(
-                            (&primary, &label),
-                            (&holder_id, pid),
-                            options,
-                            deadline.saturating_sub(mono),
-                            ticket,
-                            watches.first_mut(),
-                        );
+                    if !looked_held && mono < deadline && ticket.is_none() {
+                        rung = join(ticket, watches.first_mut(), deadline.saturating_sub(mono));
                         queued |= ticket.is_some();
                         joined_before_read = ticket.is_some();
                     }
+                    // The planted bug: a waiter that just joined skips that read
+                    // and sleeps on its ticket at once.
+                    #[cfg(feature = "planted-bugs")]
+                    if joined_before_read
+                        && crate::planted::on(&crate::planted::TICKET_WATCH_WITHOUT_REREAD)
+                    {
+                        joined_before_read = false;
+                    } else {
+                        continue;
+                    }
+                    #[cfg(not(feature = "planted-bugs"))]
                     continue;
                 }
             }
@@ -452,14 +464,7 @@ impl Store {
                         Some((_, mine)) => !self.holds_ticket(&primary, *mine)?,
                     };
                     if rejoin {
-                        rung = self.queue_up(
-                            (&primary, &label),
-                            (&holder_id, pid),
-                            options,
-                            deadline.saturating_sub(mono),
-                            ticket,
-                            watches.first_mut(),
-                        );
+                        rung = join(ticket, watches.first_mut(), deadline.saturating_sub(mono));
                         queued |= ticket.is_some();
                     }
                     in_line = ticket.is_some();
