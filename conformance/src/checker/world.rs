@@ -1395,11 +1395,17 @@ impl LeaseStore for ModelStore {
         world.check_ring_due("watch a ticket");
         // As the trait asks (and inotify does): no watch on a ticket that is gone.
         let queue = key.queue();
+        // The acquisition this ticket is (its holder id, if it decodes), for the
+        // turn oracles.
         let landed = lock(&world.model)
             .series
             .get(&queue)
-            .and_then(|series| series.get(&ticket).cloned());
-        let Some(landed) = landed else {
+            .and_then(|series| series.get(&ticket))
+            .map(|rec| match decode(&rec.bytes, queue.as_str(), ticket) {
+                Decoded::Record(r) => Some(r.holder.to_string()),
+                _ => None,
+            });
+        let Some(holder) = landed else {
             world.log(format!(
                 "watch ticket g{ticket} of {}: gone, no watch",
                 short(key)
@@ -1407,11 +1413,6 @@ impl LeaseStore for ModelStore {
             return None;
         };
         let id = world.open_watch(key, Some(ticket))?;
-        // The acquisition this ticket is (its holder id), for the turn oracles.
-        let holder = match decode(&landed.bytes, queue.as_str(), ticket) {
-            Decoded::Record(r) => Some(r.holder.to_string()),
-            _ => None,
-        };
         if let Some(holder) = holder {
             lock(&world.tickets).entry(holder).or_default().push(id);
         }
