@@ -79,6 +79,10 @@ struct State {
     /// Tests: a slow disk, slept before each removal.
     #[cfg(test)]
     delay: Option<Duration>,
+    /// Tests: the next listing, between reading the directory and leaving out
+    /// pending removals, unpauses the thread and settles.
+    #[cfg(test)]
+    settle_mid_listing: bool,
 }
 
 #[derive(Debug, Default)]
@@ -174,19 +178,22 @@ impl Removals {
             .any(|job| job.generation == generation && job.key == *key)
     }
 
-    /// Leaves out of `generations` those of `key` queued or being removed.
-    pub(crate) fn hide_pending(&self, key: &Key, generations: &mut Vec<u64>) {
+    /// The generations of `key` queued or being removed now. A listing made after
+    /// this call leaves them out: taken before the listing, a removal that
+    /// finishes while the directory is read is still left out, which taken after
+    /// it would miss (the thread is done, yet the listing saw the record).
+    pub(crate) fn pending_of(&self, key: &Key) -> Vec<u64> {
         if self.queue.pending.load(Ordering::Acquire) == 0 {
-            return;
+            return Vec::new();
         }
         let state = self.queue.lock();
-        generations.retain(|g| {
-            !state
-                .running
-                .iter()
-                .chain(state.jobs.iter())
-                .any(|job| job.generation == *g && job.key == *key)
-        });
+        state
+            .running
+            .iter()
+            .chain(state.jobs.iter())
+            .filter(|job| job.key == *key)
+            .map(|job| job.generation)
+            .collect()
     }
 
     /// Waits until every removal queued before this call was made (or failed: a
@@ -215,6 +222,27 @@ impl Removals {
     #[cfg(all(test, unix))]
     pub(crate) fn slow_down(&self, delay: Duration) {
         self.queue.lock().delay = Some(delay);
+    }
+
+    /// Tests: the next listing finishes every pending removal after reading the
+    /// directory and before leaving pending removals out (the race of a removal
+    /// made while a listing runs).
+    #[cfg(all(test, unix))]
+    pub(crate) fn settle_mid_next_listing(&self) {
+        self.queue.lock().settle_mid_listing = true;
+    }
+
+    /// Tests: called by a listing after it read the directory.
+    #[cfg(test)]
+    pub(crate) fn listed(&self) {
+        let mut state = self.queue.lock();
+        if !std::mem::take(&mut state.settle_mid_listing) {
+            return;
+        }
+        state.paused = false;
+        drop(state);
+        self.queue.work.notify_all();
+        self.settle();
     }
 
     /// Tests: hold the thread (no job taken) or let it go.
