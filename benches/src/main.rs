@@ -16,6 +16,8 @@ mod contention;
 #[cfg(unix)]
 mod control;
 #[cfg(unix)]
+mod device;
+#[cfg(unix)]
 mod floor;
 #[cfg(unix)]
 mod guard;
@@ -442,6 +444,7 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
     fn measure(it: &Iters, dir: &Path, built: &Path, out: &Path) -> R<()> {
         let started = std::time::Instant::now();
         let machine = Machine::gather(dir);
+        crate::device::watch(dir);
         // Every process the bench starts runs from copies, as installed.
         let (bin, noop) = crate::rows::installed(built, &dir.join("installed"))?;
         let (bin, noop) = (bin.as_path(), noop.as_path());
@@ -475,6 +478,7 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
                 make_store: &make,
                 floor: Some((&mut kit, flush)),
                 targets: true,
+                store_root: Some(&root),
             };
             report.rows.extend(protocol_rows(group, it, &mut notes)?);
         }
@@ -487,6 +491,7 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             make_store: &make,
             floor: None,
             targets: true,
+            store_root: None,
         };
         report.rows.extend(protocol_rows(group, it, &mut notes)?);
 

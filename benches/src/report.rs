@@ -234,8 +234,13 @@ impl Report {
              the mean charges every one. The fs backend makes a sweep's removals on a removal \
              thread after the operation returned; a sweeping row settles them, untimed, before \
              every floor sample, so none lands on a floor's clock (the back-to-back table \
-             below charges them). The memory backend has no floor: it is \
-             the protocol's own CPU cost.\n"
+             below charges them). The cold acquire + release and renew rows time their floors \
+             in a directory inside their own key directory: on ext4 without a journal, \
+             allocating an inode passes over every inode freed near its directory in the last \
+             seconds, so floors timed elsewhere left out kernel CPU that the row's own churn \
+             costs its creates (docs/design-07-performance.md, \"Telling the disk from the \
+             code\"); the other fs rows share one floor directory. The memory backend has no \
+             floor: it is the protocol's own CPU cost.\n"
         );
         table_head(&mut s, true);
         for r in &self.rows {
@@ -495,14 +500,22 @@ impl Report {
              floor with the sweep. Mean per operation over all blocks; a removal's disk time \
              that did not overlap is charged here. These means decide the sweeping rows' \
              targets below.\n\n\
+             Per operation, beside the means: the CPU time this process used (every thread, \
+             the removal thread included; `getrusage`) and the requests the bench \
+             directory's block device completed (`/proc/diskstats`: writes, flushes, \
+             discards; the whole device, so nothing else runs beside the bench), for the row \
+             and for its floor with the sweep. The same requests and no more CPU than the \
+             floor's, yet a longer mean, is time spent waiting for the device.\n\n\
              | group | row | blocks × operations | row mean | floor mean | ratio | \
-             floor with the sweep mean | ratio to it |\n\
-             | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+             floor with the sweep mean | ratio to it | CPU per operation: row / floor with \
+             the sweep | device requests per operation (writes, flushes, discards): row / \
+             floor with the sweep |\n\
+             | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
         );
         for (r, b) in rows {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} × {} | {} | {} | {:.2}× | {} | {:.2}× |",
+                "| {} | {} | {} × {} | {} | {} | {:.2}× | {} | {:.2}× | {} / {} | {} / {} |",
                 r.group,
                 r.name,
                 b.blocks,
@@ -512,6 +525,10 @@ impl Report {
                 ratio(b.row_mean, b.floor_mean),
                 fmt(b.swept_mean),
                 ratio(b.row_mean, b.swept_mean),
+                fmt(b.row_usage.cpu),
+                fmt(b.swept_usage.cpu),
+                requests(&b.row_usage),
+                requests(&b.swept_usage),
             );
         }
     }
@@ -616,9 +633,14 @@ impl Report {
                         fmt(at)
                     )
                 }
-                (false, Some(((x, _), how)), Some(_), Some(_)) => {
-                    format!("the code: {x:.2}× even the floor with the sweep's removals ({how})")
-                }
+                (false, Some(((x, _), how)), Some(limit), Some(_)) => match &r.back_to_back {
+                    Some(b) => waiting_or_code(b, limit, discard),
+                    None => {
+                        format!(
+                            "the code: {x:.2}× even the floor with the sweep's removals ({how})"
+                        )
+                    }
+                },
                 // A memory row: no floor, but the CPU control timed beside it says
                 // whether the CPU itself was slower during the row (crate::control).
                 (false, ..) => match (&r.weather, r.target) {
@@ -916,5 +938,58 @@ fn around(before: &Summary, after: &Option<Summary>) -> Duration {
     match after {
         Some(after) => (before.p50 + after.p50) / 2,
         None => before.p50,
+    }
+}
+
+/// Device requests per operation, `writes, flushes, discards`, or `—` where they
+/// were not counted.
+fn requests(usage: &crate::device::Usage) -> String {
+    usage.requests.map_or("—".into(), |r| {
+        format!("{:.1}, {:.1}, {:.1}", r.writes, r.flushes, r.discards)
+    })
+}
+
+/// Why a sweeping row is over `limit` × its floor with the sweep, back to back: the
+/// code can account at most for the CPU it spent beyond the floor's and for the
+/// device requests it sent beyond the floor's. With no more requests (within a
+/// tenth, and a tenth of a request: background writeback lands in any block) and
+/// less extra CPU than the excess, the excess is waiting for the device on the same
+/// requests: the disk.
+fn waiting_or_code(b: &crate::rows::BackToBack, limit: f64, discard: &str) -> String {
+    let x = ratio(b.row_mean, b.swept_mean);
+    let allowed = b.swept_mean.mul_f64(limit);
+    let over = b.row_mean.saturating_sub(allowed);
+    let cpu_extra = b.row_usage.cpu.saturating_sub(b.swept_usage.cpu);
+    let (Some(row), Some(floor)) = (b.row_usage.requests, b.swept_usage.requests) else {
+        return format!(
+            "the code: {x:.2}× even the floor with the sweep's removals (mean back to back; \
+             the device's requests were not counted here, so waiting cannot be told from \
+             the code)"
+        );
+    };
+    let no_more = |a: f64, f: f64| a <= f * 1.1 + 0.1;
+    let same = no_more(row.writes, floor.writes)
+        && no_more(row.flushes, floor.flushes)
+        && no_more(row.discards, floor.discards);
+    let counts = format!(
+        "per operation the row sent the device {} requests (writes, flushes, discards) \
+         against its floor's {} and used {} of CPU against {}",
+        requests(&b.row_usage),
+        requests(&b.swept_usage),
+        fmt(b.row_usage.cpu),
+        fmt(b.swept_usage.cpu)
+    );
+    if same && cpu_extra < over {
+        format!(
+            "the disk: {x:.2}× the floor with the sweep's removals (mean back to back), \
+             but {counts}: the {} it is over its target is not its CPU (at most {} more) \
+             nor more requests; it is the device taking longer over the same requests{discard}",
+            fmt(over),
+            fmt(cpu_extra)
+        )
+    } else {
+        format!(
+            "the code: {x:.2}× even the floor with the sweep's removals (mean back to back); {counts}"
+        )
     }
 }

@@ -66,6 +66,11 @@ pub struct BackToBack {
     pub row_mean: Duration,
     pub floor_mean: Duration,
     pub swept_mean: Duration,
+    /// Per operation, what each asked of the CPU (this process, every thread) and
+    /// of the bench directory's device (`crate::device`): the row's blocks (settle
+    /// included) and its floor with the sweep's.
+    pub row_usage: crate::device::Usage,
+    pub swept_usage: crate::device::Usage,
 }
 
 type Op<'a> = dyn FnMut() -> R<Duration> + 'a;
@@ -150,6 +155,24 @@ pub struct Group<'a> {
     pub floor: Option<(&'a mut FloorKit, bool)>,
     /// Whether issue 8's targets apply to this group.
     pub targets: bool,
+    /// The directory `make_store` opens its stores in (fs groups only): the
+    /// sweeping rows time their floors inside their own key directory there.
+    pub store_root: Option<&'a Path>,
+}
+
+/// A floor kit inside the key directory of `resource` in the fs store `main` under
+/// `root` (the key must have been claimed): its creates meet the filesystem as the
+/// row's own churn left it. On ext4 without a journal every inode allocation passes
+/// over the inodes freed in the last seconds near its directory, so a floor timed
+/// elsewhere leaves out CPU the kernel spends on the row's creates
+/// (docs/design-07-performance.md, "Telling the disk from the code").
+fn kit_in_key_dir(root: &Path, resource: &Resource) -> R<FloorKit> {
+    let key = resource.identity()?.key;
+    let key_dir = root.join("main").join("claims").join(key.as_str());
+    if !key_dir.is_dir() {
+        return Err(format!("no key directory {} for the row's floor", key_dir.display()).into());
+    }
+    FloorKit::new(&key_dir.join("floor"), 0)
 }
 
 /// check, acquire + release (cold and first claim), renew, refused claim, status.
@@ -159,6 +182,7 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
         make_store,
         mut floor,
         targets,
+        store_root,
     } = group;
     let (store, settle) = make_store("main")?;
     let settle = &*settle;
@@ -245,9 +269,10 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     let cold_floor = |kit: &mut FloorKit, flush: bool, variant: Variant| -> R<Duration> {
         Ok(variant.claim(kit, flush, 2)? + kit.create(false)? + kit.list_read()?)
     };
-    let (measured, flush) = match floor.as_mut() {
-        Some((kit, flush)) => {
+    let (measured, flush) = match (floor.as_mut(), store_root) {
+        (Some((_, flush)), Some(root)) => {
             let flush = *flush;
+            let kit = &mut kit_in_key_dir(root, &res)?;
             let mut measured =
                 sweeping(iters, it.warmup, &mut op, kit, flush, 2, settle, cold_floor)?;
             measured.b2b = Some(back_to_back(
@@ -255,7 +280,7 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
             )?);
             (measured, flush)
         }
-        None => {
+        _ => {
             let (summary, weather) = with_control(iters, it.warmup, &mut op)?;
             notes.push(weather.note(group_name, "acquire + release, cold resource", summary.p50));
             let mut measured = three((summary, None));
@@ -318,9 +343,10 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
     let renew_floor = |kit: &mut FloorKit, flush: bool, variant: Variant| -> R<Duration> {
         variant.claim(kit, flush, 1)
     };
-    let measured = match floor.as_mut() {
-        Some((kit, flush)) => {
+    let measured = match (floor.as_mut(), store_root) {
+        (Some((_, flush)), Some(root)) => {
             let flush = *flush;
+            let kit = &mut kit_in_key_dir(root, &res)?;
             let mut measured = sweeping(
                 iters,
                 it.warmup,
@@ -342,7 +368,7 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
             )?);
             measured
         }
-        None => three(paired(iters, it.warmup, &mut op, None)?),
+        _ => three(paired(iters, it.warmup, &mut op, None)?),
     };
     // Counted on disk: the removals the last renewals queued are made first.
     settle();
@@ -760,29 +786,38 @@ fn back_to_back(
     flush: bool,
     floor: impl Fn(&mut FloorKit, bool, Variant) -> R<Duration>,
 ) -> R<BackToBack> {
+    use crate::device::{Usage, now};
     settle();
     let (mut row, mut plain, mut swept) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let (mut row_usage, mut swept_usage) = (Usage::zero(), Usage::zero());
     for _ in 0..blocks {
+        let before = now();
         let start = Instant::now();
         for _ in 0..per_block {
             op()?;
         }
         settle();
         row += start.elapsed();
+        row_usage = row_usage.plus(&now().since(&before));
         for _ in 0..per_block {
             plain += floor(kit, flush, Variant::Both)?;
         }
+        let after_plain = now();
         for _ in 0..per_block {
             swept += floor(kit, flush, Variant::Swept)?;
         }
+        swept_usage = swept_usage.plus(&now().since(&after_plain));
     }
-    let n = u32::try_from((blocks * per_block).max(1))?;
+    let ops = (blocks * per_block).max(1);
+    let n = u32::try_from(ops)?;
     Ok(BackToBack {
         blocks,
         per_block,
         row_mean: row / n,
         floor_mean: plain / n,
         swept_mean: swept / n,
+        row_usage: row_usage.per(ops),
+        swept_usage: swept_usage.per(ops),
     })
 }
 
