@@ -160,6 +160,18 @@ pub struct Group<'a> {
     pub store_root: Option<&'a Path>,
 }
 
+/// The floor kit of a sweeping row with `flush` on: inside its key directory
+/// ([`kit_in_key_dir`]); with the flush off, `None` (the group's shared kit): at
+/// flush-off rates the floor's own churn beside the row made the kernel's inode
+/// allocation cost both several times what either costs alone
+/// (docs/design-07-performance.md, "Telling the disk from the code").
+fn row_kit(root: Option<&Path>, flush: bool, resource: &Resource) -> R<Option<FloorKit>> {
+    match root {
+        Some(root) if flush => Ok(Some(kit_in_key_dir(root, resource)?)),
+        _ => Ok(None),
+    }
+}
+
 /// A floor kit inside the key directory of `resource` in the fs store `main` under
 /// `root` (the key must have been claimed): its creates meet the filesystem as the
 /// row's own churn left it. On ext4 without a journal every inode allocation passes
@@ -270,9 +282,13 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
         Ok(variant.claim(kit, flush, 2)? + kit.create(false)? + kit.list_read()?)
     };
     let (measured, flush) = match (floor.as_mut(), store_root) {
-        (Some((_, flush)), Some(root)) => {
+        (Some((shared, flush)), root) => {
             let flush = *flush;
-            let kit = &mut kit_in_key_dir(root, &res)?;
+            let mut own = row_kit(root, flush, &res)?;
+            let kit = match own.as_mut() {
+                Some(own) => own,
+                None => &mut **shared,
+            };
             let mut measured =
                 sweeping(iters, it.warmup, &mut op, kit, flush, 2, settle, cold_floor)?;
             measured.b2b = Some(back_to_back(
@@ -344,9 +360,13 @@ pub fn protocol_rows(group: Group<'_>, it: &Iters, notes: &mut Vec<String>) -> R
         variant.claim(kit, flush, 1)
     };
     let measured = match (floor.as_mut(), store_root) {
-        (Some((_, flush)), Some(root)) => {
+        (Some((shared, flush)), root) => {
             let flush = *flush;
-            let kit = &mut kit_in_key_dir(root, &res)?;
+            let mut own = row_kit(root, flush, &res)?;
+            let kit = match own.as_mut() {
+                Some(own) => own,
+                None => &mut **shared,
+            };
             let mut measured = sweeping(
                 iters,
                 it.warmup,
