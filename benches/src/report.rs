@@ -234,7 +234,8 @@ impl Report {
              the mean charges every one. The fs backend makes a sweep's removals on a removal \
              thread after the operation returned; a sweeping row settles them, untimed, before \
              every floor sample, so none lands on a floor's clock (the back-to-back table \
-             below charges them). The cold acquire + release and renew rows time their floors \
+             below charges them). The cold acquire + release and renew rows with the flush on \
+             (the rows with targets) time their floors \
              in a directory inside their own key directory: on ext4 without a journal, \
              allocating an inode passes over every inode freed near its directory in the last \
              seconds, so floors timed elsewhere left out kernel CPU that the row's own churn \
@@ -276,7 +277,7 @@ impl Report {
              in a directory of the run's store, and each ceiling takes the mean of the two p50s: \
              the same disk work costs more on the filesystem the run left behind (on ext4 \
              without a journal, a new file's inode is found by passing over every inode freed \
-             in the last seconds, and a run frees several per handoff: \
+             in the last minute, and a run frees several per handoff: \
              docs/design-07-performance.md, \"The contention floors, before and after\"). \
              Both p50s of the handoff's disk work are shown. *CPU per handoff* is the CPU \
              time (user + system) all the worker processes used, from their resource usage \
@@ -626,10 +627,14 @@ impl Report {
             let why = match (met, swept_both, limit, &r.floor_swept) {
                 (true, ..) => "—".to_string(),
                 (false, Some(((x, at), how)), Some(limit), Some((name, _))) if x <= limit => {
+                    let counts = r
+                        .back_to_back
+                        .as_ref()
+                        .map_or(String::new(), |b| format!("; {}", counts(b)));
                     format!(
                         "the disk: the sweep's removals the plain floor leaves off the clock; \
                      its floor with them ({name}) is {} ({how}), and the row is {x:.2}× that \
-                     (≤ {limit}×){discard}",
+                     (≤ {limit}×){counts}{discard}",
                         fmt(at)
                     )
                 }
@@ -971,14 +976,7 @@ fn waiting_or_code(b: &crate::rows::BackToBack, limit: f64, discard: &str) -> St
     let same = no_more(row.writes, floor.writes)
         && no_more(row.flushes, floor.flushes)
         && no_more(row.discards, floor.discards);
-    let counts = format!(
-        "per operation the row sent the device {} requests (writes, flushes, discards) \
-         against its floor's {} and used {} of CPU against {}",
-        requests(&b.row_usage),
-        requests(&b.swept_usage),
-        fmt(b.row_usage.cpu),
-        fmt(b.swept_usage.cpu)
-    );
+    let counts = counts(b);
     if same && cpu_extra < over {
         format!(
             "the disk: {x:.2}× the floor with the sweep's removals (mean back to back), \
@@ -992,4 +990,17 @@ fn waiting_or_code(b: &crate::rows::BackToBack, limit: f64, discard: &str) -> St
             "the code: {x:.2}× even the floor with the sweep's removals (mean back to back); {counts}"
         )
     }
+}
+
+/// What a back-to-back row and its floor with the sweep asked of the device and the
+/// CPU, per operation, in words.
+fn counts(b: &crate::rows::BackToBack) -> String {
+    format!(
+        "per operation the row sent the device {} requests (writes, flushes, discards) \
+         against its floor's {} and used {} of CPU against {}",
+        requests(&b.row_usage),
+        requests(&b.swept_usage),
+        fmt(b.row_usage.cpu),
+        fmt(b.swept_usage.cpu)
+    )
 }

@@ -175,7 +175,7 @@ fn row_kit(root: Option<&Path>, flush: bool, resource: &Resource) -> R<Option<Fl
 /// A floor kit inside the key directory of `resource` in the fs store `main` under
 /// `root` (the key must have been claimed): its creates meet the filesystem as the
 /// row's own churn left it. On ext4 without a journal every inode allocation passes
-/// over the inodes freed in the last seconds near its directory, so a floor timed
+/// over the inodes freed in the last minute near its directory, so a floor timed
 /// elsewhere leaves out CPU the kernel spends on the row's creates
 /// (docs/design-07-performance.md, "Telling the disk from the code").
 fn kit_in_key_dir(root: &Path, resource: &Resource) -> R<FloorKit> {
