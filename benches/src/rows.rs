@@ -71,6 +71,10 @@ pub struct BackToBack {
     /// included) and its floor with the sweep's.
     pub row_usage: crate::device::Usage,
     pub swept_usage: crate::device::Usage,
+    /// The spread (largest − smallest) of the floor with the sweep's device writes
+    /// per operation from block to block: the same operations, counted again, differ
+    /// by this much (the kernel's background writeback lands in any block).
+    pub swept_writes_spread: f64,
 }
 
 type Op<'a> = dyn FnMut() -> R<Duration> + 'a;
@@ -810,6 +814,7 @@ fn back_to_back(
     settle();
     let (mut row, mut plain, mut swept) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     let (mut row_usage, mut swept_usage) = (Usage::zero(), Usage::zero());
+    let mut spread = (f64::MAX, 0.0_f64);
     for _ in 0..blocks {
         let before = now();
         let start = Instant::now();
@@ -826,7 +831,13 @@ fn back_to_back(
         for _ in 0..per_block {
             swept += floor(kit, flush, Variant::Swept)?;
         }
-        swept_usage = swept_usage.plus(&now().since(&after_plain));
+        let block = now().since(&after_plain);
+        if let Some(r) = block.requests {
+            let per_op = r.writes / per_block.max(1) as f64;
+            spread.0 = spread.0.min(per_op);
+            spread.1 = spread.1.max(per_op);
+        }
+        swept_usage = swept_usage.plus(&block);
     }
     let ops = (blocks * per_block).max(1);
     let n = u32::try_from(ops)?;
@@ -838,6 +849,7 @@ fn back_to_back(
         swept_mean: swept / n,
         row_usage: row_usage.per(ops),
         swept_usage: swept_usage.per(ops),
+        swept_writes_spread: (spread.1 - spread.0).max(0.0),
     })
 }
 
