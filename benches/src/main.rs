@@ -387,10 +387,15 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
         }
         // `memory-OP`: the same on the memory backend (the protocol's own cost).
         // `noflush-OP`: the same on an fs store with flush off.
+        // `inline-OP`: the same with the sweep's removals made in line, before the
+        // operation returns (no removal thread).
         let (store, op) = match (op.strip_prefix("memory-"), op.strip_prefix("noflush-")) {
             (Some(op), _) => (Store::new(MemoryStore::new()), op),
             (None, Some(op)) => (Store::new(FsStore::open(dir)?.with_flush(false)), op),
-            (None, None) => (Store::new(FsStore::open(dir)?), op),
+            (None, None) => match op.strip_prefix("inline-") {
+                Some(op) => (crate::removal_ab::inline_store(dir)?, op),
+                None => (Store::new(FsStore::open(dir)?), op),
+            },
         };
         let resource = Resource::lock(format!("ops-{op}"));
         let options = AcquireOptions::new(600_000).owner("ops");

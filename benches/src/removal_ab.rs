@@ -23,6 +23,12 @@ use crate::R;
 use crate::floor::FloorKit;
 use crate::stats::{fmt, summarize};
 
+/// A store on the fs backend in `dir` with every removal in line (`__ops
+/// inline-OP`: the operation with the sweep made before it returns).
+pub fn inline_store(dir: &std::path::Path) -> R<Store> {
+    Ok(Store::new(InLine(FsStore::open(dir)?)))
+}
+
 /// The fs backend with every removal in line: `remove_superseded` is the trait's
 /// default, a plain `remove`.
 #[derive(Debug)]
