@@ -223,8 +223,11 @@ fn dead_waiters_and_foreign_files_leave_the_queue_at_the_next_release() {
     // their tickets stay, their processes are gone.
     let mut first = waiter(&s, "k");
     wait_until("a waiter queued", limit, || tickets(s.store()).len() == 1);
+    let (first_ticket, _) = tickets(s.store())[0].clone();
     first.kill_and_reap();
-    let foreign = queue_dir(s.store()).unwrap().join("g00000001.json");
+    let foreign = queue_dir(s.store())
+        .unwrap()
+        .join(format!("g{first_ticket:08}.json"));
     std::fs::remove_file(&foreign).unwrap();
     std::fs::write(&foreign, vec![b'x'; 1 << 20]).unwrap();
     for queued in 1..=2 {

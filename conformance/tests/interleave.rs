@@ -135,6 +135,40 @@ const REGRESSIONS: &[(&str, u64, &str)] = &[
     ("swept_recreate", 4, "swept generation re-created"),
     // The sweep reuses the confirming listing (planted bug SWEEP_LISTS_AFRESH).
     ("stalled_sweep", 89, "sweep lists afresh"),
+    // Ticket numbers given twice (docs/design-07-performance.md, "A ticket number
+    // is never given twice"). A waiter passed over took the number given to a later
+    // waiter for its own ticket and slept on it (found by the reused-ticket oracle
+    // at FENCEPOST_SCHEDULES=3000; planted bug TICKET_NUMBER_RESTARTS).
+    (
+        "turn_handover",
+        566,
+        "ticket number given again after a lapse",
+    ),
+    // A join numbered from a read of the key made before a release removed an
+    // expired ticket took that ticket's number, and the ticket's own waiter, leaving
+    // late, removed it (planted bug TICKET_NUMBER_UNCONFIRMED).
+    (
+        "turn_handover",
+        1738,
+        "stale join takes a removed ticket's number",
+    ),
+    // A release removed, as expired, a ticket whose number a new waiter had taken
+    // between the release's listing and its removal.
+    (
+        "notified_handover",
+        0,
+        "gone ticket's number taken before its removal",
+    ),
+    // A waiter leaving removed its number after it was given again.
+    (
+        "notified_handover",
+        190,
+        "leaving removes a number given again",
+    ),
+    // An oracle false positive, not a hole: a release read a ticket half written
+    // (a create in progress, which the model makes and no queue backend does) and
+    // removed it as foreign; kept so the kept-ticket oracle keeps exempting it.
+    ("notified_handover", 1023, "torn ticket removed as foreign"),
 ];
 
 #[test]

@@ -361,6 +361,15 @@ pub mod planted {
     /// A release names the oldest unexpired ticket even when its waiter's process
     /// certainly ended: that turn lapses unclaimed, and every claimant waits it out.
     pub static DEAD_WAITER_NAMED: AtomicBool = AtomicBool::new(false);
+    /// Ticket numbers start again at 1 when a queue empties (numbered from the
+    /// queue alone): a waiter passed over whose number was given to a later waiter
+    /// takes that ticket for its own and sleeps on it (rung only for the other's
+    /// turn), and its leaving removes the other waiter's ticket.
+    pub static TICKET_NUMBER_RESTARTS: AtomicBool = AtomicBool::new(false);
+    /// A ticket numbered from the key's newest generation is kept without reading
+    /// that generation again after the create: numbered from a read made before a
+    /// release removed a ticket, it may take that ticket's number, given twice.
+    pub static TICKET_NUMBER_UNCONFIRMED: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

@@ -208,6 +208,12 @@ pub struct World {
     /// Wait-queue tickets as they landed: the ticket's holder id and the change
     /// watch its waiter had open then (one acquisition: one watch, one ticket).
     tickets: Mutex<HashMap<String, Vec<u64>>>,
+    /// Holder ids a release's tombstone ever named (their tickets may be removed
+    /// by the claim over a lapsed turn).
+    named: Mutex<HashSet<String>>,
+    /// Tickets whose create was half written: read then, one does not decode, and
+    /// a release removes it as foreign (see `check_live_ticket_kept`).
+    torn_tickets: Mutex<HashSet<(Key, u64)>>,
     /// Per actor: the ring its last tombstone owes (the claim's key and the ticket
     /// named, `None` for the whole queue). A release that lands a tombstone must
     /// ring before its next backend call.
@@ -287,6 +293,8 @@ impl World {
             wall_steps: Mutex::default(),
             jitter: Default::default(),
             tickets: Mutex::default(),
+            named: Mutex::default(),
+            torn_tickets: Mutex::default(),
             releasing: Mutex::default(),
             queue_faulted: Mutex::default(),
             ended: Mutex::default(),
@@ -397,6 +405,67 @@ impl World {
             self.violate(format!(
                 "stale ticket: {holder}'s release landed its tombstone on {} with its own ticket g{ticket} still queued: the next release may name a waiter that already held, and every claimant waits out its turn",
                 short(key)
+            ));
+        }
+    }
+
+    /// The kept-ticket oracle, when the current actor removes ticket `generation`
+    /// of the queue `queue`: a ticket another acquisition is still queued on (its
+    /// waiter watches it) is removed only when no release could name it any more:
+    /// expired, its waiter's process ended, or named by a turn (which lapsed: the
+    /// claim over it removes it). Otherwise the removal costs a live waiter its
+    /// place: a waiter leaving, or clearing a lapsed turn, by a ticket number given
+    /// again since to another waiter (docs/design-07-performance.md, "A ticket
+    /// number is never given twice"). Not judged for an actor a queue call failed
+    /// for, nor for a ticket whose create was half written: a release that read it
+    /// then removes it as foreign, a loss of place the protocol accepts, for where
+    /// queues are used (the fs backend on Linux, etcd, memory) a ticket lands whole.
+    fn check_live_ticket_kept(&self, queue: &Key, generation: u64) {
+        let Some(actor) = current_actor() else {
+            return;
+        };
+        if !queue.as_str().starts_with("queue-") || lock(&self.queue_faulted).contains(&actor) {
+            return;
+        }
+        let ticket = lock(&self.model)
+            .series
+            .get(queue)
+            .and_then(|series| series.get(&generation))
+            .and_then(|rec| match decode(&rec.bytes, queue.as_str(), generation) {
+                Decoded::Record(t) if rec.complete => Some(t),
+                _ => None,
+            });
+        let Some(ticket) = ticket else {
+            return;
+        };
+        let holder = ticket.holder.to_string();
+        let wall = {
+            let st = self.sched.lock();
+            (st.now as i64 + st.wall_offset).max(0) as u64
+        };
+        let watches = lock(&self.tickets)
+            .get(&holder)
+            .cloned()
+            .unwrap_or_default();
+        let queued_on = lock(&self.watchers).iter().any(|w| {
+            w.actor != actor
+                && w.ticket == Some(generation)
+                && w.key.queue() == *queue
+                && watches.contains(&w.id)
+        });
+        let dead = lock(&self.ticket_pids)
+            .get(&holder)
+            .is_some_and(|pid| lock(&self.ended).contains_key(pid));
+        let torn = lock(&self.torn_tickets).contains(&(queue.clone(), generation));
+        if queued_on
+            && !torn
+            && wall < ticket.expires_at_ms
+            && !dead
+            && !lock(&self.named).contains(&holder)
+        {
+            self.violate(format!(
+                "live ticket removed: ticket g{generation} of {} is {holder}'s, still queued on it, unexpired, alive and never named by a turn, and another acquisition removed it: {holder} loses its place",
+                short(queue)
             ));
         }
     }
@@ -568,6 +637,16 @@ impl World {
         }
     }
 
+    /// Whether the current actor is a release that named nobody, between its
+    /// tombstone and its listing of the queue `queue` (it drops the tickets it
+    /// found gone then).
+    fn dropping_gone(&self, queue: &Key) -> bool {
+        current_actor().is_some_and(|actor| {
+            matches!(lock(&self.ring_due).get(&actor),
+                Some(RingDue::ListQueue(owner)) if owner.queue() == *queue)
+        })
+    }
+
     /// The ring oracle's check, at an actor's backend call: a tombstone it landed
     /// must have been rung first (see `ring_due`).
     pub(crate) fn check_ring_due(&self, what: &str) {
@@ -621,6 +700,7 @@ impl World {
             self.check_own_ticket_gone(key, &record.holder);
             if let Some(next) = &record.next {
                 self.check_named_waiter_alive(key, &next.holder);
+                lock(&self.named).insert(next.holder.to_string());
             }
         }
         let now = self.now();
@@ -1170,6 +1250,28 @@ impl fencepost::ChangeWatch for ModelWatch {
                     "gone ticket: a waiter sleeps on the watch of its ticket g{ticket} of {label}, removed since: nobody rings it"
                 ));
             }
+            // The reused-ticket oracle: the ticket there is another acquisition's
+            // (its number given again after ours was removed): a release that names
+            // it rings the other waiter's turn, and none ever names this one.
+            let now_holder = lock(&world.model)
+                .series
+                .get(&queue)
+                .and_then(|series| series.get(&ticket))
+                .and_then(|rec| match decode(&rec.bytes, queue.as_str(), ticket) {
+                    Decoded::Record(r) => Some(r.holder.to_string()),
+                    _ => None,
+                });
+            let mine = lock(&world.tickets)
+                .iter()
+                .find(|(_, watches)| watches.contains(&self.id))
+                .map(|(holder, _)| holder.clone());
+            if let (Some(now_holder), Some(mine)) = (now_holder, mine)
+                && now_holder != mine
+            {
+                world.violate(format!(
+                    "reused ticket: {mine} sleeps on the watch of its ticket g{ticket} of {label}, which is now {now_holder}'s (the number given again after {mine}'s was removed): rings for {now_holder}'s turn wake it, and no release names it"
+                ));
+            }
         }
         let on_ticket = on_ticket.is_some();
         // The turn oracle: a release's tombstone that names the next waiter keeps
@@ -1314,6 +1416,9 @@ impl ModelStore {
                     );
                     id
                 };
+                if key.as_str().starts_with("queue-") {
+                    lock(&world.torn_tickets).insert((key.clone(), generation));
+                }
                 world.log(format!(
                     "create {label} g{generation} ({what}) ... name reserved, half written"
                 ));
@@ -1550,7 +1655,11 @@ impl LeaseStore for ModelStore {
 
     fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError> {
         let world = &self.0;
-        world.check_ring_due("read a record");
+        // A release that names nobody reads each ticket it found gone before it
+        // removes it (the same ticket still?), before it lists the queue to ring.
+        if !world.dropping_gone(key) {
+            world.check_ring_due("read a record");
+        }
         let fault = world.stall(world.sched.point(Point::Read));
         world.note_queue_fault(key, fault);
         if fault == Fault::ErrBefore {
@@ -1578,11 +1687,7 @@ impl LeaseStore for ModelStore {
         let world = &self.0;
         // A release that names nobody removes the tickets it found gone before
         // it lists the queue to ring.
-        let dropping = current_actor().is_some_and(|actor| {
-            matches!(lock(&world.ring_due).get(&actor),
-                Some(RingDue::ListQueue(owner)) if owner.queue() == *key)
-        });
-        if !dropping {
+        if !world.dropping_gone(key) {
             world.check_ring_due("remove a record");
         }
         let fault = world.stall(world.sched.point(Point::Remove));
@@ -1591,6 +1696,7 @@ impl LeaseStore for ModelStore {
             world.log(format!("remove {} g{generation} -> error", short(key)));
             return Err(injected("remove", key));
         }
+        world.check_live_ticket_kept(key, generation);
         let durable_max = {
             let mut model = lock(&world.model);
             let series = model.series.entry(key.clone()).or_default();

@@ -13,6 +13,11 @@ use crate::protocol::{AcquireOptions, Store};
 use crate::record::{self, Decoded, FORMAT_VERSION, Record, Turn};
 use crate::{Key, Result};
 
+/// How many ticket numbers each generation of a key keeps for its queue (see
+/// [`Store::key_newest`]); past 2^48 generations, numbering falls back to the
+/// queue's own.
+const TICKET_BLOCK: u64 = 1 << 16;
+
 /// How many times joining retries when another waiter takes the same ticket number.
 const JOIN_ATTEMPTS: usize = 8;
 
@@ -35,7 +40,10 @@ impl Store {
         let queue = key.queue();
         for _ in 0..JOIN_ATTEMPTS {
             let newest = self.backend.generations(&queue).ok()?.into_iter().max();
-            let generation = next_generation(&queue, newest.unwrap_or(0)).ok()?;
+            // Read after the queue: see `key_newest`.
+            let key_newest = self.key_newest(key).ok()?;
+            let floor = key_newest.checked_mul(TICKET_BLOCK).unwrap_or(0);
+            let generation = next_generation(&queue, newest.unwrap_or(0).max(floor)).ok()?;
             let now = self.clock.wall_ms();
             let ticket = Record {
                 v: FORMAT_VERSION,
@@ -63,7 +71,22 @@ impl Store {
                 &ticket.encode_owned(),
                 Durability::Unflushed,
             ) {
-                Ok(CreateOutcome::Created) => return Some(generation),
+                Ok(CreateOutcome::Created) => {
+                    #[cfg(feature = "planted-bugs")]
+                    if crate::planted::on(&crate::planted::TICKET_NUMBER_UNCONFIRMED) {
+                        return Some(generation);
+                    }
+                    // A record of the key landed since it was read: the number may
+                    // be one given before and removed since (see `key_newest`).
+                    // Ours for certain (just created, and no waiter's ticket is
+                    // removed by another while it waits): given up, and numbered
+                    // again.
+                    if self.key_newest(key).ok()? == key_newest {
+                        return Some(generation);
+                    }
+                    let _ = self.backend.remove(&queue, generation);
+                    continue;
+                }
                 Ok(CreateOutcome::AlreadyExists) => continue,
                 Err(_) => {
                     // Landed or not, a ticket we do not know we hold is given up.
@@ -73,6 +96,35 @@ impl Store {
             }
         }
         None
+    }
+
+    /// `key`'s newest generation, which numbers its queue's tickets: a new ticket
+    /// is numbered above it times [`TICKET_BLOCK`] (and above the queue's newest),
+    /// so that no ticket number is given twice though the queue empties
+    /// (docs/design-07-performance.md, "A ticket number is never given twice").
+    ///
+    /// Why that holds: a ticket is removed by another than its waiter only after a
+    /// record of the key landed above the generation its waiter read when joining
+    /// (a release's tombstone, or a claim over a lapsed turn). A joiner that read
+    /// the key after that record landed numbers above the removed ticket (fewer
+    /// than [`TICKET_BLOCK`] joins land while one generation is the key's newest);
+    /// one that read it before sees the key's newest changed when it reads it again
+    /// after its create, and numbers again. (A waiter's own removal follows the end
+    /// of its wait: its number may be given again harmlessly.) Given twice, a
+    /// number is taken by its first waiter, passed over, for its own: it sleeps on
+    /// the ticket, rung only for the other's turn, and its leaving removes the
+    /// other's place (found by the checker, `turn_handover` seeds 566 and 1738).
+    fn key_newest(&self, key: &Key) -> Result<u64> {
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::TICKET_NUMBER_RESTARTS) {
+            return Ok(0);
+        }
+        Ok(self
+            .backend
+            .generations(key)?
+            .into_iter()
+            .max()
+            .unwrap_or(0))
     }
 
     /// Joins `key`'s wait queue (see [`Store::join_queue`]) into `ticket`, and
