@@ -640,6 +640,19 @@ impl World {
     /// Whether the current actor is a release that named nobody, between its
     /// tombstone and its listing of the queue `queue` (it drops the tickets it
     /// found gone then).
+    /// The ticket at `ticket` in `queue` as the model holds it: `None` when there is
+    /// none, `Some(None)` when it does not decode, else its holder id.
+    fn ticket_holder(&self, queue: &Key, ticket: u64) -> Option<Option<String>> {
+        lock(&self.model)
+            .series
+            .get(queue)
+            .and_then(|series| series.get(&ticket))
+            .map(|rec| match decode(&rec.bytes, queue.as_str(), ticket) {
+                Decoded::Record(r) => Some(r.holder.to_string()),
+                _ => None,
+            })
+    }
+
     fn dropping_gone(&self, queue: &Key) -> bool {
         current_actor().is_some_and(|actor| {
             matches!(lock(&self.ring_due).get(&actor),
@@ -1253,14 +1266,7 @@ impl fencepost::ChangeWatch for ModelWatch {
             // The reused-ticket oracle: the ticket there is another acquisition's
             // (its number given again after ours was removed): a release that names
             // it rings the other waiter's turn, and none ever names this one.
-            let now_holder = lock(&world.model)
-                .series
-                .get(&queue)
-                .and_then(|series| series.get(&ticket))
-                .and_then(|rec| match decode(&rec.bytes, queue.as_str(), ticket) {
-                    Decoded::Record(r) => Some(r.holder.to_string()),
-                    _ => None,
-                });
+            let now_holder = world.ticket_holder(&queue, ticket).flatten();
             let mine = lock(&world.tickets)
                 .iter()
                 .find(|(_, watches)| watches.contains(&self.id))
@@ -1502,14 +1508,7 @@ impl LeaseStore for ModelStore {
         let queue = key.queue();
         // The acquisition this ticket is (its holder id, if it decodes), for the
         // turn oracles.
-        let landed = lock(&world.model)
-            .series
-            .get(&queue)
-            .and_then(|series| series.get(&ticket))
-            .map(|rec| match decode(&rec.bytes, queue.as_str(), ticket) {
-                Decoded::Record(r) => Some(r.holder.to_string()),
-                _ => None,
-            });
+        let landed = world.ticket_holder(&queue, ticket);
         let Some(holder) = landed else {
             world.log(format!(
                 "watch ticket g{ticket} of {}: gone, no watch",
