@@ -81,10 +81,14 @@ impl Store {
                     // Ours for certain (just created, and no waiter's ticket is
                     // removed by another while it waits): given up, and numbered
                     // again.
-                    if self.key_newest(key).ok()? == key_newest {
+                    let again = self.key_newest(key);
+                    if matches!(again, Ok(n) if n == key_newest) {
                         return Some(generation);
                     }
+                    // Not confirmed (changed, or the read failed): no ticket is
+                    // left behind for a waiter that will not watch it.
                     let _ = self.backend.remove(&queue, generation);
+                    again.ok()?;
                     continue;
                 }
                 Ok(CreateOutcome::AlreadyExists) => continue,
