@@ -25,6 +25,7 @@
 //!
 //! What it explores and what it cannot: docs/interleaving-checker.md.
 
+mod pin;
 mod sched;
 pub mod schedules;
 mod world;
@@ -346,6 +347,24 @@ pub fn replay(schedule: &Schedule, decisions: &[Decision]) -> Outcome {
 }
 
 fn run(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> Outcome {
+    if pin::current().is_some() {
+        return run_here(schedule, decisions, seed);
+    }
+    // A caller outside `explore` (a kept seed, a replay, a shrink): the run moves to
+    // a thread of its own, pinned like an exploring worker, CPUs taken in turn.
+    static NEXT_CPU: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let runner = scope.spawn(|| {
+            pin::pin_to_nth_cpu(NEXT_CPU.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            run_here(schedule, decisions, seed)
+        });
+        runner
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+fn run_here(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> Outcome {
     let dir = tempfile::tempdir().expect("a scratch directory for the checker");
     let setup = Setup {
         dir: dir
@@ -373,6 +392,7 @@ fn run(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> Outcom
         None => Chooser::explore(seed, actors.len(), &schedule.mix),
     };
     let mut taken = Vec::new();
+    let cpu = pin::current();
     std::thread::scope(|scope| {
         for (i, actor) in actors.into_iter().enumerate() {
             let ctx = Ctx {
@@ -384,6 +404,7 @@ fn run(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> Outcom
             std::thread::Builder::new()
                 .name(format!("checker-{}", ctx.name))
                 .spawn_scoped(scope, move || {
+                    pin::follow(cpu);
                     set_current_actor(i);
                     let outcome = catch_unwind(AssertUnwindSafe(|| {
                         ctx.world.sched.arrive();
@@ -663,34 +684,83 @@ pub struct Explored {
     pub seconds: f64,
 }
 
-/// Runs `schedule` for every seed in `seeds`; the first violation is shrunk and
-/// returned.
+/// Runs `schedule` for every seed in `seeds`; the violation of the lowest failing
+/// seed is shrunk and returned.
+///
+/// Seeds run on [`explore_workers`] threads at once, each taking the next
+/// unexplored seed; a seed above a known failure is not started. Every seed below
+/// the lowest failure has therefore run, so the failure reported is the one a
+/// one-at-a-time search finds (pinned by the planted-bug tests' kept seeds).
 ///
 /// # Errors
 ///
-/// The shrunk [`Failure`] of the first seed whose run violated an oracle.
+/// The shrunk [`Failure`] of the lowest seed whose run violated an oracle.
 pub fn explore(schedule: &Schedule, seeds: std::ops::Range<u64>) -> Result<Explored, Box<Failure>> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
     let started = Instant::now();
-    let mut explored = Explored {
-        schedules: 0,
-        decisions: 0,
-        seconds: 0.0,
-    };
-    for seed in seeds {
-        let outcome = run_seed(schedule, seed);
-        explored.schedules += 1;
-        explored.decisions += outcome.decisions.len() as u64;
-        if outcome.violation.is_some() {
-            let original_decisions = outcome.decisions.len();
-            let shrunk = shrink(schedule, outcome, 300);
-            return Err(Box::new(Failure {
-                schedule: schedule.name,
-                seed,
-                original_decisions,
-                shrunk,
-            }));
+    let next = AtomicU64::new(seeds.start);
+    let lowest_failing = AtomicU64::new(u64::MAX);
+    let failed: Mutex<Option<(u64, Outcome)>> = Mutex::new(None);
+    let counts = Mutex::new((0u64, 0u64));
+    std::thread::scope(|scope| {
+        for worker in 0..explore_workers() {
+            let (next, lowest_failing, failed, counts) = (&next, &lowest_failing, &failed, &counts);
+            let seeds = &seeds;
+            scope.spawn(move || {
+                pin::pin_to_nth_cpu(worker);
+                let (mut schedules, mut decisions) = (0, 0);
+                loop {
+                    let seed = next.fetch_add(1, Ordering::SeqCst);
+                    if seed >= seeds.end || seed > lowest_failing.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let outcome = run_seed(schedule, seed);
+                    schedules += 1;
+                    decisions += outcome.decisions.len() as u64;
+                    if outcome.violation.is_some() {
+                        lowest_failing.fetch_min(seed, Ordering::SeqCst);
+                        let mut failed = failed.lock().unwrap_or_else(|e| e.into_inner());
+                        if failed.as_ref().is_none_or(|(lowest, _)| seed < *lowest) {
+                            *failed = Some((seed, outcome));
+                        }
+                    }
+                }
+                let mut counts = counts.lock().unwrap_or_else(|e| e.into_inner());
+                counts.0 += schedules;
+                counts.1 += decisions;
+            });
         }
+    });
+    if let Some((seed, outcome)) = failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        let original_decisions = outcome.decisions.len();
+        let shrunk = shrink(schedule, outcome, 300);
+        return Err(Box::new(Failure {
+            schedule: schedule.name,
+            seed,
+            original_decisions,
+            shrunk,
+        }));
     }
-    explored.seconds = started.elapsed().as_secs_f64();
-    Ok(explored)
+    let (schedules, decisions) = counts.into_inner().unwrap_or_else(|e| e.into_inner());
+    Ok(Explored {
+        schedules,
+        decisions,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
+
+/// How many seeds [`explore`] runs at once: one per available core, at most four
+/// (each run is a handful of threads of which one moves at a time), and
+/// `FENCEPOST_CHECK_WORKERS` when set (1 gives the one-at-a-time search).
+pub fn explore_workers() -> usize {
+    std::env::var(WORKERS_ENV)
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
+}
+
+/// The variable that sets [`explore_workers`].
+pub const WORKERS_ENV: &str = "FENCEPOST_CHECK_WORKERS";

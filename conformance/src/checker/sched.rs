@@ -200,7 +200,12 @@ pub(crate) struct SchedState {
 #[derive(Debug)]
 pub(crate) struct Sched {
     state: Mutex<SchedState>,
-    cv: Condvar,
+    /// One condition variable per actor, rung only when that actor is handed the
+    /// baton, and one for the controller: a handoff wakes exactly the thread that
+    /// runs next. (One shared variable woke every actor at every step; the
+    /// checker's time went to the kernel.)
+    actor_cv: Vec<Condvar>,
+    controller_cv: Condvar,
 }
 
 impl Sched {
@@ -214,7 +219,8 @@ impl Sched {
                 now: start_ms,
                 wall_offset: 0,
             }),
-            cv: Condvar::new(),
+            actor_cv: actors.iter().map(|_| Condvar::new()).collect(),
+            controller_cv: Condvar::new(),
         }
     }
 
@@ -231,7 +237,7 @@ impl Sched {
         let mut st = self.lock();
         st.status[me] = Status::Waiting(point);
         st.running = None;
-        self.cv.notify_all();
+        self.controller_cv.notify_one();
         self.wait_for_baton(st, me)
     }
 
@@ -245,13 +251,15 @@ impl Sched {
             Status::Arriving(true) => Status::Held,
             _ => Status::Waiting(Point::Start),
         };
-        self.cv.notify_all();
+        self.controller_cv.notify_one();
         self.wait_for_baton(st, me);
     }
 
     fn wait_for_baton(&self, mut st: MutexGuard<'_, SchedState>, me: usize) -> Fault {
         while st.running != Some(me) {
-            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = self.actor_cv[me]
+                .wait(st)
+                .unwrap_or_else(|e| e.into_inner());
         }
         st.status[me] = Status::Running;
         let fault = std::mem::replace(&mut st.directive[me], Fault::None);
@@ -271,14 +279,17 @@ impl Sched {
             Status::Done
         };
         st.running = None;
-        self.cv.notify_all();
+        self.controller_cv.notify_one();
     }
 
     /// Controller: waits until no actor holds the baton.
     pub(crate) fn quiescent(&self) -> MutexGuard<'_, SchedState> {
         let mut st = self.lock();
         while st.running.is_some() || st.status.iter().any(|s| matches!(s, Status::Arriving(_))) {
-            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = self
+                .controller_cv
+                .wait(st)
+                .unwrap_or_else(|e| e.into_inner());
         }
         st
     }
@@ -289,7 +300,7 @@ impl Sched {
         st.running = Some(actor);
         st.status[actor] = Status::Running;
         drop(st);
-        self.cv.notify_all();
+        self.actor_cv[actor].notify_one();
     }
 
     /// Controller: kills every actor that has not finished, one at a time.
