@@ -8,12 +8,28 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${FENCEPOST_KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 fail() { echo "verify-package: $*" >&2; exit 1; }
+# Builds go to the workspace's own target directory: the packaged crates build as
+# crates of their own (their sources are the unpacked packages, so their artifacts
+# are apart from the workspace's), while the registry dependencies a stranger would
+# compile from the same sources are reused instead of compiled a second time.
+# (A packaged binary overwrites the workspace's copy of the same name in
+# target/<profile>/; the next workspace build links its own back.)
+build_dir=$(cargo metadata --format-version 1 --no-deps \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])') \
+  || fail "cargo metadata could not name the target directory"
+# Each phase prints how long the one before took, so CI's log shows where the time goes.
+phase_started=$SECONDS
+phase() {
+  [ "$phase_started" -lt "$SECONDS" ] && echo "   ($(( SECONDS - phase_started ))s)"
+  phase_started=$SECONDS
+  echo "== $1"
+}
 
 publishable=(fencepost fencepost-fs fencepost-memory fencepost-conformance fencepost-etcd fencepost-cli fencepost-server)
 
-echo "== 1. dependency budget (docs/protocol.md §9)"
+phase "1. dependency budget (docs/protocol.md §9)"
 # The core may use std plus these crates and their own dependencies; anything else is a
 # new dependency that must be argued for here. getrandom: the per-tenure secret (proof of
 # holding) must come from the operating system's random source, not from std's hash keys.
@@ -31,15 +47,15 @@ for crate in fencepost-fs fencepost-cli; do
   [ -z "$bad" ] || fail "$crate depends on heavy or network crates: $(echo $bad)"
 done
 
-echo "== 2. cargo package (with verification builds, metadata warnings are errors)"
+phase "2. cargo package (with verification builds, metadata warnings are errors)"
 packages=()
 for crate in "${publishable[@]}"; do packages+=(-p "$crate"); done
-cargo package "${packages[@]}" --allow-dirty --target-dir "$work/target" 2> "$work/package.log" \
+cargo package "${packages[@]}" --allow-dirty --target-dir "$build_dir" 2> "$work/package.log" \
   || { cat "$work/package.log" >&2; fail "cargo package failed"; }
 if grep -E '^warning' "$work/package.log"; then fail "cargo package warned (above)"; fi
 mkdir -p "$work/crates"
 for crate in "${publishable[@]}"; do
-  tar -xzf "$work/target/package/$crate-0.1.0.crate" -C "$work/crates"
+  tar -xzf "$build_dir/package/$crate-0.1.0.crate" -C "$work/crates"
 done
 
 patches=()
@@ -47,7 +63,7 @@ for crate in "${publishable[@]}"; do
   patches+=(--config "patch.crates-io.$crate.path=\"$work/crates/$crate-0.1.0\"")
 done
 
-echo "== 3. a consumer outside the workspace, against the packaged core + fs backend"
+phase "3. a consumer outside the workspace, against the packaged core + fs backend"
 mkdir -p "$work/consumer/src"
 cat > "$work/consumer/Cargo.toml" <<TOML
 [package]
@@ -78,13 +94,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 RS
-(cd "$work/consumer" && cargo run --quiet --offline --target-dir "$work/target" "${patches[@]}" -- "$work/consumer-store") \
+(cd "$work/consumer" && cargo run --quiet --offline --target-dir "$build_dir" "${patches[@]}" -- "$work/consumer-store") \
   || fail "the consumer of the packaged crates failed"
 if (cd "$work/consumer" && cargo metadata --offline --format-version 1 "${patches[@]}") | grep -q "\"manifest_path\":\"$repo/"; then
   fail "the consumer resolved a crate from the workspace instead of the package"
 fi
 
-echo "== 3b. a backend author outside the workspace runs the packaged conformance suite in a few lines"
+phase "3b. a backend author outside the workspace runs the packaged conformance suite in a few lines"
 mkdir -p "$work/author/src" "$work/author/tests"
 cat > "$work/author/Cargo.toml" <<TOML
 [package]
@@ -111,17 +127,21 @@ fn main() {
     fencepost_conformance::run(fencepost_conformance::Backend::shared("mine", |l: &str| fencepost_fs::FsStore::open(l)));
 }
 RS
-(cd "$work/author" && cargo test --quiet --offline --target-dir "$work/target" "${patches[@]}" --test conformance) \
+(cd "$work/author" && cargo test --quiet --offline --target-dir "$build_dir" "${patches[@]}" --test conformance) \
   > "$work/author.log" 2>&1 || { cat "$work/author.log" >&2; fail "the outside author's conformance run failed"; }
 grep -q "mine::contention_processes" "$work/author.log" || { cat "$work/author.log" >&2; fail "the author's run did not list the scenarios"; }
 grep "test result" "$work/author.log"
 
-echo "== 4. cargo install the packaged CLI and server, then use them"
+phase "4. cargo install the packaged CLI and server, then use them"
+# With the workspace's release profile (overflow checks on: a profile is the root
+# manifest's, and a published crate's manifest carries none), so the dependencies the
+# release build compiled are reused; a stranger's install compiles them without it.
+same_profile=(--config 'profile.release.overflow-checks=true')
 for crate in fencepost-cli fencepost-server; do
   cargo install --quiet --offline --locked --path "$work/crates/$crate-0.1.0" --root "$work/install" \
-    --target-dir "$work/target" "${patches[@]}" 2>"$work/install.log" \
+    --target-dir "$build_dir" "${same_profile[@]}" "${patches[@]}" 2>"$work/install.log" \
     || cargo install --quiet --offline --path "$work/crates/$crate-0.1.0" --root "$work/install" \
-      --target-dir "$work/target" "${patches[@]}" \
+      --target-dir "$build_dir" "${same_profile[@]}" "${patches[@]}" \
     || { cat "$work/install.log" >&2; fail "cargo install $crate from its package failed"; }
 done
 fp="$work/install/bin/fencepost"
@@ -143,4 +163,5 @@ for tool in claim claim_all assert renew release write status; do
   echo "$responses" | grep -q "\"name\":\"$tool\"" || fail "installed server: tools/list lacks $tool"
 done
 echo "installed server: initialize + tools/list shows every tool: ok"
+phase "done"
 echo "verify-package: all checks passed"
