@@ -237,6 +237,17 @@ fn catches_a_stale_join_numbered_without_a_second_read() {
 }
 
 #[test]
+fn catches_a_ticket_left_behind_when_its_confirming_read_fails() {
+    // The join's second read of the key fails after its ticket landed: the waiter
+    // goes on ticketless, and its ticket is still queued when it releases.
+    catches(
+        &planted::TICKET_LEFT_ON_FAILED_CONFIRM,
+        "turn_read_errors",
+        18,
+    );
+}
+
+#[test]
 fn catches_a_tree_check_made_only_before_claiming() {
     catches(&planted::TREE_CHECK_BEFORE_CLAIM_ONLY, "subtree_race", 13);
 }
@@ -321,6 +332,10 @@ fn survey() {
         (
             "TICKET_NUMBER_UNCONFIRMED",
             &planted::TICKET_NUMBER_UNCONFIRMED,
+        ),
+        (
+            "TICKET_LEFT_ON_FAILED_CONFIRM",
+            &planted::TICKET_LEFT_ON_FAILED_CONFIRM,
         ),
     ] {
         if let Ok(only) = std::env::var("FENCEPOST_PLANTED")

@@ -370,6 +370,10 @@ pub mod planted {
     /// that generation again after the create: numbered from a read made before a
     /// release removed a ticket, it may take that ticket's number, given twice.
     pub static TICKET_NUMBER_UNCONFIRMED: AtomicBool = AtomicBool::new(false);
+    /// A join whose confirming read of the key fails returns without a ticket but
+    /// leaves the ticket it just made in the queue: nobody waits on it, and its
+    /// waiter, ticketless, goes on to hold and release with it still queued.
+    pub static TICKET_LEFT_ON_FAILED_CONFIRM: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

@@ -191,6 +191,25 @@ pub const SCHEDULES: &[Schedule] = &[
         inflight_ms: INFLIGHT_MS,
         actors: turn_handover,
     },
+    // Turns when reads fail: a list, read or remove of the key or its queue
+    // fails now and then, so a waiter's join can fail between its ticket's create
+    // and the read that confirms it (docs/design-07-performance.md, "A ticket
+    // number is never given twice": such a ticket is removed, not left behind).
+    Schedule {
+        name: "turn_read_errors",
+        about: "turn_handover with failing lists, reads and removes: a join whose confirming read fails leaves no ticket behind",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 30,
+            advance: 60,
+            io_error: 40,
+            notify: true,
+            ..FaultMix::NONE
+        },
+        max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
+        actors: turn_handover,
+    },
     // Turns with a process table (docs/design-07-performance.md, "A waiter whose
     // process ended is passed over at once"): waiters tied to their model
     // processes die while queued, and a release must pass over a ticket whose

@@ -218,6 +218,11 @@ pub struct World {
     /// named, `None` for the whole queue). A release that lands a tombstone must
     /// ring before its next backend call.
     ring_due: Mutex<HashMap<usize, RingDue>>,
+    /// Rings a release could not make because its listing of the queue failed:
+    /// the key and its newest generation then (the release's tombstone). A waiter
+    /// asleep on its ticket then wakes by its fallback read, within
+    /// CHANGE_WAIT_MAX (see the lost wake-up oracle).
+    rings_lost: Mutex<HashSet<(Key, u64)>>,
     /// Per (watch, key, tombstone generation): how long that waiter has slept on
     /// another waiter's turn, in ms of true time.
     turn_sleeps: Mutex<HashMap<(u64, Key, u64), u64>>,
@@ -301,6 +306,7 @@ impl World {
             ticket_pids: Mutex::default(),
             queue_listed: Mutex::default(),
             ring_due: Mutex::default(),
+            rings_lost: Mutex::default(),
             turn_sleeps: Mutex::default(),
         }
     }
@@ -640,6 +646,15 @@ impl World {
     /// Whether the current actor is a release that named nobody, between its
     /// tombstone and its listing of the queue `queue` (it drops the tickets it
     /// found gone then).
+    /// `key`'s newest generation in the model (0 when it has none).
+    fn newest_generation(&self, key: &Key) -> u64 {
+        lock(&self.model)
+            .series
+            .get(key)
+            .and_then(|series| series.keys().next_back().copied())
+            .unwrap_or(0)
+    }
+
     /// The ticket at `ticket` in `queue` as the model holds it: `None` when there is
     /// none, `Some(None)` when it does not decode, else its holder id.
     fn ticket_holder(&self, queue: &Key, ticket: u64) -> Option<Option<String>> {
@@ -1324,9 +1339,16 @@ impl fencepost::ChangeWatch for ModelWatch {
                     *key == self.key
                 }
             });
+        // A ring its release could not make (its listing of the queue failed) is
+        // made up for by the fallback: a waiter on its ticket sleeps no longer
+        // than CHANGE_WAIT_MAX while that release's tombstone is the newest.
+        let ring_lost = on_ticket
+            && ms <= fallback
+            && lock(&world.rings_lost)
+                .contains(&(self.key.clone(), world.newest_generation(&self.key)));
         match world
             .key_is_free(&self.key)
-            .filter(|_| turn.is_none() && !ring_in_flight)
+            .filter(|_| turn.is_none() && !ring_in_flight && !ring_lost)
         {
             Some("released") => world.violate(format!(
                 "lost wake-up: a waiter sleeps up to {ms} ms on a change of {label}, whose newest record is already a tombstone and no change is pending"
@@ -1608,7 +1630,10 @@ impl LeaseStore for ModelStore {
             world.log(format!("list {} -> error", short(key)));
             if owed && let Some(actor) = actor {
                 // No listing, nobody to ring: the waiter's fallback read covers it.
-                lock(&world.ring_due).remove(&actor);
+                if let Some(RingDue::ListQueue(owner)) = lock(&world.ring_due).remove(&actor) {
+                    let newest = world.newest_generation(&owner);
+                    lock(&world.rings_lost).insert((owner, newest));
+                }
             }
             return Err(injected("list", key));
         }

@@ -87,6 +87,12 @@ impl Store {
                     }
                     // Not confirmed (changed, or the read failed): no ticket is
                     // left behind for a waiter that will not watch it.
+                    #[cfg(feature = "planted-bugs")]
+                    if again.is_err()
+                        && crate::planted::on(&crate::planted::TICKET_LEFT_ON_FAILED_CONFIRM)
+                    {
+                        return None;
+                    }
                     let _ = self.backend.remove(&queue, generation);
                     again.ok()?;
                     continue;
