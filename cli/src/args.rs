@@ -251,9 +251,7 @@ pub fn check_plain(argv: &[OsString], store_env: Option<&OsStr>) -> Option<Cli> 
         },
         command: Command::Check(CheckArgs {
             target: Target {
-                lock,
-                file,
-                dir,
+                one: OneResource { lock, file, dir },
                 slot,
             },
             token: token?,
@@ -356,31 +354,39 @@ pub struct CompletionsArgs {
 
 /// `--lock NAME` (with `--slot N`, one slot of it), `--file PATH` or `--dir PATH`,
 /// exactly one.
-// `multiple = true` only so that `--slot` may join `--lock`; `--lock`, `--file` and
-// `--dir` still exclude each other.
 #[derive(Debug, Args)]
-#[group(id = "resource", required = true, multiple = true)]
 pub struct Target {
+    #[command(flatten)]
+    pub one: OneResource,
+    /// With --lock: slot N (from 1) of the lock, as `claim --slots` printed it;
+    /// each slot is its own lease
+    #[arg(long, value_name = "N", requires = "lock", conflicts_with_all = ["file", "dir"], value_parser = parse_slots)]
+    pub slot: Option<u32>,
+}
+
+/// `--lock NAME`, `--file PATH` or `--dir PATH`, exactly one. (`--slot` is apart
+/// from this group, so usage lines show it as an option of `--lock`, not a fourth
+/// kind of resource.)
+#[derive(Debug, Args)]
+#[group(id = "resource", required = true, multiple = false)]
+pub struct OneResource {
     /// A named lock such as db:migrations (trimmed, case-folded, invisible characters ignored)
-    #[arg(long, value_name = "NAME", conflicts_with = "file")]
+    #[arg(long, value_name = "NAME")]
     pub lock: Option<String>,
     /// A file, existing or not, relative to the current directory
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
     /// A directory and everything below it (a subtree), existing or not; conflicts with
     /// claims of files and directories below it and of directories above it
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["lock", "file"])]
+    #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
-    /// With --lock: slot N (from 1) of the lock, as `claim --slots` printed it;
-    /// each slot is its own lease
-    #[arg(long, value_name = "N", requires = "lock", conflicts_with = "file", value_parser = parse_slots)]
-    pub slot: Option<u32>,
 }
 
 impl Target {
     /// The resource named on the command line.
     pub fn resource(&self) -> Resource {
-        match (&self.lock, &self.file, &self.dir, self.slot) {
+        let OneResource { lock, file, dir } = &self.one;
+        match (lock, file, dir, self.slot) {
             (Some(name), _, _, Some(slot)) => Resource::slot(name.clone(), slot),
             (Some(name), _, _, None) => Resource::lock(name.clone()),
             (None, Some(path), _, _) => Resource::file(path.clone()),

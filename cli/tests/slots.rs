@@ -141,6 +141,29 @@ fn bad_slot_input_is_one_clear_line() {
     }
 }
 
+/// `--slot` is an option of `--lock`, not a fourth kind of resource: the usage
+/// line of every command taking one resource offers `--lock`, `--file` or `--dir`,
+/// and lists `--slot` with the options.
+#[test]
+fn usage_offers_slot_as_an_option_of_lock() {
+    let s = Scratch::new();
+    for command in ["run", "check", "renew", "release", "break"] {
+        let output = s.cmd().args([command, "--help"]).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{command}: {output:?}");
+        let help = String::from_utf8_lossy(&output.stdout);
+        let usage = help
+            .lines()
+            .find(|line| line.starts_with("Usage:"))
+            .unwrap_or_else(|| panic!("{command} --help has a usage line: {help}"));
+        assert!(
+            usage.contains("<--lock <NAME>|--file <PATH>|--dir <PATH>>"),
+            "{command}: {usage}"
+        );
+        assert!(!usage.contains("--slot"), "{command}: {usage}");
+        assert!(help.contains("--slot <N>"), "{command}: {help}");
+    }
+}
+
 /// The test through real processes: 12 `fencepost run --slots 4` processes
 /// at once, each a few times; never two in one slot (an exclusive `mkdir` marker per
 /// slot, so never more than 4 inside), slots 1 to 4 only, and tokens per slot
