@@ -133,15 +133,17 @@ grep -q "mine::contention_processes" "$work/author.log" || { cat "$work/author.l
 grep "test result" "$work/author.log"
 
 phase "4. cargo install the packaged CLI and server, then use them"
-# With the workspace's release profile (overflow checks on: a profile is the root
-# manifest's, and a published crate's manifest carries none), so the dependencies the
-# release build compiled are reused; a stranger's install compiles them without it.
-same_profile=(--config 'profile.release.overflow-checks=true')
+# Installed as debug builds: phase 2's verification builds compiled every dependency
+# of the packaged CLI and server, with the features each alone selects, in the dev
+# profile, and those are reused; a stranger's release install compiles the same
+# sources with optimizations (and, as the workspace's release profile is not in a
+# published manifest, without its overflow checks).
+install_profile=(--debug)
 for crate in fencepost-cli fencepost-server; do
   cargo install --quiet --offline --locked --path "$work/crates/$crate-0.1.0" --root "$work/install" \
-    --target-dir "$build_dir" "${same_profile[@]}" "${patches[@]}" 2>"$work/install.log" \
+    --target-dir "$build_dir" "${install_profile[@]}" "${patches[@]}" 2>"$work/install.log" \
     || cargo install --quiet --offline --path "$work/crates/$crate-0.1.0" --root "$work/install" \
-      --target-dir "$build_dir" "${same_profile[@]}" "${patches[@]}" \
+      --target-dir "$build_dir" "${install_profile[@]}" "${patches[@]}" \
     || { cat "$work/install.log" >&2; fail "cargo install $crate from its package failed"; }
 done
 fp="$work/install/bin/fencepost"
