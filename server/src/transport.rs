@@ -13,6 +13,8 @@
 //!   nesting too deep; a line that is not a complete JSON object is still dropped
 //!   (a peer that echoes errors cannot start a storm);
 //! - `tools/call` without an object `params` is answered `-32602` (invalid params);
+//! - rmcp's "method not found" (`-32601`) also names the method asked for and the
+//!   methods there are;
 //! - everything else goes to rmcp unchanged, and each request's outcome is logged
 //!   once, at info, when its response goes out (`tools/call claim (id 3): ok`).
 //!
@@ -94,7 +96,7 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
     tokio::spawn(async move {
         let mut from_rmcp = BufReader::new(from_rmcp).lines();
         while let Ok(Some(line)) = from_rmcp.next_line().await {
-            log_response(&pending, &line);
+            let line = log_response(&pending, line);
             if lines.send(line).is_err() {
                 break;
             }
@@ -185,16 +187,28 @@ fn screen_message(message: &Value) -> Screened {
     Screened::Forward(Some((id.to_string(), format!("{method}{tool}"))))
 }
 
-/// Logs, at info, how the request a response answers ended.
-fn log_response(pending: &Pending, line: &str) {
-    let Ok(response) = serde_json::from_str::<Value>(line) else {
-        return;
+/// What this server answers; named in the reply to any other method.
+const METHODS: &str = "initialize, ping, tools/list and tools/call (tools/list names the tools)";
+
+/// Logs, at info, how the request a response answers ended, and returns the
+/// response to send: rmcp's own, except that "method not found" also names the
+/// method asked for and the methods there are (rmcp says only "Method not found").
+fn log_response(pending: &Pending, line: String) -> String {
+    let Ok(mut response) = serde_json::from_str::<Value>(&line) else {
+        return line;
     };
-    let Some(id) = response.get("id") else {
-        return;
+    let Some(id) = response.get("id").cloned() else {
+        return line;
     };
     let Some(what) = pending.lock().unwrap().remove(&id.to_string()) else {
-        return;
+        return line;
+    };
+    let line = if response["error"]["code"] == -32601 {
+        let message = format!("Method not found: {what}; this server answers {METHODS}");
+        response["error"]["message"] = Value::String(message);
+        response.to_string()
+    } else {
+        line
     };
     let outcome = if let Some(error) = response.get("error") {
         format!(
@@ -211,6 +225,7 @@ fn log_response(pending: &Pending, line: &str) {
         "ok".to_string()
     };
     tracing::info!("{what} (id {id}): {outcome}");
+    line
 }
 
 /// The `id` of `line` when it is one complete JSON object (its closing brace ends

@@ -89,6 +89,23 @@ fn tools_call_with_params_of_the_wrong_shape_is_invalid_params() {
     assert_eq!(reply["error"]["code"], -32602, "no params: {reply}");
 }
 
+/// A method the server does not answer gets -32601 naming that method and the
+/// methods there are (rmcp's own message said only "Method not found").
+#[test]
+fn an_unknown_method_is_named_with_the_methods_there_are() {
+    let tree = Tree::new();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    raw.send(json!({"jsonrpc": "2.0", "id": 31, "method": "tools/run", "params": {}}));
+    let reply = raw.next().expect("a reply");
+    assert_eq!(reply["id"], 31, "{reply}");
+    assert_eq!(reply["error"]["code"], -32601, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("tools/run"), "{message}");
+    assert!(message.contains("tools/list"), "{message}");
+    assert!(message.contains("tools/call"), "{message}");
+}
+
 /// issue 19: tokens above i64::MAX were refused with "expected i64"; the schema
 /// says a token is a u64.
 #[tokio::test]
