@@ -96,7 +96,7 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
     tokio::spawn(async move {
         let mut from_rmcp = BufReader::new(from_rmcp).lines();
         while let Ok(Some(line)) = from_rmcp.next_line().await {
-            let line = log_response(&pending, line);
+            let line = relay_response(&pending, line);
             if lines.send(line).is_err() {
                 break;
             }
@@ -193,7 +193,7 @@ const METHODS: &str = "initialize, ping, tools/list and tools/call (tools/list n
 /// Logs, at info, how the request a response answers ended, and returns the
 /// response to send: rmcp's own, except that "method not found" also names the
 /// method asked for and the methods there are (rmcp says only "Method not found").
-fn log_response(pending: &Pending, line: String) -> String {
+fn relay_response(pending: &Pending, line: String) -> String {
     let Ok(mut response) = serde_json::from_str::<Value>(&line) else {
         return line;
     };

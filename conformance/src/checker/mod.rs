@@ -33,7 +33,8 @@ mod world;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use fencepost::Store;
@@ -352,10 +353,10 @@ fn run(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> Outcom
     }
     // A caller outside `explore` (a kept seed, a replay, a shrink): the run moves to
     // a thread of its own, pinned like an exploring worker, CPUs taken in turn.
-    static NEXT_CPU: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    static NEXT_CPU: AtomicUsize = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         let runner = scope.spawn(|| {
-            pin::pin_to_nth_cpu(NEXT_CPU.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            pin::pin_to_nth_cpu(NEXT_CPU.fetch_add(1, Ordering::Relaxed));
             run_here(schedule, decisions, seed)
         });
         runner
@@ -696,9 +697,6 @@ pub struct Explored {
 ///
 /// The shrunk [`Failure`] of the lowest seed whose run violated an oracle.
 pub fn explore(schedule: &Schedule, seeds: std::ops::Range<u64>) -> Result<Explored, Box<Failure>> {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicU64, Ordering};
-
     let started = Instant::now();
     let next = AtomicU64::new(seeds.start);
     let lowest_failing = AtomicU64::new(u64::MAX);

@@ -29,17 +29,21 @@ pub(crate) fn current() -> Option<usize> {
     PINNED.with(Cell::get)
 }
 
-/// Pins the calling (actor) thread to `cpu`, the CPU of the thread that started it
-/// (Linux threads inherit it anyway; Windows threads start with the process's mask).
+/// Pins the calling (actor) thread to `cpu`, the CPU of the thread that started it.
+/// Only where a new thread does not inherit its creator's CPU: Windows threads start
+/// with the process's mask, Linux threads with their creator's.
 pub(crate) fn follow(cpu: Option<usize>) {
-    if let Some(cpu) = cpu {
+    if let Some(cpu) = cpu
+        && !platform::THREADS_INHERIT
+    {
         platform::pin_current_thread(cpu);
-        PINNED.with(|p| p.set(Some(cpu)));
     }
 }
 
 #[cfg(target_os = "linux")]
 mod platform {
+    pub(super) const THREADS_INHERIT: bool = true;
+
     pub(super) fn nth_allowed_cpu(n: usize) -> Option<usize> {
         // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity writes
         // at most size_of::<cpu_set_t>() bytes into it.
@@ -68,6 +72,8 @@ mod platform {
 
 #[cfg(windows)]
 mod platform {
+    pub(super) const THREADS_INHERIT: bool = false;
+
     use windows_sys::Win32::System::Threading::{
         GetCurrentProcess, GetCurrentThread, GetProcessAffinityMask, SetThreadAffinityMask,
     };
@@ -92,6 +98,8 @@ mod platform {
 
 #[cfg(not(any(target_os = "linux", windows)))]
 mod platform {
+    pub(super) const THREADS_INHERIT: bool = true;
+
     pub(super) fn nth_allowed_cpu(_n: usize) -> Option<usize> {
         None
     }

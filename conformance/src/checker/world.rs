@@ -643,9 +643,6 @@ impl World {
         }
     }
 
-    /// Whether the current actor is a release that named nobody, between its
-    /// tombstone and its listing of the queue `queue` (it drops the tickets it
-    /// found gone then).
     /// `key`'s newest generation in the model (0 when it has none).
     fn newest_generation(&self, key: &Key) -> u64 {
         lock(&self.model)
@@ -668,6 +665,9 @@ impl World {
             })
     }
 
+    /// Whether the current actor is a release that named nobody, between its
+    /// tombstone and its listing of the queue `queue` (it drops the tickets it
+    /// found gone then).
     fn dropping_gone(&self, queue: &Key) -> bool {
         current_actor().is_some_and(|actor| {
             matches!(lock(&self.ring_due).get(&actor),
