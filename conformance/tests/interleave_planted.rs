@@ -248,6 +248,14 @@ fn catches_a_ticket_left_behind_when_its_confirming_read_fails() {
 }
 
 #[test]
+fn catches_tickets_removed_by_a_removal_thread() {
+    // Tickets removed through `remove_superseded`, which the model defers as the
+    // fs backend's removal thread does: a ticket whose waiter left the queue stays
+    // queued for the other processes.
+    catches(&planted::TICKET_REMOVAL_DEFERRED, "deferred_turns", 3);
+}
+
+#[test]
 fn catches_a_tree_check_made_only_before_claiming() {
     catches(&planted::TREE_CHECK_BEFORE_CLAIM_ONLY, "subtree_race", 13);
 }
@@ -337,6 +345,7 @@ fn survey() {
             "TICKET_LEFT_ON_FAILED_CONFIRM",
             &planted::TICKET_LEFT_ON_FAILED_CONFIRM,
         ),
+        ("TICKET_REMOVAL_DEFERRED", &planted::TICKET_REMOVAL_DEFERRED),
     ] {
         if let Ok(only) = std::env::var("FENCEPOST_PLANTED")
             && only != name

@@ -81,3 +81,61 @@ fn power_cuts_fall_between_the_steps_of_each_procedure() {
         );
     }
 }
+
+/// The deferred schedules defer for real: a removal handed to the model's removal
+/// thread lands after another actor acted, one dies with its process or the power
+/// cut, and its own actor reads it as removed meanwhile — each in some run of the
+/// default budget, every run holding every oracle.
+#[test]
+fn deferred_removals_land_late_die_and_hide() {
+    let (mut late, mut died, mut hidden) = (false, false, false);
+    for name in [
+        "deferred_sweep",
+        "deferred_swept_recreate",
+        "deferred_turns",
+        "deferred_shared",
+    ] {
+        let schedule = checker::schedule(name).expect("a schedule of that name");
+        for seed in 0..BUDGET {
+            let outcome = checker::run_seed(schedule, seed);
+            assert!(
+                outcome.violation.is_none(),
+                "{name} seed {seed}: {:?}",
+                outcome.violation
+            );
+            let trace = &outcome.trace;
+            // The actor a line is by: the field before the second colon.
+            let who = |line: &str| {
+                line.split(':')
+                    .next()
+                    .unwrap_or("")
+                    .rsplit(' ')
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            };
+            for (i, line) in trace.iter().enumerate() {
+                let Some(what) = line.split("hand the removal of ").nth(1) else {
+                    continue;
+                };
+                let what = what.split(" to the removal thread").next().unwrap_or("");
+                let by = who(line);
+                if let Some(landed) = trace[i + 1..].iter().position(|l| {
+                    who(l) == by && l.contains(&format!("the removal thread removes {what}"))
+                }) {
+                    late |= trace[i + 1..i + 1 + landed]
+                        .iter()
+                        .any(|l| who(l) != by && who(l) != "--");
+                }
+            }
+            died |= trace.iter().any(|l| l.contains("die with the process"))
+                || trace
+                    .windows(2)
+                    .any(|w| w[1].contains("POWER CUT") && w[0].contains("hand the removal"));
+            hidden |= trace.iter().any(|l| l.contains("hidden from its handle"));
+        }
+    }
+    assert!(late, "no deferred removal landed after another actor acted");
+    assert!(died, "no deferred removal died with its process");
+    assert!(hidden, "no read of a record whose removal was queued");
+}

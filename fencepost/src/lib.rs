@@ -374,6 +374,11 @@ pub mod planted {
     /// leaves the ticket it just made in the queue: nobody waits on it, and its
     /// waiter, ticketless, goes on to hold and release with it still queued.
     pub static TICKET_LEFT_ON_FAILED_CONFIRM: AtomicBool = AtomicBool::new(false);
+    /// A waiter's own ticket, and a lapsed turn's, are removed through
+    /// `remove_superseded` like a sweep's removals: where the backend defers those
+    /// (the fs backend's removal thread), the ticket stays queued for every other
+    /// process after its waiter left the queue or was passed over.
+    pub static TICKET_REMOVAL_DEFERRED: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

@@ -126,6 +126,12 @@ pub struct FaultMix {
     /// Whether the model backend offers change notifications: waiters then sleep on
     /// a watch of the key (`LeaseStore::watch_changes`) instead of a backoff.
     pub notify: bool,
+    /// 0: the sweep's removals are made before `remove_superseded` returns. Above
+    /// 0, the model backend defers them as the fs backend's removal thread does:
+    /// the record is hidden from its own actor at once, and stays for everyone else
+    /// until it lands at a later point of that actor — each chance to land passed
+    /// up with this per mille — or never, if the actor dies or the power is cut.
+    pub defer: u32,
 }
 
 /// How a flushed create reaches the disk in the model backend, with POSIX power-cut
@@ -196,6 +202,7 @@ impl FaultMix {
         power_cut: 0,
         procedure: CreateProcedure::Atomic,
         notify: false,
+        defer: 0,
     };
 
     /// A little of everything.
@@ -212,12 +219,14 @@ impl FaultMix {
         power_cut: 150,
         procedure: CreateProcedure::Atomic,
         notify: false,
+        defer: 0,
     };
 
     fn roll(&self, point: Point, rng: &mut Rng) -> Fault {
         for fault in point.faults() {
             let p = match fault {
                 Fault::Slow if point == Point::Create => self.slow,
+                Fault::Slow if point == Point::Deferred => self.defer,
                 Fault::Slow => self.stall,
                 Fault::HalfWritten => self.half_written,
                 Fault::ErrBefore if point == Point::Create => self.create_error,
@@ -383,6 +392,7 @@ fn run_here(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> O
         schedule.inflight_ms,
         schedule.mix.procedure,
         schedule.mix.notify,
+        schedule.mix.defer > 0,
     ));
     let store = Store::from_parts(
         Arc::new(ModelStore(Arc::clone(&world))),
@@ -410,6 +420,8 @@ fn run_here(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> O
                     let outcome = catch_unwind(AssertUnwindSafe(|| {
                         ctx.world.sched.arrive();
                         body(&ctx);
+                        // The process exits: its handle drains the removal thread.
+                        ctx.world.drain_deferred();
                     }));
                     let crashed = match outcome {
                         Ok(()) => false,
@@ -425,7 +437,9 @@ fn run_here(schedule: &Schedule, decisions: Option<&[Decision]>, seed: u64) -> O
                             true
                         }
                     };
-                    if !crashed {
+                    if crashed {
+                        ctx.world.drop_deferred(i);
+                    } else {
                         ctx.world.check_ring_due("finish");
                     }
                     ctx.world.sched.finish(i, crashed);

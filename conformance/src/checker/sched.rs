@@ -58,6 +58,9 @@ pub enum Point {
     Remove,
     /// `LeaseStore::keys`.
     Keys,
+    /// A removal deferred by `remove_superseded` may land now, before its actor's
+    /// next call (`Slow`: not yet; `ErrBefore`: it fails and is dropped).
+    Deferred,
     /// A clock read.
     Clock,
     /// A sleep until this true time (ms); runnable only once time got there.
@@ -77,6 +80,7 @@ impl Point {
                 Fault::ErrAfter,
                 Fault::Crash,
             ],
+            Point::Deferred => &[Fault::Slow, Fault::ErrBefore],
             Point::List | Point::Read | Point::Remove => {
                 &[Fault::Slow, Fault::ErrBefore, Fault::Crash]
             }

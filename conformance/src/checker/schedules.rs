@@ -489,6 +489,75 @@ pub const SCHEDULES: &[Schedule] = &[
         inflight_ms: INFLIGHT_MS,
         actors: claims::subtree_intent,
     },
+    // The sweep's removals deferred, as the fs backend's removal thread makes them
+    // (docs/design-07-performance.md, "What was built: a removal thread"): each
+    // lands at any later point of the process that handed it over, or never (the
+    // process dies, the power is cut), and is hidden from that process at once.
+    Schedule {
+        name: "deferred_sweep",
+        about: "power_cut with the sweep's removals deferred: they land late, fail, or die with their process",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 60,
+            advance: 60,
+            power_cut: 500,
+            crash: 5,
+            io_error: 10,
+            defer: 700,
+            ..FaultMix::NONE
+        },
+        max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
+        actors: power_cut,
+    },
+    Schedule {
+        name: "deferred_swept_recreate",
+        about: "swept_recreate with deferred removals: a removal queued long ago lands after a slow create took its generation's name again",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 250,
+            half_written: 80,
+            advance: 80,
+            defer: 800,
+            ..FaultMix::NONE
+        },
+        max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
+        actors: swept_recreate,
+    },
+    Schedule {
+        name: "deferred_turns",
+        about: "turn_handover with deferred removals: waiters judge a key whose superseded records linger for everyone but their remover",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 30,
+            half_written: 30,
+            advance: 60,
+            crash: 6,
+            notify: true,
+            defer: 700,
+            ..FaultMix::NONE
+        },
+        max_steps: 1500,
+        inflight_ms: INFLIGHT_MS,
+        actors: turn_handover,
+    },
+    Schedule {
+        name: "deferred_shared",
+        about: "shared_readers_writer with deferred removals, the participant index's healing among them",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 80,
+            advance: 100,
+            half_written: 60,
+            defer: 700,
+            ..FaultMix::NONE
+        },
+        max_steps: 2500,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::shared_readers_writer,
+    },
 ];
 
 /// The schedule named `name`.

@@ -2,7 +2,7 @@
 //! call is a scheduling point (with faults), a virtual clock, the actors' harness
 //! ([`Ctx`]) and the oracle that judges every step by the true (oracle) clock.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -33,6 +33,10 @@ struct Rec {
     /// A flushed create of this record returned `Created`: the contract promises it
     /// survives a power cut.
     acked: bool,
+    /// Its create took `CREATE_GRACE_MS` or longer, so its creator never trusts
+    /// it (never hands it out): a reader may have waited out its torn name and
+    /// written above it.
+    untrusted: bool,
 }
 
 impl Rec {
@@ -45,6 +49,7 @@ impl Rec {
             name_durable: false,
             data_durable: false,
             acked: false,
+            untrusted: false,
         }
     }
 
@@ -194,6 +199,11 @@ pub struct World {
     procedure: CreateProcedure,
     /// Whether the model backend offers change notifications (`watch_changes`).
     notify: bool,
+    /// Whether `remove_superseded` defers its removal, as the fs backend's removal
+    /// thread does ([`FaultMix::defer`](super::FaultMix::defer)).
+    defer: bool,
+    /// Per actor: its deferred removals not made yet, oldest first.
+    deferred: Mutex<HashMap<usize, VecDeque<(Key, u64)>>>,
     /// Open change watches: (watch id, actor, key, a change pending, waiting now).
     watchers: Mutex<Vec<WatchSlot>>,
     next_watch: std::sync::atomic::AtomicU64,
@@ -279,10 +289,13 @@ impl World {
         inflight_ms: u64,
         procedure: CreateProcedure,
         notify: bool,
+        defer: bool,
     ) -> Self {
         World {
             procedure,
             notify,
+            defer,
+            deferred: Mutex::default(),
             watchers: Mutex::default(),
             next_watch: Default::default(),
             sched: Sched::new(late, super::START_MS),
@@ -518,6 +531,8 @@ impl World {
     /// not yet flushed is lost. An acknowledged flushed create that does not survive
     /// whole is a violation: the contract's durability promise (docs/protocol.md §4).
     pub(crate) fn power_cut(&self) -> usize {
+        // Every process dies: removals still queued in them are never made.
+        lock(&self.deferred).clear();
         let mut model = lock(&self.model);
         let mut oracle = lock(&self.oracle);
         let mut dropped = 0;
@@ -750,10 +765,14 @@ impl World {
             // the series must sit on its own tenure's record.
             if record.released {
                 let model = lock(&self.model);
+                // A claim its creator never trusts (its create took CREATE_GRACE_MS
+                // or longer) is never handed out: a release that waited out its
+                // torn name for that long may write above it (the release's
+                // `read_settled`).
                 let below = model.series.get(key).and_then(|series| {
                     series.range(..generation).rev().find_map(|(g, rec)| {
                         match decode(&rec.bytes, key.as_str(), *g) {
-                            Decoded::Record(r) => Some(r),
+                            Decoded::Record(r) => Some(r).filter(|_| !rec.untrusted),
                             _ => None,
                         }
                     })
@@ -1247,6 +1266,7 @@ impl ModelWatch {
 impl fencepost::ChangeWatch for ModelWatch {
     fn wait(&mut self, timeout: Duration) -> bool {
         let world = &self.world;
+        world.land_deferred();
         let ms = (timeout.as_millis() as u64).max(1);
         let label = short(&self.key);
         let on_ticket = {
@@ -1404,6 +1424,9 @@ impl ModelStore {
             _ => "record",
         };
         let fault = world.sched.point(Point::Create);
+        // When the create started: one that completes CREATE_GRACE_MS or more
+        // later is never trusted by its creator (`Rec::untrusted`).
+        let started = world.now();
         let label = short(key);
         match fault {
             Fault::ErrBefore => {
@@ -1420,6 +1443,9 @@ impl ModelStore {
                     .sched
                     .point(Point::Landing(world.now() + world.inflight_ms));
                 let outcome = self.land(key, generation, bytes, durable);
+                if outcome == CreateOutcome::Created {
+                    world.mark_if_untrusted(key, generation, None, started);
+                }
                 world.log(format!(
                     "create {label} g{generation} lands late -> {outcome:?}"
                 ));
@@ -1474,6 +1500,7 @@ impl ModelStore {
                     }
                 };
                 if visible {
+                    world.mark_if_untrusted(key, generation, Some(id), started);
                     world.landed(key, generation, bytes);
                     world.log(format!("create {label} g{generation} completes -> Created"));
                 } else {
@@ -1581,6 +1608,7 @@ impl LeaseStore for ModelStore {
         bytes: &[u8],
         durability: Durability,
     ) -> Result<CreateOutcome, BackendError> {
+        self.0.land_deferred();
         let world = &self.0;
         world.check_ring_due("create a record");
         let outcome = self.create_model(key, generation, bytes, durability);
@@ -1605,6 +1633,7 @@ impl LeaseStore for ModelStore {
     }
 
     fn generations(&self, key: &Key) -> Result<Vec<u64>, BackendError> {
+        self.0.land_deferred();
         let world = &self.0;
         // A release whose tombstone names nobody lists the queue next, to ring its
         // oldest ticket; any other listing first is a lost ring.
@@ -1662,7 +1691,17 @@ impl LeaseStore for ModelStore {
             }
             out
         };
-        world.log(format!("list {} -> {listed:?}", short(key)));
+        // What this actor's handle handed to its removal thread reads as removed.
+        let (listed, hiding): (Vec<u64>, Vec<u64>) =
+            listed.into_iter().partition(|g| !world.hidden(key, *g));
+        if hiding.is_empty() {
+            world.log(format!("list {} -> {listed:?}", short(key)));
+        } else {
+            world.log(format!(
+                "list {} -> {listed:?} (hidden from its handle: {hiding:?}, their removal queued)",
+                short(key)
+            ));
+        }
         if owed && let Some(actor) = actor {
             let mut due = lock(&world.ring_due);
             if let Some(RingDue::ListQueue(owner)) = due.remove(&actor)
@@ -1678,6 +1717,7 @@ impl LeaseStore for ModelStore {
     }
 
     fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError> {
+        self.0.land_deferred();
         let world = &self.0;
         // A release that names nobody reads each ticket it found gone before it
         // removes it (the same ticket still?), before it lists the queue to ring.
@@ -1689,6 +1729,13 @@ impl LeaseStore for ModelStore {
         if fault == Fault::ErrBefore {
             world.log(format!("read {} g{generation} -> error", short(key)));
             return Err(injected("read", key));
+        }
+        if world.hidden(key, generation) {
+            world.log(format!(
+                "read {} g{generation} -> absent (its removal is queued: hidden from its handle)",
+                short(key)
+            ));
+            return Ok(None);
         }
         let rec = lock(&world.model)
             .series
@@ -1708,6 +1755,7 @@ impl LeaseStore for ModelStore {
     }
 
     fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
+        self.0.land_deferred();
         let world = &self.0;
         // A release that names nobody removes the tickets it found gone before
         // it lists the queue to ring.
@@ -1720,6 +1768,51 @@ impl LeaseStore for ModelStore {
             world.log(format!("remove {} g{generation} -> error", short(key)));
             return Err(injected("remove", key));
         }
+        world.remove_model(key, generation);
+        Ok(())
+    }
+
+    /// The sweep's removal: made before returning, or (with [`FaultMix::defer`](super::FaultMix::defer))
+    /// handed over and made at a later point of this actor, as the fs backend's
+    /// removal thread makes it (`World::land_deferred`).
+    fn remove_superseded(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
+        let world = &self.0;
+        let Some(actor) = current_actor().filter(|_| world.defer) else {
+            return self.remove(key, generation);
+        };
+        world.land_deferred();
+        world.check_ring_due("hand over a removal");
+        world.log(format!(
+            "hand the removal of {} g{generation} to the removal thread",
+            short(key)
+        ));
+        lock(&world.deferred)
+            .entry(actor)
+            .or_default()
+            .push_back((key.clone(), generation));
+        Ok(())
+    }
+    fn keys(&self) -> Result<Vec<Key>, BackendError> {
+        self.0.land_deferred();
+        self.0.sched.point(Point::Keys);
+        Ok(lock(&self.0.model).series.keys().cloned().collect())
+    }
+
+    fn listing_is_snapshot(&self) -> bool {
+        self.0.snapshot_listing
+    }
+
+    fn locator(&self) -> String {
+        "checker:".into()
+    }
+}
+
+impl World {
+    /// Removes record `generation` of `key` from the model, judging the removal:
+    /// what a `remove` does once its fault point passed, and what a deferred removal
+    /// does when it lands.
+    fn remove_model(&self, key: &Key, generation: u64) {
+        let world = self;
         world.check_live_ticket_kept(key, generation);
         let durable_max = {
             let mut model = lock(&world.model);
@@ -1752,20 +1845,93 @@ impl LeaseStore for ModelStore {
                 short(key)
             ));
         }
-        Ok(())
     }
 
-    fn keys(&self) -> Result<Vec<Key>, BackendError> {
-        self.0.sched.point(Point::Keys);
-        Ok(lock(&self.0.model).series.keys().cloned().collect())
+    /// Gives the current actor's oldest deferred removal its chance to land, as a
+    /// scheduling point of its own: called before each of the actor's backend calls
+    /// and sleeps, so the removal thread's removal falls anywhere after the call
+    /// that handed it over, relative to every other actor. `Slow` passes this chance
+    /// up; `ErrBefore` makes the removal fail (the thread ignores it, as the
+    /// protocol does any removal's error).
+    pub(crate) fn land_deferred(&self) {
+        self.land_one_deferred(false);
     }
 
-    fn listing_is_snapshot(&self) -> bool {
-        self.0.snapshot_listing
+    /// Makes the actor's remaining deferred removals (its handle dropped: the
+    /// thread drains its queue), each still able to fail.
+    pub(crate) fn drain_deferred(&self) {
+        while self.land_one_deferred(true) {}
     }
 
-    fn locator(&self) -> String {
-        "checker:".into()
+    /// Marks record `generation` of `key` (the one created as `id`, when given)
+    /// untrusted if its create, started at true time `started`, took
+    /// `CREATE_GRACE_MS` or longer.
+    fn mark_if_untrusted(&self, key: &Key, generation: u64, id: Option<u64>, started: u64) {
+        if self.now().saturating_sub(started) < fencepost::CREATE_GRACE_MS {
+            return;
+        }
+        if let Some(rec) = lock(&self.model)
+            .series
+            .get_mut(key)
+            .and_then(|s| s.get_mut(&generation))
+            .filter(|rec| id.is_none_or(|id| rec.id == id))
+        {
+            rec.untrusted = true;
+        }
+    }
+
+    /// Forgets the actor's deferred removals: its process died with them queued.
+    pub(crate) fn drop_deferred(&self, actor: usize) {
+        if let Some(queue) = lock(&self.deferred).remove(&actor)
+            && !queue.is_empty()
+        {
+            self.log(format!(
+                "{} deferred removal(s) die with the process, never made",
+                queue.len()
+            ));
+        }
+    }
+
+    fn land_one_deferred(&self, draining: bool) -> bool {
+        let Some(actor) = current_actor().filter(|_| self.defer) else {
+            return false;
+        };
+        let pending = lock(&self.deferred)
+            .get(&actor)
+            .and_then(|queue| queue.front().cloned());
+        let Some((key, generation)) = pending else {
+            return false;
+        };
+        let fault = self.sched.point(Point::Deferred);
+        if fault == Fault::Slow && !draining {
+            return false;
+        }
+        if let Some(queue) = lock(&self.deferred).get_mut(&actor) {
+            queue.pop_front();
+        }
+        if fault == Fault::ErrBefore {
+            self.log(format!(
+                "the removal thread's removal of {} g{generation} -> error (ignored)",
+                short(&key)
+            ));
+        } else {
+            self.log(format!(
+                "the removal thread removes {} g{generation}",
+                short(&key)
+            ));
+            self.remove_model(&key, generation);
+        }
+        true
+    }
+
+    /// Whether `generation` of `key` waits in the current actor's deferred
+    /// removals: its handle already reads it as removed.
+    fn hidden(&self, key: &Key, generation: u64) -> bool {
+        current_actor().is_some_and(|actor| {
+            lock(&self.deferred)
+                .get(&actor)
+                .is_some_and(|queue| queue.iter().any(|(k, g)| k == key && *g == generation))
+        })
     }
 }
 
@@ -1811,6 +1977,7 @@ impl Clock for ModelClock {
         self.0.sched.lock().now
     }
     fn sleep(&self, duration: Duration) {
+        self.0.land_deferred();
         let until = self.0.now() + (duration.as_millis() as u64).max(1);
         self.0.sched.point(Point::Sleep(until));
     }

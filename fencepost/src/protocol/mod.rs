@@ -72,6 +72,10 @@ pub struct Store {
     clock: Arc<dyn Clock>,
     liveness: Arc<dyn Liveness>,
     watch_interval: Duration,
+    /// The most the wall clock was seen ahead of the monotonic clock (ms, wall −
+    /// monotonic) in one reading of both: what a holder's judgement of its own
+    /// tenure's expiry goes by after the wall clock stepped back ([`Store::holder_now`]).
+    wall_ahead: Arc<std::sync::atomic::AtomicI64>,
 }
 
 /// How often a [`crate::Keepalive`] looks at its lease between renewals by default,
@@ -96,7 +100,44 @@ impl Store {
             clock,
             liveness: Arc::new(SystemLiveness),
             watch_interval: DEFAULT_WATCH_INTERVAL,
+            wall_ahead: Arc::new(std::sync::atomic::AtomicI64::new(i64::MIN)),
         }
+    }
+
+    /// The wall-clock time (ms) by which a holder judges whether its own tenure's
+    /// record is still live, from a reading `wall_ms` of the wall clock and one
+    /// `mono_ms` of the monotonic clock taken just before it: the wall clock, or
+    /// later when the wall clock stepped back since this handle last saw how far
+    /// ahead of the monotonic clock it ran ([`Store::note_clocks`]) — never later
+    /// than the wall clock would read without the step. A wall clock that stepped
+    /// back would otherwise make a record stamped before the step look live for as
+    /// long as the step, and a renewal, or a renewal a sibling process of the
+    /// session wrote, be acknowledged after its ttl ran out (found by the
+    /// interleaving checker, `session_reentry` seed 1976 of 2000). Readers judging
+    /// *other* tenures keep the plain wall clock (docs/protocol.md §3.3): a later
+    /// "now" there would end someone else's lease early.
+    pub(crate) fn holder_now(&self, wall_ms: u64, mono_ms: u64) -> u64 {
+        let seen = self.wall_ahead.load(std::sync::atomic::Ordering::Relaxed);
+        if seen == i64::MIN {
+            return wall_ms;
+        }
+        let judged = i64::try_from(mono_ms)
+            .unwrap_or(i64::MAX)
+            .saturating_add(seen);
+        u64::try_from(judged).unwrap_or(0).max(wall_ms)
+    }
+
+    /// Notes how far the wall clock runs ahead of the monotonic clock, from a
+    /// wall-clock reading `wall_ms` and a monotonic reading `mono_after_ms` taken
+    /// after it. A pause between the two only makes the note smaller, so
+    /// [`Store::holder_now`] never judges later than the wall clock would read
+    /// without a step.
+    pub(crate) fn note_clocks(&self, wall_ms: u64, mono_after_ms: u64) {
+        let ahead = i64::try_from(wall_ms)
+            .unwrap_or(i64::MAX)
+            .saturating_sub(i64::try_from(mono_after_ms).unwrap_or(i64::MAX));
+        self.wall_ahead
+            .fetch_max(ahead, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The same store with another liveness probe (tests and model checks decide

@@ -85,7 +85,11 @@ impl Store {
             // A create that took CREATE_GRACE_MS or longer may have been seen torn
             // and taken for abandoned by a reader that then superseded it after
             // this process's confirming read: never trust it.
-            let trusted = self.clock.monotonic_ms().saturating_sub(since_mono) < CREATE_GRACE_MS;
+            let after_mono = self.clock.monotonic_ms();
+            let trusted = after_mono.saturating_sub(since_mono) < CREATE_GRACE_MS;
+            // How far ahead the wall clock runs, for this tenure's later judgements
+            // by its holder (`Store::holder_now`).
+            self.note_clocks(granted_at_ms, after_mono);
 
             #[cfg(feature = "planted-bugs")]
             if crate::planted::on(&crate::planted::ACQUIRE_SKIPS_CONFIRM) {

@@ -164,7 +164,20 @@ impl Store {
     /// behind expires with the wait it was made for, and a release passes over it
     /// once its process has ended).
     pub(crate) fn leave_queue(&self, key: &Key, ticket: u64) {
-        let _ = self.backend.remove(&key.queue(), ticket);
+        self.remove_ticket(&key.queue(), ticket);
+    }
+
+    /// Removes a ticket before returning: never through `remove_superseded`, which
+    /// a backend may complete later, while other processes still judge the queue by
+    /// the ticket (a release names it, a waiter passed over looks for it) —
+    /// docs/design-07-performance.md, "The audit".
+    fn remove_ticket(&self, queue: &Key, ticket: u64) {
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::TICKET_REMOVAL_DEFERRED) {
+            let _ = self.backend.remove_superseded(queue, ticket);
+            return;
+        }
+        let _ = self.backend.remove(queue, ticket);
     }
 
     /// Whether ticket `ticket` of `key`'s queue is still there (a waiter passed over
@@ -237,7 +250,7 @@ impl Store {
     /// [`Store::next_in_line`]).
     pub(crate) fn clear_lapsed(&self, key: &Key, lapsed: u64) {
         let queue = key.queue();
-        let _ = self.backend.remove(&queue, lapsed);
+        self.remove_ticket(&queue, lapsed);
         let Ok(tickets) = self.backend.generations(&queue) else {
             return;
         };

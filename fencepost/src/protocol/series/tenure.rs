@@ -119,19 +119,23 @@ impl Store {
         let ours = |r: &Record| r.token == token && secret.proves(r.secret_sha256.as_deref());
         let since_mono = self.clock.monotonic_ms();
         let now = self.clock.wall_ms();
+        // Our own tenure's expiry is judged by the holder's clock (a wall clock
+        // that stepped back since must not lengthen it); the renewal is stamped
+        // with the wall clock every reader judges by.
+        let judged_now = self.holder_now(now, since_mono);
         let expired = || Error::Expired {
             label: label.to_string(),
             token,
             expired_at_ms: current.expires_at_ms,
         };
-        if !record::is_live(&current.envelope(), now) {
+        if !record::is_live(&current.envelope(), judged_now) {
             return if blind { Ok(None) } else { Err(expired()) };
         }
         // How long the renewed record stays live from now, by this clock; capped at
         // its ttl (a clock that stepped back makes expiry unknowable, not longer).
         let remaining_ms = current
             .expires_at_ms
-            .saturating_sub(now)
+            .saturating_sub(judged_now)
             .min(current.ttl_ms);
         let generation = next_generation(key, above)?;
         let renewal = Record {
@@ -148,7 +152,9 @@ impl Store {
         // The post-create check on the monotonic clock: a create that landed after
         // the renewed record expired is no renewal (design-01, "no silent revival";
         // pinned by the checker's `slow_renewal` schedule).
-        let late = self.clock.monotonic_ms().saturating_sub(since_mono) >= remaining_ms;
+        let after_mono = self.clock.monotonic_ms();
+        self.note_clocks(now, after_mono);
+        let late = after_mono.saturating_sub(since_mono) >= remaining_ms;
         #[cfg(feature = "planted-bugs")]
         let late = late && !crate::planted::on(&crate::planted::RENEW_SKIPS_POST_CREATE_CHECK);
         if late {
@@ -228,8 +234,9 @@ impl Store {
         };
         // Lost the create, or something landed above ours: if the newest record is
         // still this same tenure, live (a concurrent renewal of it by the CLI, the
-        // server or another keepalive), the lease is renewed, not superseded.
-        let now = self.clock.wall_ms();
+        // server or another keepalive), the lease is renewed, not superseded. Live
+        // by the holder's clock, no earlier than it was when this renewal began.
+        let now = self.clock.wall_ms().max(judged_now);
         match confirmed.decoded() {
             Some(Decoded::Record(r)) if ours(r) => match ended(r, label) {
                 Some(ended) => Err(ended),
