@@ -197,6 +197,26 @@ const REGRESSIONS: &[(&str, u64, &str)] = &[
         1976,
         "adopted renewal judged live by a wall clock stepped back",
     ),
+    // A re-entering process of a session measured its renewal late (its clock
+    // readings a pause apart) and gave the session's tenure up with a tombstone
+    // while its sibling was still promised it, then claimed afresh: two holders.
+    // Found at FENCEPOST_SCHEDULES=3000; a late renewal of a session tenure is
+    // reported, never given up.
+    (
+        "session_reentry",
+        2444,
+        "late re-entry ends a sibling's live session tenure",
+    ),
+    // A release paused between reading a torn newest record and its clock reading
+    // counted the pause as time the create was seen in progress and wrote its
+    // tombstone above a claim that had completed quickly (trusted). Found at
+    // FENCEPOST_SCHEDULES=5000; `read_settled` now measures from after the first
+    // torn read to before a later one.
+    (
+        "several_resources",
+        4378,
+        "settled read trusts a pause as a create's age",
+    ),
 ];
 
 #[test]

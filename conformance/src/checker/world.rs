@@ -765,18 +765,19 @@ impl World {
             // the series must sit on its own tenure's record.
             if record.released {
                 let model = lock(&self.model);
-                // A claim its creator never trusts (its create took CREATE_GRACE_MS
-                // or longer) is never handed out: a release that waited out its
-                // torn name for that long may write above it (the release's
-                // `read_settled`).
+                // The record the tombstone sits on. A claim its creator never
+                // trusts (its create took CREATE_GRACE_MS or longer) is never
+                // handed out: a release that waited out its torn name for that
+                // long may write above it (the release's `read_settled`).
                 let below = model.series.get(key).and_then(|series| {
                     series.range(..generation).rev().find_map(|(g, rec)| {
                         match decode(&rec.bytes, key.as_str(), *g) {
-                            Decoded::Record(r) => Some(r).filter(|_| !rec.untrusted),
+                            Decoded::Record(r) => Some((r, rec.untrusted)),
                             _ => None,
                         }
                     })
                 });
+                let below = below.and_then(|(r, untrusted)| (!untrusted).then_some(r));
                 let is_top = model
                     .series
                     .get(key)

@@ -29,6 +29,9 @@ pub(crate) struct Watch {
     /// The last judgement found a turn that lapsed before its waiter claimed: that
     /// waiter's ticket, which the claim that follows removes (it was passed over).
     pub(crate) lapsed: Option<u64>,
+    /// The monotonic reading of the last judgement: taken before the read that the
+    /// next judgement judges.
+    pub(crate) judged_at: Option<u64>,
 }
 
 impl Store {
@@ -54,6 +57,15 @@ impl Store {
             }
         };
         let watched_for = mono.saturating_sub(first_seen);
+        // How long a torn record has been seen in progress, at least: from the
+        // reading after the read that first found it (its create had begun) to the
+        // reading before the read judged now, which still found it torn. The
+        // reading after this read would count a pause between the two as time the
+        // create was in progress, and a claim above a create that completed in
+        // that pause could evict a holder its creator trusts (the same hole as in
+        // `read_settled`, found by the interleaving checker).
+        let before = watch.judged_at.replace(mono).unwrap_or(mono);
+        let torn_for = before.saturating_sub(first_seen);
         #[cfg(feature = "planted-bugs")]
         let planted_vacancy = crate::planted::on(&crate::planted::TORN_NEWEST_IS_VACANCY);
         #[cfg(not(feature = "planted-bugs"))]
@@ -98,7 +110,7 @@ impl Store {
         // proves its generation is taken. Wait it out for CREATE_GRACE_MS; a
         // creator whose create took that long gives its claim back, so taking over
         // after that is safe.
-        if newest.top_is_torn() && watched_for < CREATE_GRACE_MS {
+        if newest.top_is_torn() && torn_for < CREATE_GRACE_MS {
             watch.in_progress = true;
             return Some(Holder {
                 owner: "a claim still being written".into(),
