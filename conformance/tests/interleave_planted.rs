@@ -248,6 +248,14 @@ fn catches_a_ticket_left_behind_when_its_confirming_read_fails() {
 }
 
 #[test]
+fn catches_a_torn_record_aged_by_a_reading_after_a_pause() {
+    // A pause between the read that finds a create in progress and the clock
+    // reading after it, counted as time the create was in progress: a create that
+    // completed in the pause, quickly, and was handed out is claimed over.
+    catches(&planted::TORN_AGED_AFTER_THE_READ, "torn_pause", 291);
+}
+
+#[test]
 fn catches_tickets_removed_by_a_removal_thread() {
     // Tickets removed through `remove_superseded`, which the model defers as the
     // fs backend's removal thread does: a ticket whose waiter left the queue stays
@@ -346,6 +354,10 @@ fn survey() {
             &planted::TICKET_LEFT_ON_FAILED_CONFIRM,
         ),
         ("TICKET_REMOVAL_DEFERRED", &planted::TICKET_REMOVAL_DEFERRED),
+        (
+            "TORN_AGED_AFTER_THE_READ",
+            &planted::TORN_AGED_AFTER_THE_READ,
+        ),
     ] {
         if let Ok(only) = std::env::var("FENCEPOST_PLANTED")
             && only != name

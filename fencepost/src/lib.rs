@@ -379,6 +379,12 @@ pub mod planted {
     /// (the fs backend's removal thread), the ticket stays queued for every other
     /// process after its waiter left the queue or was passed over.
     pub static TICKET_REMOVAL_DEFERRED: AtomicBool = AtomicBool::new(false);
+    /// A claimant ages a torn newest record (someone's create in progress) by the
+    /// clock reading taken after its latest read, not before: a pause between that
+    /// read and the reading counts as time the create was seen in progress, and a
+    /// create that completed quickly in the pause, and was handed out, is claimed
+    /// over as abandoned.
+    pub static TORN_AGED_AFTER_THE_READ: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

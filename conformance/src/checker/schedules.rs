@@ -489,6 +489,21 @@ pub const SCHEDULES: &[Schedule] = &[
         inflight_ms: INFLIGHT_MS,
         actors: claims::subtree_intent,
     },
+    // A claimant paused between the read that finds a create in progress and its
+    // clock reading: the pause is no time the create was seen in progress.
+    Schedule {
+        name: "torn_pause",
+        about: "three contenders, long waits; creates are half written for less than CREATE_GRACE_MS while pauses fall between a read and the clock reading after it",
+        snapshot_listing: true,
+        mix: FaultMix {
+            half_written: 400,
+            advance: 450,
+            ..FaultMix::NONE
+        },
+        max_steps: 1500,
+        inflight_ms: 2 * TTL_MS,
+        actors: torn_pause,
+    },
     // The sweep's removals deferred, as the fs backend's removal thread makes them
     // (docs/design-07-performance.md, "What was built: a removal thread"): each
     // lands at any later point of the process that handed it over, or never (the
@@ -633,6 +648,27 @@ fn swept_recreate(_: &Setup) -> Vec<Actor> {
     let contender = |ctx: &super::Ctx| {
         for _ in 0..2 {
             if let Some(lease) = ctx.acquire(&lock(), TTL_MS, TTL_MS) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }
+    };
+    vec![
+        Actor::new("A", contender),
+        Actor::new("B", contender),
+        Actor::new("C", contender),
+    ]
+}
+
+fn torn_pause(_: &Setup) -> Vec<Actor> {
+    let contender = |ctx: &super::Ctx| {
+        for _ in 0..2 {
+            // A ttl past CREATE_GRACE_MS: a claim handed out is still promised
+            // when a paused claimant judges its torn create abandoned.
+            if let Some(lease) = ctx.acquire(&lock(), 10 * TTL_MS, 30 * TTL_MS) {
+                ctx.check(&lease);
+                // Holding a while: a claim over its torn create lands in time.
+                ctx.sleep(5 * TTL_MS);
                 ctx.check(&lease);
                 ctx.release(&lease);
             }

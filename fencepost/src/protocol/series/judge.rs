@@ -67,6 +67,12 @@ impl Store {
         let before = watch.judged_at.replace(mono).unwrap_or(mono);
         let torn_for = before.saturating_sub(first_seen);
         #[cfg(feature = "planted-bugs")]
+        let torn_for = if crate::planted::on(&crate::planted::TORN_AGED_AFTER_THE_READ) {
+            watched_for
+        } else {
+            torn_for
+        };
+        #[cfg(feature = "planted-bugs")]
         let planted_vacancy = crate::planted::on(&crate::planted::TORN_NEWEST_IS_VACANCY);
         #[cfg(not(feature = "planted-bugs"))]
         let planted_vacancy = false;
