@@ -1598,7 +1598,23 @@ impl LeaseStore for ModelStore {
                 None => {}
             }
         }
-        world.log(format!("ring ticket g{ticket} of {label}"));
+        // A ring of a ticket nobody watches any more (its waiter, passed over,
+        // removed it and queued again under a new number, or left) reaches nobody:
+        // a waiter of the key on another ticket wakes by its fallback read, within
+        // CHANGE_WAIT_MAX, as after a ring its release could not make (found at
+        // FENCEPOST_SCHEDULES=10000, `turn_handover` seed 9857).
+        let watched = lock(&world.watchers)
+            .iter()
+            .any(|w| &w.key == key && w.ticket == Some(ticket));
+        if watched {
+            world.log(format!("ring ticket g{ticket} of {label}"));
+        } else {
+            world.log(format!(
+                "ring ticket g{ticket} of {label} (nobody watches it: lost)"
+            ));
+            let newest = world.newest_generation(key);
+            lock(&world.rings_lost).insert((key.clone(), newest));
+        }
         world.wake(|w| &w.key == key && w.ticket == Some(ticket));
     }
 
