@@ -259,6 +259,14 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
     if let Command::Claim(args) = &cli.command {
         one_store(cli, &args.target.resources(), &cwd)?;
     }
+    if access == Access::Create && cli.global.store.is_none() {
+        let claimed = match &cli.command {
+            Command::Claim(args) => args.target.resources(),
+            Command::Run(args) => vec![args.target.resource()],
+            _ => Vec::new(),
+        };
+        whole_subtrees(&claimed, &cwd)?;
+    }
     let locator = opened.backend.locator();
     let _ = STORE.set(locator.clone());
     Ok(Context {
@@ -267,6 +275,26 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
         scope: opened.scope,
         exists: opened.exists,
     })
+}
+
+/// A subtree claim must reach every file below its directory: one whose directory
+/// holds a nested repository or a `.fencepost` store below it is refused, since
+/// claims of the files there are made in another store and would never meet it
+/// (`fencepost_fs::subtree_split`). Only where the location rule chooses the store.
+fn whole_subtrees(resources: &[fencepost::Resource], cwd: &std::path::Path) -> Result<(), Failure> {
+    for resource in resources {
+        match fencepost_fs::subtree_split(resource, cwd) {
+            Ok(None) => {}
+            Ok(Some(split)) => return Err(Failure::Error(split.to_string())),
+            Err(e) => {
+                return Err(Failure::Error(format!(
+                    "cannot choose a store for {}: {e}",
+                    resource.target()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Several resources claimed at once must share one store (all or nothing is only

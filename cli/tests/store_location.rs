@@ -266,6 +266,50 @@ fn every_spelling_of_a_nested_repository_file_contends() {
 }
 
 #[test]
+fn a_subtree_over_a_nested_repository_is_refused_not_split() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let outer = top.join("outer");
+    repository(&outer, &["src/a.rs"]);
+    let nested = outer.join("nested");
+    repository(&nested, &["n.txt"]);
+    // The subtree would be in outer's store and nested/n.txt in nested's: refused,
+    // in one line that names the repository and what to do.
+    for (cwd, dir) in [(&outer, "."), (&top, "outer")] {
+        let output = claim(&s, cwd, &["--dir", dir], 1);
+        let line = one_line_stderr(&output);
+        assert!(
+            line.contains(&format!("cannot cover {}", nested.display()))
+                && line.contains("nested repository")
+                && line.contains("--store"),
+            "{line}"
+        );
+    }
+    // `run` checks before it starts anything.
+    let output = run(&s, &outer, &["run", "--dir", ".", "--", "true"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    // Nothing was claimed: the file below is free, and so is the subtree of src/.
+    claim(&s, &outer, &["--file", "nested/n.txt"], 0);
+    claim(&s, &outer, &["--dir", "src"], 0);
+    // Inside the nested repository a subtree covers its files as ever.
+    claim(&s, &nested, &["--dir", "."], 3);
+    // One store named for both: no split, so no refusal.
+    let one = top.join("one-store");
+    let output = s
+        .bare_cmd(&outer)
+        .args(["--store", one.to_str().unwrap(), "claim", "--dir", "."])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    // A .fencepost store below a subtree splits it the same way.
+    let marked = top.join("marked");
+    fs::create_dir_all(marked.join(".fencepost")).unwrap();
+    fs::create_dir_all(marked.join("part/.fencepost")).unwrap();
+    let line = one_line_stderr(&claim(&s, &marked, &["--dir", "."], 1));
+    assert!(line.contains(".fencepost store directory"), "{line}");
+}
+
+#[test]
 fn a_marker_above_two_repositories_shares_their_locks() {
     let s = Scratch::new();
     let top = top(&s);

@@ -76,6 +76,15 @@ impl Stores {
         }
         let location = fencepost_fs::locate_store(None, resource, &self.root)
             .map_err(|e| format!("store error: cannot choose a store: {e}"))?;
+        // A subtree claim must reach every file below its directory, as the CLI's
+        // (`fencepost_fs::subtree_split`): refused over a nested repository or store.
+        if access == Access::Create
+            && let Some(resource) = resource
+            && let Some(split) = fencepost_fs::subtree_split(resource, &self.root)
+                .map_err(|e| format!("store error: cannot choose a store: {e}"))?
+        {
+            return Err(split.to_string());
+        }
         let opened = match access {
             Access::Create => fencepost_fs::FsStore::open(&location.path),
             Access::Existing => fencepost_fs::FsStore::open_existing(&location.path),

@@ -183,6 +183,50 @@ mod repositories {
             let _ = server.cancel().await;
         }
     }
+
+    #[tokio::test]
+    async fn a_subtree_over_a_submodule_is_refused_not_split() {
+        let (_dir, top) = scratch();
+        let state = top.join("state");
+        let main = top.join("main");
+        repository(&main, &["a.txt"]);
+        let upstream = top.join("upstream");
+        repository(&upstream, &["shared.txt"]);
+        git(
+            &main,
+            &[
+                "submodule",
+                "add",
+                "-q",
+                upstream.to_str().unwrap(),
+                "vendor/sub",
+            ],
+        );
+        let server = located_server(&main, &state).await;
+        // The subtree would be in the superproject's store, sub/shared.txt in the
+        // submodule's: refused, naming the submodule and what to do.
+        let refused = call(
+            &server,
+            "claim",
+            json!({"resource": {"kind": "dir", "target": "vendor"}}),
+        )
+        .await;
+        assert!(
+            refused.as_ref().is_err_and(|e| e.contains("cannot cover")
+                && e.contains("sub")
+                && e.contains("--store")),
+            "{refused:?}"
+        );
+        // Nothing was claimed: the submodule's file is free.
+        let claimed = call(
+            &server,
+            "claim",
+            json!({"resource": file("vendor/sub/shared.txt")}),
+        )
+        .await;
+        assert!(claimed.is_ok(), "{claimed:?}");
+        let _ = server.cancel().await;
+    }
 }
 
 #[test]

@@ -118,8 +118,8 @@ use std::time::{Duration, Instant, SystemTime};
 use fencepost::{BackendError, ChangeWatch, CreateOutcome, Durability, Key, LeaseStore};
 
 pub use locate::{
-    LocateError, REPOSITORY_STORE_NAME, STORE_DIR_NAME, StoreLocation, StoreScope, locate_store,
-    locate_with,
+    LocateError, REPOSITORY_STORE_NAME, SPLIT_SCAN_LIMIT, STORE_DIR_NAME, StoreLocation,
+    StoreScope, SubtreeSplit, locate_store, locate_with, subtree_split, subtree_split_within,
 };
 
 use layout::{CLAIMS_DIR, STALE_STAGING_AGE};

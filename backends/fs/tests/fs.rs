@@ -1044,3 +1044,100 @@ fn protocol_mutual_exclusion_across_store_instances() {
         "a token was handed out twice"
     );
 }
+
+/// A directory that git would take for a repository's work tree: a `.git`
+/// directory is all the location rule looks for.
+fn fake_repository(dir: &Path) {
+    fs::create_dir_all(dir.join(".git")).unwrap();
+}
+
+#[test]
+fn subtree_split_finds_a_store_below_the_directory() {
+    let (_tmp, top) = isolated();
+    let outer = top.join("outer");
+    fake_repository(&outer);
+    fake_repository(&outer.join("src/vendor/inner"));
+    // The directory's own repository is its store, not a split; the nested one is.
+    let split = fencepost_fs::subtree_split(&Resource::dir(&outer), &top).unwrap();
+    assert_eq!(
+        split,
+        Some(fencepost_fs::SubtreeSplit::StoreBelow {
+            dir: outer.clone(),
+            boundary: outer.join("src/vendor/inner/.git"),
+        })
+    );
+    let message = split.unwrap().to_string();
+    assert!(
+        message.contains("nested repository") && message.contains("--store"),
+        "{message}"
+    );
+    // Inside the nested repository, and beside it, nothing splits.
+    for dir in [outer.join("src/vendor/inner"), outer.join("src/other")] {
+        fs::create_dir_all(&dir).unwrap();
+        assert_eq!(
+            fencepost_fs::subtree_split(&Resource::dir(&dir), &top).unwrap(),
+            None
+        );
+    }
+    // A .fencepost directory below splits too.
+    fs::create_dir_all(outer.join("src/other/part/.fencepost")).unwrap();
+    let split = fencepost_fs::subtree_split(&Resource::dir(outer.join("src/other")), &top);
+    assert!(
+        matches!(split, Ok(Some(fencepost_fs::SubtreeSplit::StoreBelow { ref boundary, .. }))
+            if boundary.ends_with("part/.fencepost")),
+        "{split:?}"
+    );
+    // Not a directory resource, or a directory that does not exist: nothing to split.
+    assert_eq!(
+        fencepost_fs::subtree_split(&Resource::file(outer.join("a.txt")), &top).unwrap(),
+        None
+    );
+    assert_eq!(
+        fencepost_fs::subtree_split(&Resource::dir(outer.join("not-yet")), &top).unwrap(),
+        None
+    );
+}
+
+#[test]
+fn subtree_split_in_a_marker_store_is_only_another_marker() {
+    let (_tmp, top) = isolated();
+    fs::create_dir_all(top.join(".fencepost")).unwrap();
+    // Under a marker, a nested repository's files use the marker's store too.
+    fake_repository(&top.join("work/inner"));
+    assert_eq!(
+        fencepost_fs::subtree_split(&Resource::dir(top.join("work")), &top).unwrap(),
+        None
+    );
+    fs::create_dir_all(top.join("work/inner/.fencepost")).unwrap();
+    assert!(matches!(
+        fencepost_fs::subtree_split(&Resource::dir(top.join("work")), &top).unwrap(),
+        Some(fencepost_fs::SubtreeSplit::StoreBelow { .. })
+    ));
+}
+
+#[test]
+fn subtree_split_stops_at_its_limit_and_follows_no_link() {
+    let (_tmp, top) = isolated();
+    let tree = top.join("tree");
+    for name in ["a", "b", "c", "d"] {
+        fs::create_dir_all(tree.join(name)).unwrap();
+    }
+    let dir = Resource::dir(&tree);
+    assert_eq!(
+        fencepost_fs::subtree_split_within(&dir, &top, 3).unwrap(),
+        Some(fencepost_fs::SubtreeSplit::TooLarge { dir: tree.clone() })
+    );
+    assert_eq!(
+        fencepost_fs::subtree_split_within(&dir, &top, 4).unwrap(),
+        None
+    );
+    // A link to a repository is not walked into: a file reached through it is
+    // the file it resolves to, outside the subtree.
+    #[cfg(unix)]
+    {
+        let elsewhere = top.join("elsewhere");
+        fake_repository(&elsewhere);
+        std::os::unix::fs::symlink(&elsewhere, tree.join("a/link")).unwrap();
+        assert_eq!(fencepost_fs::subtree_split(&dir, &top).unwrap(), None);
+    }
+}

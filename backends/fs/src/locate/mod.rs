@@ -7,6 +7,7 @@
 //!   the plain spelling of a resolved path. Same signatures on every platform.
 
 mod git;
+mod split;
 
 #[cfg(unix)]
 mod unix;
@@ -22,6 +23,8 @@ use windows as sys;
 mod other;
 #[cfg(not(any(unix, windows)))]
 use other as sys;
+
+pub use split::{SPLIT_SCAN_LIMIT, SubtreeSplit, subtree_split, subtree_split_within};
 
 use std::ffi::OsString;
 use std::fmt;
