@@ -226,6 +226,38 @@ const REGRESSIONS: &[(&str, u64, &str)] = &[
         291,
         "torn record aged by a reading after a pause",
     ),
+    // Pins an exemption of the lost wake-up oracle: a release named the ticket of
+    // a waiter that, passed over, had just removed it and queued again under a new
+    // number; the ring reaches nobody and the waiter wakes by its fallback read
+    // within CHANGE_WAIT_MAX. Found at FENCEPOST_SCHEDULES=10000.
+    (
+        "turn_handover",
+        9857,
+        "ring of a ticket its waiter replaced, fallback covers it",
+    ),
+    // A break whose slow tombstone landed on a generation the holder's renewals
+    // had created and swept, below the renewal that held, reported the lease
+    // broken while the holder went on renewing (planted BREAK_SKIPS_CONFIRM).
+    // Found at FENCEPOST_SCHEDULES=10000; a break now confirms its tombstone.
+    (
+        "break_renewal",
+        3232,
+        "break tombstone landed below a renewal",
+    ),
+    // Oracle false positives the confirming break exposed, not holes: a break
+    // tombstone landing below a newer renewal was taken to fence the tenure, and
+    // (keyed by holder only) it erased the renewal it landed beside from the
+    // records the oracle judges promises by.
+    (
+        "break_renewal",
+        4231,
+        "break tombstone below the top fences nothing",
+    ),
+    (
+        "break_renewal",
+        7328,
+        "break tombstone beside a swept renewal",
+    ),
 ];
 
 #[test]

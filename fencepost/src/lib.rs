@@ -385,6 +385,10 @@ pub mod planted {
     /// create that completed quickly in the pause, and was handed out, is claimed
     /// over as abandoned.
     pub static TORN_AGED_AFTER_THE_READ: AtomicBool = AtomicBool::new(false);
+    /// A break trusts its tombstone's create: one that landed on a generation the
+    /// holder's renewals already created and swept, below the renewal that holds,
+    /// is reported as a break while the tenure goes on.
+    pub static BREAK_SKIPS_CONFIRM: AtomicBool = AtomicBool::new(false);
 
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)

@@ -359,6 +359,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: break_renewal,
     },
     Schedule {
+        name: "break_swept",
+        about: "break_renewal with a break slower than two renewals: its tombstone lands on a generation the renewals created and swept, below the renewal that holds",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 250,
+            advance: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 1200,
+        inflight_ms: TTL_MS,
+        actors: break_renewal,
+    },
+    Schedule {
         name: "subtree_race",
         about: "a subtree claim of src/, a claim of a file below it that does not exist yet, and a subtree claim of the directory above, all at once; a power cut; a fresh process claims the subtree",
         snapshot_listing: true,

@@ -751,6 +751,13 @@ impl World {
             .map(|a| lock(&self.last_wall_read)[a])
             .unwrap_or((now, self.step()));
         let step = self.step();
+        // Whether the record landed as the newest of its series: a break's
+        // tombstone that lands below a newer record (a generation the holder's
+        // renewals created and swept) ends nothing; its break looks again.
+        let on_top = lock(&self.model)
+            .series
+            .get(key)
+            .is_some_and(|s| s.range(generation + 1..).next().is_none());
         let mut violation = None;
         {
             let mut oracle = lock(&self.oracle);
@@ -796,17 +803,21 @@ impl World {
             // the one record of a tenure someone else writes.
             if let Some(writer) = current_actor() {
                 if record.broken.is_some() {
-                    oracle
-                        .broken
-                        .entry((record.holder.to_string(), record.token))
-                        .or_insert((step, now));
-                    if let Some(t) = oracle
-                        .tenures
-                        .get_mut(&*record.holder)
-                        .filter(|t| t.token == record.token)
-                    {
-                        t.end = t.end.min(now);
-                        t.fenced_at = t.fenced_at.or(Some(step));
+                    // One that lands below a newer record fences nothing; its
+                    // break's acknowledgment, if any, does (`Ctx::break_lease`).
+                    if on_top {
+                        oracle
+                            .broken
+                            .entry((record.holder.to_string(), record.token))
+                            .or_insert((step, now));
+                        if let Some(t) = oracle
+                            .tenures
+                            .get_mut(&*record.holder)
+                            .filter(|t| t.token == record.token)
+                        {
+                            t.end = t.end.min(now);
+                            t.fenced_at = t.fenced_at.or(Some(step));
+                        }
                     }
                 } else {
                     let holds_session_secret =
@@ -838,8 +849,20 @@ impl World {
                     }
                 }
             }
+            // Keyed apart by holder and kind: a break's tombstone carries the
+            // holder's id and can land on a generation the holder's renewal held
+            // before it was swept (its slow create), which must not erase that
+            // renewal from what the oracle judges the tenure's promise by.
             oracle.landed.insert(
-                (key.clone(), generation, record.holder.to_string()),
+                (
+                    key.clone(),
+                    generation,
+                    format!(
+                        "{}{}",
+                        record.holder,
+                        if record.released { " (tombstone)" } else { "" }
+                    ),
+                ),
                 Landed {
                     holder: record.holder.to_string(),
                     released: record.released,
