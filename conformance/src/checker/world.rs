@@ -849,6 +849,21 @@ impl World {
                     }
                 }
             }
+            // A release's tombstone that lands as the newest ends the tenure for
+            // every handle of it, whichever released: a session's processes share
+            // one tenure, and a renewal one of them had acknowledged while another
+            // was releasing promises nothing past the release (found at
+            // FENCEPOST_SCHEDULES=10000, `session_reentry` seed 7176).
+            if record.released
+                && record.broken.is_none()
+                && on_top
+                && let Some(t) = oracle
+                    .tenures
+                    .get_mut(&*record.holder)
+                    .filter(|t| t.token == record.token)
+            {
+                t.end = t.end.min(now);
+            }
             // Keyed apart by holder and kind: a break's tombstone carries the
             // holder's id and can land on a generation the holder's renewal held
             // before it was swept (its slow create), which must not erase that
