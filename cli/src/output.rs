@@ -473,8 +473,13 @@ pub fn store_remedy(error: &fencepost::BackendError) -> &'static str {
         ErrorKind::PermissionDenied => {
             "you lack permission on the store; fix its permissions or pass another with --store or FENCEPOST_STORE"
         }
+        // The cause already says it is a link fencepost does not follow: say only
+        // what to do. Moving a directory back is right only for this key's own.
         _ if text.contains("symbolic link") => {
-            "fencepost does not follow symbolic links inside the store; replace the link with the directory it points to, or remove it"
+            "if the link points to this key's own directory (moved away, same name), move that directory back in place of the link; otherwise remove the link"
+        }
+        ErrorKind::NotADirectory => {
+            "something other than a directory stands at that path; move it out of the store (fencepost never writes a file there), and the next claim creates the directory"
         }
         _ => "check that the store (--store or FENCEPOST_STORE) is a writable directory",
     }

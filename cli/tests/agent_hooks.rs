@@ -257,6 +257,19 @@ fn a_payload_it_cannot_read_blocks() {
             assert!(reason.contains("tell the human"), "{reason}");
         }
     }
+    // A path of the wrong type is named as such, not as missing (found by a
+    // breaker); it blocks all the same.
+    let out = repo.hook_in(
+        &repo.root,
+        "claude-code",
+        r#"{"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_input": {"file_path": 123}}"#,
+        &[],
+    );
+    let reason = assert_blocked(&out);
+    assert!(
+        reason.contains("tool_input.file_path is not a string (it is a number)"),
+        "{reason}"
+    );
     // A hook command the settings got wrong blocks too (not clap's exit 1).
     let out = repo.hook_in(&repo.root, "no-such-agent", "{}", &[]);
     assert_blocked(&out);

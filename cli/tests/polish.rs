@@ -336,7 +336,27 @@ fn a_symlinked_key_directory_is_shown_and_named_as_the_cause() {
     let line = one_line_stderr(&output);
     assert!(line.contains("symbolic link"), "{line}");
     assert!(!line.contains("writable directory"), "{line}");
-    assert!(line.contains("replace the link"), "{line}");
+    // Said once, and the advice to move a directory back is only for the key's own
+    // (a breaker found both: the cause repeated, and advice that would copy another
+    // key's records into this key's directory).
+    assert_eq!(line.matches("follow").count(), 1, "{line}");
+    assert!(line.contains("this key's own directory"), "{line}");
+    assert!(line.contains("otherwise remove the link"), "{line}");
+}
+
+#[test]
+fn a_file_in_place_of_a_key_directory_is_named_with_what_to_do() {
+    let s = Scratch::new();
+    s.claim("x", &[]);
+    let key = s.only_key_dir();
+    std::fs::remove_dir_all(&key).unwrap();
+    std::fs::write(&key, "stray\n").unwrap();
+    let output = s.cmd().args(["claim", "--lock", "x"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let line = one_line_stderr(&output);
+    assert!(line.contains("is not a directory"), "{line}");
+    assert!(!line.contains("writable directory"), "{line}");
+    assert!(line.contains("move it out of the store"), "{line}");
 }
 
 /// Unmounts a tmpfs when the test ends, even when it fails.

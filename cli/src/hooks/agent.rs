@@ -144,12 +144,20 @@ pub fn parse(agent: AgentName, payload: &[u8]) -> Result<Event, String> {
         // Not an edit tool (the matcher let it through): nothing to claim.
         return Ok(Event::Ignore);
     };
-    let path = fields
-        .get("tool_input")
-        .and_then(|input| input.get(*field))
-        .and_then(Value::as_str)
-        .filter(|path| !path.is_empty())
-        .ok_or_else(|| format!("the {tool} payload has no tool_input.{field}"))?;
+    let path = match fields.get("tool_input").and_then(|input| input.get(*field)) {
+        Some(Value::String(path)) if !path.is_empty() => path.as_str(),
+        Some(Value::String(_)) => {
+            return Err(format!("the {tool} payload's tool_input.{field} is empty"));
+        }
+        // Present with another type: say so, rather than "missing".
+        Some(other) => {
+            return Err(format!(
+                "the {tool} payload's tool_input.{field} is not a string (it is {})",
+                json_kind(other)
+            ));
+        }
+        None => return Err(format!("the {tool} payload has no tool_input.{field}")),
+    };
     Ok(Event::Edit {
         session: session()?,
         cwd: text("cwd").map(str::to_string),
@@ -204,5 +212,17 @@ mod tests {
             AgentName::Gemini.matcher(),
             "write_file|replace|run_shell_command"
         );
+    }
+}
+
+/// What kind of JSON value `value` is, for a message.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
