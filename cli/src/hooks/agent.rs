@@ -166,6 +166,18 @@ pub fn parse(agent: AgentName, payload: &[u8]) -> Result<Event, String> {
     })
 }
 
+/// What kind of JSON value `value` is, for a message.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,17 +224,5 @@ mod tests {
             AgentName::Gemini.matcher(),
             "write_file|replace|run_shell_command"
         );
-    }
-}
-
-/// What kind of JSON value `value` is, for a message.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
