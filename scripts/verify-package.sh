@@ -50,6 +50,11 @@ done
 phase "2. cargo package (with verification builds, metadata warnings are errors)"
 packages=()
 for crate in "${publishable[@]}"; do packages+=(-p "$crate"); done
+# The verification builds take our crates from a temporary registry, and cargo
+# never rebuilds a registry crate it has built before (registry sources are taken
+# as immutable): in a reused target directory a changed crate would be verified
+# against the last run's build of its dependency. Clean our own crates first.
+cargo clean --quiet --target-dir "$build_dir" "${packages[@]}"
 cargo package "${packages[@]}" --allow-dirty --target-dir "$build_dir" 2> "$work/package.log" \
   || { cat "$work/package.log" >&2; fail "cargo package failed"; }
 if grep -E '^warning' "$work/package.log"; then fail "cargo package warned (above)"; fi
