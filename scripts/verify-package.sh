@@ -51,9 +51,15 @@ phase "2. cargo package (with verification builds, metadata warnings are errors)
 packages=()
 for crate in "${publishable[@]}"; do packages+=(-p "$crate"); done
 # The verification builds take our crates from a temporary registry, and cargo
-# never rebuilds a registry crate it has built before (registry sources are taken
-# as immutable): in a reused target directory a changed crate would be verified
-# against the last run's build of its dependency. Clean our own crates first.
+# takes registry sources as immutable: it reuses the sources it unpacked from that
+# registry on an earlier run (kept in CARGO_HOME, under the registry's path) and
+# what it built from them, so a changed crate would be verified against the last
+# run's copy of its dependency. Our crates come from no other registry: remove
+# those copies and builds first.
+cargo_home="${CARGO_HOME:-$HOME/.cargo}"
+for crate in "${publishable[@]}"; do
+  rm -rf "$cargo_home"/registry/src/*/"$crate-0.1.0" "$cargo_home"/registry/cache/*/"$crate-0.1.0.crate"
+done
 cargo clean --quiet --target-dir "$build_dir" "${packages[@]}"
 cargo package "${packages[@]}" --allow-dirty --target-dir "$build_dir" 2> "$work/package.log" \
   || { cat "$work/package.log" >&2; fail "cargo package failed"; }
