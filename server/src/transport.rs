@@ -12,7 +12,10 @@
 //!   `id`: `-32700` (parse error) for a bad string, `-32600` (invalid request) for
 //!   nesting too deep; a line that is not a complete JSON object is still dropped
 //!   (a peer that echoes errors cannot start a storm);
-//! - `tools/call` without an object `params` is answered `-32602` (invalid params);
+//! - `tools/call` without an object `params`, without a string `name` or with
+//!   `arguments` that are not an object is answered `-32602` (invalid params);
+//! - a request other than `ping` before any `initialize` is answered `-32002`
+//!   (server not initialized), naming what to send first;
 //! - rmcp's "method not found" (`-32601`) also names the method asked for and the
 //!   methods there are;
 //! - everything else goes to rmcp unchanged, and each request's outcome is logged
@@ -60,6 +63,8 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
     tokio::spawn(async move {
         let mut stdin = BufReader::new(tokio::io::stdin());
         let mut line = Vec::new();
+        // An `initialize` went to rmcp: from then on requests are its to answer.
+        let mut initialize_sent = false;
         loop {
             line.clear();
             match stdin.read_until(b'\n', &mut line).await {
@@ -67,7 +72,15 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
                 Ok(_) => {}
             }
             let text = String::from_utf8_lossy(&line);
-            match screen(text.trim()) {
+            let mut screened = screen(text.trim());
+            if let Screened::Forward(Some((id, what))) = &screened {
+                if what == "initialize" {
+                    initialize_sent = true;
+                } else if !initialize_sent && what != "ping" {
+                    screened = before_initialize(id, what);
+                }
+            }
+            match screened {
                 Screened::Forward(what) => {
                     if let Some((id, what)) = what {
                         requests.lock().unwrap().insert(id, what);
@@ -170,9 +183,9 @@ fn screen_message(message: &Value) -> Screened {
         return Screened::Forward(None);
     };
     let params = message.get("params");
-    if method == "tools/call" && !params.is_some_and(Value::is_object) {
-        let message = "Invalid params: tools/call takes an object, \
-                       {\"name\": TOOL, \"arguments\": {...}}";
+    if method == "tools/call"
+        && let Some(message) = tools_call_shape_error(params)
+    {
         return Screened::Answer(
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": message}}),
             format!("tools/call (id {id}): {message}"),
@@ -185,6 +198,53 @@ fn screen_message(message: &Value) -> Screened {
         .map(|name| format!(" {name}"))
         .unwrap_or_default();
     Screened::Forward(Some((id.to_string(), format!("{method}{tool}"))))
+}
+
+/// The answer to request `what` (id `id`, as JSON text) sent before `initialize`:
+/// `-32002` (server not initialized, the code LSP gives it) saying what to send
+/// first. rmcp's own answer was "-32602 request _meta is missing or has malformed
+/// required fields: io.modelcontextprotocol/protocolVersion, …", which names
+/// nothing a client can act on (pinned by
+/// `server/tests/polish.rs::a_request_before_initialize_is_told_to_initialize_first`).
+fn before_initialize(id: &str, what: &str) -> Screened {
+    let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
+    let message = format!(
+        "Server not initialized: {what} came before initialize; send initialize, \
+         then notifications/initialized, then {what} again"
+    );
+    Screened::Answer(
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32002, "message": message}}),
+        format!("{what} (id {id}): {message}"),
+    )
+}
+
+/// What is wrong with the shape of a `tools/call`'s `params`, if anything: they must
+/// be an object whose `name` is a string and whose `arguments`, when given, is an
+/// object (or null). rmcp fails to decode anything else and answers "method not
+/// found", which told a client that sent `"arguments": "x"` that `tools/call` does
+/// not exist (found by a breaker; pinned by
+/// `server/tests/polish.rs::tools_call_with_params_of_the_wrong_shape_is_invalid_params`).
+fn tools_call_shape_error(params: Option<&Value>) -> Option<&'static str> {
+    let Some(params) = params.and_then(Value::as_object) else {
+        return Some(concat!(
+            "Invalid params: tools/call takes an object, ",
+            "{\"name\": TOOL, \"arguments\": {...}} (tools/list names the tools)"
+        ));
+    };
+    if !params.get("name").is_some_and(Value::is_string) {
+        return Some(concat!(
+            "Invalid params: tools/call needs \"name\", a tool's name as a string: ",
+            "{\"name\": TOOL, \"arguments\": {...}} (tools/list names the tools)"
+        ));
+    }
+    match params.get("arguments") {
+        None | Some(Value::Null | Value::Object(_)) => None,
+        Some(_) => Some(concat!(
+            "Invalid params: tools/call's \"arguments\" must be an object of the tool's ",
+            "arguments, {\"name\": TOOL, \"arguments\": {...}} (tools/list gives each ",
+            "tool's input schema)"
+        )),
+    }
 }
 
 /// What this server answers; named in the reply to any other method.
@@ -349,6 +409,31 @@ mod tests {
                 }
                 other => panic!("{params}: {other:?}"),
             }
+        }
+        for params in [
+            r#"{"name":"status","arguments":"x"}"#,
+            r#"{"name":"status","arguments":[1]}"#,
+            r#"{"name":7,"arguments":{}}"#,
+            r#"{"arguments":{}}"#,
+        ] {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{params}}}"#);
+            match screen(&line) {
+                Screened::Answer(reply, _) => {
+                    assert_eq!(reply["error"]["code"], -32602, "{params}");
+                    let message = reply["error"]["message"].as_str().unwrap();
+                    assert!(message.starts_with("Invalid params: "), "{message}");
+                }
+                other => panic!("{params}: {other:?}"),
+            }
+        }
+        for params in [
+            r#"{"name":"status","arguments":null}"#,
+            r#"{"name":"status","arguments":{}}"#,
+        ] {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{params}}}"#);
+            assert!(matches!(screen(&line), Screened::Forward(_)), "{params}");
         }
         let ok = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"status"}}"#;
         assert_eq!(

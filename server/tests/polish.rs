@@ -87,6 +87,32 @@ fn tools_call_with_params_of_the_wrong_shape_is_invalid_params() {
     raw.send(json!({"jsonrpc": "2.0", "id": 24, "method": "tools/call"}));
     let reply = raw.next().expect("a reply");
     assert_eq!(reply["error"]["code"], -32602, "no params: {reply}");
+    // Inside an object: `arguments` that are not an object, and a `name` that is not
+    // a string, were answered -32601 "Method not found: tools/call …" too.
+    for (id, params) in [
+        (25, json!({"name": "status", "arguments": "x"})),
+        (
+            26,
+            json!({"name": "claim", "arguments": [{"resource": "lock:a"}]}),
+        ),
+        (27, json!({"name": 5, "arguments": {}})),
+    ] {
+        raw.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+        let reply = raw.next().expect("a reply");
+        assert_eq!(reply["id"], id, "{reply}");
+        assert_eq!(reply["error"]["code"], -32602, "{params}: {reply}");
+        let message = reply["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("tools/list"),
+            "names where to look: {message}"
+        );
+    }
+    // Still serving, and `arguments: null` is no arguments.
+    raw.send(json!({"jsonrpc": "2.0", "id": 28, "method": "tools/call",
+        "params": {"name": "status", "arguments": null}}));
+    let status = raw.next().expect("still serving");
+    assert_eq!(status["id"], 28, "{status}");
+    assert!(status.get("error").is_none(), "{status}");
 }
 
 /// A method the server does not answer gets -32601 naming that method and the
@@ -300,4 +326,39 @@ async fn the_default_ttl_is_the_documented_one() {
     let readme = include_str!("../README.md");
     assert!(readme.contains("Default ttl: 60000 ms, where the CLI's `claim` defaults to 30000 ms"));
     server.disconnect().await;
+}
+
+/// A request before `initialize` was answered by rmcp with "-32602 request _meta is
+/// missing or has malformed required fields: io.modelcontextprotocol/…", which
+/// names nothing a client can do. Now: -32002, saying to initialize first; the
+/// session is not spoiled, and `initialize` then works as usual.
+#[test]
+fn a_request_before_initialize_is_told_to_initialize_first() {
+    let tree = Tree::new();
+    let mut raw = Raw::start(&tree);
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": "early", "method": "tools/call",
+        "params": {"name": "status", "arguments": {}}}),
+    );
+    let reply = raw.next().expect("a reply");
+    assert_eq!(reply["id"], "early", "{reply}");
+    assert_eq!(reply["error"]["code"], -32002, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("before initialize") && message.contains("send initialize"),
+        "{message}"
+    );
+    raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let reply = raw.next().expect("a reply");
+    assert_eq!(reply["error"]["code"], -32002, "{reply}");
+    // ping is allowed before initialize (MCP lifecycle).
+    raw.send(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}));
+    let pong = raw.next().expect("a reply to ping");
+    assert_eq!(pong["id"], 3, "{pong}");
+    raw.initialize();
+    raw.send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "status", "arguments": {}}}));
+    let status = raw.next().expect("still serving");
+    assert_eq!(status["id"], 4, "{status}");
+    assert_eq!(status["result"]["isError"], false, "{status}");
 }
