@@ -1,8 +1,8 @@
 //! The MCP tools over one store: claim, assert, renew, release, write, status.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use fencepost::{AcquireOptions, ClaimState, Error, Keepalive, Key, Resource, Store};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -74,6 +74,32 @@ struct Inner {
     /// Every claim carries it: a claim of what this session holds re-enters it.
     session: String,
     leases: Mutex<Held>,
+    /// The keys a `claim` of this server is working on: a second claim of the same
+    /// key waits for the first, then finds it held and re-enters it (see
+    /// [`Inner::claiming`]).
+    claiming: Claiming,
+}
+
+/// Keys being claimed, and a condition variable to wait for one to be done.
+#[derive(Default)]
+struct Claiming {
+    keys: Mutex<HashSet<Key>>,
+    done: Condvar,
+}
+
+/// A key this server is claiming; dropping it lets the next claim of the key in.
+struct ClaimTurn<'a> {
+    claiming: &'a Claiming,
+    key: Key,
+}
+
+impl Drop for ClaimTurn<'_> {
+    fn drop(&mut self) {
+        let mut keys = self.claiming.keys.lock().unwrap_or_else(|e| e.into_inner());
+        keys.remove(&self.key);
+        drop(keys);
+        self.claiming.done.notify_all();
+    }
 }
 
 /// The leases this server keeps alive, and whether it is shutting down (then no
@@ -153,6 +179,7 @@ impl FencepostServer {
                 owner: config.owner,
                 session,
                 leases: Mutex::default(),
+                claiming: Claiming::default(),
             }),
             tool_router: Self::tool_router(),
         })
@@ -419,8 +446,35 @@ impl Inner {
         self.leases.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Waits until no other `claim` of this server is working on `key`, and holds
+    /// the key until the returned turn is dropped. Two claims of one resource sent
+    /// at once (an MCP client's parallel tool calls) both claimed through the
+    /// store: both re-entered the session's tenure, and the second kept lease
+    /// replaced the first, whose keepalive, dropped, released the tenure under both
+    /// (found by a breaker; pinned by
+    /// `server/tests/sessions.rs::parallel_claims_of_one_resource_keep_it_held`).
+    /// One at a time, the second finds the first's lease and re-enters it as a
+    /// sequential claim does.
+    fn claiming(&self, key: &Key) -> ClaimTurn<'_> {
+        let mut keys = self.claiming.keys.lock().unwrap_or_else(|e| e.into_inner());
+        while keys.contains(key) {
+            keys = self
+                .claiming
+                .done
+                .wait(keys)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        keys.insert(key.clone());
+        ClaimTurn {
+            claiming: &self.claiming,
+            key: key.clone(),
+        }
+    }
+
     /// Records a kept-alive lease; false (after releasing it) when the server is
-    /// shutting down.
+    /// shutting down. A keepalive it replaces is stopped, not released, when it
+    /// keeps the same tenure (same token): dropping it would release the tenure
+    /// the new one keeps.
     fn keep(&self, key: Key, keepalive: Keepalive) -> bool {
         let mut leases = self.leases();
         if leases.closing {
@@ -431,9 +485,15 @@ impl Inner {
         // Only a lost keepalive can be replaced (a live one is refused before
         // claiming); dropping it releases nothing.
         leases.lost.remove(&key);
+        let token = keepalive.token();
         let replaced = leases.insert(key, keepalive);
         drop(leases);
-        drop(replaced);
+        match replaced {
+            Some(old) if old.token() == token => {
+                old.stop();
+            }
+            old => drop(old),
+        }
         true
     }
 
@@ -497,6 +557,8 @@ impl Inner {
         let ttl_ms = args::in_range("ttl_ms", args.ttl_ms, args::TTL_MIN_MS, args::TTL_MAX_MS)?;
         let wait_ms = args::in_range("wait_ms", args.wait_ms, 0, args::WAIT_MAX_MS)?;
         let (resource, key) = self.resource(&args.resource)?;
+        // One claim of a key at a time in this server (see `claiming`).
+        let _turn = self.claiming(&key);
         // The server keeps its leases alive until released and has no shutdown
         // hook: once it is gone, its leases are a dead holder's (taken over early by
         // a waiter on this host). Every claim carries the server's session, so a

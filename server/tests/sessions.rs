@@ -253,3 +253,37 @@ async fn claim_with_slots_takes_one_free_slot() {
         .unwrap_err();
     assert!(bad.contains("only a lock has slots"), "{bad}");
 }
+
+/// An MCP client's parallel tool calls: three claims of one resource sent at once.
+/// Each claimed through the store and re-entered the session's tenure, and each
+/// kept lease replaced the one before, whose keepalive, dropped, released the
+/// tenure under all of them: every call answered "token 1, reentered" and the lock
+/// was free moments later (found by a breaker). Now one claims, the others re-enter
+/// the same tenure, and it stays held.
+#[tokio::test]
+async fn parallel_claims_of_one_resource_keep_it_held() {
+    let tree = Tree::new();
+    let a = Server::start(&tree, "agent-a").await;
+    let b = Server::start(&tree, "agent-b").await;
+    for round in 0..3 {
+        let name = format!("dup-{round}");
+        let claim = || a.call("claim", json!({"resource": lock(&name), "ttl_ms": 60_000}));
+        let (x, y, z) = tokio::join!(claim(), claim(), claim());
+        let results = [x.unwrap(), y.unwrap(), z.unwrap()];
+        let token = results[0]["token"].as_u64().unwrap();
+        for result in &results {
+            assert_eq!(result["token"], token, "one tenure: {results:?}");
+        }
+        let first = results.iter().filter(|r| r["reentered"] == false).count();
+        assert_eq!(first, 1, "one claim began the tenure: {results:?}");
+        assert!(
+            a.authorized(lock(&name), token).await,
+            "round {round}: the tenure was released under its claims"
+        );
+        let refused = b
+            .call("claim", json!({"resource": lock(&name)}))
+            .await
+            .unwrap_err();
+        assert!(refused.contains("held by agent-a"), "{refused}");
+    }
+}
