@@ -129,6 +129,11 @@ fn catches_a_session_claim_that_starts_a_new_tenure_over_its_own() {
 }
 
 #[test]
+fn catches_a_session_refused_by_its_own_tenure() {
+    catches(&planted::OWN_SESSION_NO_GRACE, "session_file_race", 1);
+}
+
+#[test]
 fn catches_a_forged_secret_accepted_as_proof_of_holding() {
     catches(&planted::PROOF_IGNORED, "forged_handle", 0);
 }
@@ -342,6 +347,7 @@ fn survey() {
             "SESSION_HOLDER_IS_VACANCY",
             &planted::SESSION_HOLDER_IS_VACANCY,
         ),
+        ("OWN_SESSION_NO_GRACE", &planted::OWN_SESSION_NO_GRACE),
         ("SEVERAL_SKIPS_ALL_LIVE", &planted::SEVERAL_SKIPS_ALL_LIVE),
         ("SLOT_PAST_THE_LAST", &planted::SLOT_PAST_THE_LAST),
         ("SAME_PATH_UNCHECKED", &planted::SAME_PATH_UNCHECKED),

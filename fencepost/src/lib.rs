@@ -277,6 +277,11 @@ pub mod planted {
     /// (a new token, fencing the first process while it was promised the lease)
     /// instead of re-entering it.
     pub static SESSION_HOLDER_IS_VACANCY: AtomicBool = AtomicBool::new(false);
+    /// An acquisition whose wait is over reports its own session's tenure as the
+    /// holder in its way at once, without the grace in which a sibling process's
+    /// claim of the resource settles (a file's second key not yet taken): a
+    /// session refused by itself.
+    pub static OWN_SESSION_NO_GRACE: AtomicBool = AtomicBool::new(false);
     /// A claim of several resources returns once each was taken, without checking
     /// that the first one taken is still live when the last is (a pause or slow
     /// creates in between hand out an expired lease).

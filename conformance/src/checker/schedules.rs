@@ -406,6 +406,15 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::session_reentry,
     },
     Schedule {
+        name: "session_file_race",
+        about: "two processes of one session claim one file (two keys) at once without waiting; neither may be refused by its own session; another session waits",
+        snapshot_listing: true,
+        mix: FaultMix::NONE,
+        max_steps: 1200,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::session_file_race,
+    },
+    Schedule {
         name: "several_resources",
         about: "two claimers take {a, b} and {b, a} all or nothing, with slow creates and pauses; a third claims b alone",
         snapshot_listing: true,

@@ -2080,6 +2080,16 @@ impl Ctx {
     /// Acquires `resource` with `options` (e.g. a tenure tied to its process);
     /// logs and judges the outcome. `None` when held or failed.
     pub fn acquire_with(&self, resource: &Resource, options: &AcquireOptions) -> Option<Lease> {
+        self.acquire_or_holder(resource, options).ok()
+    }
+
+    /// As [`Ctx::acquire_with`], and on a refusal the holder that refused it
+    /// (`Err(None)` on an error): for schedules that judge who refused.
+    pub fn acquire_or_holder(
+        &self,
+        resource: &Resource,
+        options: &AcquireOptions,
+    ) -> Result<Lease, Option<fencepost::Holder>> {
         self.world.log(format!(
             "acquire {} (ttl {}ms, wait {}ms{}{})",
             resource.target(),
@@ -2123,18 +2133,18 @@ impl Ctx {
                 // not begun: judged as that tenure's renewal.
                 self.world
                     .acknowledged(&self.name, &lease, lease.reentered(), step);
-                Some(lease)
+                Ok(lease)
             }
             Ok(TryAcquire::Held(holder)) => {
                 self.world.log(format!(
                     "acquire -> held by {} (token {})",
                     holder.owner, holder.token
                 ));
-                None
+                Err(Some(holder))
             }
             Err(e) => {
                 self.world.log(format!("acquire -> error: {e}"));
-                None
+                Err(None)
             }
         }
     }

@@ -50,6 +50,54 @@ pub(super) fn session_reentry(_: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// Two processes of session `s` claim one existing file (two keys: its path and
+/// its file id) at the same instant, without waiting, and keep it; a process of
+/// session `t` waits for it. Besides the oracle's safety rules, the schedule judges
+/// that no process of `s` is refused by `s` itself: one finding the file's other
+/// key taken by its sibling, before the sibling took the path, must re-enter once
+/// that claim settles, not report its own session as the holder (found by a
+/// breaker; planted bug `OWN_SESSION_NO_GRACE`). Without faults, so that a refusal
+/// can only be the protocol's (a sibling paused or crashed mid-claim could leave
+/// the session's tenure legitimately out of reach).
+pub(super) fn session_file_race(setup: &Setup) -> Vec<Actor> {
+    let file = setup.dir.join("edit.rs");
+    let _ = std::fs::write(&file, b"x");
+    let member = |file: std::path::PathBuf| {
+        move |ctx: &Ctx| {
+            let options = for_session(ctx, Some("s"), 0);
+            match ctx.acquire_or_holder(&Resource::file(&file), &options) {
+                Ok(mut lease) => {
+                    if ctx.keep(&mut lease, 1) {
+                        ctx.release(&lease);
+                    }
+                }
+                Err(Some(holder))
+                    if holder.session.as_deref() == Some(&fencepost::SessionTag::of("s")) =>
+                {
+                    ctx.violate(format!(
+                        "{} was refused by its own session's tenure (token {})",
+                        ctx.name(),
+                        holder.token
+                    ));
+                }
+                Err(_) => {}
+            }
+        }
+    };
+    let rival = file.clone();
+    vec![
+        Actor::new("s-one", member(file.clone())),
+        Actor::new("s-two", member(file)),
+        Actor::new("t", move |ctx: &Ctx| {
+            let options = for_session(ctx, Some("t"), 3 * TTL_MS);
+            if let Some(lease) = ctx.acquire_with(&Resource::file(&rival), &options) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
 /// Two claimers take `{a, b}` and `{b, a}` all or nothing, keep every lease for a
 /// renewal and release; a third claims `b` alone. Slow creates (in flight for half
 /// a ttl) and pauses make the first lease taken lapse before the last is, which an

@@ -18,6 +18,18 @@ use crate::{Error, Holder, Key, Resource, Result};
 /// acquire with no wait, but creates that are always slower than the ttl must end.
 const LAPSE_RETRIES: usize = 2;
 
+/// How long past the wait's end (ms) an acquisition keeps trying while the holder
+/// in its way is a tenure of its own session: another process of the session is
+/// part-way through claiming the resource (one key of a file taken, the other not
+/// yet), and re-entry succeeds once that claim settles — its create completes
+/// within [`CREATE_GRACE_MS`](crate::CREATE_GRACE_MS) or is taken for abandoned.
+/// Without it a session's parallel claims of one file with no wait were refused
+/// "held by" the session itself (found by a breaker: 11 of 12 parallel
+/// `claim --file --session` refused; pinned by
+/// `cli/tests/sessions.rs::parallel_claims_of_one_file_by_one_session_are_never_refused_by_the_session`).
+/// Bounded, so a tenure of the session that cannot be re-entered is still reported.
+const OWN_SESSION_GRACE_MS: u64 = crate::CREATE_GRACE_MS;
+
 /// A key's claim taken by an acquisition, with the superseded generations its
 /// confirming read listed below it.
 struct Taken<'k> {
@@ -151,6 +163,9 @@ impl Store {
         let deadline = started.saturating_add(options.wait_ms);
         let mut backoff_ms = BACKOFF_START_MS;
         let mut lapses = 0;
+        // Past the wait, while our own session is in the way: until when.
+        let mut own_session_until: Option<u64> = None;
+        let own_tag = options.session.as_deref().map(crate::SessionTag::of);
         let mut watches: Vec<Watch> = keys.iter().map(|_| Watch::default()).collect();
 
         // A change notification to sleep on while held (one key only; a resource of
@@ -380,6 +395,17 @@ impl Store {
                 // round began.
                 if let Some(lease) = self.reenter(resource, options)? {
                     return Ok(TryAcquire::Acquired(lease));
+                }
+                let own = own_tag.is_some() && holder.session.as_deref() == own_tag.as_ref();
+                #[cfg(feature = "planted-bugs")]
+                let own = own && !crate::planted::on(&crate::planted::OWN_SESSION_NO_GRACE);
+                let until =
+                    *own_session_until.get_or_insert(mono.saturating_add(OWN_SESSION_GRACE_MS));
+                if own && mono < until {
+                    let step = self.jittered(backoff_ms).min(until - mono).max(1);
+                    self.clock.sleep(Duration::from_millis(step));
+                    backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
+                    continue;
                 }
                 return Ok(TryAcquire::Held(holder));
             }
