@@ -688,9 +688,19 @@ fn parse_proof(text: &str) -> Result<Proof, String> {
         .map_err(|e| format!("{e}; pass the whole handle `claim` printed, such as 7.3f9a…"))
 }
 
+/// The longest ttl a command accepts: 30 days, in ms. Longer was accepted up to
+/// 2^64 − 1 ms ("until 584556019-04-03"), a lease nobody can outwait that only a
+/// `break` ends (found by a breaker). A longer tenure is renewed: `run` and
+/// `claim --hold` renew theirs.
+pub(crate) const TTL_MAX_MS: u64 = 30 * 24 * 3_600_000;
+
 fn parse_ttl(text: &str) -> Result<u64, String> {
     match text.parse::<u64>() {
         Ok(0) => Err("the ttl must be at least 1 millisecond".into()),
+        Ok(ttl) if ttl > TTL_MAX_MS => Err(format!(
+            "the ttl is at most 30 days ({TTL_MAX_MS} ms); for longer, renew the lease \
+             (`fencepost run` and `claim --hold` renew it for you)"
+        )),
         Ok(ttl) => Ok(ttl),
         Err(_) => Err("the ttl is a positive whole number of milliseconds, such as 30000".into()),
     }

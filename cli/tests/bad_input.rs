@@ -77,7 +77,16 @@ fn token_zero_is_never_current_not_bad_input() {
 #[test]
 fn ttls_are_positive_whole_milliseconds() {
     let s = Scratch::new();
-    for bad in ["0", "-5", "abc", "1e3"] {
+    // The last two: longer than 30 days (2,592,000,000 ms), and 2^64 - 1, which
+    // was accepted ("until 584556019-04-03").
+    for bad in [
+        "0",
+        "-5",
+        "abc",
+        "1e3",
+        "2592000001",
+        "18446744073709551615",
+    ] {
         rejects(&s, &["claim", "--lock", "x", "--ttl", bad], "ttl");
         rejects(&s, &["renew", "--lock", "x", "1", "--ttl", bad], "ttl");
         rejects(
@@ -89,6 +98,8 @@ fn ttls_are_positive_whole_milliseconds() {
     rejects(&s, &["claim", "--lock", "x", "--wait", "-1"], "wait");
     // Nothing was claimed by any of these.
     assert!(s.status().is_empty());
+    // 30 days exactly is accepted.
+    s.claim("x", &["--ttl", "2592000000"]);
 }
 
 #[test]
