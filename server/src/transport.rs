@@ -14,6 +14,9 @@
 //!   (a peer that echoes errors cannot start a storm);
 //! - `tools/call` without an object `params`, without a string `name` or with
 //!   `arguments` that are not an object is answered `-32602` (invalid params);
+//! - a request whose `jsonrpc` is not `"2.0"` is answered `-32600`, and one whose
+//!   `params` is neither an object nor an array `-32602`, with its `id` (rmcp's
+//!   answer had none);
 //! - a request other than `ping` before any `initialize` is answered `-32002`
 //!   (server not initialized), naming what to send first;
 //! - rmcp's "method not found" (`-32601`) also names the method asked for and the
@@ -182,6 +185,27 @@ fn screen_message(message: &Value) -> Screened {
         }
         return Screened::Forward(None);
     };
+    // rmcp answers these -32600 without the request's `id`, which JSON-RPC 2.0
+    // requires (found by a breaker); answered here with it.
+    let shape = if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        Some((-32600, "Invalid Request: \"jsonrpc\" must be \"2.0\""))
+    } else if message
+        .get("params")
+        .is_some_and(|p| !(p.is_object() || p.is_array() || p.is_null()))
+    {
+        Some((
+            -32602,
+            "Invalid params: \"params\" must be an object (tools/list names the tools and their arguments)",
+        ))
+    } else {
+        None
+    };
+    if let Some((code, message)) = shape {
+        return Screened::Answer(
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+            format!("{method} (id {id}): {message}"),
+        );
+    }
     let params = message.get("params");
     if method == "tools/call"
         && let Some(message) = tools_call_shape_error(params)

@@ -362,3 +362,35 @@ fn a_request_before_initialize_is_told_to_initialize_first() {
     assert_eq!(status["id"], 4, "{status}");
     assert_eq!(status["result"]["isError"], false, "{status}");
 }
+
+/// A request with a usable `id` but a wrong `jsonrpc` member, none, or `params` that
+/// are neither an object nor an array, was answered by rmcp without its `id`
+/// (JSON-RPC 2.0 requires it; found by a breaker). Now with it.
+#[test]
+fn a_malformed_request_with_an_id_is_answered_with_that_id() {
+    let tree = Tree::new();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    for (id, message, code) in [
+        (
+            7,
+            json!({"jsonrpc": "1.0", "id": 7, "method": "ping"}),
+            -32600,
+        ),
+        (8, json!({"id": 8, "method": "ping"}), -32600),
+        (
+            15,
+            json!({"jsonrpc": "2.0", "id": 15, "method": "ping", "params": "x"}),
+            -32602,
+        ),
+    ] {
+        raw.send(message.clone());
+        let reply = raw.next().expect("a reply");
+        assert_eq!(reply["id"], id, "{message}: {reply}");
+        assert_eq!(reply["error"]["code"], code, "{message}: {reply}");
+    }
+    raw.send(json!({"jsonrpc": "2.0", "id": 16, "method": "ping"}));
+    let pong = raw.next().expect("still serving");
+    assert_eq!(pong["id"], 16, "{pong}");
+    assert!(pong.get("error").is_none(), "{pong}");
+}
