@@ -549,7 +549,7 @@ fn refuse(
                 resource.target()
             )
         }
-        _ => describe_error(&error),
+        _ => crate::output::describe_error_for(&error, resource),
     };
     if json {
         let verdict = VerdictJson {

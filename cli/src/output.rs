@@ -393,6 +393,24 @@ pub fn refusal_holder(error: &Error) -> Option<&Holder> {
 /// The one-line message for a core error, with what to do about it where there is
 /// something to do.
 pub fn describe_error(error: &Error) -> String {
+    describe_with(error, NEXT_STEPS_ANY)
+}
+
+/// [`describe_error`] for an error about `resource`: a refusal's next steps name
+/// the whole `break` command (`fencepost break --lock x --reason '…'`), as `claim`'s
+/// do, where the label alone could only say `fencepost break` (found by a new
+/// user: `renew` and `release` refusals named no resource;
+/// `cli/tests/polish.rs::a_refused_renew_names_the_whole_break_command`).
+pub fn describe_error_for(error: &Error, resource: &fencepost::Resource) -> String {
+    let next = format!(
+        "claim it with --wait MS to wait for it, work on something else meanwhile, or, if its holder is gone or stuck, ask a human to run `{}`",
+        break_command(resource)
+    );
+    describe_with(error, &next)
+}
+
+/// The message for `error`, with `next_steps_any` as what to do about a refusal.
+fn describe_with(error: &Error, next_steps_any: &str) -> String {
     match error {
         Error::Held { label, holder } => held_message(label, holder),
         Error::NotHolder {
@@ -406,12 +424,12 @@ pub fn describe_error(error: &Error) -> String {
                 printable(&holder.who()),
                 holder.pid,
                 fencepost::utc_timestamp(holder.expires_at_ms),
-                NEXT_STEPS_ANY
+                next_steps_any
             ),
             Some(holder) => format!(
                 "token {token} does not hold {label}: it is held by {}; nothing was changed. Your lease ended: stop writing to {label}; to use it again, {}",
                 describe_holder(holder),
-                NEXT_STEPS_ANY
+                next_steps_any
             ),
             None => format!(
                 "token {token} does not hold {label}: it was released, expired or superseded; claim it again for a new token"
@@ -426,7 +444,7 @@ pub fn describe_error(error: &Error) -> String {
                 "session {} holds no lease on {label}: it is held by {}; nothing was changed. To use {label} yourself: {}",
                 printable(session),
                 describe_holder(holder),
-                NEXT_STEPS_ANY
+                next_steps_any
             ),
             None => format!(
                 "session {} holds no lease on {label} (never claimed by it, released, expired or superseded); nothing was changed; claim it with --session for a lease",

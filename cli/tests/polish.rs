@@ -567,3 +567,27 @@ fn a_nested_run_does_not_pass_the_outer_resource_on() {
         "unset\nunset\nunset\ninner\n"
     );
 }
+
+/// A refused `renew` or `release` named `fencepost break` with no resource, where
+/// a refused `claim` names the whole command (found by a new user's trial). Both
+/// now name it.
+#[test]
+fn a_refused_renew_names_the_whole_break_command() {
+    let s = Scratch::new();
+    let token = s.claim("deploy-lock", &["--owner", "alice", "--ttl", "60000"]);
+    for command in ["renew", "release"] {
+        let output = s
+            .cmd()
+            .args([command, "--lock", "deploy-lock", &token.to_string()])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(3), "{output:?}");
+        let line = one_line_stderr(&output);
+        assert!(
+            line.contains("`fencepost break --lock deploy-lock --reason '…'`"),
+            "{command}: {line}"
+        );
+    }
+    // Nothing was released.
+    assert_eq!(s.entry("deploy-lock").unwrap()["state"], "held");
+}
