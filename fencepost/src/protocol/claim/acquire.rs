@@ -399,13 +399,13 @@ impl Store {
                 let own = own_tag.is_some() && holder.session.as_deref() == own_tag.as_ref();
                 #[cfg(feature = "planted-bugs")]
                 let own = own && !crate::planted::on(&crate::planted::OWN_SESSION_NO_GRACE);
-                let until =
-                    *own_session_until.get_or_insert(mono.saturating_add(OWN_SESSION_GRACE_MS));
-                if own && mono < until {
-                    let step = self.jittered(backoff_ms).min(until - mono).max(1);
-                    self.clock.sleep(Duration::from_millis(step));
-                    backoff_ms = (backoff_ms * 2).min(BACKOFF_CAP_MS);
-                    continue;
+                if own {
+                    let until =
+                        *own_session_until.get_or_insert(mono.saturating_add(OWN_SESSION_GRACE_MS));
+                    if mono < until {
+                        self.back_off(&mut backoff_ms, until, mono);
+                        continue;
+                    }
                 }
                 return Ok(TryAcquire::Held(holder));
             }
