@@ -134,6 +134,16 @@ fn catches_a_session_refused_by_its_own_tenure() {
 }
 
 #[test]
+fn catches_a_race_reported_as_a_holder() {
+    catches_within(
+        &planted::RACE_REFUSED_AT_ONCE,
+        "shared_exclusive_race",
+        425,
+        BUDGET * 2,
+    );
+}
+
+#[test]
 fn catches_a_forged_secret_accepted_as_proof_of_holding() {
     catches(&planted::PROOF_IGNORED, "forged_handle", 0);
 }
@@ -290,12 +300,12 @@ fn catches_a_tree_check_made_only_before_claiming() {
 
 #[test]
 fn catches_a_file_claim_that_skips_its_check_up() {
-    catches(&planted::FILE_SKIPS_CHECK_UP, "subtree_race", 11);
+    catches(&planted::FILE_SKIPS_CHECK_UP, "subtree_race", 4);
 }
 
 #[test]
 fn catches_a_subtree_claim_that_skips_its_check_down() {
-    catches(&planted::SUBTREE_SKIPS_CHECK_DOWN, "subtree_race", 19);
+    catches(&planted::SUBTREE_SKIPS_CHECK_DOWN, "subtree_race", 28);
 }
 
 #[test]
@@ -348,6 +358,7 @@ fn survey() {
             &planted::SESSION_HOLDER_IS_VACANCY,
         ),
         ("OWN_SESSION_NO_GRACE", &planted::OWN_SESSION_NO_GRACE),
+        ("RACE_REFUSED_AT_ONCE", &planted::RACE_REFUSED_AT_ONCE),
         ("SEVERAL_SKIPS_ALL_LIVE", &planted::SEVERAL_SKIPS_ALL_LIVE),
         ("SLOT_PAST_THE_LAST", &planted::SLOT_PAST_THE_LAST),
         ("SAME_PATH_UNCHECKED", &planted::SAME_PATH_UNCHECKED),

@@ -282,6 +282,12 @@ pub mod planted {
     /// claim of the resource settles (a file's second key not yet taken): a
     /// session refused by itself.
     pub static OWN_SESSION_NO_GRACE: AtomicBool = AtomicBool::new(false);
+    /// A claimer whose wait is over reports at once a rival it found only after
+    /// its own claim landed (a reader seen by a writer, or a writer by a reader,
+    /// each writing first and reading second), without looking again: the rival
+    /// may have seen it too and given back, so both are refused, each naming a
+    /// claimer that holds nothing.
+    pub static RACE_REFUSED_AT_ONCE: AtomicBool = AtomicBool::new(false);
     /// A claim of several resources returns once each was taken, without checking
     /// that the first one taken is still live when the last is (a pause or slow
     /// creates in between hand out an expired lease).

@@ -457,6 +457,15 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::shared_readers_writer,
     },
     Schedule {
+        name: "shared_exclusive_race",
+        about: "a shared claimer and an exclusive claimer of one free lock, at once and neither waiting; they may not both be refused",
+        snapshot_listing: true,
+        mix: FaultMix::NONE,
+        max_steps: 1500,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::shared_exclusive_race,
+    },
+    Schedule {
         name: "same_path",
         about: "a subtree claim and a file claim of one path (neither exists yet) race, and a shared reader of the file arrives; slow and half-written creates, pauses",
         snapshot_listing: true,

@@ -51,6 +51,14 @@ pub(crate) const RELEASE_ATTEMPTS: usize = 8;
 /// record"; pinned by the checker's `lock_handover` and `torn_renewal` schedules).
 pub const CREATE_GRACE_MS: u64 = 1_000;
 
+/// Past the wait, how long a claimer that gave back because of a rival found only
+/// after its own claim landed keeps looking before it reports that rival: the
+/// rival may be a claimer in the same race, giving back too (both sides write
+/// first and read second), and a report must name a holder, not a claimer that
+/// holds nothing. Within it the claimer looks before taking, so a rival that does
+/// hold is reported at the next look (docs/design-05-subtrees-and-shared.md §4.4).
+pub(crate) const RACE_GRACE_MS: u64 = CREATE_GRACE_MS;
+
 /// How long a contended release's turn ([`crate::record::Turn`]) keeps the key for
 /// the waiter it names, in milliseconds from the tombstone's stamp, and at most this
 /// long of a reader's monotonic clock from when it first saw the tombstone. Other

@@ -196,6 +196,49 @@ pub(super) fn shared_readers_writer(setup: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// A shared claimer and an exclusive claimer of one free lock, at the same instant
+/// and neither waiting (from a breaker's trial of `shared, exclusive, shared`, in
+/// which about 1 in 40 all three were refused). Each side writes first and reads
+/// the other second, so each can see the other's claim and give back. The schedule
+/// judges that they are not both refused: the lock was free, nobody else claims
+/// it, and without faults a refusal can only be the protocol's. A claimer that
+/// found its rival only after its own claim landed looks again before it reports
+/// it (planted bug `RACE_REFUSED_AT_ONCE`: it reports the rival at once, which may
+/// have given back as well — both refused, each naming a claimer that holds
+/// nothing).
+pub(super) fn shared_exclusive_race(_: &Setup) -> Vec<Actor> {
+    // (finished, refused) over the two claimers.
+    let tally = Arc::new(Mutex::new((0usize, 0usize)));
+    let claimer = |shared: bool, tally: Arc<Mutex<(usize, usize)>>| {
+        move |ctx: &Ctx| {
+            let options = for_session(ctx, None, 0).shared(shared);
+            let refused = match ctx.acquire_or_holder(&lock(), &options) {
+                Ok(mut lease) => {
+                    if ctx.keep(&mut lease, 1) {
+                        ctx.release(&lease);
+                    }
+                    false
+                }
+                Err(_) => true,
+            };
+            let mut tally = tally.lock().unwrap_or_else(|e| e.into_inner());
+            tally.0 += 1;
+            tally.1 += usize::from(refused);
+            if *tally == (2, 2) {
+                ctx.violate(
+                    "both claimers of a free lock were refused, each by a claimer that gave \
+                     back too"
+                        .to_string(),
+                );
+            }
+        }
+    };
+    vec![
+        Actor::new("r", claimer(true, tally.clone())),
+        Actor::new("w", claimer(false, tally)),
+    ]
+}
+
 /// A subtree covers its own path: a subtree claim of `zz` and a file claim of `zz`
 /// (neither exists yet) race, and a shared reader of the file `zz` arrives. The
 /// oracle counts `dir:zz` as covering `file:zz`. Planted bug `SAME_PATH_UNCHECKED`:

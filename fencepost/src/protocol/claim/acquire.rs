@@ -7,8 +7,8 @@ use super::shared::Intent;
 use crate::proof::{Secret, SessionTag};
 use crate::protocol::series::{Claim, Watch};
 use crate::protocol::{
-    AcquireOptions, BACKOFF_CAP_MS, BACKOFF_START_MS, HeldKey, Lease, Store, TryAcquire, Written,
-    new_holder_id,
+    AcquireOptions, BACKOFF_CAP_MS, BACKOFF_START_MS, HeldKey, Lease, RACE_GRACE_MS, Store,
+    TryAcquire, Written, new_holder_id,
 };
 use crate::record::Record;
 use crate::{Error, Holder, Key, Resource, Result};
@@ -165,6 +165,9 @@ impl Store {
         let mut lapses = 0;
         // Past the wait, while our own session is in the way: until when.
         let mut own_session_until: Option<u64> = None;
+        // Past the wait, after giving back for a rival found only once our claim
+        // had landed: until when we look again before reporting it.
+        let mut race_until: Option<u64> = None;
         let own_tag = options.session.as_deref().map(crate::SessionTag::of);
         let mut watches: Vec<Watch> = keys.iter().map(|_| Watch::default()).collect();
 
@@ -366,6 +369,10 @@ impl Store {
                 lease.queued = queued;
                 return Ok(TryAcquire::Acquired(lease));
             }
+            // A holder found after some of our claims landed (the checks after
+            // claiming, or a key part-way) may be a claimer in the same race,
+            // which saw ours and gives back too.
+            let raced = !taken.is_empty() && held.is_some();
             self.give_back(&taken, &secret);
             let mono = self.clock.monotonic_ms();
             let Some(holder) = held else {
@@ -402,6 +409,19 @@ impl Store {
                 if own {
                     let until =
                         *own_session_until.get_or_insert(mono.saturating_add(OWN_SESSION_GRACE_MS));
+                    if mono < until {
+                        self.back_off(&mut backoff_ms, until, mono);
+                        continue;
+                    }
+                }
+                // Found only after our claim landed: look again (the next round
+                // looks before taking, and reports a rival that does hold) rather
+                // than name a claimer that may hold nothing
+                // (docs/design-05-subtrees-and-shared.md §4.4).
+                #[cfg(feature = "planted-bugs")]
+                let raced = raced && !crate::planted::on(&crate::planted::RACE_REFUSED_AT_ONCE);
+                if raced {
+                    let until = *race_until.get_or_insert(mono.saturating_add(RACE_GRACE_MS));
                     if mono < until {
                         self.back_off(&mut backoff_ms, until, mono);
                         continue;

@@ -10,8 +10,8 @@ use crate::identity::TreeChain;
 use crate::proof::Secret;
 use crate::protocol::series::Newest;
 use crate::protocol::{
-    AcquireOptions, BACKOFF_START_MS, CREATE_GRACE_MS, Lease, Store, TryAcquire, Written,
-    new_holder_id,
+    AcquireOptions, BACKOFF_START_MS, CREATE_GRACE_MS, Lease, RACE_GRACE_MS, Store, TryAcquire,
+    Written, new_holder_id,
 };
 use crate::record::{self, Record};
 use crate::{Error, Holder, Key, Resource, Result};
@@ -52,9 +52,15 @@ impl Store {
         let started = self.clock.monotonic_ms();
         let deadline = started.saturating_add(options.wait_ms);
         let mut backoff_ms = BACKOFF_START_MS;
+        // Past the wait, after giving back for a writer found only once our record
+        // had landed: until when we look again before reporting it.
+        let mut race_until: Option<u64> = None;
         loop {
             let (mut held, seen) =
                 self.exclusive_conflict(&keys, chain.as_ref(), &holder_id, &proof)?;
+            // The writer in the way was found after our record landed: it may be
+            // a claimer in the same race, which saw our record and gives back too.
+            let mut raced = false;
             if held.is_none() {
                 // A fresh participant series per attempt (one given back is ended
                 // for good), findable by every exclusive claimer before its record
@@ -135,11 +141,24 @@ impl Store {
                     }));
                 }
                 let _ = self.release_tenure(&participant, &identity.label, token, &secret);
+                raced = after.is_some();
                 held = after;
             }
             let mono = self.clock.monotonic_ms();
             if let Some(holder) = &held {
                 if mono >= deadline {
+                    // Look again (at the top of the loop) rather than name a writer
+                    // that may hold nothing (docs/design-05-subtrees-and-shared.md
+                    // §4.4).
+                    #[cfg(feature = "planted-bugs")]
+                    let raced = raced && !crate::planted::on(&crate::planted::RACE_REFUSED_AT_ONCE);
+                    if raced {
+                        let until = *race_until.get_or_insert(mono.saturating_add(RACE_GRACE_MS));
+                        if mono < until {
+                            self.back_off(&mut backoff_ms, until, mono);
+                            continue;
+                        }
+                    }
                     return Ok(TryAcquire::Held(holder.clone()));
                 }
                 on_wait(holder, mono.saturating_sub(started));
