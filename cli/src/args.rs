@@ -749,13 +749,10 @@ fn parse_session(text: &str) -> Result<String, String> {
 }
 
 fn parse_owner(text: &str) -> Result<String, String> {
-    if text.trim().is_empty() {
-        Err("the owner name is empty; give a name such as ci or claude-code".into())
-    } else if text.chars().any(char::is_control) {
-        // Owners are printed in other agents' terminals ("held by …").
-        Err("the owner name contains control characters; use printable characters".into())
-    } else {
-        Ok(text.to_string())
+    match fencepost::check_owner(text) {
+        Ok(()) => Ok(text.to_string()),
+        Err(fencepost::Error::InvalidArgument(problem)) => Err(problem),
+        Err(other) => Err(other.to_string()),
     }
 }
 

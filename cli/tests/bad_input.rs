@@ -122,6 +122,28 @@ fn an_empty_owner_is_rejected() {
     rejects(&s, &["claim", "--lock", "x", "--owner", ""], "owner");
 }
 
+/// Every record of a lock carries its name and its owner: a 100 KB owner was
+/// accepted (and printed in every "held by"), and a lock name past what a record
+/// may hold made claims fail with a store error blaming the backend. Both are
+/// refused up front, nothing written; the longest allowed of each works.
+#[test]
+fn lock_names_and_owners_have_length_limits() {
+    let s = Scratch::new();
+    let name = "n".repeat(fencepost::LOCK_NAME_MAX_BYTES + 1);
+    rejects(&s, &["claim", "--lock", &name], "1025 bytes long");
+    rejects(&s, &["check", "--lock", &name, "1"], "1025 bytes long");
+    let owner = "o".repeat(fencepost::OWNER_MAX_CHARS + 1);
+    rejects(
+        &s,
+        &["claim", "--lock", "x", "--owner", &owner],
+        "257 characters long",
+    );
+    assert!(s.status().is_empty());
+    let longest = "n".repeat(fencepost::LOCK_NAME_MAX_BYTES);
+    let owner = "o".repeat(fencepost::OWNER_MAX_CHARS);
+    s.claim(&longest, &["--owner", &owner]);
+}
+
 #[test]
 fn run_needs_a_command() {
     let s = Scratch::new();

@@ -194,13 +194,13 @@ pub use backend::{
 };
 pub use clock::{Clock, ManualClock, SteppedClock, SystemClock};
 pub use error::{Error, Holder, Result};
-pub use identity::{Identity, Key, Resource, reserved_device_name};
+pub use identity::{Identity, Key, LOCK_NAME_MAX_BYTES, Resource, reserved_device_name};
 pub use keepalive::Keepalive;
 pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
 pub use proof::{LeaseHandle, Secret, SessionTag, utc_timestamp};
 pub use protocol::{
-    AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, SLOTS_MAX, StatusEntry, Store, TURN_MS,
-    TryAcquire, TryAcquireAll, check_session, nonce,
+    AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, OWNER_MAX_CHARS, SLOTS_MAX, StatusEntry,
+    Store, TURN_MS, TryAcquire, TryAcquireAll, check_owner, check_session, nonce,
 };
 
 /// This machine's host name, for records and `status` (empty when it cannot be

@@ -57,14 +57,13 @@ fn claude_code_session() -> Option<String> {
 }
 
 /// Owners are printed in other agents' terminals and messages ("held by …"), so,
-/// as the CLI does, an empty one or one with control characters is refused.
+/// as the CLI does, the library's rule decides (`fencepost::check_owner`: not
+/// empty, no control characters, at most 256 characters).
 fn parse_owner(text: &str) -> Result<String, String> {
-    if text.trim().is_empty() {
-        Err("the owner name is empty; give a name such as claude-code".into())
-    } else if text.chars().any(char::is_control) {
-        Err("the owner name contains control characters; use printable characters".into())
-    } else {
-        Ok(text.to_string())
+    match fencepost::check_owner(text) {
+        Ok(()) => Ok(text.to_string()),
+        Err(fencepost::Error::InvalidArgument(problem)) => Err(problem),
+        Err(other) => Err(other.to_string()),
     }
 }
 

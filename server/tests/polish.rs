@@ -159,6 +159,38 @@ async fn tokens_are_u64() {
     server.disconnect().await;
 }
 
+/// A lock name longer than a record may hold (1.2 MB here) made `claim` fail with
+/// "a record this process created reads back as something else; the backend breaks
+/// the LeaseStore contract", and left megabytes of records behind. It is refused up
+/// front with its length, nothing written, and the store stays usable.
+#[tokio::test]
+async fn an_overlong_lock_name_is_refused_with_its_length() {
+    let tree = Tree::new();
+    let server = Server::start(&tree, "agent").await;
+    let name = "n".repeat(1_200_000);
+    let refused = server
+        .call(
+            "claim",
+            json!({"resource": crate::support::lock(&name), "ttl_ms": 60_000}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        refused.contains("1200000 bytes long"),
+        "{}",
+        &refused[..refused.len().min(300)]
+    );
+    assert!(
+        !refused.contains("backend"),
+        "{}",
+        &refused[..refused.len().min(300)]
+    );
+    let status = server.call("status", json!({})).await.unwrap();
+    assert_eq!(status["claims"], json!([]), "{status}");
+    server.claim_lock("x", 60_000).await;
+    server.disconnect().await;
+}
+
 fn server_stderr(args: &[&str], env: &[(&str, &str)], input: &str) -> (Option<i32>, String) {
     let tree = Tree::new();
     let mut command = Command::new(BIN);

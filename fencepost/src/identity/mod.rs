@@ -571,6 +571,13 @@ fn derive_lock_identity(name: &str) -> Result<(Key, String)> {
     Ok((Key::derive("lock", canonical.as_bytes()), label))
 }
 
+/// Longest lock name, in bytes of UTF-8 once trimmed: every record of the lock
+/// carries the name, and a record must stay far below what a backend reads back
+/// (the fs backend reads at most 1 MiB; a longer record reads as torn, so a claim of
+/// a megabyte-long name could never be confirmed). Pinned by
+/// `fencepost/src/identity/mod.rs::tests::lock_names_have_a_length_limit`.
+pub const LOCK_NAME_MAX_BYTES: usize = 1024;
+
 /// Trims, rejects, drops invisible characters from, normalizes and case-folds a lock
 /// name (docs/protocol.md §6).
 ///
@@ -581,6 +588,13 @@ fn derive_lock_identity(name: &str) -> Result<(Key, String)> {
 /// two names that look the same must be one lock (merge bias), and a name that is
 /// nothing but invisible characters is refused as empty.
 fn canonical_lock_name(name: &str) -> Result<String> {
+    let length = name.trim().len();
+    if length > LOCK_NAME_MAX_BYTES {
+        return Err(Error::InvalidResource(format!(
+            "the lock name is {length} bytes long, over the {LOCK_NAME_MAX_BYTES} a lock name \
+             may have; name what the lock guards (such as db:migrations), not its contents"
+        )));
+    }
     if let Some(bad) = name.trim().chars().find(|c| c.is_control()) {
         return Err(Error::InvalidResource(format!(
             "the lock name contains the control character U+{:04X}; use printable characters",
@@ -762,6 +776,25 @@ mod tests {
             key(Resource::lock("cafe\u{301}"))
         );
         assert_ne!(key(Resource::lock("a")), key(Resource::lock("b")));
+    }
+
+    /// A lock name of at most `LOCK_NAME_MAX_BYTES` (trimmed) is a lock; one byte
+    /// more is refused with its length, ASCII or not, and a slot of it too.
+    #[test]
+    fn lock_names_have_a_length_limit() {
+        let longest = "a".repeat(LOCK_NAME_MAX_BYTES);
+        assert!(Resource::lock(format!("  {longest}  ")).identity().is_ok());
+        let too_long = "a".repeat(LOCK_NAME_MAX_BYTES + 1);
+        let error = Resource::lock(&too_long)
+            .identity()
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("1025 bytes long"), "{error}");
+        // é is two bytes: 513 of them are 1026.
+        let unicode = "\u{e9}".repeat(LOCK_NAME_MAX_BYTES / 2 + 1);
+        let error = Resource::lock(&unicode).identity().unwrap_err().to_string();
+        assert!(error.contains("1026 bytes long"), "{error}");
+        assert!(Resource::slot(&too_long, 1).identity().is_err());
     }
 
     /// The ASCII fast path of `canonical_lock_name` returns what the full Unicode

@@ -2,7 +2,38 @@
 //! answers ([`TryAcquire`]).
 
 use super::Lease;
-use crate::Holder;
+use crate::{Error, Holder, Result};
+
+/// Longest owner name ([`AcquireOptions::owner`]), in characters: every record of
+/// the tenure carries it, and `status` and every other claimant's "held by" message
+/// print it.
+pub const OWNER_MAX_CHARS: usize = 256;
+
+/// Checks an owner name ([`AcquireOptions::owner`]): not blank, no control
+/// characters (it is printed in other agents' terminals and messages, where a line
+/// break could forge a line of theirs), at most [`OWNER_MAX_CHARS`] characters.
+/// Every acquisition checks it before writing anything.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] saying what is wrong with it. Pinned by
+/// `fencepost/src/protocol/options.rs::tests::owners_are_printable_and_short`.
+pub fn check_owner(owner: &str) -> Result<()> {
+    let problem = if owner.trim().is_empty() {
+        "is empty; give a name such as ci or claude-code".to_string()
+    } else if owner.chars().any(char::is_control) {
+        "contains control characters; use printable characters".to_string()
+    } else if owner.chars().count() > OWNER_MAX_CHARS {
+        format!(
+            "is {} characters long, over the {OWNER_MAX_CHARS} an owner name may have; use a \
+             shorter name",
+            owner.chars().count()
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidArgument(format!("the owner name {problem}")))
+}
 
 /// How to acquire: lease duration, who is asking, and how long to wait if held.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,4 +138,27 @@ pub enum TryAcquire {
     Acquired(Lease),
     /// Held by someone else (after waiting, if a wait was given).
     Held(Holder),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_are_printable_and_short() {
+        assert!(check_owner("claude-code").is_ok());
+        assert!(check_owner(&"é".repeat(OWNER_MAX_CHARS)).is_ok());
+        for (owner, says) in [
+            ("", "is empty"),
+            ("  ", "is empty"),
+            ("a\nfencepost: forged", "control characters"),
+            ("tab\there", "control characters"),
+        ] {
+            let error = check_owner(owner).unwrap_err().to_string();
+            assert!(error.contains(says), "{owner:?}: {error}");
+        }
+        let long = "x".repeat(OWNER_MAX_CHARS + 1);
+        let error = check_owner(&long).unwrap_err().to_string();
+        assert!(error.contains("257 characters long"), "{error}");
+    }
 }

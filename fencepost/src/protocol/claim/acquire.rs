@@ -100,6 +100,7 @@ impl Store {
                 "ttl must be at least 1 millisecond".into(),
             ));
         }
+        crate::protocol::check_owner(&options.owner)?;
         if options.shared {
             return self.try_acquire_shared(resource, options, on_wait);
         }
