@@ -1019,7 +1019,12 @@ impl Inner {
             }
             true
         };
-        match write::replace(&target, args.content.as_bytes(), recheck) {
+        match write::replace(
+            self.confinement.root(),
+            &target,
+            args.content.as_bytes(),
+            recheck,
+        ) {
             Ok(()) => {}
             Err(WriteFailure::Fenced) => {
                 return Err(refusal.unwrap_or_else(|| {

@@ -12,36 +12,55 @@
 //! replace-existing semantics (`MoveFileExW` with `MOVEFILE_REPLACE_EXISTING`, or
 //! the POSIX-semantics rename where the OS has it), which never exposes a partial
 //! file either. Writing in place, the alternative, tears the file on a crash.
+//!
+//! **Never outside the root, whatever is swapped meanwhile.** Confinement resolves
+//! the target by name, and a directory on that path can be swapped for a symbolic
+//! link after it looked (a breaker did it with `renameat2(RENAME_EXCHANGE)` in a
+//! loop, and landed a write outside the root in 25 s, leaving staging files there).
+//! So every step here acts through handles, not names: the root is opened as a
+//! capability ([`cap_std::fs::Dir`]), the target's directory is opened beneath it
+//! (a path that would lead outside the root, through a link or `..`, is refused in
+//! the same call), and the staging file, the look at the target, the rename and the
+//! directory flush all act on that one directory handle. A swap after the open
+//! changes nothing: the handle keeps naming the directory that was opened, which
+//! is inside the root. (It may be another directory inside the root than the one
+//! confinement resolved, if a process swaps directories within the root at that
+//! instant; the name check below narrows that, and such a process could write
+//! there itself.)
 
-use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, OpenOptions};
+
 /// A staging file in the target's directory; removed on drop unless published.
-struct Staged {
-    path: PathBuf,
+struct Staged<'d> {
+    dir: &'d Dir,
+    name: String,
     published: bool,
 }
 
-impl Staged {
+impl<'d> Staged<'d> {
     /// Creates a fresh staging file in `dir` (exclusively: an existing name, or a
     /// symbolic link planted there, makes the create fail and another name is
     /// tried).
-    fn create(dir: &Path, target_name: &str) -> io::Result<(Staged, File)> {
+    fn create(dir: &'d Dir, target_name: &str) -> io::Result<(Staged<'d>, cap_std::fs::File)> {
         // Keep the staging name well under every filesystem's 255-byte limit.
         let stem: String = target_name.chars().take(64).collect();
         let mut last_error = None;
         for _ in 0..4 {
-            let path = dir.join(format!(
+            let name = format!(
                 ".{stem}.{}-{:016x}.fencepost-tmp",
                 std::process::id(),
                 fencepost::nonce()
-            ));
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
+            );
+            match dir.open_with(&name, OpenOptions::new().write(true).create_new(true)) {
                 Ok(file) => {
                     return Ok((
                         Staged {
-                            path,
+                            dir,
+                            name,
                             published: false,
                         },
                         file,
@@ -55,10 +74,10 @@ impl Staged {
     }
 }
 
-impl Drop for Staged {
+impl Drop for Staged<'_> {
     fn drop(&mut self) {
         if !self.published {
-            let _ = fs::remove_file(&self.path);
+            let _ = self.dir.remove_file(&self.name);
         }
     }
 }
@@ -69,7 +88,8 @@ pub(crate) enum WriteFailure {
     /// The second fence check refused the token: nothing was written.
     Fenced,
     /// The target's directory resolved elsewhere after the confinement check (a
-    /// directory was swapped for a symbolic link): nothing was written.
+    /// directory was swapped for a symbolic link), or would lead outside the root:
+    /// nothing was written.
     Moved(PathBuf),
     /// The target is a directory or another non-regular file.
     NotAFile(PathBuf),
@@ -77,13 +97,26 @@ pub(crate) enum WriteFailure {
     Io(&'static str, PathBuf, io::Error),
 }
 
-/// Replaces the file at `target` (absolute, already confined) with `content`.
+/// Replaces the file at `target` (absolute, already confined below `root`, both
+/// canonical) with `content`.
 ///
 /// Creates missing parent directories, stages and flushes the content, then calls
 /// `still_authorized` **immediately before** publishing the file, and publishes
-/// only if it returns true. On POSIX the directory is flushed after the rename, so
-/// the new name survives a power cut.
+/// only if it returns true. Every step acts through a handle on the target's
+/// directory opened beneath `root` (module docs), so nothing is ever created,
+/// replaced or removed outside `root`. On POSIX the directory is flushed after the
+/// rename, so the new name survives a power cut.
+///
+/// # Errors
+///
+/// [`WriteFailure::Moved`] when the directory would resolve outside `root` or no
+/// longer resolves to itself; [`WriteFailure::NotAFile`] when the target is not a
+/// regular file; [`WriteFailure::Fenced`] when `still_authorized` says no;
+/// [`WriteFailure::Io`] otherwise. In every case the target is unchanged and no
+/// staging file is left. Pinned by this module's tests, among them
+/// `a_directory_swapped_for_a_link_never_takes_a_write_outside_the_root`.
 pub(crate) fn replace(
+    root: &Path,
     target: &Path,
     content: &[u8],
     still_authorized: impl FnOnce() -> bool,
@@ -95,30 +128,53 @@ pub(crate) fn replace(
     let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
         return Err(WriteFailure::NotAFile(target.to_path_buf()));
     };
-    match fs::metadata(target) {
-        Ok(metadata) if !metadata.is_file() => {
-            return Err(WriteFailure::NotAFile(target.to_path_buf()));
+    let Ok(below) = dir.strip_prefix(root) else {
+        return Err(WriteFailure::Moved(dir.to_path_buf()));
+    };
+    let root_dir = Dir::open_ambient_dir(root, ambient_authority()).map_err(io("open", root))?;
+    // Beneath the root: a component swapped for a link that leads out, or `..`,
+    // fails here rather than being followed.
+    let moved = |_| WriteFailure::Moved(dir.to_path_buf());
+    let parent = if below.as_os_str().is_empty() {
+        root_dir
+    } else {
+        match root_dir.create_dir_all(below) {
+            Ok(()) => {}
+            Err(e) if escaped(&e) => return Err(moved(e)),
+            Err(e) => return Err(io("create directory", dir)(e)),
         }
-        _ => {}
-    }
-    fs::create_dir_all(dir).map_err(io("create directory", dir))?;
+        match root_dir.open_dir(below) {
+            Ok(parent) => parent,
+            Err(e) if escaped(&e) => return Err(moved(e)),
+            Err(e) => return Err(io("open directory", dir)(e)),
+        }
+    };
     // `dir` came out of confinement fully resolved; if it no longer resolves to
-    // itself, something was swapped for a link in between.
-    let unmoved = || fs::canonicalize(dir).is_ok_and(|real| real == dir);
+    // itself, something was swapped for a link in between: refuse rather than
+    // write into whatever directory inside the root the handle names now.
+    let unmoved = || std::fs::canonicalize(dir).is_ok_and(|real| real == dir);
     if !unmoved() {
         return Err(WriteFailure::Moved(dir.to_path_buf()));
     }
+    let existing = match parent.symlink_metadata(name) {
+        Ok(metadata) if !metadata.is_file() => {
+            return Err(WriteFailure::NotAFile(target.to_path_buf()));
+        }
+        Ok(metadata) => Some(metadata),
+        Err(_) => None,
+    };
 
-    remove_stale_staging(dir);
-    let (mut staged, mut file) =
-        Staged::create(dir, &name.to_string_lossy()).map_err(io("create staging file in", dir))?;
-    file.write_all(content).map_err(io("write", &staged.path))?;
-    if let Ok(metadata) = fs::metadata(target) {
+    remove_stale_staging(&parent, dir);
+    let (mut staged, mut file) = Staged::create(&parent, &name.to_string_lossy())
+        .map_err(io("create staging file in", dir))?;
+    let staged_path = dir.join(&staged.name);
+    file.write_all(content).map_err(io("write", &staged_path))?;
+    if let Some(metadata) = existing {
         // Keep the replaced file's permissions (an executable script stays one).
-        fs::set_permissions(&staged.path, metadata.permissions())
-            .map_err(io("set permissions of", &staged.path))?;
+        file.set_permissions(metadata.permissions())
+            .map_err(io("set permissions of", &staged_path))?;
     }
-    file.sync_all().map_err(io("flush", &staged.path))?;
+    file.sync_all().map_err(io("flush", &staged_path))?;
     drop(file);
 
     if !still_authorized() {
@@ -127,10 +183,19 @@ pub(crate) fn replace(
     if !unmoved() {
         return Err(WriteFailure::Moved(dir.to_path_buf()));
     }
-    fs::rename(&staged.path, target).map_err(io("replace", target))?;
+    parent
+        .rename(&staged.name, &parent, name)
+        .map_err(io("replace", target))?;
     staged.published = true;
-    flush_dir(dir);
+    flush_dir(&parent);
     Ok(())
+}
+
+/// True for cap-std's refusal of a path that would leave the directory it is
+/// resolved beneath (through a symbolic link or `..`).
+fn escaped(error: &io::Error) -> bool {
+    error.kind() == io::ErrorKind::PermissionDenied
+        && error.to_string().contains("outside of the filesystem")
 }
 
 /// How old a staging file must be before a write in its directory removes it: far
@@ -159,33 +224,33 @@ fn is_staging_name(name: &str) -> bool {
             .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// Removes staging files left in `dir` by a writer that died mid-write (a killed
-/// server): ours by name, regular files (never a link), older than
-/// [`STALE_STAGING_AGE`]. Best effort; nothing else in the directory is touched.
-fn remove_stale_staging(dir: &Path) {
-    let Ok(entries) = fs::read_dir(dir) else {
+/// Removes staging files left in `parent` (the directory `shown` names, for the
+/// log) by a writer that died mid-write (a killed server): ours by name, regular
+/// files (never a link), older than [`STALE_STAGING_AGE`]. Best effort; nothing
+/// else in the directory is touched.
+fn remove_stale_staging(parent: &Dir, shown: &Path) {
+    let Ok(entries) = parent.entries() else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        if !name.to_str().is_some_and(is_staging_name) {
+        let Some(name) = name.to_str().filter(|name| is_staging_name(name)) else {
             continue;
-        }
-        let Ok(metadata) = fs::symlink_metadata(entry.path()) else {
+        };
+        let Ok(metadata) = parent.symlink_metadata(name) else {
             continue;
         };
         let stale = metadata
             .modified()
             .ok()
-            .and_then(|at| at.elapsed().ok())
+            .and_then(|at| at.into_std().elapsed().ok())
             .is_some_and(|age| age >= STALE_STAGING_AGE);
         if metadata.is_file() && stale {
-            match fs::remove_file(entry.path()) {
-                Ok(()) => {
-                    tracing::info!(path = %entry.path().display(), "removed a stale staging file")
-                }
+            let path = shown.join(name);
+            match parent.remove_file(name) {
+                Ok(()) => tracing::info!(path = %path.display(), "removed a stale staging file"),
                 Err(e) => {
-                    tracing::debug!(path = %entry.path().display(), "cannot remove a stale staging file: {e}")
+                    tracing::debug!(path = %path.display(), "cannot remove a stale staging file: {e}")
                 }
             }
         }
@@ -194,10 +259,10 @@ fn remove_stale_staging(dir: &Path) {
 
 /// Flushes a directory so a rename in it is durable (POSIX); best effort, the
 /// content itself was already flushed.
-fn flush_dir(dir: &Path) {
+fn flush_dir(dir: &Dir) {
     #[cfg(unix)]
-    if let Ok(handle) = File::open(dir) {
-        let _ = handle.sync_all();
+    if let Ok(handle) = dir.try_clone() {
+        let _ = handle.into_std_file().sync_all();
     }
     #[cfg(not(unix))]
     let _ = dir;
@@ -206,6 +271,7 @@ fn flush_dir(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)
@@ -221,9 +287,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
         let target = root.join("a/b/c.txt");
-        replace(&target, b"one", || true).unwrap();
+        replace(&root, &target, b"one", || true).unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"one");
-        replace(&target, b"two", || true).unwrap();
+        replace(&root, &target, b"two", || true).unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"two");
         assert_eq!(
             entries(&root.join("a/b")),
@@ -239,7 +305,7 @@ mod tests {
         let target = root.join("f");
         fs::write(&target, "old").unwrap();
         assert!(matches!(
-            replace(&target, b"new", || false),
+            replace(&root, &target, b"new", || false),
             Err(WriteFailure::Fenced)
         ));
         assert_eq!(fs::read_to_string(&target).unwrap(), "old");
@@ -252,7 +318,7 @@ mod tests {
         let root = fs::canonicalize(dir.path()).unwrap();
         fs::create_dir(root.join("d")).unwrap();
         assert!(matches!(
-            replace(&root.join("d"), b"x", || true),
+            replace(&root, &root.join("d"), b"x", || true),
             Err(WriteFailure::NotAFile(_))
         ));
         assert!(root.join("d").is_dir());
@@ -267,8 +333,79 @@ mod tests {
         let target = root.join("run.sh");
         fs::write(&target, "#!/bin/sh\n").unwrap();
         fs::set_permissions(&target, fs::Permissions::from_mode(0o751)).unwrap();
-        replace(&target, b"#!/bin/sh\necho hi\n", || true).unwrap();
+        replace(&root, &target, b"#!/bin/sh\necho hi\n", || true).unwrap();
         let mode = fs::metadata(&target).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o751);
+    }
+
+    /// A breaker swapped a directory on the target's path for a symbolic link to a
+    /// directory outside the root, over and over (`renameat2(RENAME_EXCHANGE)`),
+    /// while writes ran: a write landed outside the root within 25 s, and staging
+    /// files were left there. Every step now acts through a handle on the directory
+    /// opened beneath the root: however the swaps fall, nothing ever appears outside
+    /// the root, and each write lands inside it or is refused.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_directory_swapped_for_a_link_never_takes_a_write_outside_the_root() {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        use std::time::{Duration, Instant};
+
+        let scratch = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(scratch.path()).unwrap();
+        let (root, outside) = (base.join("root"), base.join("outside"));
+        fs::create_dir_all(root.join("d")).unwrap();
+        fs::create_dir(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let swaps = Arc::new(AtomicU64::new(0));
+        let swapper = {
+            let (stop, swaps) = (stop.clone(), swaps.clone());
+            let c = |p: PathBuf| CString::new(p.as_os_str().as_bytes()).unwrap();
+            let (d, link) = (c(root.join("d")), c(root.join("link")));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: two valid NUL-terminated paths; no memory is shared.
+                    let done = unsafe {
+                        libc::renameat2(
+                            libc::AT_FDCWD,
+                            d.as_ptr(),
+                            libc::AT_FDCWD,
+                            link.as_ptr(),
+                            libc::RENAME_EXCHANGE,
+                        )
+                    };
+                    assert_eq!(done, 0, "{}", io::Error::last_os_error());
+                    swaps.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        };
+        let target = root.join("d/file.txt");
+        let (mut landed, mut refused) = (0u64, 0u64);
+        let end = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < end {
+            match replace(&root, &target, b"x", || true) {
+                Ok(()) => landed += 1,
+                Err(_) => refused += 1,
+            }
+            let escaped: Vec<_> = fs::read_dir(&outside)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert!(
+                escaped.is_empty(),
+                "after {landed} writes, outside the root: {escaped:?}"
+            );
+        }
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        // Both outcomes happened: the swaps did fall inside writes.
+        assert!(
+            landed > 0 && refused > 0,
+            "{landed} landed, {refused} refused"
+        );
+        assert!(swaps.load(Ordering::Relaxed) > 1000);
     }
 }
