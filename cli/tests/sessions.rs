@@ -294,13 +294,18 @@ fn a_run_that_reentered_does_not_leave_the_lease_to_a_dead_holder_takeover() {
 /// and its file id), and a process that found the other key already taken by its
 /// own session, before the sibling that took it had claimed the path, was refused
 /// "held by" its own session: 11 of 12 in a breaker's trial. Every one now gets the
-/// file, and the session holds it at the end.
+/// file, and the session holds it at the end. And every one gets the same token,
+/// the one the session holds: a process that re-entered the tenure while its first
+/// process was still claiming the second key used to be told it held a tenure that
+/// the first process then gave back, and the session went on under a newer token
+/// (1 round in 5; docs/design-04-claims.md, "Parallel claims of one file by one
+/// session").
 #[cfg(unix)]
 #[test]
 fn parallel_claims_of_one_file_by_one_session_are_never_refused_by_the_session() {
     let s = Scratch::new();
     std::fs::write(s.path().join("edit.rs"), "fn main() {}\n").unwrap();
-    for round in 0..3 {
+    for round in 0..10 {
         let children: Vec<_> = (0..12)
             .map(|_| {
                 s.spawn_cmd()
@@ -312,6 +317,7 @@ fn parallel_claims_of_one_file_by_one_session_are_never_refused_by_the_session()
                     .unwrap()
             })
             .collect();
+        let mut tokens = std::collections::BTreeSet::new();
         for child in children {
             let output = child.wait_with_output().unwrap();
             assert_eq!(
@@ -320,6 +326,9 @@ fn parallel_claims_of_one_file_by_one_session_are_never_refused_by_the_session()
                 "round {round}: refused: {}",
                 String::from_utf8_lossy(&output.stderr)
             );
+            let handle = String::from_utf8_lossy(&output.stdout).trim().to_string();
+            let token = handle.split('.').next().unwrap().to_string();
+            tokens.insert(token.parse::<u64>().unwrap());
         }
         let status = s.status();
         let entry = status
@@ -331,6 +340,11 @@ fn parallel_claims_of_one_file_by_one_session_are_never_refused_by_the_session()
             })
             .unwrap_or_else(|| panic!("the file is held: {status:?}"));
         assert_eq!(entry["state"], "held", "round {round}: {entry}");
+        assert_eq!(
+            tokens.iter().collect::<Vec<_>>(),
+            [&entry["token"].as_u64().unwrap()],
+            "round {round}: the processes were told these tokens, and the session holds {entry}"
+        );
         assert_eq!(
             entry["session"],
             fencepost::SessionTag::of("agent-par").as_str(),

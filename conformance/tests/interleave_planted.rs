@@ -130,7 +130,27 @@ fn catches_a_session_claim_that_starts_a_new_tenure_over_its_own() {
 
 #[test]
 fn catches_a_session_refused_by_its_own_tenure() {
-    catches(&planted::OWN_SESSION_NO_GRACE, "session_file_race", 1);
+    catches(&planted::OWN_SESSION_NO_GRACE, "session_file_race", 75);
+}
+
+#[test]
+fn catches_a_give_back_over_a_siblings_renewal() {
+    catches_within(
+        &planted::GIVE_BACK_OVER_RENEWAL,
+        "session_file_reentry",
+        1314,
+        1400,
+    );
+}
+
+#[test]
+fn catches_a_give_back_of_a_pair_over_a_siblings_renewal() {
+    catches_within(
+        &planted::GIVE_BACK_OVER_RENEWAL,
+        "session_several",
+        1153,
+        1200,
+    );
 }
 
 #[test]
@@ -359,6 +379,7 @@ fn survey() {
         ),
         ("OWN_SESSION_NO_GRACE", &planted::OWN_SESSION_NO_GRACE),
         ("RACE_REFUSED_AT_ONCE", &planted::RACE_REFUSED_AT_ONCE),
+        ("GIVE_BACK_OVER_RENEWAL", &planted::GIVE_BACK_OVER_RENEWAL),
         ("SEVERAL_SKIPS_ALL_LIVE", &planted::SEVERAL_SKIPS_ALL_LIVE),
         ("SLOT_PAST_THE_LAST", &planted::SLOT_PAST_THE_LAST),
         ("SAME_PATH_UNCHECKED", &planted::SAME_PATH_UNCHECKED),

@@ -288,6 +288,10 @@ pub mod planted {
     /// may have seen it too and given back, so both are refused, each naming a
     /// claimer that holds nothing.
     pub static RACE_REFUSED_AT_ONCE: AtomicBool = AtomicBool::new(false);
+    /// An acquisition that gives back a claim it will not hand out tombstones the
+    /// tenure whatever its newest record is, even a renewal by another process of
+    /// its session that re-entered the tenure and was told it holds it.
+    pub static GIVE_BACK_OVER_RENEWAL: AtomicBool = AtomicBool::new(false);
     /// A claim of several resources returns once each was taken, without checking
     /// that the first one taken is still live when the last is (a pause or slow
     /// creates in between hand out an expired lease).

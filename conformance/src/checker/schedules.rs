@@ -415,6 +415,30 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::session_file_race,
     },
     Schedule {
+        name: "session_file_reentry",
+        about: "three processes of one session claim one file (two keys) at once without waiting, with stalled reads: a give-back must not end a tenure a sibling re-entered",
+        snapshot_listing: true,
+        mix: FaultMix {
+            stall: 150,
+            ..FaultMix::NONE
+        },
+        max_steps: 1500,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::session_file_reentry,
+    },
+    Schedule {
+        name: "session_several",
+        about: "two processes of one session claim {a, b} all or nothing at once without waiting, a third re-enters a alone, another session holds b; stalled reads: a give-back must not end a tenure a sibling re-entered",
+        snapshot_listing: true,
+        mix: FaultMix {
+            stall: 150,
+            ..FaultMix::NONE
+        },
+        max_steps: 1500,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::session_several,
+    },
+    Schedule {
         name: "several_resources",
         about: "two claimers take {a, b} and {b, a} all or nothing, with slow creates and pauses; a third claims b alone",
         snapshot_listing: true,

@@ -176,6 +176,13 @@ pub(crate) struct Oracle {
     /// retries under the same holder id, as a new tenure with a new token.
     /// Values: (step, true time).
     broken: HashMap<(String, u64), (u64, u64)>,
+    /// Per (holder id, token) of a session's tenure: the step and true time at which
+    /// a `release` by one of its processes landed its tombstone on top. A release by
+    /// any process of the session ends the tenure for all of them
+    /// (docs/design-04-claims.md, "Sessions"), a process re-entering it at that
+    /// instant included: a re-entry or renewal acknowledged after such a release
+    /// landed *during its call* promises nothing past it.
+    session_released: HashMap<(String, u64), (u64, u64)>,
     pub(crate) violation: Option<String>,
 }
 
@@ -759,8 +766,15 @@ impl World {
             .get(key)
             .is_some_and(|s| s.range(generation + 1..).next().is_none());
         let mut violation = None;
+        let by_release = current_actor().is_some_and(|a| lock(&self.releasing).contains(&a));
         {
             let mut oracle = lock(&self.oracle);
+            if by_release && on_top && record.released && record.session.is_some() {
+                oracle
+                    .session_released
+                    .entry((record.holder.to_string(), record.token))
+                    .or_insert((step, now));
+            }
             let count = oracle.created.entry((key.clone(), generation)).or_default();
             *count += 1;
             if *count > 1 {
@@ -998,6 +1012,14 @@ impl World {
             // first) promises nothing past the break.
             let broken = oracle.broken.get(&(holder.clone(), lease.token())).copied();
             let end = broken.map_or(end, |(_, at)| end.min(at));
+            // Likewise one acknowledged after a release of its session's tenure by
+            // another of its processes landed during this call.
+            let released = oracle
+                .session_released
+                .get(&(holder.clone(), lease.token()))
+                .copied()
+                .filter(|(step, _)| *step > call_step);
+            let end = released.map_or(end, |(_, at)| end.min(at));
             if renewal {
                 if let Some(t) = oracle.tenures.get(&holder) {
                     // Per key: the renewal's record must land before the record it
@@ -2159,11 +2181,26 @@ impl Ctx {
     ) -> Option<Vec<Lease>> {
         let names: Vec<String> = resources.iter().map(Resource::target).collect();
         self.world.log(format!(
-            "acquire all of [{}] (ttl {}ms, wait {}ms)",
+            "acquire all of [{}] (ttl {}ms, wait {}ms{})",
             names.join(", "),
             options.ttl_ms,
-            options.wait_ms
+            options.wait_ms,
+            options
+                .session
+                .as_ref()
+                .map(|s| format!(", session {s}"))
+                .unwrap_or_default()
         ));
+        // Claiming for a session is holding its derived secret (as `acquire_or_holder`).
+        if let Some(session) = &options.session
+            && let Some(me) = super::sched::current_actor()
+        {
+            lock(&self.world.oracle)
+                .session_secrets
+                .entry(me)
+                .or_default()
+                .insert(fencepost::Secret::for_session(session).sha256());
+        }
         let step = self.call_step();
         match self.store.try_acquire_all(resources, options) {
             Ok(fencepost::TryAcquireAll::Acquired(leases)) => {

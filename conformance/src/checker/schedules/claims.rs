@@ -98,6 +98,93 @@ pub(super) fn session_file_race(setup: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// Three processes of session `s` claim one existing file (two keys) at once,
+/// without waiting, and keep it for a renewal; reads and listings may stall. A
+/// process that finds the first key taken by a sibling re-enters that sibling's
+/// tenure (resumed from the first key, the file-id key adopted) while the sibling
+/// is still claiming the second key; the sibling, finding that key taken (by its
+/// own tenure) or its create landed below the re-entry's renewal, gives back what
+/// it took. The oracle's "never two tenures promised at one instant" judges that
+/// give-back: it must not end the tenure the re-entering process was told it holds
+/// (planted bug `GIVE_BACK_OVER_RENEWAL`).
+pub(super) fn session_file_reentry(setup: &Setup) -> Vec<Actor> {
+    let file = setup.dir.join("edit.rs");
+    let _ = std::fs::write(&file, b"x");
+    let member = |file: std::path::PathBuf| {
+        move |ctx: &Ctx| {
+            let options = for_session(ctx, Some("s"), 0);
+            if let Some(mut lease) = ctx.acquire_with(&Resource::file(&file), &options)
+                && ctx.keep(&mut lease, 1)
+            {
+                ctx.release(&lease);
+            }
+        }
+    };
+    vec![
+        Actor::new("s-one", member(file.clone())),
+        Actor::new("s-two", member(file.clone())),
+        Actor::new("s-three", member(file)),
+    ]
+}
+
+/// Two processes of session `s` claim `{a, b}` all or nothing at once, without
+/// waiting, and keep what they get for a renewal; a third process of `s` claims
+/// `a` alone, a process of session `t` holds `b` for a while, and one of session `u`
+/// waits for `a`. A claim of the
+/// pair that took `a` and found `b` held gives `a` back, but not once a process of
+/// its session re-entered it (the third, or the other pair claimer) and was told
+/// it holds it: the oracle's "never two tenures promised at one instant" judges
+/// that give-back (planted bug `GIVE_BACK_OVER_RENEWAL`, as in
+/// `session_file_reentry`). Reads and listings may stall.
+pub(super) fn session_several(_: &Setup) -> Vec<Actor> {
+    let (a, b) = (Resource::lock("a"), Resource::lock("b"));
+    let pair = |resources: Vec<Resource>| {
+        move |ctx: &Ctx| {
+            let options = for_session(ctx, Some("s"), 0);
+            if let Some(mut leases) = ctx.acquire_all(&resources, &options) {
+                let mut kept = true;
+                for lease in &mut leases {
+                    kept &= ctx.keep(lease, 1);
+                }
+                if kept {
+                    for lease in &leases {
+                        ctx.release(lease);
+                    }
+                }
+            }
+        }
+    };
+    let alone = a.clone();
+    let waiter = a.clone();
+    let rival = b.clone();
+    vec![
+        Actor::new("s-pair", pair(vec![a.clone(), b.clone()])),
+        Actor::new("s-pair2", pair(vec![b, a])),
+        Actor::new("s-alone", move |ctx: &Ctx| {
+            let options = for_session(ctx, Some("s"), 0);
+            if let Some(mut lease) = ctx.acquire_with(&alone, &options)
+                && ctx.keep(&mut lease, 1)
+            {
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("t", move |ctx: &Ctx| {
+            let options = for_session(ctx, Some("t"), 0);
+            if let Some(lease) = ctx.acquire_with(&rival, &options) {
+                ctx.sleep(TTL_MS / 2);
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("u", move |ctx: &Ctx| {
+            let options = for_session(ctx, Some("u"), 2 * TTL_MS);
+            if let Some(lease) = ctx.acquire_with(&waiter, &options) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
 /// Two claimers take `{a, b}` and `{b, a}` all or nothing, keep every lease for a
 /// renewal and release; a third claims `b` alone. Slow creates (in flight for half
 /// a ttl) and pauses make the first lease taken lapse before the last is, which an

@@ -610,7 +610,7 @@ impl Store {
     /// crashed holder's would.
     fn give_back(&self, taken: &[Taken], secret: &Secret) {
         for Taken { key, claim, .. } in taken {
-            let _ = self.release_tenure(key, &claim.label, claim.token, secret);
+            self.give_back_claim(key, &claim.label, (claim.token, claim.generation), secret);
         }
     }
 }

@@ -190,10 +190,26 @@ impl Store {
     }
 
     /// Gives back leases an all-or-nothing claim took, best effort; a re-entered
-    /// lease is left to its session.
+    /// lease is left to its session, and so is a lease this claim began that
+    /// another process of its session has re-entered since (a key whose newest
+    /// record is no longer the claim made here: `Store::give_back_claim`).
     fn give_back_leases(&self, taken: &[(usize, Lease)]) {
         for (_, lease) in taken.iter().filter(|(_, lease)| !lease.reentered()) {
-            let _ = self.release(lease);
+            // The other keys first, as a release gives them.
+            for held in &lease.others {
+                self.give_back_claim(
+                    &held.key,
+                    &lease.label,
+                    (held.token, held.generation),
+                    &lease.secret,
+                );
+            }
+            self.give_back_claim(
+                &lease.key,
+                &lease.label,
+                (lease.token, lease.generation),
+                &lease.secret,
+            );
         }
     }
 }

@@ -264,6 +264,31 @@ impl Store {
         self.release_tenure_to(key, label, token, secret, false)
     }
 
+    /// Gives back the claim an acquisition made at `generation` of `key` and will
+    /// not hand out: tombstones it only while that very record is still the
+    /// newest. A newer record of the same tenure is a renewal by another process
+    /// of its session, which re-entered the tenure (resumed from the claim we made
+    /// first) and was told it holds it; ending the tenure now would fence that
+    /// process while it was promised the lease (found by the interleaving checker,
+    /// `session_file_race` with four processes of one session, seed 5234; planted
+    /// bug `GIVE_BACK_OVER_RENEWAL`). Such a tenure is left to the session, and
+    /// the acquisition re-enters it on its next round. Best effort, as every
+    /// give-back.
+    pub(crate) fn give_back_claim(
+        &self,
+        key: &Key,
+        label: &str,
+        (token, generation): (u64, u64),
+        secret: &Secret,
+    ) {
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::GIVE_BACK_OVER_RENEWAL) {
+            let _ = self.release_tenure(key, label, token, secret);
+            return;
+        }
+        let _ = self.release_tenure_at(key, label, token, secret, Some(generation));
+    }
+
     /// Releases as [`Store::release_tenure`]; with `hand_over` (the tenure was
     /// contended), the tombstone names the oldest waiter of the key's queue
     /// ([`Record::next`]), whose turn it is next.
@@ -275,6 +300,31 @@ impl Store {
         secret: &Secret,
         hand_over: bool,
     ) -> Result<()> {
+        self.release_at(key, label, token, secret, hand_over, None)
+    }
+
+    /// [`Store::release_tenure`], only while the tenure's newest record is at
+    /// `only_at` (see [`Store::give_back_claim`]); Ok without a tombstone otherwise.
+    fn release_tenure_at(
+        &self,
+        key: &Key,
+        label: &str,
+        token: u64,
+        secret: &Secret,
+        only_at: Option<u64>,
+    ) -> Result<()> {
+        self.release_at(key, label, token, secret, false, only_at)
+    }
+
+    fn release_at(
+        &self,
+        key: &Key,
+        label: &str,
+        token: u64,
+        secret: &Secret,
+        hand_over: bool,
+        only_at: Option<u64>,
+    ) -> Result<()> {
         for _ in 0..RELEASE_ATTEMPTS {
             let mut newest = self.read_settled(key)?;
             // Taken by value: the tombstone is built from it without a clone.
@@ -284,6 +334,11 @@ impl Store {
                 {
                     if let Some(ended) = ended(&r, label) {
                         return Err(ended);
+                    }
+                    // Re-read every attempt: a renewal that landed since is
+                    // another process's of the session, and not ours to end.
+                    if only_at.is_some_and(|g| g != newest.generation) {
+                        return Ok(());
                     }
                     r
                 }
