@@ -2128,16 +2128,7 @@ impl Ctx {
                 .map(|s| format!(", session {s}"))
                 .unwrap_or_default()
         ));
-        // Claiming for a session is holding its derived secret.
-        if let Some(session) = &options.session
-            && let Some(me) = super::sched::current_actor()
-        {
-            lock(&self.world.oracle)
-                .session_secrets
-                .entry(me)
-                .or_default()
-                .insert(fencepost::Secret::for_session(session).sha256());
-        }
+        self.holds_session_secret(options);
         let step = self.call_step();
         match self.store.try_acquire(resource, options) {
             Ok(TryAcquire::Acquired(lease)) => {
@@ -2171,6 +2162,20 @@ impl Ctx {
         }
     }
 
+    /// Claiming for a session is holding its derived secret: the oracle lets this
+    /// actor write the records of every tenure of that session.
+    fn holds_session_secret(&self, options: &AcquireOptions) {
+        if let Some(session) = &options.session
+            && let Some(me) = super::sched::current_actor()
+        {
+            lock(&self.world.oracle)
+                .session_secrets
+                .entry(me)
+                .or_default()
+                .insert(fencepost::Secret::for_session(session).sha256());
+        }
+    }
+
     /// Acquires every resource of `resources`, all or nothing
     /// ([`Store::try_acquire_all`]); logs and judges each lease as an acquire (a
     /// re-entered one as its tenure's renewal). `None` when held or failed.
@@ -2191,16 +2196,7 @@ impl Ctx {
                 .map(|s| format!(", session {s}"))
                 .unwrap_or_default()
         ));
-        // Claiming for a session is holding its derived secret (as `acquire_or_holder`).
-        if let Some(session) = &options.session
-            && let Some(me) = super::sched::current_actor()
-        {
-            lock(&self.world.oracle)
-                .session_secrets
-                .entry(me)
-                .or_default()
-                .insert(fencepost::Secret::for_session(session).sha256());
-        }
+        self.holds_session_secret(options);
         let step = self.call_step();
         match self.store.try_acquire_all(resources, options) {
             Ok(fencepost::TryAcquireAll::Acquired(leases)) => {

@@ -187,6 +187,24 @@ impl Store {
     /// cut to what is left before `deadline_ms` but never below the first step (so
     /// a last look still happens at the deadline); then `backoff_ms` doubles up to
     /// its cap. Every wait loop of a claim kind sleeps through here.
+    /// A grace past the wait (`until`, set on first use to `mono_ms + grace_ms`):
+    /// while it lasts, backs off (as [`Store::back_off`]) and returns true, for the
+    /// caller to go round again; false once it is over.
+    pub(crate) fn within_grace(
+        &self,
+        until: &mut Option<u64>,
+        grace_ms: u64,
+        backoff_ms: &mut u64,
+        mono_ms: u64,
+    ) -> bool {
+        let until = *until.get_or_insert(mono_ms.saturating_add(grace_ms));
+        if mono_ms >= until {
+            return false;
+        }
+        self.back_off(backoff_ms, until, mono_ms);
+        true
+    }
+
     pub(crate) fn back_off(&self, backoff_ms: &mut u64, deadline_ms: u64, mono_ms: u64) {
         let step = self
             .jittered(*backoff_ms)

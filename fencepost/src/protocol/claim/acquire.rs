@@ -407,13 +407,15 @@ impl Store {
                 let own = own_tag.is_some() && holder.session.as_deref() == own_tag.as_ref();
                 #[cfg(feature = "planted-bugs")]
                 let own = own && !crate::planted::on(&crate::planted::OWN_SESSION_NO_GRACE);
-                if own {
-                    let until =
-                        *own_session_until.get_or_insert(mono.saturating_add(OWN_SESSION_GRACE_MS));
-                    if mono < until {
-                        self.back_off(&mut backoff_ms, until, mono);
-                        continue;
-                    }
+                if own
+                    && self.within_grace(
+                        &mut own_session_until,
+                        OWN_SESSION_GRACE_MS,
+                        &mut backoff_ms,
+                        mono,
+                    )
+                {
+                    continue;
                 }
                 // Found only after our claim landed: look again (the next round
                 // looks before taking, and reports a rival that does hold) rather
@@ -421,12 +423,9 @@ impl Store {
                 // (docs/design-05-subtrees-and-shared.md §4.4).
                 #[cfg(feature = "planted-bugs")]
                 let raced = raced && !crate::planted::on(&crate::planted::RACE_REFUSED_AT_ONCE);
-                if raced {
-                    let until = *race_until.get_or_insert(mono.saturating_add(RACE_GRACE_MS));
-                    if mono < until {
-                        self.back_off(&mut backoff_ms, until, mono);
-                        continue;
-                    }
+                if raced && self.within_grace(&mut race_until, RACE_GRACE_MS, &mut backoff_ms, mono)
+                {
+                    continue;
                 }
                 return Ok(TryAcquire::Held(holder));
             }

@@ -152,12 +152,10 @@ impl Store {
                     // §4.4).
                     #[cfg(feature = "planted-bugs")]
                     let raced = raced && !crate::planted::on(&crate::planted::RACE_REFUSED_AT_ONCE);
-                    if raced {
-                        let until = *race_until.get_or_insert(mono.saturating_add(RACE_GRACE_MS));
-                        if mono < until {
-                            self.back_off(&mut backoff_ms, until, mono);
-                            continue;
-                        }
+                    if raced
+                        && self.within_grace(&mut race_until, RACE_GRACE_MS, &mut backoff_ms, mono)
+                    {
+                        continue;
                     }
                     return Ok(TryAcquire::Held(holder.clone()));
                 }

@@ -286,7 +286,7 @@ impl Store {
             let _ = self.release_tenure(key, label, token, secret);
             return;
         }
-        let _ = self.release_tenure_at(key, label, token, secret, Some(generation));
+        let _ = self.release_at(key, label, token, secret, false, Some(generation));
     }
 
     /// Releases as [`Store::release_tenure`]; with `hand_over` (the tenure was
@@ -303,19 +303,9 @@ impl Store {
         self.release_at(key, label, token, secret, hand_over, None)
     }
 
-    /// [`Store::release_tenure`], only while the tenure's newest record is at
-    /// `only_at` (see [`Store::give_back_claim`]); Ok without a tombstone otherwise.
-    fn release_tenure_at(
-        &self,
-        key: &Key,
-        label: &str,
-        token: u64,
-        secret: &Secret,
-        only_at: Option<u64>,
-    ) -> Result<()> {
-        self.release_at(key, label, token, secret, false, only_at)
-    }
-
+    /// [`Store::release_tenure_to`]; with `only_at`, only while the tenure's newest
+    /// record is at that generation (see [`Store::give_back_claim`]), Ok without a
+    /// tombstone otherwise.
     fn release_at(
         &self,
         key: &Key,
