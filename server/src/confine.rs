@@ -92,7 +92,7 @@ impl fmt::Display for Refusal {
             ),
             Refusal::IntoStore { path, store } => write!(
                 f,
-                "refused path {path:?}: it lies in the lease store {}, which only fencepost writes",
+                "refused path {path:?}: it lies in the lease store {} (a `.fencepost` directory is a store for the files around it), which only fencepost writes",
                 store.display()
             ),
             Refusal::IntoVcs { path, metadata } => write!(
@@ -257,6 +257,17 @@ impl Confinement {
         let mut metadata = self.root.clone();
         for component in below_root.components() {
             metadata.push(component);
+            // A `.fencepost` directory is a lease store for everything below the
+            // directory that holds it (the location rule): a write that made one
+            // would move the store of those files, and split every lease on them
+            // between the old store and the new (found by a breaker: a claim
+            // through the CLI succeeded while the server still held the lock).
+            if is_named(component.as_os_str(), &[fencepost_fs::STORE_DIR_NAME]) {
+                return Err(Refusal::IntoStore {
+                    path: relative.to_string(),
+                    store: metadata,
+                });
+            }
             if is_vcs_metadata(component.as_os_str()) {
                 return Err(Refusal::IntoVcs {
                     path: relative.to_string(),
@@ -296,10 +307,16 @@ const VCS_METADATA: [&str; 4] = [".git", ".hg", ".svn", ".jj"];
 /// look-alike costs nothing; letting `.GIT/config` through on a case-insensitive
 /// volume breaks the repository.
 fn is_vcs_metadata(name: &std::ffi::OsStr) -> bool {
+    is_named(name, &VCS_METADATA)
+}
+
+/// True when `name` is, or on some filesystem may be, one of `names` (lower case):
+/// compared as [`is_vcs_metadata`] compares.
+fn is_named(name: &std::ffi::OsStr, names: &[&str]) -> bool {
     let name = fold(&name.to_string_lossy());
     let base = name.split(':').next().unwrap_or(&name);
     let base = base.trim_end_matches(['.', ' ']);
-    VCS_METADATA.contains(&base)
+    names.contains(&base)
 }
 
 /// `name` as a case-insensitive filesystem may see it: each character through
@@ -434,6 +451,30 @@ mod tests {
             "git/x",
             "sub/.gitmodules",
         ] {
+            assert!(c.resolve(fine).is_ok(), "{fine:?} was refused");
+        }
+    }
+
+    /// A `.fencepost` directory anywhere below the root is a lease store for the
+    /// files around it: a write that created one moved their store and split the
+    /// leases on them (breaker). Refused in any case and depth, existing or not.
+    #[test]
+    fn a_store_marker_directory_is_refused_at_any_depth_and_case() {
+        let (_dir, c) = setup();
+        for bad in [
+            ".fencepost/README",
+            "src/.fencepost/notes",
+            "a/b/.FencePost/x",
+            ".fencepost./x",
+            ".fencepost",
+        ] {
+            assert!(
+                matches!(c.resolve(bad), Err(Refusal::IntoStore { .. })),
+                "{bad:?} was not refused as a store: {:?}",
+                c.resolve(bad)
+            );
+        }
+        for fine in [".fencepostrc", "fencepost/x", "src/.fencepost-notes"] {
             assert!(c.resolve(fine).is_ok(), "{fine:?} was refused");
         }
     }

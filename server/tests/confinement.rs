@@ -34,6 +34,10 @@ async fn escapes_are_refused_and_nothing_lands_outside_the_root() {
         (".fencepost".into(), "lies in the lease store"),
         (".fencepost/claims/x".into(), "lies in the lease store"),
         ("sub/../.fencepost/x".into(), "lies in the lease store"),
+        // A `.fencepost` directory anywhere is a store for the files around it: a
+        // write that made one moved their store and split their leases (breaker).
+        ("src/.fencepost/notes".into(), "lies in the lease store"),
+        ("a/b/.FencePost/x".into(), "lies in the lease store"),
         ("".into(), "the path is empty"),
         (".".into(), "the root directory itself"),
     ];
