@@ -264,3 +264,47 @@ fn racing_readers_and_a_writer_of_a_free_lock_are_never_all_refused() {
         );
     }
 }
+
+/// A writer waiting for a reader holds an intent that keeps new readers out. One
+/// killed while it waits (SIGKILL) left an intent that kept every reader out for a
+/// whole ttl, naming a dead process (found by a breaker). The intent is tied to its
+/// waiter's process: once the waiter provably died, a reader gets in at once.
+#[cfg(unix)]
+#[test]
+fn a_killed_waiting_writer_keeps_no_reader_out() {
+    let s = Scratch::new();
+    let reader = s
+        .cmd()
+        .args(["claim", "--lock", "w", "--shared", "--ttl", "60000"])
+        .output()
+        .unwrap();
+    assert_eq!(reader.status.code(), Some(0), "{reader:?}");
+    let mut writer = s.spawn_cmd();
+    writer
+        .args([
+            "claim", "--lock", "w", "--wait", "forever", "--ttl", "60000",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut writer = writer.spawn().unwrap();
+    // The writer waits: a new reader is refused, naming it.
+    wait_until("the writer waits", Duration::from_secs(20), || {
+        let out = s
+            .cmd()
+            .args(["claim", "--lock", "w", "--shared"])
+            .output()
+            .unwrap();
+        out.status.code() == Some(3)
+            && String::from_utf8_lossy(&out.stderr).contains("an exclusive claimer waiting")
+    });
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    let started = Instant::now();
+    let out = s
+        .cmd()
+        .args(["claim", "--lock", "w", "--shared"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", one_line_stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(20));
+}

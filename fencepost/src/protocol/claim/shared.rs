@@ -235,7 +235,13 @@ impl Store {
         if intents {
             for key in keys {
                 let newest = self.read_settled(&key.intent())?;
-                if let Some(mut holder) = self.live_in(&newest) {
+                // An intent decides fairness, not safety: one whose waiter provably
+                // died waits for nothing and keeps nobody out.
+                let dead = newest
+                    .claim()
+                    .and_then(|r| r.process.as_ref())
+                    .is_some_and(|evidence| self.provably_dead(evidence));
+                if let Some(mut holder) = self.live_in(&newest).filter(|_| !dead) {
                     holder.owner = format!("{} (an exclusive claimer waiting)", holder.owner);
                     holder.waiting = true;
                     return Ok((Some(holder), seen));
@@ -394,13 +400,14 @@ impl Store {
             if mono.saturating_sub(held.renewed_mono) < options.ttl_ms / 3 {
                 return Ok(());
             }
+            // Renewed with this process's evidence too (see the claim below).
             match self.renew_tenure(
                 &held.key,
                 &held.label,
                 held.token,
                 secret,
                 options.ttl_ms,
-                None,
+                self.liveness.this_process(),
             ) {
                 Ok(_) => {
                     held.renewed_mono = mono;
@@ -412,10 +419,11 @@ impl Store {
         }
         let want = key.intent();
         let mut watch = crate::protocol::series::Watch::default();
-        let wait_options = options
-            .clone()
-            .wait_ms(0)
-            .tied_to_process(options.tied_to_process);
+        // Tied to this process whatever the claim is: an intent lives only while
+        // its waiter waits, so a waiter killed meanwhile (SIGKILL, a crash) leaves
+        // one that readers and covered claims see as dead at once, instead of one
+        // that keeps them out for a ttl (found by a breaker).
+        let wait_options = options.clone().wait_ms(0).tied_to_process(true);
         if let crate::protocol::series::Claim::Taken(claim, _, _, _) = self.claim_key(
             &want,
             label,
