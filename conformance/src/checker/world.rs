@@ -2122,11 +2122,7 @@ impl Ctx {
             } else {
                 ""
             },
-            options
-                .session
-                .as_ref()
-                .map(|s| format!(", session {s}"))
-                .unwrap_or_default()
+            session_note(options)
         ));
         self.holds_session_secret(options);
         let step = self.call_step();
@@ -2190,11 +2186,7 @@ impl Ctx {
             names.join(", "),
             options.ttl_ms,
             options.wait_ms,
-            options
-                .session
-                .as_ref()
-                .map(|s| format!(", session {s}"))
-                .unwrap_or_default()
+            session_note(options)
         ));
         self.holds_session_secret(options);
         let step = self.call_step();
@@ -2589,4 +2581,13 @@ fn kind(e: &Error) -> String {
         Error::NotHeld { .. } => "nothing to break".into(),
         other => format!("error: {other}"),
     }
+}
+
+/// ", session S" for a log line of a claim made for a session; empty otherwise.
+fn session_note(options: &AcquireOptions) -> String {
+    options
+        .session
+        .as_ref()
+        .map(|s| format!(", session {s}"))
+        .unwrap_or_default()
 }
