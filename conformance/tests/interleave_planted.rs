@@ -385,6 +385,8 @@ fn survey() {
         ("SAME_PATH_UNCHECKED", &planted::SAME_PATH_UNCHECKED),
         ("COVERED_DEAD_NOT_FENCED", &planted::COVERED_DEAD_NOT_FENCED),
         ("SHARES_SWEEP_UNWRITTEN", &planted::SHARES_SWEEP_UNWRITTEN),
+        ("DEAD_INTENT_HONOURED", &planted::DEAD_INTENT_HONOURED),
+        ("INTENT_UNTIED", &planted::INTENT_UNTIED),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -459,6 +461,16 @@ fn catches_a_participant_entry_swept_before_its_record() {
     // the writer's look, and the writer's claim in flight across the reader's
     // check: found first at seed 666 of 1000.
     catches_within(&planted::SHARES_SWEEP_UNWRITTEN, "shared_crash", 666, 1000);
+}
+
+#[test]
+fn catches_a_dead_waiters_intent_that_keeps_readers_out() {
+    catches(&planted::DEAD_INTENT_HONOURED, "dead_intent", 9);
+}
+
+#[test]
+fn catches_an_intent_not_tied_to_its_waiter() {
+    catches(&planted::INTENT_UNTIED, "dead_intent", 9);
 }
 
 #[test]

@@ -326,6 +326,13 @@ pub mod planted {
     /// A shared claimer ignores a waiting writer's intent: readers that keep
     /// arriving starve the writer.
     pub static SHARED_IGNORES_INTENT: AtomicBool = AtomicBool::new(false);
+    /// A shared claimer honours a writer's intent whose waiter provably died: a
+    /// killed waiter keeps every reader out until its intent's ttl runs out.
+    pub static DEAD_INTENT_HONOURED: AtomicBool = AtomicBool::new(false);
+    /// An intent carries its waiter's process evidence only when the waiter's
+    /// claim is tied to its process: a killed plain `claim --wait` leaves an
+    /// intent nobody can prove dead.
+    pub static INTENT_UNTIED: AtomicBool = AtomicBool::new(false);
     /// A file claim does not look for a subtree claim of its own path, nor a
     /// subtree claim for a file claim of its directory's path: `dir:P` and
     /// `file:P` are both granted at once.

@@ -532,6 +532,20 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::shared_crash,
     },
     Schedule {
+        name: "dead_intent",
+        about: "a writer waiting for a reader dies at any call; a reader arriving after its death must not be kept out by its intent",
+        snapshot_listing: true,
+        mix: FaultMix {
+            crash: 40,
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::dead_intent,
+    },
+    Schedule {
         name: "subtree_intent",
         about: "two streams claim files below src/ back to back while a subtree claim of src/ waits one ttl: its intent must get it in",
         snapshot_listing: true,

@@ -1,6 +1,7 @@
 //! Schedules for the kinds of claim (issue 14, docs/design-04-claims.md).
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use fencepost::{AcquireOptions, Resource};
@@ -493,6 +494,87 @@ pub(super) fn shared_crash(_: &Setup) -> Vec<Actor> {
             }
         }),
     ]
+}
+
+/// A waiting writer dies (a crash at any call) while a reader holds: a reader
+/// that arrives after its death must not be kept out by the dead waiter's
+/// intent, which decides fairness only (design-05 §4.3). The writer claims as the
+/// CLI's plain `claim --wait` does (not tied to its process), so its intent is
+/// recognisable as dead only because intents are always tied to their waiter.
+/// Judged by the schedule itself: the late reader, refused while the writer was
+/// already dead, names the writer's intent. Planted bugs `DEAD_INTENT_HONOURED`
+/// (a shared claimer honours an intent whose waiter provably died) and
+/// `INTENT_UNTIED` (an intent carries its waiter's process evidence only when the
+/// claim is tied to its process).
+pub(super) fn dead_intent(_: &Setup) -> Vec<Actor> {
+    let running = Arc::new(Mutex::new(HashSet::from([5, 6, 7])));
+    let probe = |pid: u32| ModelLiveness {
+        this: evidence("local-host", pid),
+        running: Arc::clone(&running),
+    };
+    // Set when the writer's body ends, by a crash or normally.
+    let writer_gone = Arc::new(AtomicBool::new(false));
+    let (r1_probe, r2_probe, w_probe) = (probe(5), probe(6), probe(7));
+    let (w_running, gone) = (Arc::clone(&running), Arc::clone(&writer_gone));
+    vec![
+        Actor::new("r1", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(r1_probe));
+            let options = tied(&ctx, 0).shared(true);
+            if let Some(mut lease) = ctx.acquire_with(&lock(), &options)
+                && ctx.keep(&mut lease, 3)
+            {
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("w", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(w_probe));
+            let _gone = SetsOnEnd(gone);
+            let _dies = DiesWith {
+                ctx: ctx.with_store(ctx.store.clone()),
+                pid: 7,
+                running: w_running,
+            };
+            ctx.sleep(TTL_MS / 20);
+            if let Some(lease) = ctx.acquire_with(&lock(), &for_session(&ctx, None, 3 * TTL_MS)) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("r2", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(r2_probe));
+            for _ in 0..200 {
+                if writer_gone.load(Ordering::SeqCst) {
+                    break;
+                }
+                ctx.sleep(TTL_MS / 20);
+            }
+            if !writer_gone.load(Ordering::SeqCst) {
+                return;
+            }
+            let options = tied(&ctx, TTL_MS / 4).shared(true);
+            match ctx.acquire_or_holder(&lock(), &options) {
+                Ok(lease) => {
+                    ctx.check(&lease);
+                    ctx.release(&lease);
+                }
+                // Only the writer ever waits for an exclusive claim here.
+                Err(Some(holder)) if holder.waiting => ctx.violate(format!(
+                    "r2: refused by the intent of the writer, whose process had died before r2 claimed: {}",
+                    holder.owner
+                )),
+                Err(_) => {}
+            }
+        }),
+    ]
+}
+
+/// Sets its flag when dropped: when its actor's body ends, by a crash or not.
+struct SetsOnEnd(Arc<AtomicBool>);
+
+impl Drop for SetsOnEnd {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 /// Writer starvation with subtrees: two streams claim files below `src/` back to

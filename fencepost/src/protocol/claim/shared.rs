@@ -241,6 +241,8 @@ impl Store {
                     .claim()
                     .and_then(|r| r.process.as_ref())
                     .is_some_and(|evidence| self.provably_dead(evidence));
+                #[cfg(feature = "planted-bugs")]
+                let dead = dead && !crate::planted::on(&crate::planted::DEAD_INTENT_HONOURED);
                 if let Some(mut holder) = self.live_in(&newest).filter(|_| !dead) {
                     holder.owner = format!("{} (an exclusive claimer waiting)", holder.owner);
                     holder.waiting = true;
@@ -401,13 +403,18 @@ impl Store {
                 return Ok(());
             }
             // Renewed with this process's evidence too (see the claim below).
+            let evidence = self.liveness.this_process();
+            #[cfg(feature = "planted-bugs")]
+            let evidence = evidence.filter(|_| {
+                options.tied_to_process || !crate::planted::on(&crate::planted::INTENT_UNTIED)
+            });
             match self.renew_tenure(
                 &held.key,
                 &held.label,
                 held.token,
                 secret,
                 options.ttl_ms,
-                self.liveness.this_process(),
+                evidence,
             ) {
                 Ok(_) => {
                     held.renewed_mono = mono;
@@ -424,6 +431,12 @@ impl Store {
         // one that readers and covered claims see as dead at once, instead of one
         // that keeps them out for a ttl (found by a breaker).
         let wait_options = options.clone().wait_ms(0).tied_to_process(true);
+        #[cfg(feature = "planted-bugs")]
+        let wait_options = if crate::planted::on(&crate::planted::INTENT_UNTIED) {
+            wait_options.tied_to_process(options.tied_to_process)
+        } else {
+            wait_options
+        };
         if let crate::protocol::series::Claim::Taken(claim, _, _, _) = self.claim_key(
             &want,
             label,
