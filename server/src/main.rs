@@ -107,7 +107,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    init_logging();
+    let _log = init_logging();
     let root = std::path::absolute(&cli.root).unwrap_or(cli.root);
     let server = match FencepostServer::new(Config {
         root,
@@ -238,15 +238,29 @@ fn log_filter() -> (tracing_subscriber::filter::Targets, Option<String>) {
     }
 }
 
-/// Logs to stderr only: stdout is the protocol.
-fn init_logging() {
+/// Lines of log the writer thread holds while stderr is not taken: about a
+/// megabyte at the default level.
+const LOG_LINES_HELD: usize = 10_000;
+
+/// Logs to stderr only: stdout is the protocol. Through a writer thread, dropping
+/// lines when it falls behind: a client may ignore the server's stderr (the MCP
+/// stdio transport allows it), and a pipe nobody reads must never stall a tool
+/// call (`server/tests/polish.rs::a_client_that_never_reads_stderr_does_not_stall_the_server`).
+/// Keep the guard until exit: dropping it writes what is held, waiting at most
+/// about a second.
+fn init_logging() -> tracing_appender::non_blocking::WorkerGuard {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let (filter, problem) = log_filter();
+    let (stderr, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(true)
+        .buffered_lines_limit(LOG_LINES_HELD)
+        .thread_name("fencepost-server-log")
+        .finish(std::io::stderr());
     tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
+                .with_writer(stderr)
                 .with_ansi(false)
                 .with_target(false),
         )
@@ -255,6 +269,7 @@ fn init_logging() {
     if let Some(problem) = problem {
         tracing::warn!("{problem}");
     }
+    guard
 }
 
 #[cfg(test)]

@@ -426,3 +426,27 @@ fn a_malformed_request_with_an_id_is_answered_with_that_id() {
     assert_eq!(pong["id"], 16, "{pong}");
     assert!(pong.get("error").is_none(), "{pong}");
 }
+
+/// A client that never reads the server's stderr (the MCP stdio transport lets a
+/// client ignore the log) must not stall the server: at the default level it logs
+/// a line per tool call, and a pipe nobody reads fills after some 64 KiB. Before,
+/// the server blocked writing its log after a few hundred calls and answered
+/// nothing more. Now the log is written by a thread of its own and lines that do
+/// not fit are dropped.
+#[test]
+fn a_client_that_never_reads_stderr_does_not_stall_the_server() {
+    let tree = Tree::new();
+    let mut raw = crate::support::Raw::start_with_stderr_unread(&tree);
+    raw.initialize();
+    // Each call logs a line of about 100 bytes: 3000 calls are several pipes full.
+    for id in 2..3002 {
+        raw.send(json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "assert", "arguments": {"resource": {"kind": "lock", "target": "x"}, "token": 1}}
+        }));
+        let response = raw
+            .next()
+            .unwrap_or_else(|| panic!("no answer to call {id} within 10 s: the server stalled"));
+        assert_eq!(response["id"], id, "{response}");
+    }
+}

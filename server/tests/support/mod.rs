@@ -235,20 +235,39 @@ pub struct Raw {
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<String>,
+    /// The read end of the server's stderr pipe when a test keeps it open unread.
+    _stderr: Option<std::process::ChildStderr>,
 }
 
 impl Raw {
     pub fn start(tree: &Tree) -> Raw {
-        let mut child = scrubbed(&mut std::process::Command::new(BIN))
+        let mut command = std::process::Command::new(BIN);
+        scrubbed(&mut command)
+            .env("FENCEPOST_LOG", "error")
+            .stderr(Stdio::null());
+        Self::spawn(tree, command)
+    }
+
+    /// As [`Raw::start`] with the default log level (a line per tool call), and the
+    /// server's stderr a pipe that nobody reads: as a client that ignores the
+    /// server's log.
+    pub fn start_with_stderr_unread(tree: &Tree) -> Raw {
+        let mut command = std::process::Command::new(BIN);
+        scrubbed(&mut command).stderr(Stdio::piped());
+        let mut raw = Self::spawn(tree, command);
+        raw._stderr = raw.child.stderr.take();
+        raw
+    }
+
+    fn spawn(tree: &Tree, mut command: std::process::Command) -> Raw {
+        let mut child = command
             .arg("--root")
             .arg(&tree.root)
             .arg("--store")
             .arg(&tree.store)
-            .env("FENCEPOST_LOG", "error")
             .current_dir(&tree.outside)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
             .spawn()
             .expect("spawn server");
         let stdin = child.stdin.take().unwrap();
@@ -266,6 +285,7 @@ impl Raw {
             child,
             stdin,
             lines,
+            _stderr: None,
         }
     }
 
