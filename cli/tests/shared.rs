@@ -308,3 +308,36 @@ fn a_killed_waiting_writer_keeps_no_reader_out() {
     assert_eq!(out.status.code(), Some(0), "{}", one_line_stderr(&out));
     assert!(started.elapsed() < Duration::from_secs(20));
 }
+
+/// An exclusive claim refused by several readers names the reader whose lease ends
+/// last and how many hold beside it: its "until" is when the last reader's lease
+/// ends, which is when the claim can first get in. Before, the refusal named the
+/// first reader in the index and its expiry (a breaker: an agent told to wait until
+/// then was refused again).
+#[test]
+fn a_refusal_by_several_readers_names_the_last_to_end_and_counts_the_others() {
+    let s = Scratch::new();
+    for (owner, ttl) in [
+        ("reader-a", "60000"),
+        ("reader-c", "180000"),
+        ("reader-b", "120000"),
+    ] {
+        s.claim("doc", &["--shared", "--owner", owner, "--ttl", ttl]);
+    }
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "doc", "--owner", "writer", "--wait", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let line = one_line_stderr(&output);
+    assert!(
+        line.contains("held by reader-c (shared, with 2 other readers)"),
+        "{line}"
+    );
+    // Its own expiry: about three minutes away, not one.
+    assert!(
+        line.contains("(in 2m5") || line.contains("(in 3m"),
+        "{line}"
+    );
+}

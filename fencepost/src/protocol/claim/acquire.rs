@@ -427,6 +427,15 @@ impl Store {
                 {
                     continue;
                 }
+                // Refused by readers: name the one whose lease ends last and how
+                // many hold beside it, so "until" is when the last one ends.
+                if readers_in_way {
+                    for key in &keys {
+                        if let Some(readers) = self.readers_in_way(key, &holder_id)? {
+                            return Ok(TryAcquire::Held(readers));
+                        }
+                    }
+                }
                 return Ok(TryAcquire::Held(holder));
             }
             // Waiting: no shared claimer is admitted from now on.

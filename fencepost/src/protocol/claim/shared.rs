@@ -319,6 +319,49 @@ impl Store {
         self.live_participant(key, holder_id)
     }
 
+    /// The live shared holders of `key` other than `holder_id`, summed up for a
+    /// refusal: the one whose lease ends last (so the refusal's "until" is when the
+    /// last reader's lease ends), its owner followed by how many others hold beside
+    /// it. `None` when none is live now. Reads only (the index is healed by
+    /// [`Store::participant_in_way`]); called once, when a claim is refused.
+    pub(crate) fn readers_in_way(&self, key: &Key, holder_id: &str) -> Result<Option<Holder>> {
+        let index = key.shares();
+        let mut last: Option<Holder> = None;
+        let mut readers = 0usize;
+        for generation in self.backend.generations(&index)? {
+            let Some(bytes) = self.backend.read(&index, generation)? else {
+                continue;
+            };
+            let Ok(entry) = serde_json::from_slice::<super::subtree::IndexEntry>(&bytes) else {
+                continue;
+            };
+            let Some(participant) = Key::parse(&entry.points_to) else {
+                continue;
+            };
+            let newest = self.read_settled(&participant)?;
+            if newest.holder_id() == Some(holder_id) {
+                continue;
+            }
+            if let Some(holder) = self.live_in(&newest) {
+                readers += 1;
+                if last
+                    .as_ref()
+                    .is_none_or(|l| holder.expires_at_ms > l.expires_at_ms)
+                {
+                    last = Some(holder);
+                }
+            }
+        }
+        Ok(last.map(|mut holder| {
+            holder.owner = match readers - 1 {
+                0 => format!("{} (shared)", holder.owner),
+                1 => format!("{} (shared, with 1 other reader)", holder.owner),
+                others => format!("{} (shared, with {others} other readers)", holder.owner),
+            };
+            holder
+        }))
+    }
+
     /// [`Store::live_participant`] with the participant's own series, whether its
     /// process provably died (dead-holder takeover's rule) and its label.
     ///
