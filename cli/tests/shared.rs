@@ -309,6 +309,48 @@ fn a_killed_waiting_writer_keeps_no_reader_out() {
     assert!(started.elapsed() < Duration::from_secs(20));
 }
 
+/// A reader takes a SIGKILLed exclusive holder over as a writer would: `fencepost
+/// run` (a tenure tied to its process) is killed holding; a shared claim with no
+/// wait gets in at once, and the dead tenure's token no longer passes `check`.
+/// Before, the reader was refused for the whole ttl (60 s here) while `status`
+/// said "the next claim takes the lease over at once" (a breaker).
+#[cfg(unix)]
+#[test]
+fn a_reader_takes_over_a_killed_exclusive_holder_at_once() {
+    let s = Scratch::new();
+    let _stop = StopFile(s.path().join("go"));
+    let mut holder = s.spawn_cmd();
+    holder
+        .args(["run", "--lock", "d", "--ttl", "60000", "--"])
+        .arg(child_bin())
+        .arg("wait-for=go")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut holder = holder.spawn().unwrap();
+    wait_until("the holder holds", Duration::from_secs(20), || {
+        let out = s
+            .cmd()
+            .args(["check", "--lock", "d", "1"])
+            .output()
+            .unwrap();
+        out.status.code() == Some(0)
+    });
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let out = s
+        .cmd()
+        .args(["claim", "--lock", "d", "--shared", "--wait", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", one_line_stderr(&out));
+    let dead = s
+        .cmd()
+        .args(["check", "--lock", "d", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(dead.status.code(), Some(3), "{dead:?}");
+}
+
 /// An exclusive claim refused by several readers names the reader whose lease ends
 /// last and how many hold beside it: its "until" is when the last reader's lease
 /// ends, which is when the claim can first get in. Before, the refusal named the

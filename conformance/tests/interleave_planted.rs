@@ -387,6 +387,7 @@ fn survey() {
         ("SHARES_SWEEP_UNWRITTEN", &planted::SHARES_SWEEP_UNWRITTEN),
         ("DEAD_INTENT_HONOURED", &planted::DEAD_INTENT_HONOURED),
         ("INTENT_UNTIED", &planted::INTENT_UNTIED),
+        ("SHARED_DEAD_NOT_FENCED", &planted::SHARED_DEAD_NOT_FENCED),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -466,6 +467,11 @@ fn catches_a_participant_entry_swept_before_its_record() {
 #[test]
 fn catches_a_dead_waiters_intent_that_keeps_readers_out() {
     catches(&planted::DEAD_INTENT_HONOURED, "dead_intent", 9);
+}
+
+#[test]
+fn catches_a_shared_claim_that_ignores_a_dead_holder_without_fencing() {
+    catches(&planted::SHARED_DEAD_NOT_FENCED, "dead_exclusive_reader", 0);
 }
 
 #[test]

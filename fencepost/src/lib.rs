@@ -329,6 +329,10 @@ pub mod planted {
     /// A shared claimer honours a writer's intent whose waiter provably died: a
     /// killed waiter keeps every reader out until its intent's ttl runs out.
     pub static DEAD_INTENT_HONOURED: AtomicBool = AtomicBool::new(false);
+    /// A shared claimer ignores an exclusive holder whose process provably died
+    /// without fencing it (no takeover record): the dead tenure's token keeps
+    /// passing `check` while the reader holds.
+    pub static SHARED_DEAD_NOT_FENCED: AtomicBool = AtomicBool::new(false);
     /// An intent carries its waiter's process evidence only when the waiter's
     /// claim is tied to its process: a killed plain `claim --wait` leaves an
     /// intent nobody can prove dead.

@@ -546,6 +546,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::dead_intent,
     },
     Schedule {
+        name: "dead_exclusive_reader",
+        about: "a lock holder and a subtree holder die holding (SIGKILL) while readers of the lock and of a file below wait; the orphans keep checking their tokens",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 3000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::dead_exclusive_reader,
+    },
+    Schedule {
         name: "subtree_intent",
         about: "two streams claim files below src/ back to back while a subtree claim of src/ waits one ttl: its intent must get it in",
         snapshot_listing: true,

@@ -2345,6 +2345,27 @@ impl Ctx {
                 self.world.violate(what);
             }
         }
+        if passed && !lease.shared() {
+            // An exclusive token passes only while no reader of its resource is
+            // promised: a shared claim that got in over a dead holder fenced it.
+            let now = self.world.now();
+            let oracle = lock(&self.world.oracle);
+            let keys: Vec<Key> = lease.keys().cloned().collect();
+            if let Some(t) = oracle.tenures.iter().find_map(|(holder, t)| {
+                (holder != lease.holder_id() && t.shared && t.end > now && keys.contains(&t.claim))
+                    .then_some(t)
+            }) {
+                let what = format!(
+                    "{}: token {} passed check while {} was promised shared token {} of the same resource (a shared claim got in without fencing the exclusive tenure)",
+                    self.name,
+                    lease.token(),
+                    t.actor,
+                    t.token
+                );
+                drop(oracle);
+                self.world.violate(what);
+            }
+        }
         if passed {
             let fenced = lock(&self.world.oracle)
                 .tenures

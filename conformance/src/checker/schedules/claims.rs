@@ -568,6 +568,96 @@ pub(super) fn dead_intent(_: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// Exclusive holders die holding (SIGKILL) while readers wait: a tied holder of a
+/// lock (local pid 3) and a tied subtree holder of `src/` (pid 4); a shared claim
+/// of the lock (pid 5) and a shared claim of a file below `src/` (pid 6) arrive
+/// after the deaths. Each dead holder's child, left running, keeps presenting its
+/// token. A shared claimer takes a dead holder in its way over as an exclusive
+/// claimer would: it fences the dead tenure first, so that token no longer passes
+/// `check` once the reader is promised (the oracle), and the reader gets in within
+/// its wait, well before the dead leases' ttl (the schedule's own judgement).
+/// Planted bug `SHARED_DEAD_NOT_FENCED`: the reader ignores the dead holder
+/// without fencing it, and the orphan's token keeps passing while the reader holds.
+pub(super) fn dead_exclusive_reader(setup: &Setup) -> Vec<Actor> {
+    let src = setup.dir.join("src");
+    let file = src.join("a.rs");
+    let running = Arc::new(Mutex::new(HashSet::from([3, 4, 5, 6])));
+    let probe = |pid: u32| ModelLiveness {
+        this: evidence("local-host", pid),
+        running: Arc::clone(&running),
+    };
+    let died = Arc::new(Mutex::new(HashSet::new()));
+    // A holder (pid) of `resource` that dies after one renewal; its orphan checks on.
+    let dying = |pid: u32, resource: Resource| {
+        let (probe, running, died) = (probe(pid), Arc::clone(&running), Arc::clone(&died));
+        move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(probe));
+            // Long enough that a reader kept out by the dead tenure is refused
+            // (its wait and the race grace end first).
+            let options = AcquireOptions {
+                ttl_ms: 10 * TTL_MS,
+                ..tied(&ctx, 0)
+            };
+            let Some(mut lease) = ctx.acquire_with(&resource, &options) else {
+                lock_set(&died).insert(pid);
+                return;
+            };
+            if ctx.keep(&mut lease, 1) {
+                lock_set(&running).remove(&pid);
+                ctx.die(&lease);
+                lock_set(&died).insert(pid);
+                for _ in 0..4 {
+                    ctx.sleep(TTL_MS / 4);
+                    ctx.check(&lease);
+                }
+            } else {
+                lock_set(&died).insert(pid);
+            }
+        }
+    };
+    // A reader (pid) of `resource` that claims once `after` is gone.
+    let reader = |pid: u32, after: u32, resource: Resource| {
+        let (probe, died) = (probe(pid), Arc::clone(&died));
+        move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(probe));
+            for _ in 0..100 {
+                if lock_set(&died).contains(&after) {
+                    break;
+                }
+                ctx.sleep(TTL_MS / 20);
+            }
+            let options = tied(&ctx, TTL_MS).shared(true);
+            match ctx.acquire_or_holder(&resource, &options) {
+                Ok(lease) => {
+                    ctx.check(&lease);
+                    ctx.sleep(TTL_MS / 2);
+                    ctx.release(&lease);
+                }
+                Err(Some(holder))
+                    if holder.expires_at_ms > ctx.store.clock().wall_ms() + TTL_MS =>
+                {
+                    ctx.violate(format!(
+                        "{}: a shared claim waited out its whole wait (one ttl) for {}, whose lease runs on for more than a ttl (a dead holder kept a reader out)",
+                        ctx.name(),
+                        holder.owner
+                    ))
+                }
+                Err(_) => {}
+            }
+        }
+    };
+    vec![
+        Actor::new("w", dying(3, lock())),
+        Actor::new("tree", dying(4, Resource::dir(&src))),
+        Actor::new("r-lock", reader(5, 3, lock())),
+        Actor::new("r-file", reader(6, 4, Resource::file(&file))),
+    ]
+}
+
+fn lock_set(set: &Mutex<HashSet<u32>>) -> std::sync::MutexGuard<'_, HashSet<u32>> {
+    set.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Sets its flag when dropped: when its actor's body ends, by a crash or not.
 struct SetsOnEnd(Arc<AtomicBool>);
 

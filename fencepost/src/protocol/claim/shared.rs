@@ -8,6 +8,7 @@
 use crate::backend::{CreateOutcome, Durability};
 use crate::identity::TreeChain;
 use crate::proof::Secret;
+use crate::protocol::claim::subtree::InTheWay;
 use crate::protocol::series::Newest;
 use crate::protocol::{
     AcquireOptions, BACKOFF_START_MS, CREATE_GRACE_MS, Lease, RACE_GRACE_MS, Store, TryAcquire,
@@ -57,7 +58,7 @@ impl Store {
         let mut race_until: Option<u64> = None;
         loop {
             let (mut held, seen) =
-                self.exclusive_conflict(&keys, chain.as_ref(), &holder_id, &proof)?;
+                self.look_exclusive(&keys, chain.as_ref(), &holder_id, &proof, options)?;
             // The writer in the way was found after our record landed: it may be
             // a claimer in the same race, which saw our record and gives back too.
             let mut raced = false;
@@ -219,12 +220,69 @@ impl Store {
         holder_id: &str,
         proof: &str,
     ) -> Result<(Option<Holder>, u64)> {
+        let (way, seen) = self.exclusive_in_way(keys, chain, holder_id, proof)?;
+        Ok((way.map(|way| way.holder), seen))
+    }
+
+    /// [`Store::exclusive_conflict`] as the look before admitting: an exclusive
+    /// holder in the way whose process provably died (dead-holder takeover's rule,
+    /// docs/design-01-lease-and-fence.md) is fenced — its key claimed and given back
+    /// at once, so its token never passes again — and the look repeated, as an
+    /// exclusive claimer would take it over. Only with
+    /// `options.dead_holder_takeover`. Before, a reader waited out the whole ttl of
+    /// a SIGKILLed `fencepost run` while `status` said the next claim takes it over
+    /// at once (found by a breaker).
+    fn look_exclusive(
+        &self,
+        keys: &[Key],
+        chain: Option<&TreeChain>,
+        holder_id: &str,
+        proof: &str,
+        options: &AcquireOptions,
+    ) -> Result<(Option<Holder>, u64)> {
+        for _ in 0..super::subtree::FENCE_ATTEMPTS {
+            match self.exclusive_in_way(keys, chain, holder_id, proof)? {
+                (Some(way), _) if way.dead && options.dead_holder_takeover => {
+                    // False: a live rival took the key meanwhile; the next look
+                    // finds it.
+                    self.fence_dead(&way, options)?;
+                }
+                (way, seen) => return Ok((way.map(|way| way.holder), seen)),
+            }
+        }
+        self.exclusive_conflict(keys, chain, holder_id, proof)
+    }
+
+    /// What [`Store::exclusive_conflict`] finds, with the series it holds and
+    /// whether its holder's process provably died.
+    fn exclusive_in_way(
+        &self,
+        keys: &[Key],
+        chain: Option<&TreeChain>,
+        holder_id: &str,
+        proof: &str,
+    ) -> Result<(Option<InTheWay>, u64)> {
         let mut primary = None;
         for key in keys {
             let newest = self.read_settled(key)?;
             primary.get_or_insert(newest.generation);
             if let Some(holder) = self.live_in(&newest) {
-                return Ok((Some(holder), newest.generation));
+                let claim = newest.claim();
+                let dead = claim
+                    .and_then(|r| r.process.as_ref())
+                    .is_some_and(|evidence| self.provably_dead(evidence));
+                // The planted bug: a dead holder is ignored, not fenced.
+                #[cfg(feature = "planted-bugs")]
+                if dead && crate::planted::on(&crate::planted::SHARED_DEAD_NOT_FENCED) {
+                    continue;
+                }
+                let way = InTheWay {
+                    holder,
+                    key: key.clone(),
+                    label: claim.map_or_else(String::new, |r| r.label.to_string()),
+                    dead,
+                };
+                return Ok((Some(way), newest.generation));
             }
         }
         let seen = primary.unwrap_or(0);
@@ -246,14 +304,21 @@ impl Store {
                 if let Some(mut holder) = self.live_in(&newest).filter(|_| !dead) {
                     holder.owner = format!("{} (an exclusive claimer waiting)", holder.owner);
                     holder.waiting = true;
-                    return Ok((Some(holder), seen));
+                    // Never fenced: a live intent waits, a dead one is skipped above.
+                    let way = InTheWay {
+                        holder,
+                        key: key.intent(),
+                        label: String::new(),
+                        dead: false,
+                    };
+                    return Ok((Some(way), seen));
                 }
             }
         }
         if let Some(chain) = chain {
             let down = chain.own_index.is_some();
             if let Some(way) = self.tree_conflict(chain, holder_id, proof, down, false, true)? {
-                return Ok((Some(way.holder), seen));
+                return Ok((Some(way), seen));
             }
         }
         Ok((None, seen))

@@ -357,7 +357,7 @@ impl Store {
 
 /// How many dead holders in the way one look fences before it reports the next
 /// one as held (each fence is two records; a bound instead of a loop).
-const FENCE_ATTEMPTS: usize = 8;
+pub(crate) const FENCE_ATTEMPTS: usize = 8;
 
 /// A claim of another resource in the way of a file or subtree claim.
 pub(crate) struct InTheWay {
