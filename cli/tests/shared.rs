@@ -351,6 +351,41 @@ fn a_reader_takes_over_a_killed_exclusive_holder_at_once() {
     assert_eq!(dead.status.code(), Some(3), "{dead:?}");
 }
 
+/// The break a refusal by readers suggests works: it ends every reader (their
+/// renewals then fail, naming the break), and the writer gets in. Before, `break`
+/// answered "not held by anyone" and the suggestion was a dead end (a new user).
+#[test]
+fn a_break_ends_every_reader() {
+    let s = Scratch::new();
+    let (_, first) = s.claim_handle("doc", &["--shared", "--owner", "reader-a"]);
+    let (_, second) = s.claim_handle("doc", &["--shared", "--owner", "reader-b"]);
+    let refused = s
+        .cmd()
+        .args(["claim", "--lock", "doc", "--wait", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    assert!(one_line_stderr(&refused).contains("fencepost break --lock doc"));
+    let broke = s
+        .cmd()
+        .args(["break", "--lock", "doc", "--reason", "readers stuck"])
+        .output()
+        .unwrap();
+    assert_eq!(broke.status.code(), Some(0), "{broke:?}");
+    let said = String::from_utf8_lossy(&broke.stdout);
+    assert!(said.contains("of reader-a and 1 other reader (shared)"), "{said}");
+    for handle in [&first, &second] {
+        let renew = s
+            .cmd()
+            .args(["renew", "--lock", "doc", handle])
+            .output()
+            .unwrap();
+        assert_eq!(renew.status.code(), Some(3), "{renew:?}");
+        assert!(one_line_stderr(&renew).contains("readers stuck"));
+    }
+    s.claim("doc", &["--wait", "0"]);
+}
+
 /// An exclusive claim refused by several readers names the reader whose lease ends
 /// last and how many hold beside it: its "until" is when the last reader's lease
 /// ends, which is when the claim can first get in. Before, the refusal named the
@@ -374,7 +409,7 @@ fn a_refusal_by_several_readers_names_the_last_to_end_and_counts_the_others() {
     assert_eq!(output.status.code(), Some(3), "{output:?}");
     let line = one_line_stderr(&output);
     assert!(
-        line.contains("held by reader-c (shared, with 2 other readers)"),
+        line.contains("held by reader-c and 2 other readers (shared)"),
         "{line}"
     );
     // Its own expiry: about three minutes away, not one.

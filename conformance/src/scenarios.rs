@@ -99,6 +99,7 @@ scenarios! {
     54 covered_claims_honour_a_waiting_subtree None "subtree claims: a stream of covered claims does not starve a waiting subtree claimer; covered claims are refused naming it (design-05 §4.3)";
     57 renewal_from_the_record_written_is_judged None "docs/protocol.md §3.2 renew, from the record written: a generation swept free above the lease's record is caught by the confirming listing; a renewal through another handle is adopted";
     55 dead_holders_in_the_way_and_index_healing None "subtree and shared claims: a dead holder in the way is fenced at once; participant-index entries of ended or dead participants are swept (design-05 §3.2, §4.2)";
+    58 break_ends_every_reader None "shared claims: a break of a resource held by readers ends every reader, and a writer then holds (design-05 §4)";
     56 several_resources_refuse_shared None "several resources: a shared claim of a set is refused in one line, nothing written (design-04)";
     39 session_records_never_carry_the_session_id None "sessions: records and status carry the session's tag, never the id its secret derives from";
 }

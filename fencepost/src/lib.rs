@@ -333,6 +333,17 @@ pub mod planted {
     /// without fencing it (no takeover record): the dead tenure's token keeps
     /// passing `check` while the reader holds.
     pub static SHARED_DEAD_NOT_FENCED: AtomicBool = AtomicBool::new(false);
+    /// A break of a resource held by readers breaks only the first live one: the
+    /// others keep passing their checks after the break returned.
+    pub static BREAK_FIRST_READER_ONLY: AtomicBool = AtomicBool::new(false);
+    /// A break's first read of its key is unsettled: a renewal in progress above a
+    /// swept record is taken for a tenure that ended, so a break of several
+    /// readers skips that one and still reports success.
+    pub static BREAK_READS_UNSETTLED: AtomicBool = AtomicBool::new(false);
+    /// A break re-reads its key unsettled after its create lost: above a claim
+    /// still being written it takes the record below for the tenure to break, and
+    /// its tombstone lands over that claim and ends it.
+    pub static BREAK_REREADS_UNSETTLED: AtomicBool = AtomicBool::new(false);
     /// An intent carries its waiter's process evidence only when the waiter's
     /// claim is tied to its process: a killed plain `claim --wait` leaves an
     /// intent nobody can prove dead.

@@ -559,6 +559,20 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::dead_exclusive_reader,
     },
     Schedule {
+        name: "break_shared",
+        about: "a break of a lock held by two readers that keep checking and renewing: every reader's token stops passing once the break returned",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            stall: 20,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::break_shared,
+    },
+    Schedule {
         name: "subtree_intent",
         about: "two streams claim files below src/ back to back while a subtree claim of src/ waits one ttl: its intent must get it in",
         snapshot_listing: true,

@@ -245,3 +245,45 @@ pub(super) fn waiting_writer_is_not_starved<S: LeaseStore + Clone + 'static>(
     store.release(&again).map_err(|e| fail("release", e))?;
     Ok(())
 }
+
+/// A break of a resource held by readers ends every one of them: each reader's
+/// `check_lease` and renewal fail as broken, and an exclusive claim then holds
+/// (design-05 §4).
+pub(super) fn break_ends_every_reader<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let lock = Resource::lock("broken-readers");
+    let mut readers: Vec<_> = (0..3)
+        .map(|i| acquire(&store, &lock, &shared(&format!("reader-{i}"))))
+        .collect::<Result<_, _>>()?;
+    let broken = store
+        .break_lease(&lock, "operator", "readers stuck")
+        .map_err(|e| fail("break", e))?;
+    ensure!(
+        broken.owner.contains("and 2 other readers (shared)"),
+        "the break did not say it broke all three readers: {:?}",
+        broken.owner
+    );
+    for lease in &mut readers {
+        ensure!(
+            matches!(
+                store.check_lease(lease),
+                Err(fencepost::Error::Broken { .. })
+            ),
+            "a reader's lease still checks after the break"
+        );
+        ensure!(
+            matches!(store.renew(lease), Err(fencepost::Error::Broken { .. })),
+            "a reader's lease still renews after the break"
+        );
+    }
+    let writer = store
+        .try_acquire(&lock, &opts("writer"))
+        .map_err(|e| fail("exclusive claim", e))?;
+    ensure!(
+        matches!(writer, TryAcquire::Acquired(_)),
+        "the writer was refused after the readers were broken: {writer:?}"
+    );
+    Ok(())
+}

@@ -658,6 +658,62 @@ fn lock_set(set: &Mutex<HashSet<u32>>) -> std::sync::MutexGuard<'_, HashSet<u32>
     set.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A break of a lock held by two readers breaks both: each reader keeps checking
+/// and renewing, and a breaker breaks the lock meanwhile. Judged by the schedule
+/// itself: once the break returned, a reader whose lease began before the break
+/// was called never passes `check` again (the oracle judges the records each break
+/// wrote; this judges that every reader got one). Planted bug
+/// `BREAK_FIRST_READER_ONLY`: the break ends one reader and reports success, and
+/// the other keeps passing.
+pub(super) fn break_shared(_: &Setup) -> Vec<Actor> {
+    // When the break that returned was called (model monotonic ms).
+    let broke: Arc<Mutex<Option<u64>>> = Arc::new(Mutex::new(None));
+    let reader = |pause: u64| {
+        let broke = Arc::clone(&broke);
+        move |ctx: &Ctx| {
+            ctx.sleep(pause);
+            let options = for_session(ctx, None, TTL_MS).shared(true);
+            let options = AcquireOptions {
+                ttl_ms: 3 * TTL_MS,
+                ..options
+            };
+            let Some(mut lease) = ctx.acquire_with(&lock(), &options) else {
+                return;
+            };
+            let acquired = ctx.store.clock().monotonic_ms();
+            for _ in 0..6 {
+                let broken_before = *broke.lock().unwrap_or_else(|e| e.into_inner());
+                let passed = ctx.check(&lease);
+                if let Some(called) = broken_before.filter(|called| acquired < *called)
+                    && passed
+                {
+                    ctx.violate(format!(
+                        "{}: shared token {} passed check after a break of the lock (called at {called} ms, after this lease began) returned",
+                        ctx.name(),
+                        lease.token()
+                    ));
+                }
+                ctx.sleep(TTL_MS / 4);
+                if !ctx.renew(&mut lease) {
+                    return;
+                }
+            }
+            ctx.release(&lease);
+        }
+    };
+    vec![
+        Actor::new("r1", reader(0)),
+        Actor::new("r2", reader(TTL_MS / 20)),
+        Actor::new("breaker", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 2);
+            let called = ctx.store.clock().monotonic_ms();
+            if ctx.break_lease(&lock()).is_some() {
+                *broke.lock().unwrap_or_else(|e| e.into_inner()) = Some(called);
+            }
+        }),
+    ]
+}
+
 /// Sets its flag when dropped: when its actor's body ends, by a crash or not.
 struct SetsOnEnd(Arc<AtomicBool>);
 

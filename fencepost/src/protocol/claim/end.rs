@@ -55,6 +55,13 @@ impl Store {
     /// A break ends the tenure it saw: if that tenure ends and another begins while
     /// the break is being written, the new one is not broken.
     ///
+    /// Shared holders of the resource are broken too, every live one, each in its
+    /// own series (docs/design-05-subtrees-and-shared.md §4): a refusal by readers
+    /// suggests this break, and a human asking for the resource wants all of them
+    /// out. The holder returned is then the exclusive one, or else the first reader
+    /// broken, its owner followed by how many others were broken with it (CLI
+    /// `cli/tests/shared.rs::a_break_ends_every_reader`, checker `break_shared`).
+    ///
     /// # Errors
     ///
     /// - [`Error::NotHeld`] when no live lease holds the resource.
@@ -97,8 +104,58 @@ impl Store {
                 broken = Some(holder);
             }
         }
-        broken.ok_or(Error::NotHeld {
+        let readers = self.break_readers(&identity, &note)?;
+        broken.or(readers).ok_or(Error::NotHeld {
             label: resource.target(),
         })
+    }
+
+    /// Breaks every live shared holder of the resource `identity` names; the first
+    /// broken, its owner saying how many others were broken with it.
+    fn break_readers(
+        &self,
+        identity: &crate::identity::Identity,
+        note: &BreakNote,
+    ) -> Result<Option<Holder>> {
+        let mut participants = Vec::new();
+        for key in std::iter::once(&identity.key).chain(identity.file_id.iter()) {
+            let index = key.shares();
+            for generation in self.backend.generations(&index)? {
+                let Some(bytes) = self.backend.read(&index, generation)? else {
+                    continue;
+                };
+                let Ok(entry) = serde_json::from_slice::<super::subtree::IndexEntry>(&bytes) else {
+                    continue;
+                };
+                if let Some(participant) = crate::Key::parse(&entry.points_to)
+                    && !participants.contains(&participant)
+                {
+                    participants.push(participant);
+                }
+            }
+        }
+        let mut first: Option<Holder> = None;
+        let mut others = 0usize;
+        for participant in &participants {
+            if let Some(holder) = self.break_key(participant, note)? {
+                if first.is_none() {
+                    first = Some(holder);
+                } else {
+                    others += 1;
+                }
+                #[cfg(feature = "planted-bugs")]
+                if crate::planted::on(&crate::planted::BREAK_FIRST_READER_ONLY) {
+                    break;
+                }
+            }
+        }
+        Ok(first.map(|mut holder| {
+            holder.owner = match others {
+                0 => format!("{} (shared)", holder.owner),
+                1 => format!("{} and 1 other reader (shared)", holder.owner),
+                n => format!("{} and {n} other readers (shared)", holder.owner),
+            };
+            holder
+        }))
     }
 }

@@ -420,8 +420,8 @@ impl Store {
         Ok(last.map(|mut holder| {
             holder.owner = match readers - 1 {
                 0 => format!("{} (shared)", holder.owner),
-                1 => format!("{} (shared, with 1 other reader)", holder.owner),
-                others => format!("{} (shared, with {others} other readers)", holder.owner),
+                1 => format!("{} and 1 other reader (shared)", holder.owner),
+                others => format!("{} and {others} other readers (shared)", holder.owner),
             };
             holder
         }))

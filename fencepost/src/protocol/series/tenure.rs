@@ -407,7 +407,18 @@ impl Store {
     /// Breaks the live tenure newest in `key`, if there is one; returns its holder.
     pub(crate) fn break_key(&self, key: &Key, note: &BreakNote) -> Result<Option<Holder>> {
         let now = self.clock.wall_ms();
-        let first = self.read_newest(key)?;
+        // Settled: a renewal in progress is waited out (within CREATE_GRACE_MS), not
+        // taken for a tenure that ended (found by the interleaving checker,
+        // `break_shared` seed 1433: a break of two readers, one mid-renewal with
+        // the record below it swept, broke the other and reported success).
+        #[cfg(feature = "planted-bugs")]
+        let first = if crate::planted::on(&crate::planted::BREAK_READS_UNSETTLED) {
+            self.read_newest(key)?
+        } else {
+            self.read_settled(key)?
+        };
+        #[cfg(not(feature = "planted-bugs"))]
+        let first = self.read_settled(key)?;
         let target = match first.decoded() {
             Some(Decoded::Record(r)) if !r.released && record::is_live(&r.envelope(), now) => {
                 r.clone()
@@ -466,7 +477,7 @@ impl Store {
                     if listed.iter().copied().max() == Some(generation) {
                         return Ok(Some(holder_of(&target)));
                     }
-                    newest = self.read_newest(key)?;
+                    newest = self.reread_for_break(key)?;
                 }
                 // A renewal (or release) landed first: look again.
                 #[cfg(feature = "planted-bugs")]
@@ -477,7 +488,10 @@ impl Store {
                     // landed, and the renewal that won goes on holding.
                     return Ok(Some(holder_of(&target)));
                 }
-                Ok(CreateOutcome::AlreadyExists) => newest = self.read_newest(key)?,
+                // Settled here too: above a create in progress the break would land
+                // over whoever's claim it turns out to be (found by the checker,
+                // `break_race` seed 1014 once the first read was settled).
+                Ok(CreateOutcome::AlreadyExists) => newest = self.reread_for_break(key)?,
                 Err(error) => {
                     let landed = self.read_newest(key).ok().is_some_and(|n| {
                         n.generation == generation
@@ -499,6 +513,19 @@ impl Store {
                 "the lease was renewed every time the break tried to land; try again",
             ),
         )))
+    }
+}
+
+impl Store {
+    /// The re-read of a break whose create lost or landed below a newer record:
+    /// settled, so that it never writes above a create in progress (planted bug
+    /// `BREAK_REREADS_UNSETTLED` reads unsettled here).
+    fn reread_for_break(&self, key: &Key) -> Result<Newest> {
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::BREAK_REREADS_UNSETTLED) {
+            return self.read_newest(key);
+        }
+        self.read_settled(key)
     }
 }
 
