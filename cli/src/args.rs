@@ -142,8 +142,10 @@ pub enum Command {
     /// zsh: into a directory on $fpath as `_fencepost`; fish:
     /// `~/.config/fish/completions/fencepost.fish`; PowerShell: add the output to $PROFILE.
     Completions(CompletionsArgs),
-    /// Print the manual page (roff) to stdout: `fencepost man > fencepost.1`
-    Man,
+    /// Print a manual page (roff) to stdout: `fencepost man > fencepost.1`, and one
+    /// per command, `fencepost man claim > fencepost-claim.1` (the pages the main
+    /// page's list of commands refers to)
+    Man(ManArgs),
     /// An agent CLI's pre-edit hook: read its payload on stdin, claim the file for
     /// the agent's session, or block the edit when another session holds it
     ///
@@ -344,6 +346,15 @@ pub struct HooksArgs {
     pub project: Option<PathBuf>,
 }
 
+/// Arguments of `man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (`claim`, `hooks install`); none: the main
+    /// page
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
 /// Arguments of `completions`.
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
@@ -512,7 +523,7 @@ pub struct ClaimArgs {
     pub target: Targets,
     #[command(flatten)]
     pub timing: Timing,
-    /// Print one JSON object instead of the bare token
+    /// Print one JSON object instead of the bare handle
     #[arg(long)]
     pub json: bool,
     /// With one --lock: claim one of N slots of it instead (at most N holders at
@@ -602,7 +613,7 @@ pub struct RenewArgs {
     /// New lease duration in milliseconds [default: the lease's own ttl]
     #[arg(long, value_name = "MS", value_parser = parse_ttl, allow_negative_numbers = true)]
     pub ttl: Option<u64>,
-    /// Print one JSON object instead of the bare token
+    /// Print one JSON object instead of the bare handle
     #[arg(long)]
     pub json: bool,
 }
@@ -695,13 +706,18 @@ fn parse_proof(text: &str) -> Result<Proof, String> {
 pub(crate) const TTL_MAX_MS: u64 = 30 * 24 * 3_600_000;
 
 fn parse_ttl(text: &str) -> Result<u64, String> {
-    match text.parse::<u64>() {
-        Ok(0) => Err("the ttl must be at least 1 millisecond".into()),
-        Ok(ttl) if ttl > TTL_MAX_MS => Err(format!(
+    let too_long = || {
+        format!(
             "the ttl is at most 30 days ({TTL_MAX_MS} ms); for longer, renew the lease \
              (`fencepost run` and `claim --hold` renew it for you)"
-        )),
+        )
+    };
+    match text.parse::<u64>() {
+        Ok(0) => Err("the ttl must be at least 1 millisecond".into()),
+        Ok(ttl) if ttl > TTL_MAX_MS => Err(too_long()),
         Ok(ttl) => Ok(ttl),
+        // All digits, yet no u64: far above the most.
+        Err(_) if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => Err(too_long()),
         Err(_) => Err("the ttl is a positive whole number of milliseconds, such as 30000".into()),
     }
 }

@@ -133,7 +133,7 @@ fn run() -> Result<ExitCode, Failure> {
     // The commands that describe the CLI itself touch no store.
     match &cli.command {
         Command::Completions(args) => return output::completions(args.shell),
-        Command::Man => return output::man_page(),
+        Command::Man(args) => return output::man_page(&args.command),
         // These open the stores of the paths they read from stdin or git.
         Command::Hook(args) => return Ok(hooks::hook(cli.global.store.as_deref(), args)),
         Command::Guard(args) => return hooks::git::guard(cli.global.store.as_deref(), args),
@@ -150,7 +150,7 @@ fn run() -> Result<ExitCode, Failure> {
         Command::Run(args) => run::run(&ctx, args),
         Command::Break(args) => commands::break_lease(&ctx, args),
         Command::Completions(_)
-        | Command::Man
+        | Command::Man(_)
         | Command::Hook(_)
         | Command::Guard(_)
         | Command::Hooks(_) => unreachable!("handled before the store opens"),
@@ -249,7 +249,7 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
         Command::Break(args) => (Some(args.target.resource()), Access::Existing),
         Command::Status(_)
         | Command::Completions(_)
-        | Command::Man
+        | Command::Man(_)
         | Command::Hook(_)
         | Command::Guard(_)
         | Command::Hooks(_) => (None, Access::Existing),

@@ -74,13 +74,52 @@ pub fn completions(shell: clap_complete::Shell) -> Result<std::process::ExitCode
     write_stdout(&script)
 }
 
-/// `fencepost man`: the manual page in roff, generated from the clap definition.
-pub fn man_page() -> Result<std::process::ExitCode, Failure> {
+/// `fencepost man [COMMAND…]`: a manual page in roff, generated from the clap
+/// definition: the main one, or `fencepost-claim(1)`, `fencepost-hooks-install(1)`
+/// and so on, which the main page's list of commands names.
+pub fn man_page(path: &[String]) -> Result<std::process::ExitCode, Failure> {
+    // No `help` command in the pages: each page is the help.
+    let mut command = without_help_commands(crate::args::Cli::command());
+    // Built, so each command carries the global options it accepts.
+    command.build();
+    let mut name = String::from("fencepost");
+    for word in path {
+        let Some(sub) = command
+            .get_subcommands()
+            .find(|sub| sub.get_name() == word && sub.get_name() != "help")
+            .cloned()
+        else {
+            let known: Vec<_> = command
+                .get_subcommands()
+                .map(|sub| sub.get_name().to_string())
+                .filter(|sub| sub != "help")
+                .collect();
+            return Err(Failure::Error(format!(
+                "`{name}` has no command {word:?}; pages exist for: {}",
+                known.join(", ")
+            )));
+        };
+        name = format!("{name}-{}", sub.get_name());
+        command = sub;
+    }
     let mut page = Vec::new();
-    clap_mangen::Man::new(crate::args::Cli::command())
+    clap_mangen::Man::new(command.name(name))
         .render(&mut page)
         .map_err(|e| Failure::Error(format!("cannot render the manual page: {e}")))?;
     write_stdout(&page)
+}
+
+/// `command` and every command below it without clap's `help` command.
+fn without_help_commands(command: clap::Command) -> clap::Command {
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_string())
+        .collect();
+    names
+        .into_iter()
+        .fold(command.disable_help_subcommand(true), |command, name| {
+            command.mut_subcommand(name, without_help_commands)
+        })
 }
 
 fn write_stdout(bytes: &[u8]) -> Result<std::process::ExitCode, Failure> {

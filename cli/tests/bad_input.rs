@@ -95,11 +95,28 @@ fn ttls_are_positive_whole_milliseconds() {
             "ttl",
         );
     }
+    // Far past 2^64 - 1 ms is "too long", not "not a number" (a new user).
+    rejects(
+        &s,
+        &["claim", "--lock", "x", "--ttl", "99999999999999999999"],
+        "at most 30 days",
+    );
     rejects(&s, &["claim", "--lock", "x", "--wait", "-1"], "wait");
     // Nothing was claimed by any of these.
     assert!(s.status().is_empty());
     // 30 days exactly is accepted.
     s.claim("x", &["--ttl", "2592000000"]);
+}
+
+#[test]
+fn a_subtree_claim_of_a_file_says_what_to_claim_instead() {
+    let s = Scratch::new();
+    std::fs::write(s.path().join("schema.sql"), "").unwrap();
+    rejects(
+        &s,
+        &["claim", "--dir", "schema.sql"],
+        "claim the file itself (--file), or its directory",
+    );
 }
 
 #[test]

@@ -89,6 +89,41 @@ fn completions_generate_for_every_shell() {
     one_line_stderr(&bad);
 }
 
+/// Every page a manual page refers to (`fencepost\-claim(1)`, and below it
+/// `fencepost\-hooks\-install(1)`) is one `fencepost man` prints: before, the main
+/// page named pages nothing generated (a new user).
+#[test]
+fn every_manual_page_referred_to_exists() {
+    let s = Scratch::new();
+    let mut pending = vec![Vec::<String>::new()];
+    let mut rendered = 0;
+    while let Some(path) = pending.pop() {
+        let output = s.cmd().arg("man").args(&path).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "man {path:?}: {output:?}");
+        let page = String::from_utf8(output.stdout).unwrap();
+        let own = std::iter::once("fencepost".to_string())
+            .chain(path.iter().cloned())
+            .collect::<Vec<_>>()
+            .join("-");
+        assert!(page.contains(&format!(".TH {own} 1")), "{own}: {page:.300}");
+        rendered += 1;
+        for line in page.lines() {
+            let Some(name) = line.strip_suffix("(1)") else {
+                continue;
+            };
+            let words: Vec<String> = name.split("\\-").map(str::to_string).collect();
+            assert_eq!(words[0], "fencepost", "{line}");
+            assert_eq!(words.len(), path.len() + 2, "{own} refers to {line}");
+            pending.push(words[1..].to_vec());
+        }
+    }
+    // The main page, its 12 commands, and the 3 below `hooks`.
+    assert_eq!(rendered, 16);
+    let bad = s.cmd().args(["man", "nope"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(one_line_stderr(&bad).contains("pages exist for: claim"));
+}
+
 #[test]
 fn the_man_page_generates() {
     let s = Scratch::new();

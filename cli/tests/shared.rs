@@ -373,7 +373,10 @@ fn a_break_ends_every_reader() {
         .unwrap();
     assert_eq!(broke.status.code(), Some(0), "{broke:?}");
     let said = String::from_utf8_lossy(&broke.stdout);
-    assert!(said.contains("of reader-a and 1 other reader (shared)"), "{said}");
+    assert!(
+        said.contains("of reader-a and 1 other reader (shared)"),
+        "{said}"
+    );
     for handle in [&first, &second] {
         let renew = s
             .cmd()

@@ -371,6 +371,10 @@ pub fn one_line_stderr(output: &Output) -> String {
         stderr.starts_with("fencepost: ") && stderr.ends_with('\n') && stderr.lines().count() == 1,
         "expected one line on stderr prefixed `fencepost: `, got {stderr:?}"
     );
+    // A run of spaces is a broken line continuation in the source (a new user
+    // found "claim the file itself              (--file)"); shorter runs may be
+    // input the message quotes.
+    assert!(!stderr.contains("    "), "a run of spaces in {stderr:?}");
     stderr
 }
 

@@ -236,7 +236,10 @@ fn decide(store_flag: Option<&Path>, args: &HookArgs) -> Result<Decision, String
             let released = session::release_all(&fencepost::Store::new(opened.backend), &session)
                 .map_err(|e| crate::output::describe_error(&e))?;
             Ok(Decision::Allow((released > 0).then(|| {
-                format!("released {released} claims of {session}")
+                format!(
+                    "released {released} claim{} of {session}",
+                    if released == 1 { "" } else { "s" }
+                )
             })))
         }
     }

@@ -242,7 +242,7 @@ unsafe fn guard_main(
     silence_ms: i64,
 ) -> ! {
     const DIED: &[u8] = b"fencepost: `fencepost run` ended without releasing its lease (killed?); stopping its command's process group\n";
-    const SILENT: &[u8] = b"fencepost: `fencepost run` was not heard from for its ttl (stopped?), so its lease may be held by someone else now; stopping its command's process group\n";
+    const SILENT: &[u8] = b"fencepost: `fencepost run` was not heard from for longer than its ttl (stopped?), so its lease may be held by someone else now; stopping its command's process group\n";
     // SAFETY (whole body): plain system calls on values of this stack.
     unsafe {
         libc::close(write_end);

@@ -373,7 +373,8 @@ fn resolve_dir(path: &Path) -> Result<PathBuf> {
     let resolved = resolve(&absolute, SYMLINK_LIMIT);
     if resolved.exists() && !resolved.is_dir() {
         return Err(Error::InvalidResource(format!(
-            "{} is a file, and a subtree claim names a directory; claim the file itself              (--file), or its directory",
+            "{} is a file, and a subtree claim names a directory; claim the file itself \
+             (--file), or its directory",
             path.display()
         )));
     }
