@@ -341,6 +341,24 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
         .ok()
         .and_then(|entries| entries.into_iter().find(|e| e.key == key));
     let Some(entry) = entry else {
+        // A lock claimed only in slots: its handles act with --slot (a new user
+        // passed a slot's handle without it and was told to claim it first).
+        if let Resource::Lock(name) = resource {
+            let slot_of = |e: &fencepost::StatusEntry| {
+                e.resource
+                    .strip_prefix("slot:")
+                    .and_then(|slot| slot.rsplit_once('#'))
+                    .is_some_and(|(lock, _)| lock == name)
+            };
+            if store
+                .key_status()
+                .is_ok_and(|entries| entries.iter().any(slot_of))
+            {
+                return format!(
+                    "{name} is claimed in slots (claim --slots): a slot's handle acts with --slot N, the number claim printed before it"
+                );
+            }
+        }
         return format!("it has never been claimed in the store {}", ctx.locator);
     };
     // The same file held through another hard link: the rival's row in `status` is
@@ -418,7 +436,13 @@ pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(error) => Err(refuse(ctx, args.json, name, &resource, token, error)),
+        Err(error) => Err(refuse(
+            ctx,
+            args.json,
+            (name, &resource, token),
+            matches!(proof, Proof::Handle(_)),
+            error,
+        )),
     }
 }
 
@@ -446,7 +470,13 @@ pub fn release(ctx: &Context, args: &ReleaseArgs) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(error) => Err(refuse(ctx, args.json, name, &resource, token, error)),
+        Err(error) => Err(refuse(
+            ctx,
+            args.json,
+            (name, &resource, token),
+            matches!(proof, Proof::Handle(_)),
+            error,
+        )),
     }
 }
 
@@ -503,7 +533,7 @@ pub fn break_lease(ctx: &Context, args: &BreakArgs) -> Result<ExitCode, Failure>
             Ok(ExitCode::SUCCESS)
         }
         Err(error @ Error::NotHeld { .. }) => {
-            Err(refuse(ctx, args.json, name, &resource, 0, error))
+            Err(refuse(ctx, args.json, (name, &resource, 0), false, error))
         }
         Err(error) => Err(Failure::from(error)),
     }
@@ -523,23 +553,37 @@ fn breaker(owner: &str) -> String {
 
 /// Turns a failed renew or release into its exit: a refusal (3, with a JSON verdict
 /// when asked) or an error (1, nothing on stdout).
+/// The refusal of `renew`, `release` or `break` of `resource` (named `name`) with
+/// `token`; `handle_given` when a whole handle (TOKEN.SECRET) was.
 fn refuse(
     ctx: &Context,
     json: bool,
-    name: String,
-    resource: &Resource,
-    token: u64,
+    (name, resource, token): (String, &Resource, u64),
+    handle_given: bool,
     error: Error,
 ) -> Failure {
     let Some(reason) = refusal_reason(&error) else {
         return Failure::from(error);
     };
     let message = match &error {
+        // A whole handle whose token this series never issued, or whose secret is
+        // not that token's: a handle of another resource, not a lease that ended
+        // (a new user was told "Your lease ended", or that a handle was needed).
+        Error::NotHolder {
+            label,
+            newest: Some(holder),
+            ..
+        } if handle_given && (holder.token == token || token > holder.generation) => format!(
+            "this handle is not a lease of {label}: no tenure of it had token {token} with this secret (a handle of another resource? pass the --lock, --file or --dir its claim named); nothing was changed. {label} is held by {}",
+            crate::output::describe_holder(holder)
+        ),
         // Nobody holds it: say what the series shows (never claimed, released,
         // expired, superseded) instead of guessing (issue 19).
         Error::NotHolder { newest: None, .. } => {
             let why = why_not_current(ctx, resource, token);
-            let next = if why.starts_with("it has never been claimed") {
+            let next = if why.contains("--slot") {
+                "nothing was changed"
+            } else if why.starts_with("it has never been claimed") {
                 "claim it first"
             } else {
                 "claim it again for a new token"

@@ -626,3 +626,64 @@ fn a_refused_renew_names_the_whole_break_command() {
     // Nothing was released.
     assert_eq!(s.entry("deploy-lock").unwrap()["state"], "held");
 }
+
+/// A whole handle of another resource is named as such, never as a lease that
+/// ended nor as a bare token (a new user was told "Your lease ended: stop writing"
+/// about a lock the handle never held, and "needs the lease handle" when it gave
+/// one).
+#[test]
+fn a_handle_of_another_resource_is_named_as_such() {
+    let s = Scratch::new();
+    // Token 3 on `a`; `b` holds token 1: a token `b` never issued.
+    for _ in 0..2 {
+        let (_, handle) = s.claim_handle("a", &[]);
+        s.cmd()
+            .args(["release", "--lock", "a", &handle])
+            .assert()
+            .success();
+    }
+    let (_, of_a) = s.claim_handle("a", &[]);
+    let (_, of_c) = s.claim_handle("c", &[]);
+    s.claim("b", &[]);
+    // A token `b` never issued, and `b`'s own token with another secret.
+    for handle in [&of_a, &of_c] {
+        for command in ["release", "renew"] {
+            let out = s
+                .cmd()
+                .args([command, "--lock", "b", handle])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(3), "{out:?}");
+            let line = one_line_stderr(&out);
+            assert!(line.contains("this handle is not a lease of b"), "{line}");
+            assert!(
+                !line.contains("lease ended") && !line.contains("needs the lease handle"),
+                "{line}"
+            );
+        }
+    }
+}
+
+/// A slot's handle used without `--slot` says to pass it (a new user was told the
+/// lock "has never been claimed; claim it first").
+#[test]
+fn a_slot_handle_without_its_slot_says_to_pass_it() {
+    let s = Scratch::new();
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "dev-server", "--slots", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let printed = String::from_utf8(output.stdout).unwrap();
+    let handle = printed.split_whitespace().nth(1).unwrap().to_string();
+    let out = s
+        .cmd()
+        .args(["release", "--lock", "dev-server", &handle])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let line = one_line_stderr(&out);
+    assert!(line.contains("--slot N"), "{line}");
+    assert!(!line.contains("claim it first"), "{line}");
+}
