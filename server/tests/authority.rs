@@ -60,6 +60,44 @@ async fn another_servers_token_neither_writes_nor_renews_nor_releases() {
     );
 }
 
+/// A holds notes.txt shared (for reading), and a subtree `docs/` shared; B's lock
+/// token writes neither (a breaker: both writes landed while `status` showed the
+/// readers). A shared lease is a file or subtree lease too, which a lock never
+/// overrides.
+#[tokio::test]
+async fn a_lock_never_overrides_a_shared_lease() {
+    let tree = Tree::new();
+    std::fs::write(tree.root.join("notes.txt"), "A's notes").unwrap();
+    std::fs::create_dir(tree.root.join("docs")).unwrap();
+    let a = Server::start(&tree, "agent-a").await;
+    let b = Server::start(&tree, "agent-b").await;
+    for resource in [file("notes.txt"), json!({"kind": "dir", "target": "docs"})] {
+        a.call(
+            "claim",
+            json!({"resource": resource, "ttl_ms": 600_000, "shared": true}),
+        )
+        .await
+        .unwrap();
+    }
+    let lock_token = b.claim_lock("anything", 600_000).await;
+    for path in ["notes.txt", "docs/new.md"] {
+        let refused = b
+            .call(
+                "write",
+                json!({"resource": lock("anything"), "token": lock_token, "path": path, "content": "B"}),
+            )
+            .await
+            .unwrap_err();
+        assert!(refused.contains("agent-a (shared)"), "{refused}");
+        assert!(refused.contains("never overrides"), "{refused}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("notes.txt")).unwrap(),
+        "A's notes"
+    );
+    assert!(!tree.root.join("docs/new.md").exists());
+}
+
 /// A holds notes.txt as a file; B's lock token cannot write it (the refusal names
 /// A), while a file nobody holds is writable with the lock, as before.
 #[tokio::test]

@@ -246,14 +246,31 @@ impl Store {
 
     /// The live holder of `resource`, if any: the newest record of any of its keys
     /// that is live (for an existing file, its path key or its file-id key), else a
-    /// live subtree claim of a directory above it (for a file or a directory). For a
-    /// mediated write with a lock, which a file or subtree lease always overrides.
+    /// live subtree claim of a directory above it (for a file or a directory), else
+    /// a live shared holder of either (named as `Store::try_acquire` names readers:
+    /// "X and N other readers (shared)"). For a mediated write with a lock, which a
+    /// file or subtree lease, exclusive or shared, always overrides (a breaker: a
+    /// lock's write landed on a file another agent held shared, for reading;
+    /// `server/tests/authority.rs::a_lock_never_overrides_a_shared_lease`).
     ///
     /// # Errors
     ///
     /// [`Error::InvalidResource`] or [`Error::Backend`].
     pub fn holder(&self, resource: &Resource) -> Result<Option<Holder>> {
-        self.holder_in_the_way(resource, None)
+        if let Some(holder) = self.holder_in_the_way(resource, None)? {
+            return Ok(Some(holder));
+        }
+        for key in resource
+            .identity()?
+            .keys()
+            .into_iter()
+            .chain(resource.subtree_keys_above()?)
+        {
+            if let Some(readers) = self.readers_in_way(&key, "")? {
+                return Ok(Some(readers));
+            }
+        }
+        Ok(None)
     }
 
     /// [`Store::holder`] as a claimer with `options` sees it before taking: a
