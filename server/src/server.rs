@@ -984,6 +984,25 @@ impl Inner {
                     resource.target()
                 ));
             }
+            // A repository or store directory made below the subtree since the claim
+            // gives the files there a store of their own, where claims never see this
+            // lease (design-05 §3.5): the lease does not cover them any more (a
+            // breaker: such a write overwrote a file another agent held there).
+            let (_, lease_store) = self.stores.open(Some(&resource), Access::Existing)?;
+            let (_, target_store) = self
+                .stores
+                .open(Some(&Resource::file(&target)), Access::Existing)?;
+            if lease_store != target_store {
+                return Err(format!(
+                    "refused path {:?}: it now belongs to the store {target_store} (a repository \
+                     or .fencepost directory inside {} made since the claim), where this \
+                     lease in {lease_store} is never seen; nothing was written. Claim the file \
+                     itself (its claim goes to that store), or claim that directory as a \
+                     subtree too",
+                    args.path,
+                    resource.target()
+                ));
+            }
         }
         let relative = self.confinement.relative(&target);
         let held_as_file = |holder: fencepost::Holder| {

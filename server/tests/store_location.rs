@@ -184,6 +184,50 @@ mod repositories {
         }
     }
 
+    /// A repository (or a `.fencepost` directory) made below a held subtree after
+    /// the claim gives the files there a store of their own, where this lease is
+    /// never seen: the subtree's token writes none of them (a breaker: such a write
+    /// overwrote a file another agent held in the new repository's store), while
+    /// the rest of the subtree stays writable.
+    #[tokio::test]
+    async fn a_subtree_lease_does_not_write_into_a_store_made_below_it_since() {
+        let (_dir, top) = scratch();
+        let state = top.join("state");
+        let main = top.join("main");
+        repository(&main, &["a.txt"]);
+        std::fs::create_dir_all(main.join("d/e")).unwrap();
+        let server = located_server(&main, &state).await;
+        let token = call(
+            &server,
+            "claim",
+            json!({"resource": {"kind": "dir", "target": "d"}}),
+        )
+        .await
+        .unwrap()["token"]
+            .as_u64()
+            .unwrap();
+        repository(&main.join("d/inner"), &["f.txt"]);
+        std::fs::create_dir(main.join("d/e/.fencepost")).unwrap();
+        let write = |path: &str| json!({"resource": {"kind": "dir", "target": "d"}, "token": token, "path": path, "content": "B"});
+        for path in ["d/inner/f.txt", "d/e/g.txt"] {
+            let refused = call(&server, "write", write(path)).await;
+            assert!(
+                refused
+                    .as_ref()
+                    .is_err_and(|e| e.contains("now belongs to the store")),
+                "{path}: {refused:?}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(main.join("d/inner/f.txt")).unwrap(),
+            "x\n"
+        );
+        assert!(!main.join("d/e/g.txt").exists());
+        let written = call(&server, "write", write("d/ok.txt")).await;
+        assert!(written.is_ok(), "{written:?}");
+        let _ = server.cancel().await;
+    }
+
     #[tokio::test]
     async fn a_subtree_over_a_submodule_is_refused_not_split() {
         let (_dir, top) = scratch();
