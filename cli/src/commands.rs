@@ -566,16 +566,27 @@ fn refuse(
         return Failure::from(error);
     };
     let message = match &error {
-        // A whole handle whose token this series never issued, or whose secret is
-        // not that token's: a handle of another resource, not a lease that ended
-        // (a new user was told "Your lease ended", or that a handle was needed).
+        // A whole handle whose token this series never issued: a handle of another
+        // resource, not a lease that ended (a new user was told "Your lease ended:
+        // stop writing").
         Error::NotHolder {
             label,
             newest: Some(holder),
             ..
-        } if handle_given && (holder.token == token || token > holder.generation) => format!(
-            "this handle is not a lease of {label}: no tenure of it had token {token} with this secret (a handle of another resource? pass the --lock, --file or --dir its claim named); nothing was changed. {label} is held by {}",
+        } if handle_given && token > holder.generation => format!(
+            "this handle is not a lease of {label}: {label} never issued token {token} (a handle of another resource? pass the --lock, --file or --dir its claim named); nothing was changed. {label} is held by {}",
             crate::output::describe_holder(holder)
+        ),
+        // The holder's token with another secret: a handle of another resource
+        // with the same number, or a forged one (a new user was told that a
+        // handle was needed when it had given one).
+        Error::NotHolder {
+            label,
+            newest: Some(holder),
+            ..
+        } if handle_given && holder.token == token => format!(
+            "this handle's secret is not that of token {token} on {label} (a handle of another resource? pass the --lock, --file or --dir its claim named): {}",
+            crate::output::describe_error_for(&error, resource)
         ),
         // Nobody holds it: say what the series shows (never claimed, released,
         // expired, superseded) instead of guessing (issue 19).

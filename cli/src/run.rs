@@ -169,10 +169,10 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     forwarder.set_child(child.id());
     match ProcessTree::adopt(&child, terminal) {
         Ok(tree) => {
-            // If `run` itself is killed (its lease is then taken over at once by a
-            // waiter on this host) or stopped past its ttl (its lease expires and
-            // may be taken), the child's tree gets the --on-loss policy from a
-            // guard process.
+            // If `run` itself is killed (its lease is then taken over by a waiter
+            // on this host once the tree is gone) or stopped past its ttl (its
+            // lease expires and may be taken), the child's tree gets the --on-loss
+            // policy from a guard process.
             let kill_after =
                 (args.on_loss == OnLoss::Term).then(|| Duration::from_millis(args.grace));
             if let Err(error) = tree.stop_if_run_dies(
@@ -182,6 +182,20 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
             ) {
                 report(&format!(
                     "warning: the child's process tree will not be stopped if this `fencepost run` is killed: {error}"
+                ));
+            }
+            // The lease's holder is gone only once `run` and the child's whole
+            // group are: a waiter must not take over while a killed `run`'s
+            // command still runs (its guard stops it within --grace; a breaker saw
+            // both commands write at once). Renewed at once, so the records say
+            // so; after the guard is forked, so that a `run` killed meanwhile
+            // still has its group stopped.
+            if let Some(group) = tree.group()
+                && let Err(error) = keepalive.tie_to_group(group)
+            {
+                report(&format!(
+                    "warning: the lease's records do not name the child's process group yet ({}); a waiter could take it over early if this `fencepost run` is killed before its next renewal",
+                    crate::output::describe_error(&error)
                 ));
             }
             stopper.adopt(tree)

@@ -312,3 +312,45 @@ fn termination_signals_are_forwarded_to_the_child() {
         assert_eq!(s.entry("x").unwrap()["state"], "released", "SIG{signal}");
     }
 }
+
+/// A `run` killed with SIGKILL is not taken over while its command still runs: its
+/// records name the command's process group, and a waiter gets the lease only once
+/// the guard has stopped that whole group (here a command that ignores SIGTERM,
+/// killed after --grace). Before, the waiter took over at once and the two
+/// commands wrote side by side for the whole grace (a breaker:
+/// `A … B-start … A … B-end … A`).
+#[cfg(unix)]
+#[test]
+fn a_killed_run_is_not_taken_over_while_its_command_runs() {
+    let s = Scratch::new();
+    let mut first = s.spawn_cmd();
+    first
+        .args([
+            "run", "--lock", "x", "--ttl", "60000", "--grace", "1500", "--",
+        ])
+        .args([
+            "sh",
+            "-c",
+            r#"trap "" TERM; while :; do echo A >> log; sleep 0.02; done"#,
+        ])
+        .stderr(Stdio::null());
+    let mut first = Background::spawn(&mut first);
+    wait_until("the first command writes", Duration::from_secs(20), || {
+        std::fs::read_to_string(s.path().join("log")).is_ok_and(|log| log.lines().count() >= 3)
+    });
+    first.kill_and_reap();
+    let second = s
+        .cmd()
+        .args(["run", "--lock", "x", "--wait", "30000", "--"])
+        .args(["sh", "-c", "echo B >> log; sleep 0.3; echo B >> log"])
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(0), "{second:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    let log = std::fs::read_to_string(s.path().join("log")).unwrap();
+    let from_b = log.find('B').expect("the second command wrote");
+    assert!(
+        !log[from_b..].contains('A'),
+        "the first command wrote after the second began: {log:?}"
+    );
+}

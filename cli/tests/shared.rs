@@ -351,6 +351,49 @@ fn a_reader_takes_over_a_killed_exclusive_holder_at_once() {
     assert_eq!(dead.status.code(), Some(3), "{dead:?}");
 }
 
+/// A waiting writer that is stopped (SIGSTOP) keeps readers out only as long as
+/// its intent's ttl, at most 10 s, not for its claim's whole ttl (a breaker: a
+/// writer waiting with --ttl 600000, stopped, kept every reader out for ten
+/// minutes).
+#[cfg(unix)]
+#[test]
+fn a_stopped_waiting_writer_keeps_readers_out_for_at_most_ten_seconds() {
+    let s = Scratch::new();
+    s.claim("m", &["--shared", "--ttl", "60000"]);
+    let mut writer = s.spawn_cmd();
+    writer
+        .args([
+            "claim", "--lock", "m", "--wait", "forever", "--ttl", "600000",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut writer = Background::spawn(&mut writer);
+    wait_until("the writer waits", Duration::from_secs(20), || {
+        let out = s
+            .cmd()
+            .args(["claim", "--lock", "m", "--shared"])
+            .output()
+            .unwrap();
+        out.status.code() == Some(3)
+            && String::from_utf8_lossy(&out.stderr).contains("an exclusive claimer waiting")
+    });
+    crate::util::send_signal(writer.0.id(), "STOP");
+    let stopped = Instant::now();
+    let out = s
+        .cmd()
+        .args(["claim", "--lock", "m", "--shared", "--wait", "30000"])
+        .output()
+        .unwrap();
+    let waited = stopped.elapsed();
+    crate::util::send_signal(writer.0.id(), "CONT");
+    writer.kill_and_reap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        waited < Duration::from_secs(20),
+        "a reader waited {waited:?}"
+    );
+}
+
 /// The break a refusal by readers suggests works: it ends every reader (their
 /// renewals then fail, naming the break), and the writer gets in. Before, `break`
 /// answered "not held by anyone" and the suggestion was a dead end (a new user).

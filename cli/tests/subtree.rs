@@ -319,11 +319,12 @@ fn a_sigkilled_subtree_holder_does_not_keep_covered_files_out() {
         .expect("the subtree's row");
     // Alive: the file is refused.
     assert_eq!(claim(&s, &["--file", "src/a.rs"]).status.code(), Some(3));
-    // SIGKILL the run (its child is left; it is not the holder).
+    // SIGKILL the run: its guard stops the child at once, and the holder is gone
+    // once the child's group is (a wait covers the guard's few milliseconds).
     run.0.kill().unwrap();
     run.0.wait().unwrap();
     let started = std::time::Instant::now();
-    let file = claim(&s, &["--file", "src/a.rs"]);
+    let file = claim(&s, &["--file", "src/a.rs", "--wait", "20000"]);
     assert_eq!(file.status.code(), Some(0), "not taken at once: {file:?}");
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
     s.cmd()

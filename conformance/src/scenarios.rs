@@ -1487,6 +1487,7 @@ fn takeover_needs_same_host_and_a_definite_death<S: LeaseStore + Clone + 'static
         boot: "boot-a".into(),
         pid: 4242,
         start: 7,
+        group: None,
     };
     let cases = [
         (

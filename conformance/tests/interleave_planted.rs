@@ -391,6 +391,7 @@ fn survey() {
         ("BREAK_FIRST_READER_ONLY", &planted::BREAK_FIRST_READER_ONLY),
         ("BREAK_READS_UNSETTLED", &planted::BREAK_READS_UNSETTLED),
         ("BREAK_REREADS_UNSETTLED", &planted::BREAK_REREADS_UNSETTLED),
+        ("GROUP_IGNORED", &planted::GROUP_IGNORED),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -494,6 +495,11 @@ fn catches_a_break_that_lands_over_a_claim_in_progress() {
     // Needs the claimer's create half written across the break's lost create and
     // its re-read: found first at seed 1014.
     catches_within(&planted::BREAK_REREADS_UNSETTLED, "break_race", 1014, 1100);
+}
+
+#[test]
+fn catches_a_takeover_that_ignores_the_holders_process_group() {
+    catches(&planted::GROUP_IGNORED, "dead_run_group", 0);
 }
 
 #[test]

@@ -19,6 +19,8 @@ struct State {
     loss: Option<Error>,
     /// Set as soon as the lease is known lost (before the loss callback runs).
     lost: bool,
+    /// The process group every renewal's evidence names ([`Keepalive::tie_to_group`]).
+    group: Option<u32>,
 }
 
 struct Shared {
@@ -82,6 +84,7 @@ impl Store {
                 lease: Some(lease),
                 loss: None,
                 lost: false,
+                group: None,
             }),
             wake: Condvar::new(),
         });
@@ -131,6 +134,7 @@ fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
             .lease
             .clone()
             .expect("the lease is present while renewing");
+        lease.group = state.group.or(lease.group);
         drop(state);
         // The next renewal is due a period after this one *started*, not after it
         // finished: a slow renewal must not eat the slack (design-01, "keepalive
@@ -230,6 +234,39 @@ impl Keepalive {
             .lease
             .clone()
             .expect("the lease is present until release")
+    }
+
+    /// Names process group `group` in the evidence of every renewal from now on,
+    /// and renews at once so the records say so: the lease's holder then counts as
+    /// gone (dead-holder takeover) only once this process has ended *and* no process
+    /// is left in the group. `fencepost run` ties its lease to its command's group,
+    /// which may outlive a killed `run` until its guard has stopped it
+    /// (docs/design-01-lease-and-fence.md, "A dead holder's command";
+    /// `cli/tests/run.rs::a_killed_run_is_not_taken_over_while_its_command_runs`).
+    /// Only for a lease tied to its process ([`crate::AcquireOptions::tied_to_process`]);
+    /// others carry no evidence.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::renew`]; the group is named by later renewals all the same.
+    pub fn tie_to_group(&self, group: u32) -> Result<()> {
+        let mut lease = {
+            let mut state = self.shared.lock();
+            state.group = Some(group);
+            state
+                .lease
+                .clone()
+                .expect("the lease is present until release")
+        };
+        lease.tie_to_group(group);
+        self.store.renew(&mut lease)?;
+        let mut state = self.shared.lock();
+        if let Some(current) = state.lease.as_mut()
+            && current.generation < lease.generation
+        {
+            *current = lease;
+        }
+        Ok(())
     }
 
     /// True once the lease was lost.

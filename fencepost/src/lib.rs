@@ -344,6 +344,9 @@ pub mod planted {
     /// still being written it takes the record below for the tenure to break, and
     /// its tombstone lands over that claim and ends it.
     pub static BREAK_REREADS_UNSETTLED: AtomicBool = AtomicBool::new(false);
+    /// Dead-holder takeover ignores the process group a holder's evidence names:
+    /// a killed `fencepost run` is taken over while its command still runs.
+    pub static GROUP_IGNORED: AtomicBool = AtomicBool::new(false);
     /// An intent carries its waiter's process evidence only when the waiter's
     /// claim is tied to its process: a killed plain `claim --wait` leaves an
     /// intent nobody can prove dead.

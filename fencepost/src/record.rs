@@ -690,6 +690,7 @@ mod tests {
             boot: "b".into(),
             pid: 7,
             start: 9,
+            group: Some(11),
         });
         full.session = Some(crate::proof::SessionTag::of("s"));
         full.next = Some(Turn {

@@ -15,6 +15,11 @@ impl ProcessTree {
     }
 
     /// Cannot stop a child here.
+    /// No process group here: the lease's evidence names none.
+    pub fn group(&self) -> Option<u32> {
+        None
+    }
+
     pub fn adopt(_child: &Child, _terminal: bool) -> io::Result<ProcessTree> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,

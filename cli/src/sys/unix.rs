@@ -103,6 +103,12 @@ impl ProcessTree {
         })
     }
 
+    /// The tree's process group, which the lease's evidence names
+    /// ([`fencepost::Keepalive::tie_to_group`]).
+    pub fn group(&self) -> Option<u32> {
+        u32::try_from(self.group).ok()
+    }
+
     /// Makes sure the tree is stopped even if `run` itself dies (SIGKILL, a crash)
     /// or is not heard from for 1.5 × `ttl` (stopped) before it ends: a forked guard
     /// process, in its own process group (so a signal to `run`'s group spares it),

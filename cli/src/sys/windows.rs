@@ -40,6 +40,11 @@ impl ProcessTree {
     /// Puts the spawned `child` into a new job object. Processes the child started
     /// before this call are outside the job (there is no portable way to start it
     /// suspended from the standard library).
+    /// No process group here: the lease's evidence names none.
+    pub fn group(&self) -> Option<u32> {
+        None
+    }
+
     pub fn adopt(child: &Child, _terminal: bool) -> io::Result<ProcessTree> {
         // SAFETY: no security attributes, no name: a new anonymous job.
         let job = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };

@@ -573,6 +573,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::break_shared,
     },
     Schedule {
+        name: "dead_run_group",
+        about: "a tied holder names its command's process group, is SIGKILLed, and its command writes on until its guard stops the group; a tied waiter may take over only then",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::dead_run_group,
+    },
+    Schedule {
         name: "subtree_intent",
         about: "two streams claim files below src/ back to back while a subtree claim of src/ waits one ttl: its intent must get it in",
         snapshot_listing: true,
@@ -1040,6 +1053,15 @@ impl Liveness for ModelLiveness {
             Verdict::Gone
         }
     }
+    // Process groups share the table with pids: a group runs while its id is in it.
+    fn group_verdict(&self, group: u32) -> Verdict {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running.contains(&group) {
+            Verdict::Running
+        } else {
+            Verdict::Gone
+        }
+    }
 }
 
 fn evidence(host: &str, pid: u32) -> ProcessEvidence {
@@ -1048,6 +1070,7 @@ fn evidence(host: &str, pid: u32) -> ProcessEvidence {
         boot: "boot-1".into(),
         pid,
         start: 1,
+        group: None,
     }
 }
 

@@ -331,6 +331,7 @@ fn evidence(pid: u32) -> ProcessEvidence {
         boot: "boot-1".into(),
         pid,
         start: 1,
+        group: None,
     }
 }
 

@@ -39,6 +39,13 @@ pub struct ProcessEvidence {
     /// The process start time in the platform's own unit (clock ticks since boot
     /// on Linux): a reused pid has another start time.
     pub start: u64,
+    /// A process group whose members keep the holder alive too, on Unix: the group
+    /// of the command `fencepost run` runs, which may outlive `run` (killed) until
+    /// its guard has stopped it. The holder is gone only once the process is and no
+    /// process is left in the group ([`Liveness::group_verdict`]). `None`: the
+    /// process alone. Absent from records that carry none (docs/format-v1.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<u32>,
 }
 
 /// Whether the process named by some evidence still runs.
@@ -73,6 +80,15 @@ pub trait Liveness: Send + Sync + Debug {
     fn surely_gone(&self, evidence: &ProcessEvidence) -> bool {
         self.verdict(evidence) == Verdict::Gone
     }
+
+    /// Whether any process is left in process group `group` on this host
+    /// ([`ProcessEvidence::group`]): `Gone` only when certainly none is. The default
+    /// cannot tell ([`Verdict::Unknown`]: a holder with a group is never taken over
+    /// early); [`SystemLiveness`] asks `kill(-group, 0)` on Linux.
+    fn group_verdict(&self, group: u32) -> Verdict {
+        let _ = group;
+        Verdict::Unknown
+    }
 }
 
 /// The operating system's answer: `/proc` and `kill(pid, 0)` on Linux. Elsewhere
@@ -97,6 +113,10 @@ impl Liveness for SystemLiveness {
 
     fn surely_gone(&self, evidence: &ProcessEvidence) -> bool {
         sys::surely_gone(evidence)
+    }
+
+    fn group_verdict(&self, group: u32) -> Verdict {
+        sys::group_verdict(group)
     }
 }
 

@@ -33,6 +33,12 @@ pub struct Lease {
     /// ([`AcquireOptions::tied_to_process`]): its renewals carry this process's
     /// liveness evidence. False for a lease resumed from a handle.
     pub(crate) tied: bool,
+    /// A process group whose members keep the tenure alive too, written into the
+    /// evidence of its renewals ([`Keepalive::tie_to_group`]): `fencepost run`'s
+    /// command.
+    ///
+    /// [`Keepalive::tie_to_group`]: crate::Keepalive::tie_to_group
+    pub(crate) group: Option<u32>,
     /// The session id this process named for the tenure ([`AcquireOptions::session`]
     /// or [`Store::resume_session`]); `None` for a lease resumed from a handle, which
     /// knows only the tag.
@@ -86,6 +92,14 @@ impl Lease {
     /// session already held (same token, renewed) instead of starting a new one.
     pub fn reentered(&self) -> bool {
         self.reentered
+    }
+    /// Names process group `group` in the liveness evidence of this lease's next
+    /// renewals ([`crate::ProcessEvidence::group`]): its holder then counts as gone
+    /// only once this process has ended and no process is left in the group. For a
+    /// lease tied to its process; [`crate::Keepalive::tie_to_group`] sets it and
+    /// renews at once.
+    pub fn tie_to_group(&mut self, group: u32) {
+        self.group = Some(group);
     }
     /// True for a shared tenure ([`crate::AcquireOptions::shared`]): it authorizes
     /// reading the resource, not writing it.

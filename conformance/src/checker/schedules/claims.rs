@@ -714,6 +714,56 @@ pub(super) fn break_shared(_: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// `fencepost run` killed while its command runs on: a tied holder (local pid 3)
+/// names its command's process group (30) in its records and is then SIGKILLed;
+/// the command, still promised the lease, goes on for half a ttl until the guard
+/// stops its group (the promise ends then). A tied waiter (pid 4) takes the lease
+/// over only once the group is gone: the oracle's "never two holders promised at
+/// one instant" holds the command's promise against it. Planted bug
+/// `GROUP_IGNORED`: takeover looks at the process alone, and the waiter holds
+/// while the command still writes.
+pub(super) fn dead_run_group(_: &Setup) -> Vec<Actor> {
+    let running = Arc::new(Mutex::new(HashSet::from([3, 30, 4])));
+    let probe = |pid: u32| ModelLiveness {
+        this: evidence("local-host", pid),
+        running: Arc::clone(&running),
+    };
+    let (run_probe, waiter_probe, table) = (probe(3), probe(4), Arc::clone(&running));
+    vec![
+        Actor::new("run", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(run_probe));
+            let options = AcquireOptions {
+                ttl_ms: 4 * TTL_MS,
+                ..tied(&ctx, 0)
+            };
+            let Some(mut lease) = ctx.acquire_with(&lock(), &options) else {
+                return;
+            };
+            // The child's group, named in the records by a renewal at once.
+            lease.tie_to_group(30);
+            if !ctx.renew(&mut lease) {
+                return;
+            }
+            ctx.sleep(TTL_MS / 4);
+            // SIGKILL: `run` is gone; its command is not, and still holds.
+            lock_set(&table).remove(&3);
+            ctx.sleep(TTL_MS / 2);
+            ctx.check(&lease);
+            // The guard stops the group: the command's promise ends with it.
+            ctx.die(&lease);
+            lock_set(&table).remove(&30);
+        }),
+        Actor::new("waiter", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(waiter_probe));
+            ctx.sleep(TTL_MS / 8);
+            if let Some(lease) = ctx.acquire_with(&lock(), &tied(&ctx, 3 * TTL_MS)) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
 /// Sets its flag when dropped: when its actor's body ends, by a crash or not.
 struct SetsOnEnd(Arc<AtomicBool>);
 

@@ -29,6 +29,7 @@ pub(crate) fn this_process() -> Option<ProcessEvidence> {
         boot,
         pid,
         start,
+        group: None,
     })
 }
 
@@ -63,6 +64,77 @@ pub(crate) fn surely_gone(evidence: &ProcessEvidence) -> bool {
     pid > 0
         && unsafe { libc::kill(pid, 0) } != 0
         && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// Whether any process is left in process group `group`: `kill(-group, 0)`, which
+/// only `ESRCH` answers "none" (`EPERM`: one exists, owned by someone else).
+pub(crate) fn group_verdict(group: u32) -> Verdict {
+    let Ok(group) = libc::pid_t::try_from(group) else {
+        return Verdict::Unknown;
+    };
+    if group <= 1 {
+        return Verdict::Unknown;
+    }
+    // SAFETY: kill(2) with signal 0 sends nothing; a negative pid names a group.
+    if unsafe { libc::kill(-group, 0) } != 0 {
+        return match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::ESRCH) => Verdict::Gone,
+            Some(libc::EPERM) => Verdict::Running,
+            _ => Verdict::Unknown,
+        };
+    }
+    // Some process has the group, perhaps only zombies: an orphaned command is
+    // reaped by init, which may take its time (seconds here), and a zombie writes
+    // nothing. Gone when every member `/proc` shows is one; a member it does not
+    // show (another user's, under `hidepid`) leaves it unknown.
+    members_verdict(group)
+}
+
+/// The verdict from the members of `group` that `/proc` lists: `Running` when one
+/// runs, `Gone` when some are listed and all are zombies, else `Unknown`.
+fn members_verdict(group: libc::pid_t) -> Verdict {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Verdict::Unknown;
+    };
+    let mut zombies = false;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((state, pgrp)) = parse_group(&text) else {
+            continue;
+        };
+        if pgrp != group {
+            continue;
+        }
+        if matches!(state, 'Z' | 'X' | 'x') {
+            zombies = true;
+        } else {
+            return Verdict::Running;
+        }
+    }
+    if zombies {
+        Verdict::Gone
+    } else {
+        Verdict::Unknown
+    }
+}
+
+/// (state, process group) from a `/proc/<pid>/stat` line: fields 3 and 5, counted
+/// after the last `)` as in [`parse_stat`].
+fn parse_group(text: &str) -> Option<(char, libc::pid_t)> {
+    let (_, rest) = text.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let pgrp = fields.nth(1)?.parse().ok()?;
+    Some((state, pgrp))
 }
 
 /// The verdict from `/proc/<pid>/stat`, or `None` when it cannot be read (hidden,

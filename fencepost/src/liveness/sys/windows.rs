@@ -22,6 +22,11 @@ pub(crate) fn surely_gone(_evidence: &ProcessEvidence) -> bool {
     false
 }
 
+/// Always unknown on this platform.
+pub(crate) fn group_verdict(_group: u32) -> Verdict {
+    Verdict::Unknown
+}
+
 /// Unknown on this platform.
 #[allow(dead_code)] // used by the tests
 pub(crate) fn start_of(_pid: u32) -> Option<u64> {

@@ -602,6 +602,7 @@ impl Store {
             expires_at_ms: claim.expires_at_ms,
             secret,
             tied: options.tied_to_process,
+            group: None,
             session: options.session.clone(),
             session_tag: options.session.as_deref().map(SessionTag::of),
             reentered: false,

@@ -46,7 +46,12 @@ impl Store {
         // The keeper of a tied tenure records its own evidence; a resumed lease
         // (renewed from another process) none.
         let evidence = if lease.tied {
-            self.liveness.this_process()
+            self.liveness
+                .this_process()
+                .map(|evidence| crate::ProcessEvidence {
+                    group: lease.group,
+                    ..evidence
+                })
         } else {
             None
         };

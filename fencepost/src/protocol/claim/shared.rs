@@ -17,6 +17,12 @@ use crate::protocol::{
 use crate::record::{self, Record};
 use crate::{Error, Holder, Key, Resource, Result};
 
+/// The longest ttl of a waiting writer's intent, in milliseconds (its claim's
+/// ttl when shorter): renewed every third of it while the writer waits, so it
+/// outlives a waiter that stopped by at most this
+/// (docs/design-05-subtrees-and-shared.md §4.3).
+pub(crate) const INTENT_TTL_MAX_MS: u64 = 10_000;
+
 /// A waiting writer's intent (`want-…`), held as an ordinary tenure of that key.
 pub(crate) struct Intent {
     key: Key,
@@ -133,6 +139,7 @@ impl Store {
                         expires_at_ms: claim.expires_at_ms,
                         secret,
                         tied: options.tied_to_process,
+                        group: None,
                         session: None,
                         session_tag: None,
                         reentered: false,
@@ -506,6 +513,13 @@ impl Store {
         options: &AcquireOptions,
     ) -> Result<()> {
         let mono = self.clock.monotonic_ms();
+        // At most INTENT_TTL_MAX_MS: a waiter stopped (SIGSTOP) keeps readers out
+        // that long, not for its claim's whole ttl (a breaker: ten minutes,
+        // invisible in `status` and unbreakable).
+        let options = &AcquireOptions {
+            ttl_ms: options.ttl_ms.min(INTENT_TTL_MAX_MS),
+            ..options.clone()
+        };
         if let Some(held) = intent {
             if mono.saturating_sub(held.renewed_mono) < options.ttl_ms / 3 {
                 return Ok(());
@@ -656,6 +670,7 @@ impl Store {
                 expires_at_ms: r.expires_at_ms,
                 secret: handle.secret().clone(),
                 tied: false,
+                group: None,
                 session: None,
                 session_tag: None,
                 reentered: false,

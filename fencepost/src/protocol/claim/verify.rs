@@ -180,6 +180,7 @@ impl Store {
             expires_at_ms: record.expires_at_ms,
             secret: secret.clone(),
             tied: false,
+            group: None,
             session: None,
             session_tag: record.session.clone(),
             reentered: false,

@@ -197,5 +197,22 @@ impl Store {
             .this_process()
             .is_some_and(|ours| same_host(evidence, &ours))
             && self.liveness.verdict(evidence) == Verdict::Gone
+            // And its process group, if it names one: `fencepost run`'s command may
+            // outlive a killed `run` until the guard has stopped it (a breaker: a
+            // waiter took over while the orphaned command still wrote).
+            && (evidence
+                .group
+                .is_none_or(|group| self.liveness.group_verdict(group) == Verdict::Gone)
+                || group_ignored())
     }
+}
+
+/// Planted bug [`crate::planted::GROUP_IGNORED`]: a holder whose process ended is
+/// gone even while its process group runs.
+fn group_ignored() -> bool {
+    #[cfg(feature = "planted-bugs")]
+    if crate::planted::on(&crate::planted::GROUP_IGNORED) {
+        return true;
+    }
+    false
 }
