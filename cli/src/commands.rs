@@ -336,10 +336,23 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
         return "the resource is invalid".into();
     };
     let key = identity.key;
-    let entry = store
-        .key_status()
-        .ok()
-        .and_then(|entries| entries.into_iter().find(|e| e.key == key));
+    let entries = store.key_status().ok().unwrap_or_default();
+    // Held by readers only: `check` judges exclusive tokens, so a shared token
+    // never passes it (both a new user and a breaker were told "it has never been
+    // claimed" of a resource `status` showed held shared).
+    let readers = (!entries.iter().any(|e| e.key == key && e.live))
+        .then(|| store.status().ok())
+        .flatten()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|e| e.label == identity.label && e.live && !e.shared.is_empty());
+    if let Some(readers) = readers {
+        return format!(
+            "it is held shared (by {}), and check passes exclusive tokens only; a shared lease shows in `fencepost status`, and its holder renews it with its handle",
+            crate::output::printable(&readers.shared.join(", "))
+        );
+    }
+    let entry = entries.into_iter().find(|e| e.key == key);
     let Some(entry) = entry else {
         // A lock claimed only in slots: its handles act with --slot (a new user
         // passed a slot's handle without it and was told to claim it first).

@@ -464,3 +464,21 @@ fn a_refusal_by_several_readers_names_the_last_to_end_and_counts_the_others() {
         "{line}"
     );
 }
+
+/// `check` of a shared lease's token says why it does not pass (check judges
+/// exclusive tokens) and names the readers, instead of "it has never been claimed"
+/// of a resource `status` shows held (a new user and a breaker).
+#[test]
+fn checking_a_shared_token_says_it_is_held_shared() {
+    let s = Scratch::new();
+    let token = s.claim("doc", &["--shared", "--owner", "reader-a"]);
+    let out = s
+        .cmd()
+        .args(["check", "--lock", "doc", &token.to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let line = one_line_stderr(&out);
+    assert!(line.contains("held shared (by reader-a)"), "{line}");
+    assert!(!line.contains("never been claimed"), "{line}");
+}
