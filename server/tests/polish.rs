@@ -450,3 +450,25 @@ fn a_client_that_never_reads_stderr_does_not_stall_the_server() {
         assert_eq!(response["id"], id, "{response}");
     }
 }
+
+/// A write to a path that names a directory is refused as such, with no store
+/// asked: `src` (an existing directory) got "store error: cannot choose a store"
+/// and `src/a.txt/` was written as `src/a.txt` (a breaker).
+#[tokio::test]
+async fn a_write_to_a_directory_path_is_refused_as_one() {
+    let tree = Tree::new();
+    std::fs::create_dir(tree.root.join("src")).unwrap();
+    let server = Server::start(&tree, "agent").await;
+    let token = server.claim_lock("l", 60_000).await;
+    for path in ["src", "src/a.txt/"] {
+        let refused = server
+            .call(
+                "write",
+                json!({"resource": {"kind": "lock", "target": "l"}, "token": token, "path": path, "content": "x"}),
+            )
+            .await
+            .unwrap_err();
+        assert!(refused.contains("names a directory"), "{path}: {refused}");
+    }
+    assert!(!tree.root.join("src/a.txt").exists());
+}
