@@ -117,22 +117,14 @@ impl Store {
         identity: &crate::identity::Identity,
         note: &BreakNote,
     ) -> Result<Option<Holder>> {
-        let mut participants = Vec::new();
+        let mut participants: Vec<crate::Key> = Vec::new();
         for key in std::iter::once(&identity.key).chain(identity.file_id.iter()) {
-            let index = key.shares();
-            for generation in self.backend.generations(&index)? {
-                let Some(bytes) = self.backend.read(&index, generation)? else {
-                    continue;
-                };
-                let Ok(entry) = serde_json::from_slice::<super::subtree::IndexEntry>(&bytes) else {
-                    continue;
-                };
-                if let Some(participant) = crate::Key::parse(&entry.points_to)
-                    && !participants.contains(&participant)
-                {
-                    participants.push(participant);
+            self.find_participant(&key.shares(), |participant| {
+                if !participants.contains(&participant.key) {
+                    participants.push(participant.key);
                 }
-            }
+                Ok(None::<()>)
+            })?;
         }
         let mut first: Option<Holder> = None;
         let mut others = 0usize;

@@ -2,6 +2,7 @@
 
 mod acquire;
 mod end;
+mod participants;
 mod renew;
 mod session;
 mod several;

@@ -8,6 +8,7 @@
 use crate::backend::{CreateOutcome, Durability};
 use crate::identity::TreeChain;
 use crate::proof::Secret;
+use crate::protocol::claim::participants::Participant;
 use crate::protocol::claim::subtree::InTheWay;
 use crate::protocol::series::Newest;
 use crate::protocol::{
@@ -397,24 +398,13 @@ impl Store {
     /// it. `None` when none is live now. Reads only (the index is healed by
     /// [`Store::participant_in_way`]); called once, when a claim is refused.
     pub(crate) fn readers_in_way(&self, key: &Key, holder_id: &str) -> Result<Option<Holder>> {
-        let index = key.shares();
         let mut last: Option<Holder> = None;
         let mut readers = 0usize;
-        for generation in self.backend.generations(&index)? {
-            let Some(bytes) = self.backend.read(&index, generation)? else {
-                continue;
-            };
-            let Ok(entry) = serde_json::from_slice::<super::subtree::IndexEntry>(&bytes) else {
-                continue;
-            };
-            let Some(participant) = Key::parse(&entry.points_to) else {
-                continue;
-            };
-            let newest = self.read_settled(&participant)?;
-            if newest.holder_id() == Some(holder_id) {
-                continue;
-            }
-            if let Some(holder) = self.live_in(&newest) {
+        self.find_participant(&key.shares(), |participant| {
+            let newest = self.read_settled(&participant.key)?;
+            if newest.holder_id() != Some(holder_id)
+                && let Some(holder) = self.live_in(&newest)
+            {
                 readers += 1;
                 if last
                     .as_ref()
@@ -423,7 +413,8 @@ impl Store {
                     last = Some(holder);
                 }
             }
-        }
+            Ok(None::<()>)
+        })?;
         Ok(last.map(|mut holder| {
             holder.owner = match readers - 1 {
                 0 => format!("{} (shared)", holder.owner),
@@ -449,23 +440,19 @@ impl Store {
         holder_id: &str,
     ) -> Result<Option<(Holder, Key, bool, String)>> {
         let index = key.shares();
-        let mut generations = self.backend.generations(&index)?;
-        generations.sort_unstable();
-        let newest_entry = generations.last().copied();
-        for generation in generations {
-            let Some(bytes) = self.backend.read(&index, generation)? else {
-                continue;
-            };
-            let Ok(entry) = serde_json::from_slice::<super::subtree::IndexEntry>(&bytes) else {
-                continue;
-            };
-            let Some(participant) = Key::parse(&entry.points_to) else {
-                continue;
-            };
-            let newest = self.read_settled(&participant)?;
-            if let Some(holder) = self.live_in(&newest) {
-                if newest.holder_id() != Some(holder_id) {
-                    let mut holder = holder;
+        self.find_participant(
+            &index,
+            |Participant {
+                 generation,
+                 entry,
+                 key: participant,
+                 newest_entry,
+             }| {
+                let newest = self.read_settled(&participant)?;
+                if let Some(mut holder) = self.live_in(&newest) {
+                    if newest.holder_id() == Some(holder_id) {
+                        return Ok(None);
+                    }
                     holder.owner = format!("{} (shared)", holder.owner);
                     let dead = newest
                         .claim()
@@ -476,28 +463,27 @@ impl Store {
                         .map_or_else(|| entry.label.clone(), |r| r.label.to_string());
                     return Ok(Some((holder, participant, dead, label)));
                 }
-                continue;
-            }
-            // A participant whose record ended (released or expired) never holds
-            // again: renewal refuses an ended record, and its key is its own. One
-            // with no record yet may be about to write it — unless its writer is
-            // provably dead.
-            #[cfg(feature = "planted-bugs")]
-            let sweep_unwritten = crate::planted::on(&crate::planted::SHARES_SWEEP_UNWRITTEN);
-            #[cfg(not(feature = "planted-bugs"))]
-            let sweep_unwritten = false;
-            let ended = newest.generation > 0;
-            let never_written = newest.generation == 0
-                && (sweep_unwritten
-                    || entry
-                        .process
-                        .as_ref()
-                        .is_some_and(|evidence| self.provably_dead(evidence)));
-            if (ended || never_written) && Some(generation) != newest_entry {
-                let _ = self.backend.remove_superseded(&index, generation);
-            }
-        }
-        Ok(None)
+                // A participant whose record ended (released or expired) never holds
+                // again: renewal refuses an ended record, and its key is its own. One
+                // with no record yet may be about to write it — unless its writer is
+                // provably dead.
+                #[cfg(feature = "planted-bugs")]
+                let sweep_unwritten = crate::planted::on(&crate::planted::SHARES_SWEEP_UNWRITTEN);
+                #[cfg(not(feature = "planted-bugs"))]
+                let sweep_unwritten = false;
+                let ended = newest.generation > 0;
+                let never_written = newest.generation == 0
+                    && (sweep_unwritten
+                        || entry
+                            .process
+                            .as_ref()
+                            .is_some_and(|evidence| self.provably_dead(evidence)));
+                if (ended || never_written) && !newest_entry {
+                    let _ = self.backend.remove_superseded(&index, generation);
+                }
+                Ok(None)
+            },
+        )
     }
 
     /// Registers or renews a waiting writer's intent on `key` (held by `holder_id`
@@ -596,22 +582,13 @@ impl Store {
             if !index.as_str().starts_with("shares-") {
                 continue;
             }
-            for generation in self.backend.generations(&index)? {
-                let Some(bytes) = self.backend.read(&index, generation)? else {
-                    continue;
-                };
-                let Ok(entry) = serde_json::from_slice::<super::subtree::IndexEntry>(&bytes) else {
-                    continue;
-                };
-                let Some(participant) = Key::parse(&entry.points_to) else {
-                    continue;
-                };
-                let newest = self.read_newest(&participant)?;
+            self.find_participant(&index, |Participant { entry, key, .. }| {
+                let newest = self.read_newest(&key)?;
                 let live = newest
                     .envelope()
                     .is_some_and(|envelope| record::is_live(&envelope, now));
                 let Some(holder) = newest.holder().filter(|_| live) else {
-                    continue;
+                    return Ok(None::<()>);
                 };
                 // An existing file's participant is in both of its keys' indexes.
                 match found.iter_mut().find(|(name, _, _)| *name == entry.label) {
@@ -622,7 +599,8 @@ impl Store {
                     }
                     None => found.push((entry.label.clone(), index.clone(), vec![holder])),
                 }
-            }
+                Ok(None)
+            })?;
         }
         Ok(found)
     }
@@ -635,50 +613,45 @@ impl Store {
         primary: &Key,
         handle: &crate::LeaseHandle,
     ) -> Result<Option<Lease>> {
-        let index = primary.shares();
-        for generation in self.backend.generations(&index)? {
-            let Some(bytes) = self.backend.read(&index, generation)? else {
-                continue;
-            };
-            let Ok(entry) = serde_json::from_slice::<super::subtree::IndexEntry>(&bytes) else {
-                continue;
-            };
-            let Some(participant) = Key::parse(&entry.points_to) else {
-                continue;
-            };
-            let newest = self.read_newest(&participant)?;
-            let Some(crate::record::Decoded::Record(r)) = newest.decoded() else {
-                continue;
-            };
-            if r.token != handle.token() || !handle.secret().proves(r.secret_sha256.as_deref()) {
-                continue;
-            }
-            if let Some(ended) = crate::protocol::series::ended(r, &resource.target()) {
-                return Err(ended);
-            }
-            return Ok(Some(Lease {
-                resource: resource.clone(),
-                key: participant.clone(),
-                others: Vec::new(),
-                label: r.label.to_string(),
-                token: r.token,
-                generation: r.generation,
-                holder_id: r.holder.to_string(),
-                owner: r.owner.to_string(),
-                ttl_ms: r.ttl_ms,
-                granted_at_ms: r.granted_at_ms,
-                expires_at_ms: r.expires_at_ms,
-                secret: handle.secret().clone(),
-                tied: false,
-                group: None,
-                session: None,
-                session_tag: None,
-                reentered: false,
-                shared: true,
-                queued: false,
-                written: Written::of(r),
-            }));
-        }
-        Ok(None)
+        self.find_participant(
+            &primary.shares(),
+            |Participant {
+                 key: participant, ..
+             }| {
+                let newest = self.read_newest(&participant)?;
+                let Some(crate::record::Decoded::Record(r)) = newest.decoded() else {
+                    return Ok(None);
+                };
+                if r.token != handle.token() || !handle.secret().proves(r.secret_sha256.as_deref())
+                {
+                    return Ok(None);
+                }
+                if let Some(ended) = crate::protocol::series::ended(r, &resource.target()) {
+                    return Err(ended);
+                }
+                Ok(Some(Lease {
+                    resource: resource.clone(),
+                    key: participant.clone(),
+                    others: Vec::new(),
+                    label: r.label.to_string(),
+                    token: r.token,
+                    generation: r.generation,
+                    holder_id: r.holder.to_string(),
+                    owner: r.owner.to_string(),
+                    ttl_ms: r.ttl_ms,
+                    granted_at_ms: r.granted_at_ms,
+                    expires_at_ms: r.expires_at_ms,
+                    secret: handle.secret().clone(),
+                    tied: false,
+                    group: None,
+                    session: None,
+                    session_tag: None,
+                    reentered: false,
+                    shared: true,
+                    queued: false,
+                    written: Written::of(r),
+                }))
+            },
+        )
     }
 }
