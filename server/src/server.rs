@@ -959,25 +959,26 @@ impl Inner {
         // A path that names a directory (`src`, `src/a.txt/`) is refused as such
         // before any store is asked about it (a breaker got "store error: cannot
         // choose a store", and `src/a.txt/` written as `src/a.txt`).
-        let names_a_directory = |path: &std::path::Path| {
+        let refuse_directory = |what: String| {
             format!(
-                "refused path {:?}: {} names a directory, and write replaces a file's \
-                 content; name the file",
-                args.path,
-                path.display()
+                "refused path {:?}: {what}, and write replaces a file's content; name the file",
+                args.path
             )
         };
         if args.path.ends_with('/') || (cfg!(windows) && args.path.ends_with('\\')) {
-            return Err(names_a_directory(std::path::Path::new(&args.path)));
+            return Err(refuse_directory(
+                "it ends with a slash, so it names a directory".into(),
+            ));
         }
         let target = self
             .confinement
             .resolve(&args.path)
             .map_err(|e| e.to_string())?;
         if target.is_dir() {
-            return Err(names_a_directory(
-                self.confinement.relative(&target).as_ref(),
-            ));
+            return Err(refuse_directory(format!(
+                "{} is a directory",
+                self.confinement.relative(&target)
+            )));
         }
         if args.resource.kind == Kind::File {
             let target_key = Resource::file(&target).identity().map_err(describe)?.key;
