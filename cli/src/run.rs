@@ -23,7 +23,7 @@ use crate::Failure;
 use crate::args::{OnLoss, RunArgs};
 use crate::commands::Context;
 use crate::output::{describe_error, held_refusal, human_precise, loss_reason, printable, report};
-use crate::sys::{self, ProcessTree};
+use crate::sys::{self, ProcessTree, StopOnDeath};
 use crate::waiting::{self, Acquired};
 
 /// How often a stopping tree is looked at during the grace period.
@@ -34,7 +34,14 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     let mut environment = child_environment(&resource)?;
     let conflict = args.timing.conflict_exit_code;
     // The lease lives exactly as long as this process keeps it alive.
-    let options = args.timing.options().tied_to_process(true);
+    // Tied to this process, and to the command's group once it runs: until the
+    // group is named (below), the records say one is to come, so a `run` killed
+    // in between is never taken over while its command runs.
+    let options = args
+        .timing
+        .options()
+        .tied_to_process(true)
+        .group_to_come(true);
     let acquired = match (args.slots, &resource) {
         (Some(slots), Resource::Lock(name)) => {
             waiting::try_acquire_slot(&ctx.store, name, slots, &options)?
@@ -132,9 +139,22 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     if let Some(session) = &args.timing.session {
         command.env("FENCEPOST_SESSION", session);
     }
-    let terminal = ProcessTree::prepare(&mut command);
+    // The guard that stops the command's tree if `run` dies or falls silent is
+    // forked before the command, which names its group to it: a `run` killed at
+    // any point after the command exists still has it stopped.
+    let stop = (args.on_loss != OnLoss::Keep).then(|| StopOnDeath {
+        kill_after: (args.on_loss == OnLoss::Term).then(|| Duration::from_millis(args.grace)),
+        ttl: Duration::from_millis(args.timing.ttl),
+    });
+    let mut prepared = ProcessTree::prepare(&mut command, stop.as_ref());
+    if let Some(error) = prepared.guard_error() {
+        report(&format!(
+            "warning: the child's process tree will not be stopped if this `fencepost run` is killed: {error}"
+        ));
+    }
     if stopper.is_lost() {
         // Lost before the child started: do not start it.
+        prepared.abandon();
         forwarder.finish();
         let _ = give_back(keepalive);
         return Ok(ExitCode::from(conflict));
@@ -142,6 +162,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => {
+            prepared.abandon();
             forwarder.finish();
             let released = give_back(keepalive);
             // The shell's codes: 127 not found, 126 found but not executable; the
@@ -167,34 +188,19 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     forwarder.set_child(child.id());
-    match ProcessTree::adopt(&child, terminal) {
+    pause_for_tests();
+    match ProcessTree::adopt(&child, prepared) {
         Ok(tree) => {
-            // If `run` itself is killed (its lease is then taken over by a waiter
-            // on this host once the tree is gone) or stopped past its ttl (its
-            // lease expires and may be taken), the child's tree gets the --on-loss
-            // policy from a guard process.
-            let kill_after =
-                (args.on_loss == OnLoss::Term).then(|| Duration::from_millis(args.grace));
-            if let Err(error) = tree.stop_if_run_dies(
-                args.on_loss != OnLoss::Keep,
-                kill_after,
-                Duration::from_millis(args.timing.ttl),
-            ) {
-                report(&format!(
-                    "warning: the child's process tree will not be stopped if this `fencepost run` is killed: {error}"
-                ));
-            }
             // The lease's holder is gone only once `run` and the child's whole
             // group are: a waiter must not take over while a killed `run`'s
             // command still runs (its guard stops it within --grace; a breaker saw
             // both commands write at once). Renewed at once, so the records say
-            // so; after the guard is forked, so that a `run` killed meanwhile
-            // still has its group stopped.
+            // so; until then they say a group is to come (the options above).
             if let Some(group) = tree.group()
                 && let Err(error) = keepalive.tie_to_group(group)
             {
                 report(&format!(
-                    "warning: the lease's records do not name the child's process group yet ({}); a waiter could take it over early if this `fencepost run` is killed before its next renewal",
+                    "warning: the lease's records do not name the child's process group yet ({}); if this `fencepost run` is killed before its next renewal, its lease is taken over only after its ttl",
                     crate::output::describe_error(&error)
                 ));
             }
@@ -245,6 +251,20 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         ))
     })?;
     Ok(sys::exit_code(status))
+}
+
+/// A test seam, in debug builds only: `FENCEPOST_TEST_PAUSE_AFTER_SPAWN_MS`
+/// holds `run` for that long right after its command started, before the lease
+/// names the command's group, so a test can SIGKILL `run` in that window
+/// (`cli/tests/run.rs::a_run_killed_before_naming_its_group_is_not_taken_over_early`).
+fn pause_for_tests() {
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var("FENCEPOST_TEST_PAUSE_AFTER_SPAWN_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+    {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
 }
 
 /// What happens to the child on a loss, for the loss report.

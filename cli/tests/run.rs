@@ -313,6 +313,51 @@ fn termination_signals_are_forwarded_to_the_child() {
     }
 }
 
+/// The same, for a `run` killed in the moment after it started its command and
+/// before its lease named the command's group (held open here by a debug-build
+/// test seam, `FENCEPOST_TEST_PAUSE_AFTER_SPAWN_MS`). The claim said a group was
+/// to come, so the waiter waits for the ttl rather than taking a dead `run`'s
+/// lease at once; and the guard, forked before the command and told its group by
+/// the command itself, stops it (TERM ignored, so killed after --grace). Before,
+/// the waiter took over at once, and no guard existed yet to stop the command,
+/// which wrote on beside the waiter's forever.
+#[cfg(unix)]
+#[test]
+fn a_run_killed_before_naming_its_group_is_not_taken_over_early() {
+    let s = Scratch::new();
+    let mut first = s.spawn_cmd();
+    first
+        .env("FENCEPOST_TEST_PAUSE_AFTER_SPAWN_MS", "60000")
+        .args([
+            "run", "--lock", "x", "--ttl", "4000", "--grace", "1000", "--",
+        ])
+        .args([
+            "sh",
+            "-c",
+            r#"trap "" TERM; while :; do echo A >> log; sleep 0.02; done"#,
+        ])
+        .stderr(Stdio::null());
+    let mut first = Background::spawn(&mut first);
+    wait_until("the first command writes", Duration::from_secs(20), || {
+        std::fs::read_to_string(s.path().join("log")).is_ok_and(|log| log.lines().count() >= 3)
+    });
+    first.kill_and_reap();
+    let second = s
+        .cmd()
+        .args(["run", "--lock", "x", "--wait", "30000", "--"])
+        .args(["sh", "-c", "echo B >> log; sleep 0.3; echo B >> log"])
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(0), "{second:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    let log = std::fs::read_to_string(s.path().join("log")).unwrap();
+    let from_b = log.find('B').expect("the second command wrote");
+    assert!(
+        !log[from_b..].contains('A'),
+        "the first command wrote after the second began: {log:?}"
+    );
+}
+
 /// A `run` killed with SIGKILL is not taken over while its command still runs: its
 /// records name the command's process group, and a waiter gets the lease only once
 /// the guard has stopped that whole group (here a command that ignores SIGTERM,

@@ -392,6 +392,7 @@ fn survey() {
         ("BREAK_READS_UNSETTLED", &planted::BREAK_READS_UNSETTLED),
         ("BREAK_REREADS_UNSETTLED", &planted::BREAK_REREADS_UNSETTLED),
         ("GROUP_IGNORED", &planted::GROUP_IGNORED),
+        ("GROUP_TO_COME_IGNORED", &planted::GROUP_TO_COME_IGNORED),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -500,6 +501,11 @@ fn catches_a_break_that_lands_over_a_claim_in_progress() {
 #[test]
 fn catches_a_takeover_that_ignores_the_holders_process_group() {
     catches(&planted::GROUP_IGNORED, "dead_run_group", 0);
+}
+
+#[test]
+fn catches_a_takeover_of_a_holder_whose_group_is_still_to_come() {
+    catches(&planted::GROUP_TO_COME_IGNORED, "dead_run_spawning", 0);
 }
 
 #[test]

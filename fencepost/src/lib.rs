@@ -347,6 +347,11 @@ pub mod planted {
     /// Dead-holder takeover ignores the process group a holder's evidence names:
     /// a killed `fencepost run` is taken over while its command still runs.
     pub static GROUP_IGNORED: AtomicBool = AtomicBool::new(false);
+    /// Dead-holder takeover takes a holder whose command's group is not named yet
+    /// ([`crate::ProcessEvidence::GROUP_TO_COME`]) for gone once its process is: a
+    /// `fencepost run` killed between starting its command and naming the group is
+    /// taken over while the command runs.
+    pub static GROUP_TO_COME_IGNORED: AtomicBool = AtomicBool::new(false);
     /// An intent carries its waiter's process evidence only when the waiter's
     /// claim is tied to its process: a killed plain `claim --wait` leaves an
     /// intent nobody can prove dead.

@@ -18,3 +18,14 @@ pub use windows::{ProcessTree, SignalForwarder, Termination, exit_code};
 mod other;
 #[cfg(not(any(unix, windows)))]
 pub use other::{ProcessTree, SignalForwarder, Termination, exit_code};
+
+/// When `run`'s child tree is stopped although `run` is not there to stop it: `run`
+/// killed, or silent (stopped) for longer than its ttl. POSIX only, by a guard
+/// process (`unix.rs`); elsewhere a killed `run` leaves its child running.
+#[cfg_attr(not(unix), allow(dead_code))]
+pub struct StopOnDeath {
+    /// SIGKILL this long after SIGTERM if some of the tree is left; `None`: never.
+    pub kill_after: Option<std::time::Duration>,
+    /// The lease's ttl: silence for a ttl and two heartbeats counts as stopped.
+    pub ttl: std::time::Duration,
+}

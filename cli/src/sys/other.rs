@@ -2,16 +2,31 @@
 //! nothing is forwarded.
 
 use std::io;
+
+use super::StopOnDeath;
 use std::process::{Child, Command, ExitCode, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The child alone.
 pub struct ProcessTree;
 
+/// Nothing is set up before the child is spawned here.
+pub struct Prepared;
+
+impl Prepared {
+    /// No guard is started here, so none failed.
+    pub fn guard_error(&mut self) -> Option<io::Error> {
+        None
+    }
+
+    /// Nothing to stand down.
+    pub fn abandon(self) {}
+}
+
 impl ProcessTree {
     /// Nothing to prepare.
-    pub fn prepare(_command: &mut Command) -> bool {
-        false
+    pub fn prepare(_command: &mut Command, _stop: Option<&StopOnDeath>) -> Prepared {
+        Prepared
     }
 
     /// Cannot stop a child here.
@@ -20,7 +35,7 @@ impl ProcessTree {
         None
     }
 
-    pub fn adopt(_child: &Child, _terminal: bool) -> io::Result<ProcessTree> {
+    pub fn adopt(_child: &Child, _prepared: Prepared) -> io::Result<ProcessTree> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
             "stopping a child is not supported on this platform",
@@ -36,16 +51,6 @@ impl ProcessTree {
     /// Unknown: false.
     pub fn is_alive(&self) -> bool {
         false
-    }
-
-    /// Nothing (there is no tree).
-    pub fn stop_if_run_dies(
-        &self,
-        _terminate: bool,
-        _kill_after: Option<std::time::Duration>,
-        _ttl: std::time::Duration,
-    ) -> io::Result<()> {
-        Ok(())
     }
 
     /// Nothing.

@@ -16,6 +16,8 @@ use std::thread::JoinHandle;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};
 
+use super::StopOnDeath;
+
 /// The signals `run` forwards.
 const FORWARDED: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
 
@@ -32,15 +34,53 @@ pub struct ProcessTree {
 /// A forked process that stops the child's group when `run` cannot: when `run`
 /// dies without standing it down (SIGKILL, a crash; the child sits in its own
 /// group, so nothing else would stop it, and a waiter on this host takes a dead
-/// `run`'s lease over at once), or falls silent for a whole ttl (SIGSTOP: its lease
-/// can no longer be renewed, so a rival may hold it while the child writes). It
-/// reads a pipe whose only write end `run` holds: a 0 byte is a heartbeat (every
-/// ttl/4; silence is a ttl and a half), a 1 byte means "stand down", end of file
-/// means `run` is gone.
+/// `run`'s lease over once the group is gone), or falls silent for a whole ttl
+/// (SIGSTOP: its lease can no longer be renewed, so a rival may hold it while the
+/// child writes). It reads a pipe whose only write end `run` holds: a 0 byte is a
+/// heartbeat (every ttl/4; silence is a ttl and a half), a 1 byte means "stand
+/// down", end of file means `run` is gone.
+///
+/// It is forked *before* the child, and learns the child's group from the child
+/// itself (its pid, written between fork and exec to a second pipe): a `run`
+/// killed at any point after the child exists still has its command stopped.
 struct Guard {
     pid: libc::pid_t,
-    /// The write end of the pipe.
+    /// The write end of the heartbeat pipe.
     pipe: libc::c_int,
+}
+
+/// What [`ProcessTree::prepare`] set up for the child about to be spawned: the
+/// terminal hand-over, and the guard (already running) with the write end of the
+/// pipe the child names its group on.
+pub struct Prepared {
+    terminal: bool,
+    guard: Arc<std::sync::Mutex<Option<Guard>>>,
+    /// The write end of the group pipe: the child's copy closes at its exec, ours
+    /// once it is spawned (or not), so the guard sees its end of file.
+    group_pipe: Option<libc::c_int>,
+    guard_error: Option<io::Error>,
+}
+
+impl Prepared {
+    /// Why no guard was started, if one was asked for and could not be.
+    pub fn guard_error(&mut self) -> Option<io::Error> {
+        self.guard_error.take()
+    }
+
+    /// The child was not spawned after all: the guard stands down.
+    pub fn abandon(mut self) {
+        self.close_group_pipe();
+        stand_down(&self.guard);
+    }
+
+    fn close_group_pipe(&mut self) {
+        if let Some(fd) = self.group_pipe.take() {
+            // SAFETY: our own descriptor, closed once.
+            unsafe {
+                libc::close(fd);
+            }
+        }
+    }
 }
 
 /// True when stdin is a terminal whose foreground group is ours.
@@ -67,8 +107,11 @@ fn give_terminal_to(group: libc::pid_t) {
 
 impl ProcessTree {
     /// Makes `command` start its child as the leader of a new process group (and
-    /// the terminal's foreground group, when `run` is in the foreground).
-    pub fn prepare(command: &mut Command) -> bool {
+    /// the terminal's foreground group, when `run` is in the foreground), and with
+    /// `stop` forks the guard that stops that group if `run` dies or falls silent
+    /// (see [`Guard`]); the child tells it its group before it execs. Call
+    /// [`ProcessTree::adopt`] with the spawned child, or [`Prepared::abandon`].
+    pub fn prepare(command: &mut Command, stop: Option<&StopOnDeath>) -> Prepared {
         command.process_group(0);
         let terminal = own_the_terminal();
         if terminal {
@@ -83,23 +126,65 @@ impl ProcessTree {
                 });
             }
         }
-        terminal
+        let mut prepared = Prepared {
+            terminal,
+            guard: Arc::new(std::sync::Mutex::new(None)),
+            group_pipe: None,
+            guard_error: None,
+        };
+        if let Some(stop) = stop {
+            match fork_guard(stop) {
+                Ok((guard, group_pipe)) => {
+                    *prepared.guard.lock().unwrap_or_else(|e| e.into_inner()) = Some(guard);
+                    if let Err(error) = heartbeat_thread(&prepared.guard, stop.ttl) {
+                        // Unheard, the guard would stop a healthy child: none.
+                        stand_down(&prepared.guard);
+                        // SAFETY: our own descriptor, closed once; no pre_exec
+                        // names it yet.
+                        unsafe {
+                            libc::close(group_pipe);
+                        }
+                        prepared.guard_error = Some(error);
+                        return prepared;
+                    }
+                    // SAFETY: between fork and exec the child writes its pid (its
+                    // group's id: it leads it) to the guard: write and getpid are
+                    // async-signal-safe. The descriptor is close-on-exec.
+                    unsafe {
+                        command.pre_exec(move || {
+                            let pid = libc::getpid();
+                            libc::write(
+                                group_pipe,
+                                (&pid as *const libc::pid_t).cast(),
+                                std::mem::size_of::<libc::pid_t>(),
+                            );
+                            Ok(())
+                        });
+                    }
+                    prepared.group_pipe = Some(group_pipe);
+                }
+                Err(error) => prepared.guard_error = Some(error),
+            }
+        }
+        prepared
     }
 
-    /// The tree of a child spawned from a command given to [`ProcessTree::prepare`]
-    /// (which returned `terminal`).
-    pub fn adopt(child: &Child, terminal: bool) -> io::Result<ProcessTree> {
-        let group = libc::pid_t::try_from(child.id())
-            .map_err(|_| io::Error::other("the child's pid does not fit a pid_t"))?;
-        if terminal {
+    /// The tree of a child spawned from a command given to [`ProcessTree::prepare`].
+    pub fn adopt(child: &Child, mut prepared: Prepared) -> io::Result<ProcessTree> {
+        prepared.close_group_pipe();
+        let Ok(group) = libc::pid_t::try_from(child.id()) else {
+            prepared.abandon();
+            return Err(io::Error::other("the child's pid does not fit a pid_t"));
+        };
+        if prepared.terminal {
             // Also from the parent: whichever runs first, the child never reads the
             // terminal from the background.
             give_terminal_to(group);
         }
         Ok(ProcessTree {
             group,
-            terminal,
-            guard: Arc::new(std::sync::Mutex::new(None)),
+            terminal: prepared.terminal,
+            guard: Arc::clone(&prepared.guard),
         })
     }
 
@@ -107,80 +192,6 @@ impl ProcessTree {
     /// ([`fencepost::Keepalive::tie_to_group`]).
     pub fn group(&self) -> Option<u32> {
         u32::try_from(self.group).ok()
-    }
-
-    /// Makes sure the tree is stopped even if `run` itself dies (SIGKILL, a crash)
-    /// or is not heard from for 1.5 × `ttl` (stopped) before it ends: a forked guard
-    /// process, in its own process group (so a signal to `run`'s group spares it),
-    /// sends SIGTERM to the tree's group when `terminate`, then SIGKILL once
-    /// `kill_after` passed with some of it left. `run` stands it down in
-    /// [`ProcessTree::finish`].
-    pub fn stop_if_run_dies(
-        &self,
-        terminate: bool,
-        kill_after: Option<std::time::Duration>,
-        ttl: std::time::Duration,
-    ) -> io::Result<()> {
-        if !terminate {
-            return Ok(());
-        }
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: pipe writes two descriptors into the array; close-on-exec, so no
-        // exec'd process (the child, whatever it starts) inherits either end.
-        unsafe {
-            if libc::pipe(fds.as_mut_ptr()) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            for fd in fds {
-                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-            }
-        }
-        let [read_end, write_end] = fds;
-        let kill_after_ms = kill_after.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        // SAFETY: fork in a threaded process; the child only makes async-signal-safe
-        // system calls (no allocation, no locks) and ends with _exit.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            let error = io::Error::last_os_error();
-            // SAFETY: both descriptors are ours and open.
-            unsafe {
-                libc::close(read_end);
-                libc::close(write_end);
-            }
-            return Err(error);
-        }
-        if pid == 0 {
-            // SAFETY: in the forked child, see above.
-            let silence_ms = i64::try_from(silence(ttl).as_millis()).unwrap_or(i64::MAX);
-            unsafe { guard_main(read_end, write_end, self.group, kill_after_ms, silence_ms) }
-        }
-        // SAFETY: the read end is the guard's now.
-        unsafe {
-            libc::close(read_end);
-        }
-        *self.guard.lock().unwrap_or_else(|e| e.into_inner()) = Some(Guard {
-            pid,
-            pipe: write_end,
-        });
-        let guard = Arc::clone(&self.guard);
-        let beat = heartbeat(ttl);
-        std::thread::Builder::new()
-            .name("fencepost-heartbeat".into())
-            .spawn(move || {
-                loop {
-                    std::thread::sleep(beat);
-                    let guard = guard.lock().unwrap_or_else(|e| e.into_inner());
-                    let Some(guard) = guard.as_ref() else {
-                        return;
-                    };
-                    // SAFETY: our pipe end, open while the guard is set (a gone
-                    // guard gives EPIPE; SIGPIPE is ignored in Rust programs).
-                    unsafe {
-                        libc::write(guard.pipe, [0u8].as_ptr().cast(), 1);
-                    }
-                }
-            })?;
-        Ok(())
     }
 
     /// Asks every process of the tree to stop: SIGTERM to the group.
@@ -204,24 +215,124 @@ impl ProcessTree {
     /// Stands the guard down (the child ended, or was stopped) and takes the
     /// terminal back.
     pub fn finish(&self) {
-        let guard = self.guard.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(guard) = guard {
-            // SAFETY: our own pipe end and our own child, each used once.
-            unsafe {
-                libc::write(guard.pipe, [1u8].as_ptr().cast(), 1);
-                libc::close(guard.pipe);
-                let mut status = 0;
-                while libc::waitpid(guard.pid, &mut status, 0) < 0
-                    && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
-                {
-                }
-            }
-        }
+        stand_down(&self.guard);
         if self.terminal {
             // SAFETY: getpgrp has no preconditions.
             give_terminal_to(unsafe { libc::getpgrp() });
         }
     }
+}
+
+/// Stands the guard down, if it is still up, and reaps it.
+fn stand_down(guard: &std::sync::Mutex<Option<Guard>>) {
+    let guard = guard.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(guard) = guard {
+        // SAFETY: our own pipe end and our own child, each used once.
+        unsafe {
+            libc::write(guard.pipe, [1u8].as_ptr().cast(), 1);
+            libc::close(guard.pipe);
+            let mut status = 0;
+            while libc::waitpid(guard.pid, &mut status, 0) < 0
+                && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+            {}
+        }
+    }
+}
+
+/// A close-on-exec pipe: (read end, write end).
+fn pipe() -> io::Result<(libc::c_int, libc::c_int)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe writes two descriptors into the array; close-on-exec, so no
+    // exec'd process (the child, whatever it starts) inherits either end.
+    unsafe {
+        if libc::pipe(fds.as_mut_ptr()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        for fd in fds {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+    Ok((fds[0], fds[1]))
+}
+
+/// Forks the guard (see [`Guard`]); returns it and the write end of the pipe the
+/// child names its group on.
+fn fork_guard(stop: &StopOnDeath) -> io::Result<(Guard, libc::c_int)> {
+    let (beat_read, beat_write) = pipe()?;
+    let (group_read, group_write) = match pipe() {
+        Ok(ends) => ends,
+        Err(error) => {
+            // SAFETY: both descriptors are ours and open.
+            unsafe {
+                libc::close(beat_read);
+                libc::close(beat_write);
+            }
+            return Err(error);
+        }
+    };
+    let kill_after_ms = stop
+        .kill_after
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let silence_ms = i64::try_from(silence(stop.ttl).as_millis()).unwrap_or(i64::MAX);
+    // SAFETY: fork in a threaded process; the child only makes async-signal-safe
+    // system calls (no allocation, no locks) and ends with _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        let error = io::Error::last_os_error();
+        // SAFETY: all four descriptors are ours and open.
+        unsafe {
+            for fd in [beat_read, beat_write, group_read, group_write] {
+                libc::close(fd);
+            }
+        }
+        return Err(error);
+    }
+    if pid == 0 {
+        // SAFETY: in the forked child, see above.
+        unsafe {
+            libc::close(beat_write);
+            libc::close(group_write);
+            guard_main(beat_read, group_read, kill_after_ms, silence_ms)
+        }
+    }
+    // SAFETY: the read ends are the guard's now.
+    unsafe {
+        libc::close(beat_read);
+        libc::close(group_read);
+    }
+    Ok((
+        Guard {
+            pid,
+            pipe: beat_write,
+        },
+        group_write,
+    ))
+}
+
+/// Tells the guard every [`heartbeat`] that `run` still runs, until it stands down.
+fn heartbeat_thread(
+    guard: &Arc<std::sync::Mutex<Option<Guard>>>,
+    ttl: std::time::Duration,
+) -> io::Result<()> {
+    let guard = Arc::clone(guard);
+    let beat = heartbeat(ttl);
+    std::thread::Builder::new()
+        .name("fencepost-heartbeat".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(beat);
+                let guard = guard.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(guard) = guard.as_ref() else {
+                    return;
+                };
+                // SAFETY: our pipe end, open while the guard is set (a gone guard
+                // gives EPIPE; SIGPIPE is ignored in Rust programs).
+                unsafe {
+                    libc::write(guard.pipe, [0u8].as_ptr().cast(), 1);
+                }
+            }
+        })?;
+    Ok(())
 }
 
 /// How often `run` tells its guard it still runs: four times per ttl.
@@ -237,21 +348,23 @@ fn silence(ttl: std::time::Duration) -> std::time::Duration {
     ttl + 2 * heartbeat(ttl)
 }
 
-/// The guard process (see [`Guard`]): reads heartbeats from `read_end` until a
-/// stand-down byte; on end of file (`run` died) or `silence_ms` without a byte
-/// (`run` stopped) stops `group`. Async-signal-safe calls only.
+/// The guard process (see [`Guard`]): reads heartbeats from `beat_read` until a
+/// stand-down byte, and the child's group from `group_read`; on end of file (`run`
+/// died) or `silence_ms` without a byte (`run` stopped) stops that group, if a
+/// child was started. Async-signal-safe calls only.
 unsafe fn guard_main(
-    read_end: libc::c_int,
-    write_end: libc::c_int,
-    group: libc::pid_t,
+    beat_read: libc::c_int,
+    group_read: libc::c_int,
     kill_after_ms: Option<i64>,
     silence_ms: i64,
 ) -> ! {
     const DIED: &[u8] = b"fencepost: `fencepost run` ended without releasing its lease (killed?); stopping its command's process group\n";
     const SILENT: &[u8] = b"fencepost: `fencepost run` was not heard from for longer than its ttl (stopped?), so its lease may be held by someone else now; stopping its command's process group\n";
+    // The two pipes' read ends, once moved: heartbeats on 0, the group on 3.
+    const BEAT: libc::c_int = 0;
+    const GROUP: libc::c_int = 3;
     // SAFETY (whole body): plain system calls on values of this stack.
     unsafe {
-        libc::close(write_end);
         // Out of `run`'s group and deaf to the signals a terminal or a supervisor
         // sends it, so what ends `run` does not end its guard.
         libc::setpgid(0, 0);
@@ -268,35 +381,74 @@ unsafe fn guard_main(
             libc::signal(signal, libc::SIG_IGN);
         }
         // Hold nothing `run` had open but stderr (for the one line below): a reader
-        // of `run`'s stdout sees its end when `run` ends.
-        libc::dup2(read_end, 0);
+        // of `run`'s stdout sees its end when `run` ends. Both ends are first moved
+        // above the numbers they go to, so neither dup2 overwrites the other.
+        let beat = libc::fcntl(beat_read, libc::F_DUPFD, 10);
+        let group_fd = libc::fcntl(group_read, libc::F_DUPFD, 10);
+        libc::dup2(beat, BEAT);
+        libc::dup2(group_fd, GROUP);
         libc::close(1);
-        close_from(3);
+        close_from(GROUP + 1);
+        // The child's group: 0 until the child names it; `GROUP` open until then.
+        let mut group: libc::pid_t = 0;
+        let mut group_open = true;
         let mut heard = monotonic_ms();
-        let message = loop {
+        let (message, died) = loop {
             let left = heard.saturating_add(silence_ms) - monotonic_ms();
             if left <= 0 {
-                break SILENT;
+                break (SILENT, false);
             }
-            let mut poll = libc::pollfd {
-                fd: 0,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let ready = libc::poll(&mut poll, 1, left.min(60_000) as libc::c_int);
+            let mut polls = [
+                libc::pollfd {
+                    fd: BEAT,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: if group_open { GROUP } else { -1 },
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            let ready = libc::poll(polls.as_mut_ptr(), 2, left.min(60_000) as libc::c_int);
             if ready == 0 || (ready < 0 && errno() == libc::EINTR) {
                 continue;
             }
+            if polls[1].revents != 0 {
+                group = read_group(GROUP);
+                libc::close(GROUP);
+                group_open = false;
+            }
+            if polls[0].revents == 0 {
+                continue;
+            }
             let mut byte = 0u8;
-            let n = libc::read(0, (&mut byte as *mut u8).cast(), 1);
+            let n = libc::read(BEAT, (&mut byte as *mut u8).cast(), 1);
             match n {
-                0 => break DIED,
+                0 => break (DIED, true),
                 1 if byte == 0 => heard = monotonic_ms(),
                 _ if n < 0 && errno() == libc::EINTR => {}
                 // Stood down, or the pipe failed (nothing proves `run` is gone).
                 _ => libc::_exit(0),
             }
         };
+        if group_open {
+            if died {
+                // `run` is gone, so the pipe ends as soon as a child it started
+                // has exec'd or exited: wait for its pid or for that end.
+                group = read_group(GROUP);
+            } else {
+                // `run` is stopped, perhaps before it started a child: take what
+                // the pipe holds now (a child started long ago has written).
+                let flags = libc::fcntl(GROUP, libc::F_GETFL);
+                libc::fcntl(GROUP, libc::F_SETFL, flags | libc::O_NONBLOCK);
+                group = read_group(GROUP);
+            }
+        }
+        if group <= 0 {
+            // No child was started: nothing to stop.
+            libc::_exit(0);
+        }
         libc::write(2, message.as_ptr().cast(), message.len());
         libc::kill(-group, libc::SIGTERM);
         if let Some(limit) = kill_after_ms {
@@ -317,6 +469,31 @@ unsafe fn guard_main(
             }
         }
         libc::_exit(0)
+    }
+}
+
+/// Reads the child's pid (its group's id) from pipe `fd`: 0 at end of file or on
+/// an error (no child named a group). Async-signal-safe.
+unsafe fn read_group(fd: libc::c_int) -> libc::pid_t {
+    let mut pid: libc::pid_t = 0;
+    loop {
+        // SAFETY: reads at most one pid_t into our stack value (a pipe write of
+        // that size is atomic: all of it or nothing).
+        let n = unsafe {
+            libc::read(
+                fd,
+                (&mut pid as *mut libc::pid_t).cast(),
+                std::mem::size_of::<libc::pid_t>(),
+            )
+        };
+        if n < 0 && errno() == libc::EINTR {
+            continue;
+        }
+        return if n == std::mem::size_of::<libc::pid_t>() as isize {
+            pid
+        } else {
+            0
+        };
     }
 }
 

@@ -7,6 +7,8 @@
 //! the job is terminated at once, whatever `--on-loss term|signal` says.
 
 use std::io;
+
+use super::StopOnDeath;
 use std::os::windows::io::AsRawHandle;
 use std::process::{Child, Command, ExitCode, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,11 +32,27 @@ unsafe impl Send for ProcessTree {}
 // SAFETY: the job functions used here are safe to call concurrently.
 unsafe impl Sync for ProcessTree {}
 
+/// Nothing is set up before the child is spawned here. Not done yet: a job object
+/// with a kill-on-close limit would also kill what the child left running at a
+/// normal end, so a `run` that is killed leaves its child running; the lease
+/// still ends with its ttl (Windows gives no dead-holder takeover).
+pub struct Prepared;
+
+impl Prepared {
+    /// No guard is started here, so none failed.
+    pub fn guard_error(&mut self) -> Option<io::Error> {
+        None
+    }
+
+    /// Nothing to stand down.
+    pub fn abandon(self) {}
+}
+
 impl ProcessTree {
-    /// Nothing to prepare (the job is made after spawning). Returns whether the
-    /// terminal was handed over (never, here).
-    pub fn prepare(_command: &mut Command) -> bool {
-        false
+    /// Nothing to prepare: the job is made after spawning, and no guard is
+    /// started (see [`Prepared`]).
+    pub fn prepare(_command: &mut Command, _stop: Option<&StopOnDeath>) -> Prepared {
+        Prepared
     }
 
     /// Puts the spawned `child` into a new job object. Processes the child started
@@ -45,7 +63,7 @@ impl ProcessTree {
         None
     }
 
-    pub fn adopt(child: &Child, _terminal: bool) -> io::Result<ProcessTree> {
+    pub fn adopt(child: &Child, _prepared: Prepared) -> io::Result<ProcessTree> {
         // SAFETY: no security attributes, no name: a new anonymous job.
         let job = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
         if job.is_null() {
@@ -86,19 +104,6 @@ impl ProcessTree {
             );
             ok == 0 || info.ActiveProcesses > 0
         }
-    }
-
-    /// Not done here yet: a job object with a kill-on-close limit would also kill
-    /// what the child left running at a normal end. A `run` that is killed leaves
-    /// its child running; the lease still ends with its ttl (Windows gives no
-    /// dead-holder takeover).
-    pub fn stop_if_run_dies(
-        &self,
-        _terminate: bool,
-        _kill_after: Option<std::time::Duration>,
-        _ttl: std::time::Duration,
-    ) -> io::Result<()> {
-        Ok(())
     }
 
     /// Nothing to give back.

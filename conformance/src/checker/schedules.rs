@@ -586,6 +586,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::dead_run_group,
     },
     Schedule {
+        name: "dead_run_spawning",
+        about: "a tied holder whose command's group is still to be named is SIGKILLed while its command runs; a tied waiter may take over only after the ttl",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::dead_run_spawning,
+    },
+    Schedule {
         name: "subtree_intent",
         about: "two streams claim files below src/ back to back while a subtree claim of src/ waits one ttl: its intent must get it in",
         snapshot_listing: true,

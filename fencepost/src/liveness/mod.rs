@@ -43,9 +43,20 @@ pub struct ProcessEvidence {
     /// of the command `fencepost run` runs, which may outlive `run` (killed) until
     /// its guard has stopped it. The holder is gone only once the process is and no
     /// process is left in the group ([`Liveness::group_verdict`]). `None`: the
-    /// process alone. Absent from records that carry none (docs/format-v1.md).
+    /// process alone. [`ProcessEvidence::GROUP_TO_COME`]: a group not named yet.
+    /// Absent from records that carry none (docs/format-v1.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<u32>,
+}
+
+impl ProcessEvidence {
+    /// The [`ProcessEvidence::group`] of a holder that is starting a command in a
+    /// group of its own and has not named it yet
+    /// ([`crate::AcquireOptions::group_to_come`]): no process proves such a holder
+    /// gone, so it keeps plain ttl semantics. 0 is no process group's id on any
+    /// Unix; a reader that predates it asks `kill(0, 0)`, which finds its own
+    /// group, so it too never takes such a holder over early.
+    pub const GROUP_TO_COME: u32 = 0;
 }
 
 /// Whether the process named by some evidence still runs.

@@ -51,6 +51,17 @@ pub struct AcquireOptions {
     /// meant to outlive the process that claimed it (the CLI's plain `claim`) must
     /// never look dead.
     pub tied_to_process: bool,
+    /// The holder is about to start a command in a process group of its own, whose
+    /// id it will name with [`crate::Keepalive::tie_to_group`] once the command
+    /// runs (`fencepost run`). Until then its records carry
+    /// [`crate::ProcessEvidence::GROUP_TO_COME`], so the end of the holder's
+    /// process alone never proves it gone: a holder killed after starting its
+    /// command but before naming the group keeps plain ttl semantics instead of
+    /// being taken over while the command runs on
+    /// (`fencepost/src/protocol/series/judge.rs`, `provably_dead`; checker schedule
+    /// `dead_run_spawning`). Only with [`AcquireOptions::tied_to_process`]; default
+    /// `false`.
+    pub group_to_come: bool,
     /// While waiting, treat a holder whose process provably no longer runs on this
     /// host as expired (dead-holder takeover). Default `true`; `false` is pure ttl
     /// semantics.
@@ -85,6 +96,7 @@ impl AcquireOptions {
             owner: "fencepost".into(),
             wait_ms: 0,
             tied_to_process: false,
+            group_to_come: false,
             dead_holder_takeover: true,
             session: None,
             shared: false,
@@ -94,6 +106,12 @@ impl AcquireOptions {
     /// Sets [`AcquireOptions::tied_to_process`].
     pub fn tied_to_process(mut self, tied: bool) -> Self {
         self.tied_to_process = tied;
+        self
+    }
+
+    /// Sets [`AcquireOptions::group_to_come`].
+    pub fn group_to_come(mut self, to_come: bool) -> Self {
+        self.group_to_come = to_come;
         self
     }
 

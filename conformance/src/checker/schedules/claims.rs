@@ -764,6 +764,51 @@ pub(super) fn dead_run_group(_: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// `fencepost run` killed after starting its command, before naming the command's
+/// process group (30) in its records: its claim says a group is to come
+/// ([`fencepost::AcquireOptions::group_to_come`]), so a tied waiter (pid 4) may not
+/// take it over once `run` (pid 3) is gone, only after the ttl. The command, still
+/// promised the lease, goes on for half a ttl until the guard stops its group.
+/// Planted bug `GROUP_TO_COME_IGNORED`: takeover looks at the process alone, and
+/// the waiter holds while the command still writes.
+pub(super) fn dead_run_spawning(_: &Setup) -> Vec<Actor> {
+    let running = Arc::new(Mutex::new(HashSet::from([3, 30, 4])));
+    let probe = |pid: u32| ModelLiveness {
+        this: evidence("local-host", pid),
+        running: Arc::clone(&running),
+    };
+    let (run_probe, waiter_probe, table) = (probe(3), probe(4), Arc::clone(&running));
+    vec![
+        Actor::new("run", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(run_probe));
+            let options = AcquireOptions {
+                ttl_ms: 2 * TTL_MS,
+                ..tied(&ctx, 0)
+            }
+            .group_to_come(true);
+            let Some(lease) = ctx.acquire_with(&lock(), &options) else {
+                return;
+            };
+            // The command starts in group 30; SIGKILL lands before `run` names it.
+            ctx.sleep(TTL_MS / 4);
+            lock_set(&table).remove(&3);
+            ctx.sleep(TTL_MS / 2);
+            ctx.check(&lease);
+            // The guard stops the group: the command's promise ends with it.
+            ctx.die(&lease);
+            lock_set(&table).remove(&30);
+        }),
+        Actor::new("waiter", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(waiter_probe));
+            ctx.sleep(TTL_MS / 8);
+            if let Some(lease) = ctx.acquire_with(&lock(), &tied(&ctx, 3 * TTL_MS)) {
+                ctx.check(&lease);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
 /// Sets its flag when dropped: when its actor's body ends, by a crash or not.
 struct SetsOnEnd(Arc<AtomicBool>);
 

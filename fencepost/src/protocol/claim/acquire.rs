@@ -602,7 +602,10 @@ impl Store {
             expires_at_ms: claim.expires_at_ms,
             secret,
             tied: options.tied_to_process,
-            group: None,
+            // Renewals keep saying "a group to come" until it is named.
+            group: options
+                .group_to_come
+                .then_some(crate::ProcessEvidence::GROUP_TO_COME),
             session: options.session.clone(),
             session_tag: options.session.as_deref().map(SessionTag::of),
             reentered: false,

@@ -79,10 +79,7 @@ impl Store {
                 let named = crate::protocol::status::resource_of(&identity.key, &identity.label);
                 // The writer's process evidence (a tenure tied to its process):
                 // an entry whose writer died before its record landed is swept.
-                let process = options
-                    .tied_to_process
-                    .then(|| self.liveness.this_process())
-                    .flatten();
+                let process = self.tied_evidence(options);
                 for key in &keys {
                     self.append_entry_of(
                         &key.shares(),
@@ -140,7 +137,9 @@ impl Store {
                         expires_at_ms: claim.expires_at_ms,
                         secret,
                         tied: options.tied_to_process,
-                        group: None,
+                        group: options
+                            .group_to_come
+                            .then_some(crate::ProcessEvidence::GROUP_TO_COME),
                         session: None,
                         session_tag: None,
                         reentered: false,

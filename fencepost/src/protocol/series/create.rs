@@ -162,11 +162,7 @@ impl Store {
             secret_sha256: Some(Arc::clone(proof)),
             broken: None,
             next: None,
-            process: if options.tied_to_process {
-                self.liveness.this_process()
-            } else {
-                None
-            },
+            process: self.tied_evidence(options),
             session: options.session.as_deref().map(crate::SessionTag::of),
         }
     }

@@ -192,6 +192,22 @@ impl Store {
             && self.liveness.surely_gone(evidence)
     }
 
+    /// The process evidence a claim made with `options` carries: this process's,
+    /// for a tenure tied to it, naming [`ProcessEvidence::GROUP_TO_COME`] when its
+    /// command's group is yet to be named; `None` for a tenure not tied.
+    pub(crate) fn tied_evidence(&self, options: &AcquireOptions) -> Option<ProcessEvidence> {
+        if !options.tied_to_process {
+            return None;
+        }
+        let evidence = self.liveness.this_process()?;
+        Some(ProcessEvidence {
+            group: options
+                .group_to_come
+                .then_some(ProcessEvidence::GROUP_TO_COME),
+            ..evidence
+        })
+    }
+
     pub(crate) fn provably_dead(&self, evidence: &ProcessEvidence) -> bool {
         self.liveness
             .this_process()
@@ -200,11 +216,24 @@ impl Store {
             // And its process group, if it names one: `fencepost run`'s command may
             // outlive a killed `run` until the guard has stopped it (a breaker: a
             // waiter took over while the orphaned command still wrote).
-            && (evidence
-                .group
-                .is_none_or(|group| self.liveness.group_verdict(group) == Verdict::Gone)
-                || group_ignored())
+            && (match evidence.group {
+                None => true,
+                // Its command is being started in a group not named yet: nothing
+                // here can prove that group empty, so the ttl decides.
+                Some(ProcessEvidence::GROUP_TO_COME) => group_to_come_ignored(),
+                Some(group) => self.liveness.group_verdict(group) == Verdict::Gone,
+            } || group_ignored())
     }
+}
+
+/// Planted bug [`crate::planted::GROUP_TO_COME_IGNORED`]: a holder whose group is
+/// not named yet is gone once its process is.
+fn group_to_come_ignored() -> bool {
+    #[cfg(feature = "planted-bugs")]
+    if crate::planted::on(&crate::planted::GROUP_TO_COME_IGNORED) {
+        return true;
+    }
+    false
 }
 
 /// Planted bug [`crate::planted::GROUP_IGNORED`]: a holder whose process ended is
