@@ -338,7 +338,16 @@ fn one_store(
 /// block, plus where to read the usage. Clap renders several lines; scripts and
 /// agents read one.
 fn usage_error_line(error: &clap::Error) -> String {
-    let rendered = error.render().to_string();
+    let mut rendered = error.render().to_string();
+    // A value with a line break in it (`--owner $'a\nb'`) is shown escaped, as
+    // every message shows what a user typed: split below, it would read as two
+    // clauses ("invalid value 'a; b'").
+    if let Some(clap::error::ContextValue::String(value)) =
+        error.get(clap::error::ContextKind::InvalidValue)
+        && value.contains(char::is_control)
+    {
+        rendered = rendered.replace(value.as_str(), &output::printable(value));
+    }
     let mut parts = Vec::new();
     // Errors about a value carry no usage block; name the subcommand from argv.
     let names = subcommand_names();
@@ -394,12 +403,10 @@ fn usage_error_line(error: &clap::Error) -> String {
         ));
     }
     // `fencepost --session s1 claim …`: an option of some commands given before the
-    // command. Clap's tip would name whatever global flag is spelled alike
-    // (`--version` for `--session`); say where the option goes instead.
+    // command, or to a command that does not take it (`check --session`). Clap's
+    // tip would name whatever flag is spelled alike (`--version` for `--session`);
+    // say where the option goes instead.
     if error.kind() == ErrorKind::UnknownArgument
-        // No subcommand in the path (`fencepost`, `fencepost.exe` on Windows: found
-        // under Wine).
-        && !command_path.contains(' ')
         && let Some(clap::error::ContextValue::String(arg)) =
             error.get(clap::error::ContextKind::InvalidArg)
         && let Some((flag, commands)) = match arg.split('=').next() {
@@ -409,9 +416,17 @@ fn usage_error_line(error: &clap::Error) -> String {
         }
     {
         parts.retain(|part| !part.contains("exists"));
-        parts.push(format!(
-            "{flag} goes after the command it applies to ({commands}), as in 'fencepost claim {flag} --lock NAME'"
-        ));
+        // The subcommand, whatever the binary is called (`fencepost.exe` on
+        // Windows, found under Wine): none when the option came before it.
+        match command_path.split_once(' ') {
+            None => parts.push(format!(
+                "{flag} goes after the command it applies to ({commands}), as in 'fencepost claim {flag} --lock NAME'"
+            )),
+            Some((_, sub)) => parts.push(format!(
+                "'{sub}' takes no {} (only {commands} do)",
+                flag.split(' ').next().unwrap_or(flag)
+            )),
+        }
     }
     let message = parts.join("; ");
     format!("{message}; see '{command_path} --help'")

@@ -536,6 +536,46 @@ fn a_command_option_before_its_command_is_told_where_it_goes() {
         .success();
 }
 
+/// Given to a command that does not take it (`check --session`), `--session` or
+/// `--owner` is named with the commands that do (clap alone suggested `--version`,
+/// found by a new user).
+#[test]
+fn a_command_option_on_a_command_without_it_names_the_commands_that_take_it() {
+    let s = Scratch::new();
+    for (argv, expected) in [
+        (
+            &["check", "--lock", "x", "1", "--session", "s1"][..],
+            "'check' takes no --session (only claim, run, renew and release do)",
+        ),
+        (
+            &["status", "--owner", "bob"],
+            "'status' takes no --owner (only claim, run and break do)",
+        ),
+    ] {
+        let output = s.cmd().args(argv).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let line = one_line_stderr(&output);
+        assert!(line.contains(expected), "{argv:?}: {line}");
+        assert!(!line.contains("--version"), "{argv:?}: {line}");
+    }
+}
+
+/// A value with a line break in it is shown escaped in the one-line error, not
+/// split into two clauses (`invalid value 'a; b'`, found by a new user).
+#[test]
+fn an_invalid_value_with_a_line_break_is_shown_escaped() {
+    let s = Scratch::new();
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "x", "--owner", "a\nb"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let line = one_line_stderr(&output);
+    assert!(line.contains("invalid value 'a\\u{a}b'"), "{line}");
+    assert!(!line.contains("'a; b'"), "{line}");
+}
+
 /// Releasing a lease someone took over after it expired: the refusal says the lease
 /// ended, to stop writing, and how to get the resource again (found by a
 /// fresh-user walk-through: it gave no next step), never to act as the new holder.
