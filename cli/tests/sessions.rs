@@ -184,6 +184,52 @@ fn bad_session_input_is_one_clear_line() {
     assert!(json_of(&output).get("session").is_none());
 }
 
+/// A sibling of the session re-enters a lease that a `claim --hold` keeps with a
+/// short ttl, for a long one. The hold's later renewals must not cut that short
+/// (it renewed with its own 3 s and its own liveness evidence), and its SIGKILL
+/// must not hand the lease to another session while the sibling's 60 s run (a
+/// breaker: the lease went to the next claimer at once).
+#[cfg(unix)]
+#[test]
+fn a_siblings_longer_reentry_outlives_the_first_process() {
+    let s = Scratch::new();
+    let mut hold = s.spawn_cmd();
+    hold.args(["claim", "--lock", "x", "--hold", "--ttl", "3000"])
+        .args(["--session", "agent-7"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut hold = Background(hold.spawn().unwrap());
+    let mut handle = String::new();
+    BufReader::new(hold.0.stdout.take().unwrap())
+        .read_line(&mut handle)
+        .unwrap();
+    let again = claim_json(&s, &["--session", "agent-7", "--ttl", "60000"]);
+    assert_eq!(again["reentered"], true);
+    let promised = again["expires_at_ms"].as_u64().unwrap();
+    // Past two of the hold's renewals (every ttl/3).
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let status = s.cmd().args(["status", "--json"]).output().unwrap();
+    let status = json_of(&status);
+    let expires = status[0]["expires_at_ms"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no expiry in {status}"));
+    assert!(
+        expires >= promised,
+        "the hold's renewal cut the sibling's promise short: {expires} < {promised}"
+    );
+    hold.kill_and_reap();
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "x", "--session", "agent-8"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "another session got the lease while the sibling's promise ran: {output:?}"
+    );
+}
+
 /// The multi-process test: a session holds `x` in one real process that
 /// keeps it alive (`claim --hold`); a claim from a second process of the session
 /// keeps the token, a different session is refused; `run --session` hands the

@@ -393,6 +393,7 @@ fn survey() {
         ("BREAK_REREADS_UNSETTLED", &planted::BREAK_REREADS_UNSETTLED),
         ("GROUP_IGNORED", &planted::GROUP_IGNORED),
         ("GROUP_TO_COME_IGNORED", &planted::GROUP_TO_COME_IGNORED),
+        ("SIBLING_RENEWAL_IGNORED", &planted::SIBLING_RENEWAL_IGNORED),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -506,6 +507,11 @@ fn catches_a_takeover_that_ignores_the_holders_process_group() {
 #[test]
 fn catches_a_takeover_of_a_holder_whose_group_is_still_to_come() {
     catches(&planted::GROUP_TO_COME_IGNORED, "dead_run_spawning", 0);
+}
+
+#[test]
+fn catches_a_renewal_that_cuts_short_a_siblings_promise() {
+    catches(&planted::SIBLING_RENEWAL_IGNORED, "session_sibling", 0);
 }
 
 #[test]

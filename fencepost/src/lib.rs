@@ -352,6 +352,11 @@ pub mod planted {
     /// `fencepost run` killed between starting its command and naming the group is
     /// taken over while the command runs.
     pub static GROUP_TO_COME_IGNORED: AtomicBool = AtomicBool::new(false);
+    /// A renewal that finds the newest record of its tenure written through
+    /// another handle (a session's sibling) renews as if it had written it: with
+    /// its own ttl and evidence, cutting short what the sibling was promised and
+    /// handing the tenure over once this process alone dies.
+    pub static SIBLING_RENEWAL_IGNORED: AtomicBool = AtomicBool::new(false);
     /// An intent carries its waiter's process evidence only when the waiter's
     /// claim is tied to its process: a killed plain `claim --wait` leaves an
     /// intent nobody can prove dead.

@@ -586,6 +586,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::dead_run_group,
     },
     Schedule {
+        name: "session_sibling",
+        about: "a tied process of a session keeps a lock, a sibling re-enters it for three ttls, the first process renews and dies: no waiter may hold before the sibling's promise ends",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::session_sibling,
+    },
+    Schedule {
         name: "dead_run_spawning",
         about: "a tied holder whose command's group is still to be named is SIGKILLed while its command runs; a tied waiter may take over only after the ttl",
         snapshot_listing: true,

@@ -51,6 +51,13 @@ pub struct Lease {
     /// This lease came from a claim that re-entered a tenure its session already
     /// held (same token, renewed), rather than starting one.
     pub(crate) reentered: bool,
+    /// Another process keeps this tenure too: this lease re-entered it, or one of
+    /// its renewals found the newest record written through another handle (a
+    /// session's sibling, a `renew` with the handle). Its renewals then never end
+    /// the tenure sooner than that newest record did (a promise made to the other
+    /// process stands) and carry no liveness evidence (this process's end no
+    /// longer ends the tenure): docs/design-04-claims.md, "Sessions".
+    pub(crate) siblings: bool,
     /// A shared tenure ([`crate::AcquireOptions::shared`]): its series is the
     /// participant key `share-…`, its token the resource's exclusive generation when
     /// it was admitted.

@@ -51,6 +51,72 @@ pub(super) fn session_reentry(_: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// A process of session `s` keeps a lock tied to its life (pid 3); a sibling of
+/// the session re-enters the tenure for three ttls, untied; the first process
+/// renews twice more and is SIGKILLed. The sibling was promised the lease for
+/// three ttls from its claim: neither the first process's renewals (with its own,
+/// shorter ttl and its evidence) nor its death may hand the lease to a waiter of
+/// session `t` (tied, pid 4) before then. Judged by the schedule itself (the
+/// oracle follows the records, which the first process rewrote). Planted bug
+/// `SIBLING_RENEWAL_IGNORED`: the first process renews as if it had written the
+/// sibling's record, and the waiter takes over once it dies (found by a breaker).
+pub(super) fn session_sibling(_: &Setup) -> Vec<Actor> {
+    let running = Arc::new(Mutex::new(HashSet::from([3, 4])));
+    let probe = |pid: u32| ModelLiveness {
+        this: evidence("local-host", pid),
+        running: Arc::clone(&running),
+    };
+    let (first_probe, waiter_probe, table) = (probe(3), probe(4), Arc::clone(&running));
+    // The end (true time) of what the sibling was promised, once it re-entered.
+    let promised = Arc::new(Mutex::new(None::<u64>));
+    let judged = Arc::clone(&promised);
+    vec![
+        Actor::new("s-first", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(first_probe));
+            let options = for_session(&ctx, Some("s"), 0).tied_to_process(true);
+            let Some(mut lease) = ctx.acquire_with(&lock(), &options) else {
+                return;
+            };
+            if ctx.keep(&mut lease, 2) {
+                // SIGKILL, holding.
+                lock_set(&table).remove(&3);
+                ctx.die(&lease);
+            }
+        }),
+        Actor::new("s-second", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 6);
+            let began = ctx.world.now();
+            let options = AcquireOptions {
+                ttl_ms: 3 * TTL_MS,
+                ..for_session(ctx, Some("s"), 0)
+            };
+            if let Some(lease) = ctx.acquire_with(&lock(), &options)
+                && lease.reentered()
+            {
+                *promised.lock().unwrap_or_else(|e| e.into_inner()) = Some(began + 3 * TTL_MS);
+                ctx.sleep(TTL_MS);
+                ctx.check(&lease);
+            }
+        }),
+        Actor::new("t", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(waiter_probe));
+            ctx.sleep(TTL_MS / 3);
+            let options = for_session(&ctx, Some("t"), 5 * TTL_MS).tied_to_process(true);
+            if let Some(lease) = ctx.acquire_with(&lock(), &options) {
+                let now = ctx.world.now();
+                let until = *judged.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(until) = until.filter(|until| now < *until) {
+                    ctx.violate(format!(
+                        "t holds token {} at +{now}ms while the session's sibling was promised the tenure until +{until}ms",
+                        lease.token()
+                    ));
+                }
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
 /// Two processes of session `s` claim one existing file (two keys: its path and
 /// its file id) at the same instant, without waiting, and keep it; a process of
 /// session `t` waits for it. Besides the oracle's safety rules, the schedule judges

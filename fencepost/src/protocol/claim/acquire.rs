@@ -609,6 +609,7 @@ impl Store {
             session: options.session.clone(),
             session_tag: options.session.as_deref().map(SessionTag::of),
             reentered: false,
+            siblings: false,
             shared: false,
             queued: false,
             // The claim itself, moved (its numbers were copied above): no clone on

@@ -45,7 +45,7 @@ impl Store {
         let started = self.clock.monotonic_ms();
         // The keeper of a tied tenure records its own evidence; a resumed lease
         // (renewed from another process) none.
-        let evidence = if lease.tied {
+        let evidence = if lease.tied && !lease.siblings {
             self.liveness
                 .this_process()
                 .map(|evidence| crate::ProcessEvidence {
@@ -70,20 +70,31 @@ impl Store {
                     written,
                     &lease.secret,
                     lease.ttl_ms,
-                    evidence.clone(),
+                    (evidence.clone(), lease.siblings),
                 )
-            });
+            })
+            .map(|renewed| renewed.map(|renewed| (renewed, lease.siblings)));
+        // Judged on a read: a newest record of the tenure other than the one this
+        // handle knew was written through another handle (see `renew_tenure_kept`).
+        let known = if lease.siblings {
+            None
+        } else {
+            Some(lease.generation)
+        };
         let renewed = match written.unwrap_or_else(|| {
-            self.renew_tenure(
+            self.renew_tenure_kept(
                 &lease.key,
                 &lease.label,
-                lease.token,
-                &lease.secret,
+                (lease.token, &lease.secret),
                 lease.ttl_ms,
                 evidence,
+                Some(known),
             )
         }) {
-            Ok(renewed) => renewed,
+            Ok((renewed, siblings)) => {
+                lease.siblings |= siblings;
+                renewed
+            }
             Err(error) => {
                 if is_loss(&error) {
                     self.give_back_keys(&others, &lease.label, &lease.secret);

@@ -108,6 +108,9 @@ impl Store {
         // while the session still holds it. Its renewals carry no evidence.
         lease.tied = false;
         lease.reentered = true;
+        // And its renewals never end the tenure sooner than the process that
+        // holds it was promised (docs/design-04-claims.md, "Sessions").
+        lease.siblings = true;
         match self.renew(&mut lease) {
             Ok(()) => Ok(Some(lease)),
             Err(error) if is_loss(&error) => Ok(None),

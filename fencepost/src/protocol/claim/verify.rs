@@ -184,6 +184,7 @@ impl Store {
             session: None,
             session_tag: record.session.clone(),
             reentered: false,
+            siblings: false,
             shared: false,
             queued: false,
             written: Written::of(record),

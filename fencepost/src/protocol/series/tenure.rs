@@ -23,6 +23,30 @@ impl Store {
         ttl_ms: u64,
         evidence: Option<ProcessEvidence>,
     ) -> Result<Record> {
+        self.renew_tenure_kept(key, label, (token, secret), ttl_ms, evidence, None)
+            .map(|(renewed, _)| renewed)
+    }
+
+    /// [`Store::renew_tenure`] for a handle that last knew the tenure at generation
+    /// `known` (`None`: nothing known, or another process keeps it already, so its
+    /// renewals keep the later expiry and carry no evidence whatever it finds).
+    /// When the newest record of the tenure is not the one it knew, another
+    /// process renewed it through another handle (a session's sibling, `renew`
+    /// with the handle): the renewal then ends no sooner than that record does and
+    /// carries no evidence, and the flag returned says so (the lease keeps it:
+    /// `siblings`). A process that began a tenure must not cut short what a
+    /// sibling was promised, nor hand it to a waiter when it alone dies (found by
+    /// a breaker: a session re-entry "renewed for 60 s" was shortened to the first
+    /// process's 3 s and taken over once that process was killed).
+    pub(crate) fn renew_tenure_kept(
+        &self,
+        key: &Key,
+        label: &str,
+        (token, secret): (u64, &Secret),
+        ttl_ms: u64,
+        evidence: Option<ProcessEvidence>,
+        known: Option<Option<u64>>,
+    ) -> Result<(Record, bool)> {
         let newest = self.read_settled(key)?;
         let superseded = |newest: &Newest| Error::Superseded {
             label: label.to_string(),
@@ -40,6 +64,11 @@ impl Store {
         if let Some(ended) = ended(current, label) {
             return Err(ended);
         }
+        let siblings = match known {
+            None => false,
+            Some(None) => true,
+            Some(Some(generation)) => current.generation != generation && !siblings_ignored(),
+        };
         let renewal = Renewal {
             key,
             label,
@@ -47,10 +76,11 @@ impl Store {
             current,
             above: newest.generation,
             ttl_ms,
-            evidence,
+            evidence: if siblings { None } else { evidence },
+            keep_later: siblings,
         };
         match self.write_renewal(renewal, false)? {
-            Some(renewed) => Ok(renewed),
+            Some(renewed) => Ok((renewed, siblings)),
             // Not reached: only a renewal from the record written falls back.
             None => Err(superseded(&newest)),
         }
@@ -77,7 +107,7 @@ impl Store {
         written: &Record,
         secret: &Secret,
         ttl_ms: u64,
-        evidence: Option<ProcessEvidence>,
+        (evidence, keep_later): (Option<ProcessEvidence>, bool),
     ) -> Option<Result<Record>> {
         if ended(written, label).is_some()
             || !record::is_live(&written.envelope(), self.clock.wall_ms())
@@ -92,6 +122,7 @@ impl Store {
             above: written.generation,
             ttl_ms,
             evidence,
+            keep_later,
         };
         self.write_renewal(renewal, true).transpose()
     }
@@ -109,6 +140,7 @@ impl Store {
             above,
             ttl_ms,
             evidence,
+            keep_later,
         } = r;
         let token = current.token;
         let superseded = |newest: &Newest| Error::Superseded {
@@ -137,6 +169,13 @@ impl Store {
             .expires_at_ms
             .saturating_sub(judged_now)
             .min(current.ttl_ms);
+        // Kept by other processes too: never sooner than the record renewed ends
+        // (by this clock, capped at its ttl, as above).
+        let ttl_ms = if keep_later {
+            ttl_ms.max(remaining_ms)
+        } else {
+            ttl_ms
+        };
         let generation = next_generation(key, above)?;
         let renewal = Record {
             generation,
@@ -539,4 +578,17 @@ struct Renewal<'a> {
     above: u64,
     ttl_ms: u64,
     evidence: Option<ProcessEvidence>,
+    /// Another process keeps the tenure too ([`crate::Lease`]'s `siblings`): the
+    /// renewal lasts at least as long as `current` still does.
+    keep_later: bool,
+}
+
+/// Planted bug [`crate::planted::SIBLING_RENEWAL_IGNORED`]: a renewal over a record
+/// another handle of the tenure wrote is made as if this handle had written it.
+fn siblings_ignored() -> bool {
+    #[cfg(feature = "planted-bugs")]
+    if crate::planted::on(&crate::planted::SIBLING_RENEWAL_IGNORED) {
+        return true;
+    }
+    false
 }
