@@ -509,6 +509,10 @@ fn describe_with(error: &Error, next_steps_any: &str) -> String {
         Error::Backend(e) if e.location.contains("etcd://") => format!(
             "store error: {e}; check that the etcd endpoints of the store (--store or FENCEPOST_STORE) are reachable"
         ),
+        // A cause that says what to do itself gets no store remedy after it.
+        Error::Backend(e) if e.source.to_string().contains("largest possible generation") => {
+            format!("store error: {e}")
+        }
         Error::Backend(e) => format!("store error: {e}; {}", store_remedy(e)),
         other => other.to_string(),
     }

@@ -255,3 +255,34 @@ fn owners_with_control_characters_are_rejected() {
         "control characters",
     );
 }
+
+/// A series planted by hand at the largest generation: no later claim can be
+/// numbered (wrapping would restart the tokens). The refusal says why and what to
+/// do instead, and no longer adds the store remedy "check that the store is a
+/// writable directory", which nothing about the store called for.
+#[test]
+fn a_series_at_the_largest_generation_says_to_use_another_name() {
+    let s = Scratch::new();
+    s.cmd()
+        .args(["claim", "--lock", "top", "--ttl", "300"])
+        .assert()
+        .success();
+    let dir = s.only_key_dir();
+    let first = dir.join("g00000001.json");
+    let record = std::fs::read_to_string(&first).unwrap();
+    let planted = record
+        .replace("\"token\":1,", &format!("\"token\":{},", u64::MAX))
+        .replace(
+            "\"generation\":1,",
+            &format!("\"generation\":{},", u64::MAX),
+        );
+    std::fs::write(dir.join(format!("g{}.json", u64::MAX)), planted).unwrap();
+    std::fs::remove_file(first).unwrap();
+    // Expired, so the claim goes on to number its own record.
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let output = s.cmd().args(["claim", "--lock", "top"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let line = one_line_stderr(&output);
+    assert!(line.contains("use a resource of another name"), "{line}");
+    assert!(!line.contains("writable directory"), "{line}");
+}

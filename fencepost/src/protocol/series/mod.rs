@@ -272,7 +272,7 @@ pub(crate) fn next_generation(key: &Key, newest: u64) -> Result<u64> {
             "create",
             key,
             std::io::Error::other(
-                "the series holds the largest possible generation, so no later claim can be numbered; a record was planted by hand",
+                "the series holds the largest possible generation, so no later claim can be numbered (a record was planted by hand); this resource cannot be claimed again without restarting its tokens, which a holder's stale token would then pass: use a resource of another name",
             ),
         ))
     })
