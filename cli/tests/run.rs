@@ -383,6 +383,7 @@ fn a_killed_run_is_not_taken_over_while_its_command_runs() {
     wait_until("the first command writes", Duration::from_secs(20), || {
         std::fs::read_to_string(s.path().join("log")).is_ok_and(|log| log.lines().count() >= 3)
     });
+    s.wait_group_named("x");
     first.kill_and_reap();
     let second = s
         .cmd()

@@ -327,19 +327,17 @@ fn a_reader_takes_over_a_killed_exclusive_holder_at_once() {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let mut holder = holder.spawn().unwrap();
-    wait_until("the holder holds", Duration::from_secs(20), || {
-        let out = s
-            .cmd()
-            .args(["check", "--lock", "d", "1"])
-            .output()
-            .unwrap();
-        out.status.code() == Some(0)
-    });
+    // Held, and its records name its command's group (the renewal right after the
+    // command started): killed before that, `run` keeps its ttl (its command may
+    // still run; `cli/tests/run.rs`).
+    s.wait_group_named("d");
     holder.kill().unwrap();
     holder.wait().unwrap();
+    // At once: within the guard's few milliseconds to stop the command, not the
+    // 60 s ttl.
     let out = s
         .cmd()
-        .args(["claim", "--lock", "d", "--shared", "--wait", "0"])
+        .args(["claim", "--lock", "d", "--shared", "--wait", "5000"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", one_line_stderr(&out));

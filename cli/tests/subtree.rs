@@ -307,6 +307,18 @@ fn a_sigkilled_subtree_holder_does_not_keep_covered_files_out() {
         .read_line(&mut line)
         .unwrap();
     assert_eq!(line.trim(), "held");
+    crate::util::wait_until(
+        "the run names its command's group",
+        std::time::Duration::from_secs(20),
+        || {
+            s.status().iter().any(|e| {
+                e["resource"]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with("dir:"))
+                    && e["generation"].as_u64().is_some_and(|g| g >= 2)
+            })
+        },
+    );
     let dead = s.status();
     let dead = dead
         .iter()

@@ -22,6 +22,7 @@ fn holding_run(s: &Scratch, lock: &str) -> (Background, PidFileGuard, u64) {
     let run = Background::spawn(&mut run);
     read_pid(&guard.0);
     let token = s.wait_held(lock);
+    s.wait_group_named(lock);
     (run, guard, token)
 }
 

@@ -220,6 +220,26 @@ impl Scratch {
         run
     }
 
+    /// Waits (20 s at most) until the `run` holding `label` has named its
+    /// command's process group in its records (the renewal right after the command
+    /// started: generation 2 of a fresh lease). Killed before that, a `run`'s lease
+    /// waits out its ttl, since its command may still run (`cli/tests/run.rs`,
+    /// `a_run_killed_before_naming_its_group_is_not_taken_over_early`); a test of
+    /// the takeover of a killed `run` waits for this first. POSIX only: elsewhere
+    /// a `run` names no group.
+    #[cfg(unix)]
+    pub fn wait_group_named(&self, label: &str) {
+        wait_until(
+            "the run names its command's group",
+            std::time::Duration::from_secs(20),
+            || {
+                self.entry(label).is_some_and(|e| {
+                    e["live"] == true && e["generation"].as_u64().is_some_and(|g| g >= 2)
+                })
+            },
+        );
+    }
+
     /// Waits (10 s at most) until `status` shows `label` held; returns its token.
     pub fn wait_held(&self, label: &str) -> u64 {
         let mut token = None;
