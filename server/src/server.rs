@@ -923,8 +923,11 @@ impl Inner {
         Ok(ReleaseResult { released: true })
     }
 
-    /// A live tenure other than this server's own holding `target` as a file: a
-    /// file lease always wins over a lock.
+    /// A live tenure holding `target` as a file, other than an exclusive one of this
+    /// server's own: a file lease always wins over a lock. This server's own shared
+    /// lease counts too (it authorizes reading, and other readers may hold the file
+    /// beside it, of whom `Store::holder` names one: a breaker's write landed over
+    /// another agent's shared lease because the one named was ours).
     fn file_holder(&self, target: &std::path::Path) -> Result<Option<fencepost::Holder>, String> {
         // The file's own store (the location rule picks it from the file), which may
         // not be the lock's.
@@ -933,12 +936,21 @@ impl Inner {
             .store(&file, Access::Existing)?
             .holder(&file)
             .map_err(describe)?;
-        let ours = |holder: &fencepost::Holder| {
-            self.leases()
-                .values()
-                .any(|k| !k.is_lost() && k.lease().holder_id() == holder.holder_id)
-        };
-        Ok(holder.filter(|h| !ours(h)))
+        Ok(holder.filter(|h| !self.own_exclusive(h)))
+    }
+
+    /// True when `holder` is a live exclusive lease of this server's.
+    fn own_exclusive(&self, holder: &fencepost::Holder) -> bool {
+        self.leases().values().any(|k| {
+            !k.is_lost() && k.lease().holder_id() == holder.holder_id && !k.lease().shared()
+        })
+    }
+
+    /// True when `holder` is a live shared lease of this server's.
+    fn own_shared(&self, holder: &fencepost::Holder) -> bool {
+        self.leases().values().any(|k| {
+            !k.is_lost() && k.lease().holder_id() == holder.holder_id && k.lease().shared()
+        })
     }
 
     fn write(&self, args: WriteArgs) -> Result<WriteResult, String> {
@@ -1026,6 +1038,15 @@ impl Inner {
         }
         let relative = self.confinement.relative(&target);
         let held_as_file = |holder: fencepost::Holder| {
+            if self.own_shared(&holder) {
+                return format!(
+                    "refused path {:?}: this server holds {relative} shared (token {}: a lease \
+                     on the file, or on a subtree that contains it), which authorizes reading \
+                     only, and a lock never overrides a file or subtree lease; nothing was \
+                     written. To write it under the lock, release that shared lease first",
+                    args.path, holder.token
+                );
+            }
             format!(
                 "refused path {:?}: {relative} is held as a file by {holder} (a lease on the \
                  file, or on a subtree that contains it), and a lock never overrides a file \

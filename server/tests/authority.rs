@@ -98,6 +98,61 @@ async fn a_lock_never_overrides_a_shared_lease() {
     assert!(!tree.root.join("docs/new.md").exists());
 }
 
+/// The same when B holds the file (or the subtree) shared too: the reader a
+/// lookup names may be B's own, and A's shared lease must still keep B's lock
+/// out (a breaker: B's write landed); B's own shared lease alone keeps it out as
+/// well, since it authorizes reading only.
+#[tokio::test]
+async fn a_lock_never_overrides_a_shared_lease_beside_ones_own() {
+    let tree = Tree::new();
+    std::fs::write(tree.root.join("notes.txt"), "notes").unwrap();
+    std::fs::create_dir(tree.root.join("docs")).unwrap();
+    let a = Server::start(&tree, "agent-a").await;
+    let b = Server::start(&tree, "agent-b").await;
+    let shared = |resource: serde_json::Value| json!({"resource": resource, "ttl_ms": 600_000, "shared": true});
+    for resource in [file("notes.txt"), json!({"kind": "dir", "target": "docs"})] {
+        a.call("claim", shared(resource.clone())).await.unwrap();
+        b.call("claim", shared(resource)).await.unwrap();
+    }
+    let lock_token = b.claim_lock("anything", 600_000).await;
+    for path in ["notes.txt", "docs/new.md"] {
+        let refused = b
+            .call(
+                "write",
+                json!({"resource": lock("anything"), "token": lock_token, "path": path, "content": "B"}),
+            )
+            .await
+            .unwrap_err();
+        assert!(refused.starts_with("refused path"), "{refused}");
+        assert!(refused.contains("never overrides"), "{refused}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("notes.txt")).unwrap(),
+        "notes"
+    );
+    assert!(!tree.root.join("docs/new.md").exists());
+    // B's shared lease alone.
+    let c = Server::start(&tree, "agent-c").await;
+    std::fs::write(tree.root.join("mine.txt"), "mine").unwrap();
+    c.call("claim", shared(file("mine.txt"))).await.unwrap();
+    let lock_token = c.claim_lock("other", 600_000).await;
+    let refused = c
+        .call(
+            "write",
+            json!({"resource": lock("other"), "token": lock_token, "path": "mine.txt", "content": "C"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        refused.contains("this server holds mine.txt shared"),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("mine.txt")).unwrap(),
+        "mine"
+    );
+}
+
 /// A holds notes.txt as a file; B's lock token cannot write it (the refusal names
 /// A), while a file nobody holds is writable with the lock, as before.
 #[tokio::test]
