@@ -111,6 +111,48 @@ fn status_shows_a_killed_holder_s_process_ended() {
     assert!(s.claim("x", &[]) > token);
 }
 
+/// A killed `run` whose command still runs (it ignores SIGTERM, `--on-loss keep`
+/// leaves it running) is not "process ended" in `status`: the next claim would be
+/// refused (a breaker: status promised a takeover at once that the claim refused).
+#[test]
+fn status_does_not_promise_a_takeover_while_a_killed_runs_command_runs() {
+    let s = Scratch::new();
+    let guard = PidFileGuard(s.path().join("x.child"));
+    let mut run = s.spawn_cmd();
+    run.args([
+        "run",
+        "--lock",
+        "x",
+        "--ttl",
+        "60000",
+        "--on-loss",
+        "keep",
+        "--",
+    ])
+    .args([
+        "sh",
+        "-c",
+        r#"echo $$ > x.tmp && mv x.tmp x.child; exec sleep 60"#,
+    ]);
+    let mut run = Background::spawn(&mut run);
+    read_pid(&guard.0);
+    s.wait_held("x");
+    s.wait_group_named("x");
+    run.kill_and_reap();
+    let entry = s.entry("x").unwrap();
+    assert_eq!(entry["state"], "held");
+    assert!(entry.get("holder_ended").is_none(), "{entry}");
+    let table = s.cmd().arg("status").output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&table.stdout).contains("takes the lease over at once"),
+        "{table:?}"
+    );
+    s.cmd()
+        .args(["claim", "--lock", "x", "--wait", "0"])
+        .assert()
+        .code(3);
+}
+
 /// Issue 16: a SIGSTOPped holder is alive, so it is not taken over before its ttl.
 #[test]
 fn a_sigstopped_run_is_not_taken_over_early() {

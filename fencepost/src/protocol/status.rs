@@ -72,8 +72,10 @@ pub struct StatusEntry {
     /// `expires_at_ms`. Judged by the cheapest certain check
     /// ([`Liveness::surely_gone`](crate::Liveness::surely_gone)), so a holder whose
     /// pid was reused since is shown as held. Only for records that carry process
-    /// evidence (tied claims); absent from JSON when false. Pinned by
-    /// `cli/tests/takeover.rs::status_shows_a_killed_holder_s_process_ended`.
+    /// evidence (tied claims), and only once no process is left in the process
+    /// group it names (`fencepost run`'s command); absent from JSON when false.
+    /// Pinned by `cli/tests/takeover.rs::status_shows_a_killed_holder_s_process_ended`
+    /// and `status_does_not_promise_a_takeover_while_a_killed_runs_command_runs`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub holder_ended: bool,
 }
@@ -259,8 +261,14 @@ impl Store {
                         broken: r.broken.clone(),
                         session: r.session.clone(),
                         shared: Vec::new(),
+                        // And its command's group, when it names one: a killed
+                        // `run` whose command still runs is not taken over yet
+                        // (a breaker: status promised a takeover the next claim
+                        // refused).
                         holder_ended: live
-                            && r.process.as_ref().is_some_and(|e| self.surely_gone(e)),
+                            && r.process
+                                .as_ref()
+                                .is_some_and(|e| self.surely_gone(e) && self.group_gone(e)),
                     };
                     (entry, Some(r.holder.to_string()))
                 }

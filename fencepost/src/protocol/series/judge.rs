@@ -216,13 +216,20 @@ impl Store {
             // And its process group, if it names one: `fencepost run`'s command may
             // outlive a killed `run` until the guard has stopped it (a breaker: a
             // waiter took over while the orphaned command still wrote).
-            && (match evidence.group {
-                None => true,
-                // Its command is being started in a group not named yet: nothing
-                // here can prove that group empty, so the ttl decides.
-                Some(ProcessEvidence::GROUP_TO_COME) => group_to_come_ignored(),
-                Some(group) => self.liveness.group_verdict(group) == Verdict::Gone,
-            } || group_ignored())
+            && self.group_gone(evidence)
+    }
+
+    /// True when the process group `evidence` names, if any, has certainly no
+    /// process left: `fencepost run`'s command may outlive a killed `run` until
+    /// its guard has stopped it.
+    pub(crate) fn group_gone(&self, evidence: &ProcessEvidence) -> bool {
+        (match evidence.group {
+            None => true,
+            // Its command is being started in a group not named yet: nothing
+            // here can prove that group empty, so the ttl decides.
+            Some(ProcessEvidence::GROUP_TO_COME) => group_to_come_ignored(),
+            Some(group) => self.liveness.group_verdict(group) == Verdict::Gone,
+        }) || group_ignored()
     }
 }
 
