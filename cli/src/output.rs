@@ -569,7 +569,9 @@ pub fn loss_reason(error: &Error) -> String {
         ),
         Error::NotHolder { .. } => "it was released outside this run".into(),
         Error::Broken { note, .. } => printable(&note.to_string()),
-        Error::Released { .. } => "it was released by a process given its handle".into(),
+        Error::Released { .. } => {
+            "it was released by a process given its handle or naming its session".into()
+        }
         Error::Backend(e) => format!("the store stayed unusable until the lease expired: {e}"),
         other => other.to_string(),
     }

@@ -98,8 +98,12 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         let policy = describe_policy(args.on_loss, args.grace);
         ctx.store.keepalive_with(lease, move |error| {
             // The child was given the handle and released the lease itself: its
-            // choice, not a loss.
-            if matches!(error, Error::Released { .. }) {
+            // choice, not a loss. Not so for a lease this run re-entered: the
+            // session's other processes release it too (the one that began it,
+            // as it ends), and this run's command must not write on unfenced
+            // and exit 0 (a breaker); its child's own release ends the session's
+            // tenure for all of them, and is reported the same way.
+            if matches!(error, Error::Released { .. }) && !reentered {
                 return;
             }
             report(&crate::in_store(format!(

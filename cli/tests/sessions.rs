@@ -230,6 +230,40 @@ fn a_siblings_longer_reentry_outlives_the_first_process() {
     );
 }
 
+/// A `run` that re-entered its session's lease learns when the process that began
+/// the tenure releases it (here, that `run` ending): its command is stopped and it
+/// exits with the conflict code, rather than letting the command write on
+/// unfenced and exiting 0 (a breaker).
+#[cfg(unix)]
+#[test]
+fn a_reentered_run_reports_the_sessions_release_as_a_loss() {
+    let s = Scratch::new();
+    let mut first = s.spawn_cmd();
+    first
+        .args(["run", "--lock", "x", "--session", "agent-7", "--"])
+        .args(["sh", "-c", "sleep 1"]);
+    let mut first = Background::spawn(&mut first);
+    s.wait_held("x");
+    let started = std::time::Instant::now();
+    let second = s
+        .cmd()
+        .args(["run", "--lock", "x", "--session", "agent-7", "--"])
+        .args(["sh", "-c", "sleep 20"])
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(3), "{second:?}");
+    assert!(
+        one_line_stderr(&second).contains("lease on x lost"),
+        "{second:?}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "the command ran on for {:?}",
+        started.elapsed()
+    );
+    assert!(first.0.wait().unwrap().success());
+}
+
 /// The multi-process test: a session holds `x` in one real process that
 /// keeps it alive (`claim --hold`); a claim from a second process of the session
 /// keeps the token, a different session is refused; `run --session` hands the
