@@ -230,6 +230,41 @@ fn a_siblings_longer_reentry_outlives_the_first_process() {
     );
 }
 
+/// Three processes of one session claim a lock at the same instant: all get the
+/// same token and exactly one says it began the tenure (`reentered: false`), the
+/// one that releases it at its end. Before, a claim whose tenure a sibling had
+/// already re-entered took itself for lost and re-entered too: every process said
+/// "re-entered" (a breaker: 5 rounds of 6), and no `run` released the lease.
+#[test]
+fn simultaneous_claims_of_a_session_have_exactly_one_beginner() {
+    let s = Scratch::new();
+    for round in 0..5 {
+        let lock = format!("r{round}");
+        let outcomes: Vec<serde_json::Value> = std::thread::scope(|scope| {
+            let claims: Vec<_> = (0..3)
+                .map(|_| {
+                    let mut command = s.cmd();
+                    command.args(["claim", "--lock", &lock, "--session", "agent-7"]);
+                    command.args(["--wait", "5000", "--json"]);
+                    scope.spawn(move || command.output().unwrap())
+                })
+                .collect();
+            claims
+                .into_iter()
+                .map(|claim| {
+                    let output = claim.join().unwrap();
+                    assert_eq!(output.status.code(), Some(0), "{output:?}");
+                    json_of(&output)
+                })
+                .collect()
+        });
+        let tokens: Vec<_> = outcomes.iter().map(|o| o["token"].clone()).collect();
+        assert!(tokens.windows(2).all(|w| w[0] == w[1]), "{outcomes:?}");
+        let began = outcomes.iter().filter(|o| o["reentered"] == false).count();
+        assert_eq!(began, 1, "round {round}: {outcomes:?}");
+    }
+}
+
 /// A `run` that re-entered its session's lease learns when the process that began
 /// the tenure releases it (here, that `run` ending): its command is stopped and it
 /// exits with the conflict code, rather than letting the command write on

@@ -394,6 +394,7 @@ fn survey() {
         ("GROUP_IGNORED", &planted::GROUP_IGNORED),
         ("GROUP_TO_COME_IGNORED", &planted::GROUP_TO_COME_IGNORED),
         ("SIBLING_RENEWAL_IGNORED", &planted::SIBLING_RENEWAL_IGNORED),
+        ("SIBLING_CLAIM_IGNORED", &planted::SIBLING_CLAIM_IGNORED),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -512,6 +513,11 @@ fn catches_a_takeover_of_a_holder_whose_group_is_still_to_come() {
 #[test]
 fn catches_a_renewal_that_cuts_short_a_siblings_promise() {
     catches(&planted::SIBLING_RENEWAL_IGNORED, "session_sibling", 0);
+}
+
+#[test]
+fn catches_a_claim_that_takes_its_siblings_reentry_for_a_loss() {
+    catches(&planted::SIBLING_CLAIM_IGNORED, "session_simultaneous", 84);
 }
 
 #[test]

@@ -357,6 +357,11 @@ pub mod planted {
     /// its own ttl and evidence, cutting short what the sibling was promised and
     /// handing the tenure over once this process alone dies.
     pub static SIBLING_RENEWAL_IGNORED: AtomicBool = AtomicBool::new(false);
+    /// A claim that finds its own tenure renewed above it by another process of
+    /// its session (a re-entry before its confirming read) takes itself for lost
+    /// and re-enters: every process of the session then says it re-entered, and
+    /// none releases the tenure at its end.
+    pub static SIBLING_CLAIM_IGNORED: AtomicBool = AtomicBool::new(false);
     /// An intent carries its waiter's process evidence only when the waiter's
     /// claim is tied to its process: a killed plain `claim --wait` leaves an
     /// intent nobody can prove dead.

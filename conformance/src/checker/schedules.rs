@@ -586,6 +586,15 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::dead_run_group,
     },
     Schedule {
+        name: "session_simultaneous",
+        about: "two processes of one session claim a lock at the same instant: exactly one says it began the tenure",
+        snapshot_listing: true,
+        mix: FaultMix::NONE,
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::session_simultaneous,
+    },
+    Schedule {
         name: "session_sibling",
         about: "a tied process of a session keeps a lock, a sibling re-enters it for three ttls, the first process renews and dies: no waiter may hold before the sibling's promise ends",
         snapshot_listing: true,

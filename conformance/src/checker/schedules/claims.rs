@@ -117,6 +117,54 @@ pub(super) fn session_sibling(_: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// Two processes of session `s` claim one lock at the same instant, as two
+/// `fencepost run --session s` started together: one begins the tenure, the other
+/// re-enters it (same token). Judged by the schedule itself: when both got the
+/// same token, exactly one must say it began it, since only that one releases it
+/// at its end (`run`, `claim --hold`); a claim that took its tenure for lost
+/// because its sibling had already renewed it made both say "re-entered", and the
+/// lock stayed held for its ttl with nobody behind it (a breaker; planted bug
+/// `SIBLING_CLAIM_IGNORED`). Without faults, as `session_file_race`.
+pub(super) fn session_simultaneous(_: &Setup) -> Vec<Actor> {
+    let outcomes = Arc::new(Mutex::new(Vec::<(u64, bool)>::new()));
+    let member = |outcomes: Arc<Mutex<Vec<(u64, bool)>>>| {
+        move |ctx: &Ctx| {
+            let options = for_session(ctx, Some("s"), 2 * TTL_MS);
+            if let Some(mut lease) = ctx.acquire_with(&lock(), &options) {
+                outcomes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((lease.token(), lease.reentered()));
+                if ctx.keep(&mut lease, 1) && !lease.reentered() {
+                    ctx.release(&lease);
+                }
+            }
+        }
+    };
+    let judged = Arc::clone(&outcomes);
+    vec![
+        Actor::new("s-a", member(Arc::clone(&outcomes))),
+        Actor::new("s-b", member(outcomes)),
+        Actor::new("judge", move |ctx: &Ctx| {
+            ctx.sleep(3 * TTL_MS);
+            let outcomes = judged.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if let [(a, a_reentered), (b, b_reentered)] = outcomes[..]
+                && a == b
+                && a_reentered == b_reentered
+            {
+                ctx.violate(format!(
+                    "both processes of the session got token {a} and both said {} it",
+                    if a_reentered {
+                        "they re-entered"
+                    } else {
+                        "they began"
+                    }
+                ));
+            }
+        }),
+    ]
+}
+
 /// Two processes of session `s` claim one existing file (two keys: its path and
 /// its file id) at the same instant, without waiting, and keep it; a process of
 /// session `t` waits for it. Besides the oracle's safety rules, the schedule judges

@@ -104,6 +104,27 @@ impl Store {
                 && confirmed
                     .top_record()
                     .is_some_and(|r| !r.released && *r.holder == *holder_id);
+            // Above ours, our own tenure renewed: another process of the session
+            // re-entered it before this read. The tenure is still the one this
+            // claim began (same holder id, same token), so this process began it
+            // and says so; taking it for lost and re-entering made every process
+            // of the session report a re-entry, and none released it at its end
+            // (a breaker: held for the whole ttl with nobody behind it).
+            let renewed_by_sibling = confirmed.generation > generation
+                && !sibling_claim_ignored()
+                && confirmed.top_record().is_some_and(|r| {
+                    !r.released
+                        && r.broken.is_none()
+                        && *r.holder == *holder_id
+                        && r.token == generation
+                });
+            if renewed_by_sibling {
+                // The sweep below it is the sibling's renewal's (ours is among
+                // the records below that); ours sweeps only below our claim.
+                let mut below = confirmed.below;
+                below.retain(|g| *g < generation);
+                return Ok(Claim::Taken(claim, below, since_mono, trusted));
+            }
             if confirmed.generation == generation && !ours {
                 // Our exclusive create succeeded, yet the record read back is not
                 // ours: the backend broke the visibility promise of the contract.
@@ -217,4 +238,14 @@ fn kept_text(last: &'static LocalKey<RefCell<Option<Arc<str>>>>, text: &str) -> 
         }
     })
     .unwrap_or_else(|_| Arc::from(text))
+}
+
+/// Planted bug [`crate::planted::SIBLING_CLAIM_IGNORED`]: a claim whose own tenure
+/// was renewed above it by another process of its session takes itself for lost.
+fn sibling_claim_ignored() -> bool {
+    #[cfg(feature = "planted-bugs")]
+    if crate::planted::on(&crate::planted::SIBLING_CLAIM_IGNORED) {
+        return true;
+    }
+    false
 }
