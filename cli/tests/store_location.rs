@@ -118,6 +118,28 @@ fn status_labels(s: &Scratch, cwd: &Path) -> Vec<String> {
     labels
 }
 
+/// A linked worktree made inside the main checkout shares its store, so a subtree
+/// claim above it covers its files and is not refused as split (a breaker: `claim
+/// --dir .` was refused with advice that did not help); a nested repository there
+/// still is.
+#[test]
+fn a_worktree_inside_the_checkout_does_not_split_a_subtree() {
+    let s = Scratch::new();
+    let main = top(&s).join("main");
+    repository(&main, &["a.txt"]);
+    git(&main, &["worktree", "add", "-q", "wt", "-b", "inside"]);
+    claim(&s, &main, &["--dir", "."], 0);
+    // The worktree's file, claimed from inside the worktree, is covered.
+    claim(&s, &main.join("wt"), &["--file", "a.txt"], 3);
+    fs::create_dir_all(main.join("pkg")).unwrap();
+    git(&main.join("pkg"), &["init", "-q"]);
+    let refused = claim(&s, &main, &["--dir", "pkg/.."], 1);
+    assert!(
+        one_line_stderr(&refused).contains("nested repository"),
+        "{refused:?}"
+    );
+}
+
 #[test]
 fn linked_worktrees_share_the_repository_store() {
     let s = Scratch::new();

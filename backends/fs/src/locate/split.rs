@@ -98,8 +98,9 @@ pub fn subtree_split_within(
     if !dir.is_dir() {
         return Ok(None);
     }
-    let scope = discover(&dir, &|name| std::env::var_os(name))?.scope;
-    let repositories_split = scope != StoreScope::Marker;
+    let env = |name: &str| std::env::var_os(name);
+    let own = discover(&dir, &env)?;
+    let repositories_split = own.scope != StoreScope::Marker;
     let mut pending = vec![dir.clone()];
     let mut seen = 0usize;
     while let Some(current) = pending.pop() {
@@ -114,7 +115,13 @@ pub fn subtree_split_within(
             let name = entry.file_name();
             let below = current != dir;
             if name == ".git" {
-                if below && repositories_split {
+                // A linked worktree of the same repository (its `.git` a file
+                // naming a worktree of ours) shares this store: its files' claims
+                // meet the subtree's (a breaker: `claim --dir .` was refused over
+                // a worktree made inside the checkout, and no advice helped).
+                let same_store =
+                    || discover(&current, &env).is_ok_and(|there| there.path == own.path);
+                if below && repositories_split && !same_store() {
                     return Ok(Some(SubtreeSplit::StoreBelow {
                         dir,
                         boundary: entry.path(),
