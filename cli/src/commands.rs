@@ -524,12 +524,24 @@ pub fn break_lease(ctx: &Context, args: &BreakArgs) -> Result<ExitCode, Failure>
     let by = breaker(&args.owner);
     match ctx.store.break_lease(&resource, &by, &args.reason) {
         Ok(holder) => {
-            let message = format!(
-                "broke the lease of {} on {name} (token {}, pid {}); that token never passes again, its holder is told why at its next renew, check or write, and the next claim gets a higher token",
-                printable(&holder.who()),
-                holder.token,
-                holder.pid
-            );
+            // Readers (`Store::readers_in_way` names them "… (shared)"): their
+            // handles are told at their next renew or check, but a shared token is
+            // no exclusive one, so nothing is promised about the bare token or the
+            // next claim's (a breaker: the next exclusive claim got token 1 too).
+            let message = if holder.owner.ends_with("(shared)") {
+                format!(
+                    "broke the shared leases of {} on {name} (token {}); each is told why at its next renew or check with its handle",
+                    printable(&holder.who()),
+                    holder.token,
+                )
+            } else {
+                format!(
+                    "broke the lease of {} on {name} (token {}, pid {}); that token never passes again, its holder is told why at its next renew, check or write, and the next claim gets a higher token",
+                    printable(&holder.who()),
+                    holder.token,
+                    holder.pid
+                )
+            };
             if args.json {
                 emit_json(&VerdictJson {
                     ok: true,
