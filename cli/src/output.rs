@@ -376,10 +376,37 @@ fn break_command(resource: &fencepost::Resource) -> String {
         .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+,=".contains(c))
     {
         printable(&target)
+    } else if target.chars().any(char::is_control) {
+        // A control character cannot be typed inside '…': bash's and zsh's $'…',
+        // whose escapes name it (a breaker: `'n\u{a}l'` named another file).
+        ansi_c_quoted(&target)
     } else {
-        format!("'{}'", printable(&target).replace('\'', r"'\''"))
+        format!("'{}'", target.replace('\'', r"'\''"))
     };
     format!("fencepost break --{kind} {quoted}{slot} --reason '…'")
+}
+
+/// `text` as one word of bash's and zsh's ANSI-C quoting, `$'…'`: control
+/// characters as `\n`, `\t` or `\xHH` (`\uHHHH` beyond a byte), `\` and `'`
+/// escaped, everything else as is.
+fn ansi_c_quoted(text: &str) -> String {
+    let mut quoted = String::from("$'");
+    for c in text.chars() {
+        match c {
+            '\\' => quoted.push_str("\\\\"),
+            '\'' => quoted.push_str("\\'"),
+            '\n' => quoted.push_str("\\n"),
+            '\t' => quoted.push_str("\\t"),
+            '\r' => quoted.push_str("\\r"),
+            c if c.is_control() && (c as u32) < 0x100 => {
+                quoted.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() => quoted.push_str(&format!("\\u{:04x}", c as u32)),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('\'');
+    quoted
 }
 
 /// `session 0ed754fc9054df0b, ` when the holder claimed for a session (named by its

@@ -286,3 +286,31 @@ fn a_series_at_the_largest_generation_says_to_use_another_name() {
     assert!(line.contains("use a resource of another name"), "{line}");
     assert!(!line.contains("writable directory"), "{line}");
 }
+
+/// The `break` a refusal suggests for a file whose name holds a line break names
+/// that file when a human pastes it into bash (ANSI-C quoting, `$'n\nl'`); the
+/// escaped form shown before (`'n\u{a}l'`) named another file (a breaker).
+#[cfg(unix)]
+#[test]
+fn the_suggested_break_for_a_name_with_a_line_break_names_that_file() {
+    let s = Scratch::new();
+    std::fs::write(s.path().join("n\nl"), "x").unwrap();
+    s.cmd().args(["claim", "--file", "n\nl"]).assert().success();
+    let refused = s.cmd().args(["claim", "--file", "n\nl"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    let line = one_line_stderr(&refused);
+    let suggested = line
+        .split('`')
+        .find(|part| part.starts_with("fencepost break"))
+        .unwrap_or_else(|| panic!("no break suggested: {line}"))
+        .replace('…', "stuck")
+        .replacen("fencepost", "\"$FP\"", 1);
+    let broke = std::process::Command::new("bash")
+        .current_dir(s.path())
+        .env("FP", env!("CARGO_BIN_EXE_fencepost"))
+        .env("FENCEPOST_STORE", s.store())
+        .args(["-c", &suggested])
+        .output()
+        .unwrap();
+    assert_eq!(broke.status.code(), Some(0), "{suggested}: {broke:?}");
+}
