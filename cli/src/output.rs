@@ -383,11 +383,13 @@ fn break_command(resource: &fencepost::Resource) -> String {
     } else {
         format!("'{}'", target.replace('\'', r"'\''"))
     };
-    format!("fencepost break --{kind} {quoted}{slot} --reason '…'")
+    // A name that begins with `-` would be read as an option: attach it.
+    let separator = if target.starts_with('-') { "=" } else { " " };
+    format!("fencepost break --{kind}{separator}{quoted}{slot} --reason '…'")
 }
 
 /// `text` as one word of bash's and zsh's ANSI-C quoting, `$'…'`: control
-/// characters as `\n`, `\t` or `\xHH` (`\uHHHH` beyond a byte), `\` and `'`
+/// characters as `\n`, `\t` or `\xHH` (`\uHHHH` beyond ASCII), `\` and `'`
 /// escaped, everything else as is.
 fn ansi_c_quoted(text: &str) -> String {
     let mut quoted = String::from("$'");
@@ -398,7 +400,9 @@ fn ansi_c_quoted(text: &str) -> String {
             '\n' => quoted.push_str("\\n"),
             '\t' => quoted.push_str("\\t"),
             '\r' => quoted.push_str("\\r"),
-            c if c.is_control() && (c as u32) < 0x100 => {
+            // `\xHH` is one byte: only for ASCII; a C1 control (U+0080 to
+            // U+009F) is two bytes in UTF-8, which `\uHHHH` gives (a breaker).
+            c if c.is_control() && c.is_ascii() => {
                 quoted.push_str(&format!("\\x{:02x}", c as u32));
             }
             c if c.is_control() => quoted.push_str(&format!("\\u{:04x}", c as u32)),

@@ -76,6 +76,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     // A lease this run re-entered (its session already held it) is left held when
     // the child ends: the session's other process still holds it.
     let reentered = lease.reentered();
+    let sessioned = args.timing.session.is_some();
     let give_back = move |keepalive: fencepost::Keepalive| {
         if reentered {
             keepalive.stop();
@@ -98,12 +99,13 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         let policy = describe_policy(args.on_loss, args.grace);
         ctx.store.keepalive_with(lease, move |error| {
             // The child was given the handle and released the lease itself: its
-            // choice, not a loss. Not so for a lease this run re-entered: the
-            // session's other processes release it too (the one that began it,
-            // as it ends), and this run's command must not write on unfenced
-            // and exit 0 (a breaker); its child's own release ends the session's
-            // tenure for all of them, and is reported the same way.
-            if matches!(error, Error::Released { .. }) && !reentered {
+            // choice, not a loss. Not so for a lease of a session: any process
+            // of the session releases it with the same proof (the one that began
+            // it, as it ends; `release --session`), indistinguishable from the
+            // child, and this run's command must not write on unfenced and exit 0
+            // (two breakers); its child's own release ends the session's tenure
+            // for all of them, and is reported the same way.
+            if matches!(error, Error::Released { .. }) && !reentered && !sessioned {
                 return;
             }
             report(&crate::in_store(format!(

@@ -293,10 +293,18 @@ fn a_series_at_the_largest_generation_says_to_use_another_name() {
 #[cfg(unix)]
 #[test]
 fn the_suggested_break_for_a_name_with_a_line_break_names_that_file() {
+    // Also a C1 control (two bytes in UTF-8) and a name that looks like an option.
+    for name in ["n\nl", "c1\u{85}x", "-x"] {
+        suggested_break_names(name);
+    }
+}
+
+fn suggested_break_names(name: &str) {
     let s = Scratch::new();
-    std::fs::write(s.path().join("n\nl"), "x").unwrap();
-    s.cmd().args(["claim", "--file", "n\nl"]).assert().success();
-    let refused = s.cmd().args(["claim", "--file", "n\nl"]).output().unwrap();
+    std::fs::write(s.path().join(name), "x").unwrap();
+    let file = format!("--file={name}");
+    s.cmd().args(["claim", &file]).assert().success();
+    let refused = s.cmd().args(["claim", &file]).output().unwrap();
     assert_eq!(refused.status.code(), Some(3), "{refused:?}");
     let line = one_line_stderr(&refused);
     let suggested = line

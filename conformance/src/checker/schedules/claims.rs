@@ -126,11 +126,15 @@ pub(super) fn session_sibling(_: &Setup) -> Vec<Actor> {
 /// lock stayed held for its ttl with nobody behind it (a breaker; planted bug
 /// `SIBLING_CLAIM_IGNORED`). Without faults, as `session_file_race`.
 pub(super) fn session_simultaneous(_: &Setup) -> Vec<Actor> {
+    simultaneous_members(lock())
+}
+
+fn simultaneous_members(resource: Resource) -> Vec<Actor> {
     let outcomes = Arc::new(Mutex::new(Vec::<(u64, bool)>::new()));
-    let member = |outcomes: Arc<Mutex<Vec<(u64, bool)>>>| {
+    let member = |outcomes: Arc<Mutex<Vec<(u64, bool)>>>, resource: Resource| {
         move |ctx: &Ctx| {
             let options = for_session(ctx, Some("s"), 2 * TTL_MS);
-            if let Some(mut lease) = ctx.acquire_with(&lock(), &options) {
+            if let Some(mut lease) = ctx.acquire_with(&resource, &options) {
                 outcomes
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -143,8 +147,8 @@ pub(super) fn session_simultaneous(_: &Setup) -> Vec<Actor> {
     };
     let judged = Arc::clone(&outcomes);
     vec![
-        Actor::new("s-a", member(Arc::clone(&outcomes))),
-        Actor::new("s-b", member(outcomes)),
+        Actor::new("s-a", member(Arc::clone(&outcomes), resource.clone())),
+        Actor::new("s-b", member(outcomes, resource)),
         Actor::new("judge", move |ctx: &Ctx| {
             ctx.sleep(3 * TTL_MS);
             let outcomes = judged.lock().unwrap_or_else(|e| e.into_inner()).clone();

@@ -62,6 +62,11 @@ impl Store {
             {
                 let mut lease = self.resume(resource, &LeaseHandle::new(r.token, secret))?;
                 lease.session = Some(session.to_string());
+                // Another process of the session keeps the tenure (it began it):
+                // renewals through this lease never cut short what that process
+                // was promised (a breaker: `renew --session S --ttl 300` handed a
+                // live `run`'s lease to a rival 318 ms later).
+                lease.siblings = true;
                 Ok(lease)
             }
             _ => {

@@ -116,7 +116,7 @@ impl Store {
                     !r.released
                         && r.broken.is_none()
                         && *r.holder == *holder_id
-                        && r.token == generation
+                        && r.token == claim.token
                 });
             if renewed_by_sibling {
                 // The sweep below it is the sibling's renewal's (ours is among

@@ -170,9 +170,13 @@ impl Store {
             .saturating_sub(judged_now)
             .min(current.ttl_ms);
         // Kept by other processes too: never sooner than the record renewed ends
-        // (by this clock, capped at its ttl, as above).
+        // (its own expiry, capped at its ttl from now: a clock far ahead where it
+        // was written does not lengthen it further).
         let ttl_ms = if keep_later {
-            ttl_ms.max(remaining_ms)
+            let kept_until = current
+                .expires_at_ms
+                .min(now.saturating_add(current.ttl_ms));
+            ttl_ms.max(kept_until.saturating_sub(now))
         } else {
             ttl_ms
         };
