@@ -23,6 +23,30 @@ fn claim_json(s: &Scratch, extra: &[&str]) -> serde_json::Value {
     json_of(&output)
 }
 
+/// `claim --lock x --hold --ttl TTL_MS --session agent-7` in the background, once
+/// it printed its handle (returned, trimmed).
+#[cfg(unix)]
+fn session_hold(s: &Scratch, ttl_ms: u64) -> (Background, String) {
+    let mut hold = s.spawn_cmd();
+    hold.args([
+        "claim",
+        "--lock",
+        "x",
+        "--hold",
+        "--ttl",
+        &ttl_ms.to_string(),
+    ])
+    .args(["--session", "agent-7"])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
+    let mut hold = Background(hold.spawn().unwrap());
+    let mut handle = String::new();
+    BufReader::new(hold.0.stdout.take().unwrap())
+        .read_line(&mut handle)
+        .unwrap();
+    (hold, handle.trim().to_string())
+}
+
 #[test]
 fn a_second_process_of_the_holding_session_gets_the_same_token_renewed() {
     let s = Scratch::new();
@@ -193,16 +217,7 @@ fn bad_session_input_is_one_clear_line() {
 #[test]
 fn a_siblings_longer_reentry_outlives_the_first_process() {
     let s = Scratch::new();
-    let mut hold = s.spawn_cmd();
-    hold.args(["claim", "--lock", "x", "--hold", "--ttl", "3000"])
-        .args(["--session", "agent-7"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut hold = Background(hold.spawn().unwrap());
-    let mut handle = String::new();
-    BufReader::new(hold.0.stdout.take().unwrap())
-        .read_line(&mut handle)
-        .unwrap();
+    let (mut hold, _) = session_hold(&s, 3000);
     let again = claim_json(&s, &["--session", "agent-7", "--ttl", "60000"]);
     assert_eq!(again["reentered"], true);
     let promised = again["expires_at_ms"].as_u64().unwrap();
@@ -337,16 +352,7 @@ fn a_session_run_reports_a_release_by_its_session_as_a_loss() {
 #[test]
 fn a_renewal_through_the_session_does_not_cut_the_keepers_lease_short() {
     let s = Scratch::new();
-    let mut hold = s.spawn_cmd();
-    hold.args(["claim", "--lock", "x", "--hold", "--ttl", "30000"])
-        .args(["--session", "agent-7"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut hold = Background(hold.spawn().unwrap());
-    let mut handle = String::new();
-    BufReader::new(hold.0.stdout.take().unwrap())
-        .read_line(&mut handle)
-        .unwrap();
+    let (mut hold, _) = session_hold(&s, 30000);
     let before = s.entry("x").unwrap()["expires_at_ms"].as_u64().unwrap();
     s.cmd()
         .args([
@@ -379,16 +385,7 @@ fn a_renewal_through_the_session_does_not_cut_the_keepers_lease_short() {
 #[test]
 fn a_held_session_lease_is_reentered_from_other_processes() {
     let s = Scratch::new();
-    let mut hold = s.spawn_cmd();
-    hold.args(["claim", "--lock", "x", "--hold", "--ttl", "3000"])
-        .args(["--session", "agent-7"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut hold = Background(hold.spawn().unwrap());
-    let mut handle = String::new();
-    BufReader::new(hold.0.stdout.take().unwrap())
-        .read_line(&mut handle)
-        .unwrap();
+    let (mut hold, handle) = session_hold(&s, 3000);
     let token: u64 = handle.trim().split_once('.').unwrap().0.parse().unwrap();
 
     let again = claim_json(&s, &["--session", "agent-7", "--ttl", "3000"]);

@@ -9,6 +9,18 @@ use fencepost::{AcquireOptions, Resource};
 use super::super::{Actor, Ctx, Setup};
 use super::{ModelLiveness, TTL_MS, evidence, lock};
 
+/// The model's process table of the local host, holding `pids`, and a liveness
+/// probe for any pid on it (the schedules remove a pid to kill its process).
+fn local_processes(pids: &[u32]) -> (Arc<Mutex<HashSet<u32>>>, impl Fn(u32) -> ModelLiveness) {
+    let running = Arc::new(Mutex::new(pids.iter().copied().collect::<HashSet<u32>>()));
+    let table = Arc::clone(&running);
+    let probe = move |pid: u32| ModelLiveness {
+        this: evidence("local-host", pid),
+        running: Arc::clone(&table),
+    };
+    (running, probe)
+}
+
 /// A claim for `session` (none: a plain claim), ttl [`TTL_MS`], waiting `wait_ms`.
 fn for_session(ctx: &Ctx, session: Option<&str>, wait_ms: u64) -> AcquireOptions {
     let options = AcquireOptions::new(TTL_MS)
@@ -61,11 +73,7 @@ pub(super) fn session_reentry(_: &Setup) -> Vec<Actor> {
 /// `SIBLING_RENEWAL_IGNORED`: the first process renews as if it had written the
 /// sibling's record, and the waiter takes over once it dies (found by a breaker).
 pub(super) fn session_sibling(_: &Setup) -> Vec<Actor> {
-    let running = Arc::new(Mutex::new(HashSet::from([3, 4])));
-    let probe = |pid: u32| ModelLiveness {
-        this: evidence("local-host", pid),
-        running: Arc::clone(&running),
-    };
+    let (running, probe) = local_processes(&[3, 4]);
     let (first_probe, waiter_probe, table) = (probe(3), probe(4), Arc::clone(&running));
     // The end (true time) of what the sibling was promised, once it re-entered.
     let promised = Arc::new(Mutex::new(None::<u64>));
@@ -486,11 +494,7 @@ fn tied(ctx: &Ctx, wait_ms: u64) -> AcquireOptions {
 /// claim ignores the dead holder without fencing it, and the orphan's token keeps
 /// passing while the file is held.
 pub(super) fn dead_subtree_holder(setup: &Setup) -> Vec<Actor> {
-    let running = Arc::new(Mutex::new(HashSet::from([3, 4, 5])));
-    let probe = |pid: u32| ModelLiveness {
-        this: evidence("local-host", pid),
-        running: Arc::clone(&running),
-    };
+    let (running, probe) = local_processes(&[3, 4, 5]);
     let (tree_probe, file_probe, inner_probe) = (probe(3), probe(4), probe(5));
     let src = setup.dir.join("src");
     let (file, inner) = (src.join("a.rs"), src.join("inner"));
@@ -567,11 +571,7 @@ impl Drop for DiesWith {
 /// is swept although its writer lives, and a writer that arrived meanwhile holds
 /// together with the reader.
 pub(super) fn shared_crash(_: &Setup) -> Vec<Actor> {
-    let running = Arc::new(Mutex::new(HashSet::from([5, 6, 7])));
-    let probe = |pid: u32| ModelLiveness {
-        this: evidence("local-host", pid),
-        running: Arc::clone(&running),
-    };
+    let (running, probe) = local_processes(&[5, 6, 7]);
     // A reader (pid) that may die at any call, after `pause`, keeping its lease
     // for `renewals` renewals.
     let reader = |pid: u32, pause: u64, renewals: usize| {
@@ -625,11 +625,7 @@ pub(super) fn shared_crash(_: &Setup) -> Vec<Actor> {
 /// `INTENT_UNTIED` (an intent carries its waiter's process evidence only when the
 /// claim is tied to its process).
 pub(super) fn dead_intent(_: &Setup) -> Vec<Actor> {
-    let running = Arc::new(Mutex::new(HashSet::from([5, 6, 7])));
-    let probe = |pid: u32| ModelLiveness {
-        this: evidence("local-host", pid),
-        running: Arc::clone(&running),
-    };
+    let (running, probe) = local_processes(&[5, 6, 7]);
     // Set when the writer's body ends, by a crash or normally.
     let writer_gone = Arc::new(AtomicBool::new(false));
     let (r1_probe, r2_probe, w_probe) = (probe(5), probe(6), probe(7));
@@ -699,11 +695,7 @@ pub(super) fn dead_intent(_: &Setup) -> Vec<Actor> {
 pub(super) fn dead_exclusive_reader(setup: &Setup) -> Vec<Actor> {
     let src = setup.dir.join("src");
     let file = src.join("a.rs");
-    let running = Arc::new(Mutex::new(HashSet::from([3, 4, 5, 6])));
-    let probe = |pid: u32| ModelLiveness {
-        this: evidence("local-host", pid),
-        running: Arc::clone(&running),
-    };
+    let (running, probe) = local_processes(&[3, 4, 5, 6]);
     let died = Arc::new(Mutex::new(HashSet::new()));
     // A holder (pid) of `resource` that dies after one renewal; its orphan checks on.
     let dying = |pid: u32, resource: Resource| {
@@ -841,11 +833,7 @@ pub(super) fn break_shared(_: &Setup) -> Vec<Actor> {
 /// `GROUP_IGNORED`: takeover looks at the process alone, and the waiter holds
 /// while the command still writes.
 pub(super) fn dead_run_group(_: &Setup) -> Vec<Actor> {
-    let running = Arc::new(Mutex::new(HashSet::from([3, 30, 4])));
-    let probe = |pid: u32| ModelLiveness {
-        this: evidence("local-host", pid),
-        running: Arc::clone(&running),
-    };
+    let (running, probe) = local_processes(&[3, 30, 4]);
     let (run_probe, waiter_probe, table) = (probe(3), probe(4), Arc::clone(&running));
     vec![
         Actor::new("run", move |ctx: &Ctx| {
@@ -890,11 +878,7 @@ pub(super) fn dead_run_group(_: &Setup) -> Vec<Actor> {
 /// Planted bug `GROUP_TO_COME_IGNORED`: takeover looks at the process alone, and
 /// the waiter holds while the command still writes.
 pub(super) fn dead_run_spawning(_: &Setup) -> Vec<Actor> {
-    let running = Arc::new(Mutex::new(HashSet::from([3, 30, 4])));
-    let probe = |pid: u32| ModelLiveness {
-        this: evidence("local-host", pid),
-        running: Arc::clone(&running),
-    };
+    let (running, probe) = local_processes(&[3, 30, 4]);
     let (run_probe, waiter_probe, table) = (probe(3), probe(4), Arc::clone(&running));
     vec![
         Actor::new("run", move |ctx: &Ctx| {
