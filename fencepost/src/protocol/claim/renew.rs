@@ -76,11 +76,6 @@ impl Store {
             .map(|renewed| renewed.map(|renewed| (renewed, lease.siblings)));
         // Judged on a read: a newest record of the tenure other than the one this
         // handle knew was written through another handle (see `renew_tenure_kept`).
-        let known = if lease.siblings {
-            None
-        } else {
-            Some(lease.generation)
-        };
         let renewed = match written.unwrap_or_else(|| {
             self.renew_tenure_kept(
                 &lease.key,
@@ -88,7 +83,7 @@ impl Store {
                 (lease.token, &lease.secret),
                 lease.ttl_ms,
                 evidence,
-                Some(known),
+                (Some(lease.generation), lease.siblings),
             )
         }) {
             Ok((renewed, siblings)) => {

@@ -23,14 +23,14 @@ impl Store {
         ttl_ms: u64,
         evidence: Option<ProcessEvidence>,
     ) -> Result<Record> {
-        self.renew_tenure_kept(key, label, (token, secret), ttl_ms, evidence, None)
+        self.renew_tenure_kept(key, label, (token, secret), ttl_ms, evidence, (None, false))
             .map(|(renewed, _)| renewed)
     }
 
     /// [`Store::renew_tenure`] for a handle that last knew the tenure at generation
-    /// `known` (`None`: nothing known, or another process keeps it already, so its
-    /// renewals keep the later expiry and carry no evidence whatever it finds).
-    /// When the newest record of the tenure is not the one it knew, another
+    /// `known` (`None`: nothing known), with `siblings` when another process is
+    /// already known to keep it (the renewal then keeps the later expiry and
+    /// carries no evidence whatever it finds). When the newest record of the tenure is not the one it knew, another
     /// process renewed it through another handle (a session's sibling, `renew`
     /// with the handle): the renewal then ends no sooner than that record does and
     /// carries no evidence, and the flag returned says so (the lease keeps it:
@@ -45,7 +45,7 @@ impl Store {
         (token, secret): (u64, &Secret),
         ttl_ms: u64,
         evidence: Option<ProcessEvidence>,
-        known: Option<Option<u64>>,
+        (known, siblings): (Option<u64>, bool),
     ) -> Result<(Record, bool)> {
         let newest = self.read_settled(key)?;
         let superseded = |newest: &Newest| Error::Superseded {
@@ -64,11 +64,9 @@ impl Store {
         if let Some(ended) = ended(current, label) {
             return Err(ended);
         }
-        let siblings = match known {
-            None => false,
-            Some(None) => true,
-            Some(Some(generation)) => current.generation != generation && !siblings_ignored(),
-        };
+        let siblings = siblings
+            || known
+                .is_some_and(|generation| current.generation != generation && !siblings_ignored());
         let renewal = Renewal {
             key,
             label,
