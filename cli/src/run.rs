@@ -202,8 +202,19 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
             // command still runs (its guard stops it within --grace; a breaker saw
             // both commands write at once). Renewed at once, so the records say
             // so; until then they say a group is to come (the options above).
+            // A renewal that finds the lease already gone (broken, taken over,
+            // or released by the child) is no warning: the keepalive's watch
+            // reports a loss, and a release is the child's.
             if let Some(group) = tree.group()
                 && let Err(error) = keepalive.tie_to_group(group)
+                && !matches!(
+                    error,
+                    Error::Superseded { .. }
+                        | Error::Expired { .. }
+                        | Error::NotHolder { .. }
+                        | Error::Broken { .. }
+                        | Error::Released { .. }
+                )
             {
                 report(&format!(
                     "warning: the lease's records do not name the child's process group yet ({}); if this `fencepost run` is killed before its next renewal, its lease is taken over only after its ttl",

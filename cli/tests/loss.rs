@@ -362,3 +362,42 @@ fn a_full_disk_until_expiry_stops_the_child() {
         "{stderr:?}"
     );
 }
+
+/// A loss that comes before `run` named its command's group in its records (held
+/// there by the debug-build seam `FENCEPOST_TEST_PAUSE_AFTER_SPAWN_MS`) is still
+/// one line, the loss: the renewal that names the group finds the lease gone, and
+/// that is no warning about the group. CI saw both lines when a break came that
+/// early.
+#[test]
+fn a_loss_before_the_group_is_named_is_one_line() {
+    let s = Scratch::new();
+    let _guard = PidFileGuard(s.path().join("child"));
+    let mut run = s.spawn_cmd();
+    run.env("FENCEPOST_TEST_PAUSE_AFTER_SPAWN_MS", "2000")
+        .args(["run", "--lock", "x", "--ttl", "30000", "--grace", "500"])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            r#"echo "$FENCEPOST_TOKEN" > token.tmp && mv token.tmp token
+            echo $$ > child.tmp && mv child.tmp child
+            exec sleep 60"#,
+        ])
+        .stderr(Stdio::piped());
+    let mut run = Background::spawn(&mut run);
+    let child = read_pid(&s.path().join("child"));
+    let token = std::fs::read_to_string(s.path().join("token")).unwrap();
+    take_away(&s, "x", token.trim());
+    let status = run.0.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+    let stderr = run.0.stderr.take().unwrap();
+    let lines: Vec<String> = BufReader::new(stderr).lines().map(Result::unwrap).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got {lines:?}");
+    assert!(
+        lines[0].starts_with("fencepost: lease on x lost: "),
+        "{lines:?}"
+    );
+    wait_until("the child is stopped", Duration::from_secs(5), || {
+        !running(child)
+    });
+}
