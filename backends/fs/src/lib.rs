@@ -554,19 +554,24 @@ impl FsStore {
     /// into place (Linux `O_TMPFILE`), else a staging file linked into place, else
     /// (no hard links) the record name itself. With `flush` the record's file is
     /// flushed; the directory flushes follow in [`flush_names`](Self::flush_names).
+    ///
+    /// Returns the outcome and, for a nameless file, the key directory's open handle
+    /// (`sys::Nameless`), through which [`flush_names`](Self::flush_names) flushes it.
     fn create_record(
         &self,
         key_dir: &Path,
         path: &Path,
         bytes: &[u8],
         flush: bool,
-    ) -> Result<CreateOutcome, BackendError> {
+    ) -> Result<(CreateOutcome, Option<sys::Nameless>), BackendError> {
         if self.shared.links_unsupported.load(Ordering::Relaxed) {
-            return self.create_in_place(path, bytes, flush);
+            return Ok((self.create_in_place(path, bytes, flush)?, None));
         }
         if !self.shared.anonymous_unsupported.load(Ordering::Relaxed) {
             match sys::anonymous_file(key_dir) {
-                Ok(Some(file)) => return self.publish_anonymous(file, path, bytes, flush),
+                Ok(Some(nameless)) => {
+                    return self.publish_anonymous(nameless, path, bytes, flush);
+                }
                 Ok(None) => self
                     .shared
                     .anonymous_unsupported
@@ -581,7 +586,7 @@ impl FsStore {
             let published = publish(&staged, path);
             // Always, whatever the link did: the record (if any) has its own name now.
             let _ = fs::remove_file(&staged);
-            return self.published(published, path, bytes, flush);
+            return Ok((self.published(published, path, bytes, flush)?, None));
         }
         let published = publish(&staged, path);
         let _ = fs::remove_file(&staged);
@@ -592,7 +597,7 @@ impl FsStore {
             file.sync_all()
                 .map_err(|e| BackendError::new("create", path.display(), e))?;
         }
-        Ok(outcome)
+        Ok((outcome, None))
     }
 
     /// What a link's result means; a link the filesystem does not support switches
@@ -620,29 +625,33 @@ impl FsStore {
     /// before the link leaves nothing at all.
     fn publish_anonymous(
         &self,
-        mut file: fs::File,
+        mut nameless: sys::Nameless,
         path: &Path,
         bytes: &[u8],
         flush: bool,
-    ) -> Result<CreateOutcome, BackendError> {
+    ) -> Result<(CreateOutcome, Option<sys::Nameless>), BackendError> {
         let fail = |e: io::Error| BackendError::new("create", path.display(), e);
-        file.write_all(bytes).map_err(fail)?;
-        let linked = match sys::link_anonymous(&file, path) {
+        nameless.file.write_all(bytes).map_err(fail)?;
+        let name = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .expect("a record path ends in its record name");
+        let linked = match sys::link_anonymous(&nameless, name) {
             Ok(linked) => linked,
             Err(e) if sys::links_unsupported(&e) => {
-                drop(file);
+                drop(nameless);
                 self.shared.links_unsupported.store(true, Ordering::Relaxed);
-                return self.create_in_place(path, bytes, flush);
+                return Ok((self.create_in_place(path, bytes, flush)?, None));
             }
             Err(e) => return Err(fail(e)),
         };
         if !linked {
-            return Ok(CreateOutcome::AlreadyExists);
+            return Ok((CreateOutcome::AlreadyExists, None));
         }
         if flush {
-            file.sync_all().map_err(fail)?;
+            nameless.file.sync_all().map_err(fail)?;
         }
-        Ok(CreateOutcome::Created)
+        Ok((CreateOutcome::Created, Some(nameless)))
     }
 
     /// Makes a created record's name durable: its key directory, then (once per
@@ -651,9 +660,18 @@ impl FsStore {
     /// Every handle does the `claims/` and root flushes itself before its first
     /// acknowledged claim, instead of trusting whoever created those directories: a
     /// rival may have created them a moment ago and not have flushed them yet.
-    fn flush_names(&self, key: &Key, key_dir: &Path) -> Result<(), BackendError> {
+    fn flush_names(
+        &self,
+        key: &Key,
+        key_dir: &Path,
+        open: Option<&sys::Nameless>,
+    ) -> Result<(), BackendError> {
         let fail = |path: &Path, e: io::Error| BackendError::new("create", path.display(), e);
-        sys::sync_dir(key_dir).map_err(|e| fail(key_dir, e))?;
+        match open {
+            Some(nameless) => sys::sync_dir_of(nameless),
+            None => sys::sync_dir(key_dir),
+        }
+        .map_err(|e| fail(key_dir, e))?;
         let mut flushed = self
             .shared
             .keys_flushed
@@ -697,9 +715,11 @@ impl LeaseStore for FsStore {
     /// Creates `claims/<key>/g<generation>.json` with `bytes`, only if that name is
     /// free.
     ///
-    /// On Linux the bytes go to a nameless file in the key directory (`O_TMPFILE`),
-    /// which is then hard-linked to the record name (`linkat` through
-    /// `/proc/self/fd`); the link fails when the name exists. Where there is no
+    /// On Linux the bytes go to a nameless file in the key directory (`O_TMPFILE`,
+    /// relative to the directory opened with `O_NOFOLLOW`), which is then
+    /// hard-linked to the record name (`linkat` of the handle, `AT_EMPTY_PATH`, or
+    /// through `/proc/self/fd` where the kernel refuses that); the link fails when
+    /// the name exists. Where there is no
     /// `O_TMPFILE`, a staging file (`.stage-<pid>-<hex>.tmp`, created exclusively in
     /// the key directory) takes its place and its name is removed after the link.
     ///
@@ -754,7 +774,7 @@ impl LeaseStore for FsStore {
             ));
         }
         self.ensure_key_dir(key, &key_dir)?;
-        let outcome = match self.create_record(&key_dir, &path, bytes, flush) {
+        let (outcome, open) = match self.create_record(&key_dir, &path, bytes, flush) {
             // The key directory vanished after this handle checked it (removed by
             // hand): make it again, once. The create failed before any name existed.
             Err(e) if e.kind() == io::ErrorKind::NotFound && self.shared.forget_dir(key) => {
@@ -764,7 +784,7 @@ impl LeaseStore for FsStore {
             outcome => outcome?,
         };
         if outcome == CreateOutcome::Created && flush {
-            self.flush_names(key, &key_dir)?;
+            self.flush_names(key, &key_dir, open.as_ref())?;
         }
         Ok(outcome)
     }
@@ -1262,6 +1282,16 @@ mod tests {
             "O_TMPFILE was not used on this filesystem"
         );
         assert_eq!(store.read(&k, 1).unwrap().unwrap(), b"one");
+        // Each later flushed create flushes its key directory once (through the
+        // handle the nameless file was made in); an unflushed one flushes none.
+        let flushes = || sys::DIR_FLUSHES.with(std::cell::Cell::get);
+        let before = flushes();
+        store.create(&k, 2, b"two", Durability::Flushed).unwrap();
+        assert_eq!(flushes() - before, 1);
+        store
+            .create(&k, 3, b"three", Durability::Unflushed)
+            .unwrap();
+        assert_eq!(flushes() - before, 1);
     }
 
     /// A key directory removed by hand after this handle made it is made again by

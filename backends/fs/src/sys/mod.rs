@@ -15,9 +15,10 @@
 //!   filesystem has no hard links" (so the exclusive-create fallback applies).
 //! - `link_count(path)`: the number of names of the file at `path`, where the
 //!   platform tells it cheaply (`None` elsewhere).
-//! - `anonymous_file(dir)` / `link_anonymous(file, path)`: a file with no name yet
-//!   in `dir` (Linux `O_TMPFILE`; `Ok(None)` where there is none), and giving it its
-//!   record name exclusively.
+//! - `anonymous_file(dir)` / `link_anonymous(nameless, name)` / `sync_dir_of(nameless)`:
+//!   a file with no name yet in `dir`, with `dir` itself open beside it ([`Nameless`];
+//!   Linux `O_TMPFILE`; `Ok(None)` where there is none), giving it its record name
+//!   exclusively, and flushing `dir` through the handle already open.
 //! - `watch_dir(dir)` / `DirWatch::wait(timeout)`: a change notification on a key
 //!   directory (Linux inotify; `None` elsewhere, where waiters poll).
 //! - `remove_in(dir, name)`: remove an entry of a key directory, never following a
@@ -32,12 +33,14 @@
 
 #[cfg(unix)]
 mod unix;
+#[cfg(all(test, unix))]
+pub(crate) use unix::DIR_FLUSHES;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) use unix::{DirWatch, Inotify, TicketWatch, ring, watch_dir, watch_ticket};
 #[cfg(unix)]
 pub(crate) use unix::{
     FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
-    read_record, remove_in, sync_dir,
+    read_record, remove_in, sync_dir, sync_dir_of,
 };
 
 #[cfg(windows)]
@@ -45,7 +48,7 @@ mod windows;
 #[cfg(windows)]
 pub(crate) use windows::{
     FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
-    open_record, read_record, sync_dir,
+    open_record, read_record, sync_dir, sync_dir_of,
 };
 
 #[cfg(not(any(unix, windows)))]
@@ -53,15 +56,25 @@ mod other;
 #[cfg(not(any(unix, windows)))]
 pub(crate) use other::{
     FLUSH_AFTER_LINK, anonymous_file, link_anonymous, link_count, links_unsupported, list_names,
-    open_record, read_record, sync_dir,
+    open_record, read_record, sync_dir, sync_dir_of,
 };
 
-#[cfg(not(unix))]
 use std::fs::File;
 use std::io;
 #[cfg(not(unix))]
 use std::io::Read;
 use std::path::Path;
+
+/// A new file with no name yet (Linux `O_TMPFILE`), and the key directory it is to
+/// be linked into, open with `O_DIRECTORY | O_NOFOLLOW`: one path walk serves the
+/// nameless file, its link and the directory's flush, and nothing done through
+/// `dir` can land outside it (a link swapped in for the directory is refused when it
+/// is opened). Never made on platforms without nameless files.
+#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+pub(crate) struct Nameless {
+    pub(crate) file: File,
+    pub(crate) dir: File,
+}
 
 /// Rejects an opened record that is not a regular file (a directory or device named
 /// like a record), and gives a symbolic link a message that says why it is refused.

@@ -144,65 +144,145 @@ pub(crate) fn list_names(dir: &Path, each: &mut dyn FnMut(&str)) -> io::Result<(
     super::list_names_portable(dir, each)
 }
 
-/// A new file with no name in directory `dir`, open for writing (`O_TMPFILE`), or
-/// `None` when the filesystem or kernel has none (or `/proc/self/fd`, through which
-/// it is linked, is missing). A crash before it is linked leaves nothing behind.
+/// A new file with no name in directory `dir`, open for writing (`O_TMPFILE`), with
+/// `dir` itself open beside it ([`Nameless`]), or `None` when the filesystem or
+/// kernel has none (or `/proc/self/fd`, the link's fallback, is missing). A crash
+/// before it is linked leaves nothing behind.
+///
+/// # Errors
+///
+/// `dir` missing: `NotFound` (the caller makes it again); a symbolic link or a file
+/// in its place: [`super::check_real_dir`]'s error, refused by the kernel in the
+/// same call that opens it.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) fn anonymous_file(dir: &Path) -> io::Result<Option<File>> {
+pub(crate) fn anonymous_file(dir: &Path) -> io::Result<Option<super::Nameless>> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+
     static PROC_FD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if !*PROC_FD.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
         return Ok(None);
     }
-    match OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_TMPFILE)
-        .open(dir)
-    {
-        Ok(file) => Ok(Some(file)),
+    let dir_file = match open_dir_itself(dir) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(e),
+        Err(e) => {
+            super::check_real_dir(dir)?;
+            return Err(e);
+        }
+    };
+    // SAFETY: a descriptor open for the call and a NUL-terminated name; the result
+    // is a new descriptor this function owns from here on.
+    let fd = unsafe {
+        libc::openat(
+            dir_file.as_raw_fd(),
+            c".".as_ptr(),
+            libc::O_WRONLY | libc::O_TMPFILE | libc::O_CLOEXEC,
+            0o666 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
         // EOPNOTSUPP: this filesystem has no O_TMPFILE; EISDIR / EINVAL: a kernel
         // older than 3.11 that does not know the flag.
-        Err(e)
-            if matches!(e.raw_os_error(), Some(code)
-                if code == libc::EOPNOTSUPP || code == libc::ENOTSUP
-                    || code == libc::EISDIR || code == libc::EINVAL) =>
-        {
-            Ok(None)
+        return match e.raw_os_error() {
+            Some(code)
+                if code == libc::EOPNOTSUPP
+                    || code == libc::ENOTSUP
+                    || code == libc::EISDIR
+                    || code == libc::EINVAL =>
+            {
+                Ok(None)
+            }
+            _ => Err(e),
+        };
+    }
+    // SAFETY: `fd` was just opened and nothing else owns it.
+    let file = unsafe { File::from_raw_fd(fd) };
+    Ok(Some(super::Nameless {
+        file,
+        dir: dir_file,
+    }))
+}
+
+/// Set once `linkat` of a handle itself (`AT_EMPTY_PATH`) was refused and the
+/// `/proc/self/fd` path worked: [`link_anonymous`] goes that way from then on.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+static BY_PROC_PATH: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Gives the nameless file the name `name` in its directory, exclusively: `linkat`
+/// of the handle itself (`AT_EMPTY_PATH`, which Linux allows since 6.10 for a file
+/// the caller opened), else of `/proc/self/fd/N` with `AT_SYMLINK_FOLLOW` (older
+/// kernels refuse the first without `CAP_DAC_READ_SEARCH`; remembered once seen).
+/// Either fails with `EEXIST` when the name exists. True when the file now has the
+/// name. An `EEXIST` with the file already linked once is a retried request that
+/// landed (as for [`link_count`] after a staged link), so it is ours.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn link_anonymous(nameless: &super::Nameless, name: &str) -> io::Result<bool> {
+    use std::ffi::CString;
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::Ordering;
+
+    let (file, dir) = (nameless.file.as_raw_fd(), nameless.dir.as_raw_fd());
+    let target = CString::new(name)?;
+    let outcome = |linked: libc::c_int| {
+        if linked == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    let by_proc_path = || -> io::Result<()> {
+        let source = CString::new(format!("/proc/self/fd/{file}"))?;
+        // SAFETY: NUL-terminated strings and descriptors alive for the call.
+        outcome(unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                source.as_ptr(),
+                dir,
+                target.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        })
+    };
+    let linked = if BY_PROC_PATH.load(Ordering::Relaxed) {
+        by_proc_path()
+    } else {
+        // SAFETY: as above; the empty path names `file` itself.
+        match outcome(unsafe {
+            libc::linkat(
+                file,
+                c"".as_ptr(),
+                dir,
+                target.as_ptr(),
+                libc::AT_EMPTY_PATH,
+            )
+        }) {
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOENT | libc::EPERM | libc::EINVAL)
+                ) =>
+            {
+                let again = by_proc_path();
+                if again.is_ok()
+                    || again
+                        .as_ref()
+                        .is_err_and(|e| e.kind() == io::ErrorKind::AlreadyExists)
+                {
+                    BY_PROC_PATH.store(true, Ordering::Relaxed);
+                }
+                again
+            }
+            other => other,
+        }
+    };
+    match linked {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            Ok(nameless.file.metadata()?.nlink() >= 1)
         }
         Err(e) => Err(e),
     }
-}
-
-/// Gives the nameless `file` the name `path`, exclusively: `linkat` of
-/// `/proc/self/fd/N` with `AT_SYMLINK_FOLLOW`, which fails with `EEXIST` when the
-/// name exists. True when `file` now has the name. An `EEXIST` with the file already
-/// linked once is a retried request that landed (as for [`link_count`] after a
-/// staged link), so it is ours.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) fn link_anonymous(file: &File, path: &Path) -> io::Result<bool> {
-    use std::ffi::CString;
-    use std::os::fd::AsRawFd;
-    use std::os::unix::ffi::OsStrExt;
-
-    let source = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
-    let target = CString::new(path.as_os_str().as_bytes())?;
-    // SAFETY: both are valid NUL-terminated strings alive for the call.
-    let linked = unsafe {
-        libc::linkat(
-            libc::AT_FDCWD,
-            source.as_ptr(),
-            libc::AT_FDCWD,
-            target.as_ptr(),
-            libc::AT_SYMLINK_FOLLOW,
-        )
-    };
-    if linked == 0 {
-        return Ok(true);
-    }
-    let e = io::Error::last_os_error();
-    if e.kind() == io::ErrorKind::AlreadyExists {
-        return Ok(file.metadata()?.nlink() >= 1);
-    }
-    Err(e)
 }
 
 /// An inotify watch on one key directory: names created in it (a claim, a renewal,
@@ -472,13 +552,13 @@ pub(crate) fn remove_in(dir: &Path, name: &str) -> io::Result<()> {
 
 /// No nameless files on this platform: creates stage a named file.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-pub(crate) fn anonymous_file(_dir: &Path) -> io::Result<Option<File>> {
+pub(crate) fn anonymous_file(_dir: &Path) -> io::Result<Option<super::Nameless>> {
     Ok(None)
 }
 
 /// Never called here ([`anonymous_file`] returns `None`).
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-pub(crate) fn link_anonymous(_file: &File, _path: &Path) -> io::Result<bool> {
+pub(crate) fn link_anonymous(_nameless: &super::Nameless, _name: &str) -> io::Result<bool> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
@@ -487,7 +567,24 @@ pub(crate) fn link_anonymous(_file: &File, _path: &Path) -> io::Result<bool> {
 /// `EINVAL` and `ENOTSUP` are taken as "this filesystem cannot flush a directory"
 /// and ignored, as databases do: there is nothing more a caller could do.
 pub(crate) fn sync_dir(path: &Path) -> io::Result<()> {
-    let dir = File::open(path)?;
+    sync_dir_file(&File::open(path)?)
+}
+
+/// [`sync_dir`] of the directory a nameless file was made in, through the handle
+/// already open (no second open of the directory).
+pub(crate) fn sync_dir_of(nameless: &super::Nameless) -> io::Result<()> {
+    sync_dir_file(&nameless.dir)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: the directory flushes this thread made.
+    pub(crate) static DIR_FLUSHES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+fn sync_dir_file(dir: &File) -> io::Result<()> {
+    #[cfg(test)]
+    DIR_FLUSHES.with(|n| n.set(n.get() + 1));
     match dir.sync_all() {
         Ok(()) => Ok(()),
         Err(e) if matches!(e.raw_os_error(), Some(code) if code == libc::EINVAL || code == libc::ENOTSUP || code == libc::EOPNOTSUPP) => {
@@ -547,5 +644,37 @@ mod tests {
                 "{code}"
             );
         }
+    }
+
+    /// Both ways of naming a nameless file (the handle itself, and its
+    /// `/proc/self/fd` path) give it the name with its bytes, and both refuse a name
+    /// that exists (`Ok(false)`, the existing record untouched); the directory
+    /// flush goes through the handle made with it.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn both_link_procedures_are_exclusive() {
+        use std::io::Write;
+        use std::sync::atomic::Ordering;
+
+        let tmp = tempfile::tempdir().unwrap();
+        for by_proc_path in [false, true] {
+            BY_PROC_PATH.store(by_proc_path, Ordering::Relaxed);
+            let name = format!("g0000000{}.json", u8::from(by_proc_path) + 1);
+            let mut first = anonymous_file(tmp.path()).unwrap().unwrap();
+            first.file.write_all(b"first").unwrap();
+            assert!(link_anonymous(&first, &name).unwrap(), "{by_proc_path}");
+            sync_dir_of(&first).unwrap();
+            let mut second = anonymous_file(tmp.path()).unwrap().unwrap();
+            second.file.write_all(b"second").unwrap();
+            assert!(!link_anonymous(&second, &name).unwrap(), "{by_proc_path}");
+            assert_eq!(std::fs::read(tmp.path().join(&name)).unwrap(), b"first");
+        }
+        BY_PROC_PATH.store(false, Ordering::Relaxed);
+        // A directory that is a link is refused, never followed.
+        let real = tmp.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&real, tmp.path().join("link")).unwrap();
+        let error = anonymous_file(&tmp.path().join("link")).err().unwrap();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
     }
 }

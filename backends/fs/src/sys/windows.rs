@@ -80,11 +80,16 @@ pub(crate) fn list_names(dir: &Path, each: &mut dyn FnMut(&str)) -> io::Result<(
 }
 
 /// No nameless files on this platform: creates stage a named file.
-pub(crate) fn anonymous_file(_dir: &Path) -> io::Result<Option<File>> {
+pub(crate) fn anonymous_file(_dir: &Path) -> io::Result<Option<super::Nameless>> {
     Ok(None)
 }
 
 /// Never called here ([`anonymous_file`] returns `None`).
-pub(crate) fn link_anonymous(_file: &File, _path: &Path) -> io::Result<bool> {
+pub(crate) fn link_anonymous(_nameless: &super::Nameless, _name: &str) -> io::Result<bool> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+/// Never called here ([`anonymous_file`] returns `None`).
+pub(crate) fn sync_dir_of(_nameless: &super::Nameless) -> io::Result<()> {
+    Ok(())
 }
