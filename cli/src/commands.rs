@@ -352,8 +352,21 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
             crate::output::printable(&readers.shared.join(", "))
         );
     }
-    let entry = entries.into_iter().find(|e| e.key == key);
+    let entry = entries.iter().find(|e| e.key == key).cloned();
     let Some(entry) = entry else {
+        // This link was never claimed, but the file is, through another hard link
+        // (a new user was told "it has never been claimed").
+        if let Some(file_id) = &identity.file_id
+            && let Some(holder) = entries.iter().find(|e| e.key == *file_id && e.live)
+        {
+            return format!(
+                "this link has no claim of its own, and the same file is held through another link, {}, by {} (token {}, expires in {}); a token passes only for the link its claim named",
+                printable(&holder.label),
+                printable(&holder.who()),
+                holder.token,
+                human_precise(until_ms(holder.expires_at_ms, now_ms()))
+            );
+        }
         // A lock claimed only in slots: its handles act with --slot (a new user
         // passed a slot's handle without it and was told to claim it first).
         if let Resource::Lock(name) = resource {
@@ -377,11 +390,11 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
     // The same file held through another hard link: the rival's row in `status` is
     // its own link's path, holding this file's file-id series (issue 19: `check`
     // said "renewed or claimed again meanwhile" while `status` showed it held).
-    let through_another_link = identity.file_id.and_then(|file_id| {
+    let through_another_link = identity.file_id.as_ref().and_then(|file_id| {
         let rows = store.key_status().ok()?;
         let rival = rows
             .iter()
-            .find(|e| e.key == file_id && e.live && e.label != entry.label)?;
+            .find(|e| e.key == *file_id && e.live && e.label != entry.label)?;
         // Show the rival as `status` does: its own link's row, with its token.
         let shown = rows
             .iter()
@@ -399,6 +412,25 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
     });
     if let Some(message) = through_another_link.filter(|_| entry.token == token) {
         return message;
+    }
+    // Broken through another hard link: the break ended the tenure in the file's
+    // file-id series alone, so its own path row still reads held (a new user was
+    // told "renewed or claimed again meanwhile").
+    let broken_elsewhere = identity.file_id.as_ref().and_then(|file_id| {
+        entries.iter().find(|e| {
+            e.key == *file_id
+                && e.state == ClaimState::Broken
+                && (&e.label, &e.owner, e.pid) == (&entry.label, &entry.owner, entry.pid)
+        })
+    });
+    if let Some(broken) = broken_elsewhere.filter(|_| entry.token == token) {
+        return match &broken.broken {
+            Some(note) => format!(
+                "its lease was {} (through another link to the same file)",
+                printable(&note.to_string())
+            ),
+            None => "its lease was broken through another link to the same file".into(),
+        };
     }
     let now = now_ms();
     let ago = |at| human_precise(-until_ms(at, now));

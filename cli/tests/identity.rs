@@ -267,3 +267,61 @@ fn release_through_one_hard_link_frees_the_other() {
     assert_eq!(release.status.code(), Some(0), "{release:?}");
     assert_eq!(claim(&s, FILE, "hardlink-to-a.txt"), 0);
 }
+
+/// A break through another hard link fences the holder for good: `break --file
+/// hardlink-to-a.txt` ends the tenure of the holder of `a.txt` in the file's
+/// file-id series alone, and its token no longer passes `check` (it did, until the
+/// next claim, while the break said it never would again: a new user), its handle
+/// no longer renews or releases (told "broken", not "superseded by token 1"), and
+/// `status` shows the row broken. Before the break, a check through the other link
+/// says who holds the file and through which link (it said "never been claimed").
+#[cfg(unix)]
+#[test]
+fn a_break_through_another_link_fences_the_holder() {
+    let s = Scratch::new();
+    links_to_a(s.path());
+    let output = s.cmd().args(["claim", "--file", "a.txt"]).output().unwrap();
+    let token = crate::util::token_of(&output).to_string();
+    let handle = crate::util::handle_of(&output);
+    let other_link = s
+        .cmd()
+        .args(["check", "--file", "hardlink-to-a.txt", &token])
+        .output()
+        .unwrap();
+    assert_eq!(other_link.status.code(), Some(3), "{other_link:?}");
+    let line = crate::util::one_line_stderr(&other_link);
+    assert!(line.contains("held through another link"), "{line}");
+    assert!(line.contains("a.txt"), "{line}");
+
+    let broke = s
+        .cmd()
+        .args(["break", "--file", "hardlink-to-a.txt", "--reason", "stuck"])
+        .output()
+        .unwrap();
+    assert_eq!(broke.status.code(), Some(0), "{broke:?}");
+    let check = s
+        .cmd()
+        .args(["check", "--file", "a.txt", &token])
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(3), "{check:?}");
+    let line = crate::util::one_line_stderr(&check);
+    assert!(line.contains("broken") && line.contains("stuck"), "{line}");
+    for command in ["renew", "release"] {
+        let output = s
+            .cmd()
+            .args([command, "--file", "a.txt", &handle])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(3), "{command}: {output:?}");
+        let line = crate::util::one_line_stderr(&output);
+        assert!(line.contains("broken"), "{command}: {line}");
+    }
+    let rows = s.status();
+    let row = rows
+        .iter()
+        .find(|e| e["label"].as_str().unwrap().ends_with("/a.txt"))
+        .unwrap();
+    assert_eq!(row["state"], "broken", "{row}");
+    assert_eq!(row["live"], false, "{row}");
+}

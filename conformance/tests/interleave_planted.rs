@@ -544,3 +544,12 @@ fn catches_a_dead_waiter_named() {
     // hands the lock to nobody for a turn, which every claimant waits out.
     catches(&planted::DEAD_WAITER_NAMED, "dead_waiter_turn", 7);
 }
+
+#[test]
+fn catches_a_check_that_ignores_a_break_through_another_link() {
+    catches(
+        &planted::FILE_ID_TOMBSTONE_IGNORED,
+        "break_through_another_link",
+        25,
+    );
+}

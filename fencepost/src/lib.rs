@@ -362,6 +362,11 @@ pub mod planted {
     /// and re-enters: every process of the session then says it re-entered, and
     /// none releases the tenure at its end.
     pub static SIBLING_CLAIM_IGNORED: AtomicBool = AtomicBool::new(false);
+    /// A break through another hard link ends the tenure in the file's file-id
+    /// series alone (not the path key of the link its holder claimed), and `check`
+    /// and `resume` take the tenure's own tombstone there for no answer: its token
+    /// passes `check` until the next claim.
+    pub static FILE_ID_TOMBSTONE_IGNORED: AtomicBool = AtomicBool::new(false);
     /// An intent carries its waiter's process evidence only when the waiter's
     /// claim is tied to its process: a killed plain `claim --wait` leaves an
     /// intent nobody can prove dead.

@@ -270,6 +270,18 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: hard_link_revival,
     },
     Schedule {
+        name: "break_through_another_link",
+        about: "A holds a.txt, hard-linked as b.txt; an operator breaks b.txt (A's tenure ends in the file-id series alone); A checks and renews; B claims b.txt",
+        snapshot_listing: true,
+        mix: FaultMix {
+            advance: 60,
+            ..FaultMix::NONE
+        },
+        max_steps: 900,
+        inflight_ms: INFLIGHT_MS,
+        actors: break_through_another_link,
+    },
+    Schedule {
         name: "rename_revival",
         about: "A claims a.txt; it is replaced by rename (new inode) and linked as b.txt; B claims b.txt",
         snapshot_listing: true,
@@ -1004,6 +1016,43 @@ fn hard_link_revival(setup: &Setup) -> Vec<Actor> {
             if let Some(lease) = ctx.acquire(&Resource::file(&other), TTL_MS, TTL_MS) {
                 ctx.check(&lease);
                 ctx.sleep(TTL_MS / 3);
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
+/// A break through another hard link: found by a new user (the broken holder's
+/// bare token passed `check` until the next claim).
+fn break_through_another_link(setup: &Setup) -> Vec<Actor> {
+    let a = setup.dir.join("a.txt");
+    let b = setup.dir.join("b.txt");
+    let _ = fs::write(&a, b"x");
+    let _ = fs::hard_link(&a, &b);
+    let (b_broken, b_claimed) = (b.clone(), b);
+    vec![
+        Actor::new("A", move |ctx| {
+            let Some(mut lease) = ctx.acquire(&Resource::file(&a), TTL_MS, 0) else {
+                return;
+            };
+            for _ in 0..4 {
+                ctx.check(&lease);
+                ctx.sleep(TTL_MS / 4);
+                if !ctx.renew(&mut lease) {
+                    ctx.check(&lease);
+                    return;
+                }
+            }
+            ctx.release(&lease);
+        }),
+        Actor::new("operator", move |ctx| {
+            ctx.sleep(TTL_MS / 3);
+            ctx.break_lease(&Resource::file(&b_broken));
+        }),
+        Actor::new("B", move |ctx| {
+            ctx.sleep(TTL_MS / 2);
+            if let Some(lease) = ctx.acquire(&Resource::file(&b_claimed), TTL_MS, TTL_MS) {
+                ctx.check(&lease);
                 ctx.release(&lease);
             }
         }),

@@ -176,6 +176,13 @@ pub(crate) struct Oracle {
     /// retries under the same holder id, as a new tenure with a new token.
     /// Values: (step, true time).
     broken: HashMap<(String, u64), (u64, u64)>,
+    /// Break tombstones that landed on top of a series of a tenure the oracle could
+    /// not yet name by its token (its acquisition not acknowledged, or a series
+    /// other than its resource's own: a file's file-id series numbers its own
+    /// tokens): (holder id, key, generation) -> (step, true time). An
+    /// acknowledged lease whose own newest record in that key lies below it was
+    /// broken then.
+    pending_breaks: HashMap<(String, Key, u64), (u64, u64)>,
     /// Per (holder id, token) of a session's tenure: the step and true time at which
     /// a `release` by one of its processes landed its tombstone on top. A release by
     /// any process of the session ends the tenure for all of them
@@ -820,17 +827,30 @@ impl World {
                     // One that lands below a newer record fences nothing; its
                     // break's acknowledgment, if any, does (`Ctx::break_lease`).
                     if on_top {
-                        oracle
-                            .broken
-                            .entry((record.holder.to_string(), record.token))
-                            .or_insert((step, now));
-                        if let Some(t) = oracle
-                            .tenures
-                            .get_mut(&*record.holder)
-                            .filter(|t| t.token == record.token)
-                        {
-                            t.end = t.end.min(now);
-                            t.fenced_at = t.fenced_at.or(Some(step));
+                        // The tenure it ends: the one whose record in this key lies
+                        // below it (tokens are per series, so not by token).
+                        let known = oracle.tenures.get(&*record.holder).and_then(|t| {
+                            (t.keys.contains(key)
+                                && t.gens.get(key).is_some_and(|g| *g < generation))
+                            .then_some(t.token)
+                        });
+                        match known {
+                            Some(token) => {
+                                oracle
+                                    .broken
+                                    .entry((record.holder.to_string(), token))
+                                    .or_insert((step, now));
+                                if let Some(t) = oracle.tenures.get_mut(&*record.holder) {
+                                    t.end = t.end.min(now);
+                                    t.fenced_at = t.fenced_at.or(Some(step));
+                                }
+                            }
+                            None => {
+                                oracle
+                                    .pending_breaks
+                                    .entry((record.holder.to_string(), key.clone(), generation))
+                                    .or_insert((step, now));
+                            }
                         }
                     }
                 } else {
@@ -1011,6 +1031,33 @@ impl World {
             // A renewal acknowledged after a break landed (its confirming read came
             // first) promises nothing past the break.
             let broken = oracle.broken.get(&(holder.clone(), lease.token())).copied();
+            // Or a break that landed in one of its series above its own record
+            // there before the oracle knew the tenure by its token.
+            let broken = broken.or_else(|| {
+                lease
+                    .keys()
+                    .filter_map(|key| {
+                        let own = oracle
+                            .landed
+                            .iter()
+                            .filter(|((k, _, _), l)| k == key && l.holder == holder && !l.released)
+                            .map(|((_, g, _), _)| *g)
+                            .max()?;
+                        oracle
+                            .pending_breaks
+                            .iter()
+                            .filter(|((h, k, g), _)| *h == holder && k == key && *g > own)
+                            .map(|(_, at)| *at)
+                            .min()
+                    })
+                    .min()
+            });
+            if let Some(at) = broken {
+                oracle
+                    .broken
+                    .entry((holder.clone(), lease.token()))
+                    .or_insert(at);
+            }
             let end = broken.map_or(end, |(_, at)| end.min(at));
             // Likewise one acknowledged after a release of its session's tenure by
             // another of its processes landed during this call.

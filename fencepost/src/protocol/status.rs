@@ -128,7 +128,9 @@ impl Store {
     /// the file-id series is shown only when it says something the path series does
     /// not: a live tenure there that no shown path entry holds. File-id series of
     /// replaced files, and ones whose tenure the path entry already shows, are left
-    /// out, so one claimed file is one line.
+    /// out, so one claimed file is one line. A tenure broken through another hard
+    /// link (its file-id series ends in its broken tombstone) shows as broken in its
+    /// own path entry too: it never passes `check` again.
     ///
     /// # Errors
     ///
@@ -138,6 +140,8 @@ impl Store {
         // File-id keys are decided once every path key is seen.
         let mut file_ids = Vec::new();
         let mut shown_holders = std::collections::HashSet::new();
+        // Each path entry's holder, for a break through another link (below).
+        let mut path_holders = Vec::new();
         for (entry, holder) in self.key_rows()? {
             // Shared tenures and writers' intents are shown in their resource's row.
             if ["share-", "want-"]
@@ -149,10 +153,24 @@ impl Store {
             if entry.key.as_str().starts_with("inode-") {
                 file_ids.push((entry, holder));
             } else {
-                if let Some(holder) = holder.filter(|_| entry.live) {
-                    shown_holders.insert(holder);
+                if let Some(holder) = holder.as_ref().filter(|_| entry.live) {
+                    shown_holders.insert(holder.clone());
                 }
+                path_holders.push(holder);
                 entries.push(entry);
+            }
+        }
+        for (entry, holder) in &file_ids {
+            if entry.state != ClaimState::Broken {
+                continue;
+            }
+            for (row, row_holder) in entries.iter_mut().zip(&path_holders) {
+                if row.live && row_holder.is_some() && row_holder == holder {
+                    row.state = ClaimState::Broken;
+                    row.live = false;
+                    row.broken = entry.broken.clone();
+                    row.holder_ended = false;
+                }
             }
         }
         for (entry, holder) in file_ids {

@@ -104,9 +104,57 @@ impl Store {
                 broken = Some(holder);
             }
         }
+        // Broken through another hard link: the tenure also holds the path key of
+        // the link its holder claimed, which this resource's path key is not. Break
+        // that too, so the whole tenure ends — its row reads broken, and the token
+        // reported is the one its holder was given, not its file-id series' own (a
+        // new user's `break --file b.txt` left alice's `a.txt` passing `check`).
+        // (Its path record no longer live — an acquisition still under way, which
+        // will try again — is not broken, but its token is still the one named.)
+        if let (Some(file_id), Some(holder)) = (&identity.file_id, &mut broken)
+            && let Some(own) = self.path_key_of(file_id, &holder.holder_id)?
+            && own != identity.key
+        {
+            match self.break_key_of(&own, &note, Some(&holder.holder_id))? {
+                Some(whole) => *holder = whole,
+                None => {
+                    if let Some(token) = self.token_in(&own, &holder.holder_id)? {
+                        holder.token = token;
+                    }
+                }
+            }
+        }
         let readers = self.break_readers(&identity, &note)?;
         broken.or(readers).ok_or(Error::NotHeld {
             label: resource.target(),
+        })
+    }
+
+    /// The path key of the link through which tenure `holder_id` claimed the file
+    /// whose file-id series is `file_id`: from the label of its newest record there
+    /// (a file claim's label is its resolved path). `None` when that record is not
+    /// this tenure's, or its label names no file resource.
+    fn path_key_of(&self, file_id: &crate::Key, holder_id: &str) -> Result<Option<crate::Key>> {
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::FILE_ID_TOMBSTONE_IGNORED) {
+            return Ok(None);
+        }
+        let newest = self.read_newest(file_id)?;
+        Ok(match newest.decoded() {
+            Some(crate::record::Decoded::Record(r)) if &*r.holder == holder_id => {
+                Resource::file(&*r.label).identity().ok().map(|i| i.key)
+            }
+            _ => None,
+        })
+    }
+
+    /// The token of tenure `holder_id`'s newest record in series `key`, if that
+    /// record is the tenure's.
+    fn token_in(&self, key: &crate::Key, holder_id: &str) -> Result<Option<u64>> {
+        let newest = self.read_newest(key)?;
+        Ok(match newest.decoded() {
+            Some(crate::record::Decoded::Record(r)) if &*r.holder == holder_id => Some(r.token),
+            _ => None,
         })
     }
 

@@ -12,10 +12,12 @@ impl Store {
     /// expired token returns false, as does any token when the newest record is
     /// unreadable.
     ///
-    /// For an existing file it also reads the series of its file-id key: a live
-    /// record there of another tenure (a rival that claimed the file through another
-    /// hard link) makes the check false. A file-id series that is free — the file was
-    /// created after the claim, or its inode changed — does not.
+    /// For an existing file it also reads the series of its file-id key: a record
+    /// there of another tenure (a rival that claimed the file through another
+    /// hard link) makes the check false, and so does this tenure's own tombstone
+    /// there (a break through another link ends the tenure in the file-id series
+    /// alone). A file-id series that is free — the file was created after the
+    /// claim, or its inode changed — does not.
     ///
     /// # Errors
     ///
@@ -32,22 +34,57 @@ impl Store {
             return Ok(current);
         };
         let holder = newest.claim().map(|r| &*r.holder).unwrap_or("");
-        Ok(self.fenced_by(&file_id, holder)?.is_none())
+        Ok(self
+            .fenced_in(&file_id, holder, resource.target(), token)?
+            .is_none())
     }
 
-    /// The holder of the newest decodable record of `file_id` (the file's identity
-    /// as it is now) when it is another tenure than `holder_id`, live or not: a
-    /// rival came in through another hard link, or the file was replaced and
-    /// someone claimed the new one. Such a tenure is fenced for good (design-01,
-    /// "once fenced, fenced for good"; pinned by the checker's `hard_link_revival`
-    /// and `rename_revival` schedules). An empty series, or one with only torn
-    /// records, fences nothing; a newer-format record always does (its holder
-    /// cannot be compared).
-    fn fenced_by(&self, file_id: &Key, holder_id: &str) -> Result<Option<Holder>> {
+    /// Whether the file-id series `file_id` (the file's identity as it is now)
+    /// fences tenure `holder_id`, as the error its holder is told (naming `label`
+    /// and `token`), from one read of its newest decodable record:
+    ///
+    /// - [`Error::Superseded`] when it is another tenure's, live or not: a rival
+    ///   came in through another hard link, or the file was replaced and someone
+    ///   claimed the new one. Such a tenure is fenced for good (design-01, "once
+    ///   fenced, fenced for good"; the checker's `hard_link_revival` and
+    ///   `rename_revival` schedules). A newer-format record always fences (its
+    ///   holder cannot be compared).
+    /// - [`Error::Broken`] / [`Error::Released`] when it is this tenure's own
+    ///   tombstone: a break through another hard link ends the tenure in the
+    ///   file-id series without touching the path key its holder claimed, if the
+    ///   break could not find that key (a new user: `break --file b.txt` "broke"
+    ///   alice's lease on `a.txt`, whose `check` still passed;
+    ///   `cli/tests/identity.rs::a_break_through_another_link_fences_the_holder`,
+    ///   checker `break_through_another_link`).
+    ///
+    /// An empty series, or one with only torn records, fences nothing.
+    fn fenced_in(
+        &self,
+        file_id: &Key,
+        holder_id: &str,
+        label: String,
+        token: u64,
+    ) -> Result<Option<Error>> {
         let newest = self.read_newest(file_id)?;
         Ok(match newest.holder_id() {
-            Some(h) if h != holder_id || h.is_empty() => newest.holder(),
-            _ => None,
+            Some(h) if h != holder_id || h.is_empty() => {
+                newest.holder().map(|rival| Error::Superseded {
+                    label,
+                    token,
+                    by_token: rival.token,
+                })
+            }
+            Some(_) => match newest.decoded() {
+                #[cfg(feature = "planted-bugs")]
+                Some(_) if crate::planted::on(&crate::planted::FILE_ID_TOMBSTONE_IGNORED) => None,
+                Some(Decoded::Record(r)) => ended(r, &label).map(|ended| match ended {
+                    // The resource's token, not the file-id series' own.
+                    Error::Broken { note, .. } => Error::Broken { label, token, note },
+                    _ => Error::Released { label, token },
+                }),
+                _ => None,
+            },
+            None => None,
         })
     }
 
@@ -156,12 +193,10 @@ impl Store {
                     });
                 }
                 _ => {
-                    if let Some(rival) = self.fenced_by(file_id, &record.holder)? {
-                        return Err(Error::Superseded {
-                            label,
-                            token,
-                            by_token: rival.token,
-                        });
+                    if let Some(fenced) =
+                        self.fenced_in(file_id, &record.holder, label.clone(), token)?
+                    {
+                        return Err(fenced);
                     }
                 }
             }
@@ -235,13 +270,10 @@ impl Store {
         if !lease.shared
             && let Some(file_id) = lease.resource.identity()?.file_id
             && !lease.others.iter().any(|held| held.key == file_id)
-            && let Some(rival) = self.fenced_by(&file_id, &lease.holder_id)?
+            && let Some(fenced) =
+                self.fenced_in(&file_id, &lease.holder_id, lease.label.clone(), lease.token)?
         {
-            return Err(Error::Superseded {
-                label: lease.label.clone(),
-                token: lease.token,
-                by_token: rival.token,
-            });
+            return Err(fenced);
         }
         Ok(())
     }

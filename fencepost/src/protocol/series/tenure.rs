@@ -447,6 +447,17 @@ impl Store {
 
     /// Breaks the live tenure newest in `key`, if there is one; returns its holder.
     pub(crate) fn break_key(&self, key: &Key, note: &BreakNote) -> Result<Option<Holder>> {
+        self.break_key_of(key, note, None)
+    }
+
+    /// [`break_key`](Self::break_key), of tenure `holder_id` only when given: a
+    /// newest live record of another tenure is left alone.
+    pub(crate) fn break_key_of(
+        &self,
+        key: &Key,
+        note: &BreakNote,
+        holder_id: Option<&str>,
+    ) -> Result<Option<Holder>> {
         let now = self.clock.wall_ms();
         // Settled: a renewal in progress is waited out (within CREATE_GRACE_MS), not
         // taken for a tenure that ended (found by the interleaving checker,
@@ -461,9 +472,14 @@ impl Store {
         #[cfg(not(feature = "planted-bugs"))]
         let first = self.read_settled(key)?;
         let target = match first.decoded() {
-            Some(Decoded::Record(r)) if !r.released && record::is_live(&r.envelope(), now) => {
+            Some(Decoded::Record(r))
+                if !r.released
+                    && record::is_live(&r.envelope(), now)
+                    && holder_id.is_none_or(|h| *r.holder == *h) =>
+            {
                 r.clone()
             }
+            Some(Decoded::Record(_)) if holder_id.is_some() => return Ok(None),
             Some(Decoded::Newer { v, envelope }) if record::is_live(envelope, now) => {
                 return Err(Error::InvalidArgument(format!(
                     "the lease on {key} was written by a newer fencepost (format v{v}); break it with that version"
