@@ -452,8 +452,8 @@ pub struct Timing {
     pub wait: u64,
     /// Who is claiming, recorded for `status` and other claimants' error messages
     ///
-    /// Offered only by the commands that write it (`claim`, `run`): elsewhere it would
-    /// do nothing.
+    /// Offered only by the commands that write it (`claim`, `run`, and `break`, whose
+    /// record names the breaker): elsewhere it would do nothing.
     #[arg(
         long,
         env = "FENCEPOST_OWNER",

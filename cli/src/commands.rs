@@ -652,7 +652,9 @@ fn refuse(
             let next = if why.contains("--slot") {
                 "nothing was changed"
             } else if why.starts_with("it has never been claimed") {
-                "claim it first"
+                // A typo in the name lands here too (a new user was told to claim
+                // the misspelled lock): say where the claims that exist are listed.
+                "check the name against `fencepost status`, which lists every claim in the store"
             } else {
                 "claim it again for a new token"
             };

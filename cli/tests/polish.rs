@@ -256,7 +256,11 @@ fn release_and_renew_of_a_never_claimed_lock_say_so_and_name_the_store() {
         assert_eq!(output.status.code(), Some(3), "{output:?}");
         let line = one_line_stderr(&output);
         assert!(line.contains("never been claimed"), "{command}: {line}");
-        assert!(line.contains("claim it first"), "{command}: {line}");
+        // A misspelt name lands here too: the next step is to check the name,
+        // never to claim the misspelt one (a new user).
+        assert!(line.contains("check the name"), "{command}: {line}");
+        assert!(line.contains("fencepost status"), "{command}: {line}");
+        assert!(!line.contains("claim it first"), "{command}: {line}");
         assert!(line.contains(&store), "{command}: {line}");
     }
     // A released one says released.
