@@ -401,3 +401,58 @@ fn a_loss_before_the_group_is_named_is_one_line() {
         !running(child)
     });
 }
+
+/// A loss ends `run` as soon as its command's group holds only processes that have
+/// exited and wait to be reaped by a parent outside the group (zombies can do
+/// nothing more), not after `--grace` (a new user's `run -- sh -c 'sleep 20'`
+/// ended seconds after the loss, waiting for an orphaned zombie to be reaped).
+/// Here a member of the group is parented by a process outside it that never
+/// reaps it: before, `run` waited out the whole 20 s grace.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_loss_ends_run_once_only_zombies_are_left_in_the_group() {
+    let s = Scratch::new();
+    let _keeper = PidFileGuard(s.path().join("keeper"));
+    let script = r#"
+import os, signal, sys, time
+group = os.getpgrp()
+if os.fork() == 0:
+    os.setpgid(0, 0)  # the keeper: outside the group, so the loss does not reach it
+    if os.fork() == 0:
+        os.setpgid(0, group)  # the member: back in the command's group
+        signal.pause()
+        os._exit(0)
+    open("keeper.tmp", "w").write(str(os.getpid()))
+    os.rename("keeper.tmp", "keeper")
+    time.sleep(120)  # never reaps the member, which stays a zombie once killed
+    os._exit(0)
+while not os.path.exists("keeper"):
+    time.sleep(0.01)
+time.sleep(0.2)
+open("token.tmp", "w").write(os.environ["FENCEPOST_TOKEN"])
+os.rename("token.tmp", "token")
+signal.pause()
+"#;
+    let mut run = s.spawn_cmd();
+    run.args(["run", "--lock", "x", "--ttl", "30000", "--grace", "20000"])
+        .args(["--", "python3", "-c", script])
+        .stderr(Stdio::piped());
+    let mut run = Background::spawn(&mut run);
+    wait_until("the command is ready", Duration::from_secs(20), || {
+        s.path().join("token").exists()
+    });
+    let token = std::fs::read_to_string(s.path().join("token")).unwrap();
+    take_away(&s, "x", token.trim());
+    let taken = Instant::now();
+    let status = loop {
+        if let Some(status) = run.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            taken.elapsed() < Duration::from_secs(10),
+            "run still waits, half its 20 s grace after the loss, for a group of zombies"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(3));
+}

@@ -205,11 +205,13 @@ impl ProcessTree {
     }
 
     /// True while some process of the group is left (its leader, once reaped,
-    /// no longer counts).
+    /// no longer counts, nor do members that have exited and wait to be reaped by
+    /// a parent outside the group: they can do nothing more).
     pub fn is_alive(&self) -> bool {
         // SAFETY: signal 0 to a negative pid only checks that the group exists.
         let found = unsafe { libc::kill(-self.group, 0) } == 0;
-        found || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+        (found || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH))
+            && !only_zombies_in(self.group)
     }
 
     /// Stands the guard down (the child ended, or was stopped) and takes the
@@ -221,6 +223,53 @@ impl ProcessTree {
             give_terminal_to(unsafe { libc::getpgrp() });
         }
     }
+}
+
+/// True when every process `/proc` shows in process group `group` has exited
+/// (a zombie, waiting for a parent outside the group to reap it: a new user's
+/// `run -- sh -c '…'` waited for the orphaned command's zombie after a loss), and
+/// there is at least one. False whenever it cannot tell (no `/proc`, a member not
+/// shown), so the caller goes on treating the group as alive.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn only_zombies_in(group: libc::pid_t) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    let mut zombies = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid pgrp …": comm may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let (Some(state), Some(_ppid), Some(pgrp)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if pgrp.parse::<libc::pid_t>() != Ok(group) {
+            continue;
+        }
+        if !matches!(state, "Z" | "X") {
+            return false;
+        }
+        zombies += 1;
+    }
+    zombies > 0
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn only_zombies_in(_group: libc::pid_t) -> bool {
+    false
 }
 
 /// Stands the guard down, if it is still up, and reaps it.
