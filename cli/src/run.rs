@@ -207,14 +207,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
             // reports a loss, and a release is the child's.
             if let Some(group) = tree.group()
                 && let Err(error) = keepalive.tie_to_group(group)
-                && !matches!(
-                    error,
-                    Error::Superseded { .. }
-                        | Error::Expired { .. }
-                        | Error::NotHolder { .. }
-                        | Error::Broken { .. }
-                        | Error::Released { .. }
-                )
+                && !error.is_loss()
             {
                 report(&format!(
                     "warning: the lease's records do not name the child's process group yet ({}); if this `fencepost run` is killed before its next renewal, its lease is taken over only after its ttl",

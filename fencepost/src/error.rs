@@ -90,6 +90,21 @@ pub(crate) fn owner_and_session(owner: &str, session: Option<&crate::SessionTag>
     }
 }
 
+impl Error {
+    /// True for the errors that say the lease is gone — superseded, expired, not
+    /// the holder, broken or released — as opposed to a store failure or bad input.
+    pub fn is_loss(&self) -> bool {
+        matches!(
+            self,
+            Error::Superseded { .. }
+                | Error::Expired { .. }
+                | Error::NotHolder { .. }
+                | Error::Broken { .. }
+                | Error::Released { .. }
+        )
+    }
+}
+
 impl std::fmt::Display for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

@@ -985,24 +985,31 @@ fn stalled_sweep(_: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// Claims `resource` at once and keeps it for `rounds` renewals, checking its
+/// token before each; a renewal refused ends it with one more check (a fenced
+/// token must not pass), else it releases.
+fn checked_rounds(ctx: &super::Ctx, resource: &Resource, rounds: usize) {
+    let Some(mut lease) = ctx.acquire(resource, TTL_MS, 0) else {
+        return;
+    };
+    for _ in 0..rounds {
+        ctx.check(&lease);
+        ctx.sleep(TTL_MS / 4);
+        if !ctx.renew(&mut lease) {
+            ctx.check(&lease);
+            return;
+        }
+    }
+    ctx.release(&lease);
+}
+
 fn hard_link_revival(setup: &Setup) -> Vec<Actor> {
     let new = setup.dir.join("new.txt");
     let other = setup.dir.join("other.txt");
     let (new_a, new_e, other_e) = (new.clone(), new, other.clone());
     vec![
         Actor::new("A", move |ctx| {
-            let Some(mut lease) = ctx.acquire(&Resource::file(&new_a), TTL_MS, 0) else {
-                return;
-            };
-            for _ in 0..5 {
-                ctx.check(&lease);
-                ctx.sleep(TTL_MS / 4);
-                if !ctx.renew(&mut lease) {
-                    ctx.check(&lease);
-                    return;
-                }
-            }
-            ctx.release(&lease);
+            checked_rounds(ctx, &Resource::file(&new_a), 5)
         }),
         Actor::new("files", move |ctx| {
             ctx.sleep(TTL_MS / 20);
@@ -1031,20 +1038,7 @@ fn break_through_another_link(setup: &Setup) -> Vec<Actor> {
     let _ = fs::hard_link(&a, &b);
     let (b_broken, b_claimed) = (b.clone(), b);
     vec![
-        Actor::new("A", move |ctx| {
-            let Some(mut lease) = ctx.acquire(&Resource::file(&a), TTL_MS, 0) else {
-                return;
-            };
-            for _ in 0..4 {
-                ctx.check(&lease);
-                ctx.sleep(TTL_MS / 4);
-                if !ctx.renew(&mut lease) {
-                    ctx.check(&lease);
-                    return;
-                }
-            }
-            ctx.release(&lease);
-        }),
+        Actor::new("A", move |ctx| checked_rounds(ctx, &Resource::file(&a), 4)),
         Actor::new("operator", move |ctx| {
             ctx.sleep(TTL_MS / 3);
             ctx.break_lease(&Resource::file(&b_broken));
@@ -1067,18 +1061,7 @@ fn rename_revival(setup: &Setup) -> Vec<Actor> {
     let (a_a, a_e, b_e) = (a.clone(), a, b.clone());
     vec![
         Actor::new("A", move |ctx| {
-            let Some(mut lease) = ctx.acquire(&Resource::file(&a_a), TTL_MS, 0) else {
-                return;
-            };
-            for _ in 0..5 {
-                ctx.check(&lease);
-                ctx.sleep(TTL_MS / 4);
-                if !ctx.renew(&mut lease) {
-                    ctx.check(&lease);
-                    return;
-                }
-            }
-            ctx.release(&lease);
+            checked_rounds(ctx, &Resource::file(&a_a), 5)
         }),
         Actor::new("files", move |ctx| {
             ctx.sleep(TTL_MS / 20);

@@ -217,14 +217,7 @@ impl Store {
 
 /// True for the errors that mean the lease is gone (as opposed to a store failure).
 pub(crate) fn is_loss(error: &Error) -> bool {
-    matches!(
-        error,
-        Error::Superseded { .. }
-            | Error::Expired { .. }
-            | Error::NotHolder { .. }
-            | Error::Broken { .. }
-            | Error::Released { .. }
-    )
+    error.is_loss()
 }
 
 /// A holder id unique to one tenure: owner, pid and a random nonce; with the pid
