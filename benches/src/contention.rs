@@ -41,6 +41,13 @@ pub struct ContentionRow {
     /// timed (`__ops`).
     pub floor_pair_after: Option<Summary>,
     pub floor_handoff_after: Option<Summary>,
+    /// The rotation floor of this size (`crate::rotation`): as many processes,
+    /// as many handoffs, each only the handoff's disk work and a wake of the next
+    /// in a fixed ring; run just before this size and again right after it, in a
+    /// directory of its store. `None` where only the run was timed (`__ops`), or
+    /// off Linux (it sleeps on inotify).
+    pub rotation_before: Option<crate::rotation::Rotation>,
+    pub rotation_after: Option<crate::rotation::Rotation>,
     /// The wake order, measured: the most other tenures that began during any one
     /// wait, and during any of the slowest 1% of waits (those at or above the wait
     /// p99). A fair rotation lets at most `workers - 1` begin during a wait; more
@@ -54,7 +61,7 @@ pub struct ContentionRow {
 }
 
 /// CPU time (user + system) of every child process reaped so far.
-fn children_cpu() -> Duration {
+pub fn children_cpu() -> Duration {
     // SAFETY: an out-pointer to a zeroed `rusage` alive for the call.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
@@ -275,6 +282,8 @@ pub fn run(
         floor_handoff,
         floor_pair_after: None,
         floor_handoff_after: None,
+        rotation_before: None,
+        rotation_after: None,
         passed_max,
         slowest_passed_max,
     })

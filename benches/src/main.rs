@@ -32,6 +32,8 @@ mod report;
 #[cfg(unix)]
 mod rivals;
 #[cfg(unix)]
+mod rotation;
+#[cfg(unix)]
 mod rows;
 mod stats;
 #[cfg(unix)]
@@ -195,6 +197,15 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
                     *mode == "flush",
                 );
             }
+            ["__rotation-member", dir, index, members, rounds, mode] => {
+                return crate::rotation::member(
+                    Path::new(dir),
+                    index.parse()?,
+                    members.parse()?,
+                    rounds.parse()?,
+                    *mode == "flush",
+                );
+            }
             ["__ops", op, n, dir] => return ops(op, n.parse()?, Path::new(dir)),
             ["__wedge-holder", lib, dir, stale] => {
                 return wedged::holder(lib, Path::new(dir), stale.parse()?);
@@ -297,6 +308,23 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
                 row.passed_max,
                 row.slowest_passed_max,
                 row.cpu / row.handoffs.max(1) as u32
+            );
+            return Ok(());
+        }
+        // `rotation-W` / `rotation-noflush-W`: the rotation floor of W processes, N
+        // tenures each (no protocol: the disk work of a handoff and a wake of the next).
+        if let Some(members) = op.strip_prefix("rotation-") {
+            let (members, flush) = match members.strip_prefix("noflush-") {
+                Some(members) => (members, false),
+                None => (members, true),
+            };
+            let r = crate::rotation::run(dir, members.parse()?, n, flush)?;
+            println!(
+                "{} handoffs in {:?}: {:.0}/s, CPU per handoff {:?}",
+                r.handoffs,
+                r.elapsed,
+                r.rate(),
+                r.cpu / r.handoffs.max(1) as u32
             );
             return Ok(());
         }
@@ -532,6 +560,11 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
             )?;
             let floor_handoff = f.pop().ok_or("no floor")?;
             let floor_pair = f.pop().ok_or("no floor")?;
+            // The rotation floor of this size (no protocol: the handoff's disk work
+            // and a wake of the next process in a fixed ring), before the run and
+            // again after it in a directory of its store (below).
+            let rotation_before =
+                crate::rotation::run(&dir.join("rotation"), workers, rounds, flush)?;
             let mut row = contention::run(
                 &dir.join("contention"),
                 workers,
@@ -553,6 +586,13 @@ usage: fencepost-bench [--quick] [--out FILE] [--dir DIR] [--fencepost BIN] [--k
                 paired_floors(it.fs / 5, 0, &mut || Ok(Default::default()), 2, &mut floors)?;
             row.floor_handoff_after = f.pop();
             row.floor_pair_after = f.pop();
+            row.rotation_before = Some(rotation_before);
+            row.rotation_after = Some(crate::rotation::run(
+                &store.join("rotation-after"),
+                workers,
+                rounds,
+                flush,
+            )?);
             report.contention.push(row);
         }
 

@@ -148,6 +148,25 @@ impl Report {
         1.0 / (around(&c.floor_handoff, &c.floor_handoff_after) + self.wake_p50()).as_secs_f64()
     }
 
+    /// A size's rotation ceiling: handoffs per second of its rotation floor (the
+    /// mean time per handoff of the run before the size and the run after it), or
+    /// `None` where it was not run.
+    fn rotation_ceiling_of(c: &ContentionRow) -> Option<f64> {
+        let runs: Vec<_> = [c.rotation_before, c.rotation_after]
+            .into_iter()
+            .flatten()
+            .collect();
+        if runs.is_empty() {
+            return None;
+        }
+        let per = runs
+            .iter()
+            .map(|r| r.elapsed.as_secs_f64() / r.handoffs.max(1) as f64)
+            .sum::<f64>()
+            / runs.len() as f64;
+        Some(1.0 / per)
+    }
+
     /// A contention size's own serial ceiling, from the create pair timed just before
     /// it and right after it.
     fn ceiling_of(c: &ContentionRow) -> f64 {
@@ -272,7 +291,19 @@ impl Report {
              listing, read and tombstone, the next holder's listing, read, create (flushed \
              with flush on) and the sweep of the two records below it — plus the \
              wake floor): what the filesystem and the kernel allow when a waiter must be woken \
-             for every handoff.\n\n\
+             for every handoff. The *rotation ceiling* is that handoff made real: as many \
+             processes as the size, each asleep on change notification (inotify) of its own \
+             file, taking turns in a fixed ring with no protocol at all — woken, one does \
+             the handoff's disk work as above (and appends to a log), then touches the next \
+             one's file and sleeps (`benches/src/rotation.rs`). It is run for as many \
+             handoffs as the size, just before the size and again right after it in a \
+             directory of the run's store; the ceiling is 1 / the mean of the two runs' time \
+             per handoff (both shown). It charges what the handoff ceiling leaves out and no \
+             protocol can: waking a process (not a thread) on this machine's CPUs, the \
+             processes' own scheduling, and the filesystem as a rotation's own churn leaves \
+             it; what the run spends beyond it is the protocol's — deciding who is next \
+             (a queue of tickets, its reads and removals), the confirming read, the checks \
+             for shared claims.\n\n\
              Both ceilings' floors are timed just before the size ran and again right after it, \
              in a directory of the run's store, and each ceiling takes the mean of the two p50s: \
              the same disk work costs more on the filesystem the run left behind (on ext4 \
@@ -287,17 +318,18 @@ impl Report {
              waiting for the disk.\n\n\
              | claims | processes | handoffs | elapsed | handoffs/s | serial ceiling /s | % of ceiling | \
              handoff work p50: before / after the run | \
-             handoff ceiling /s | % of it | wait p50 | \
-             wait p99 | wait max | fairness (max / median wait) | tenures begun during a wait: most / most in the slowest 1% (fair: ≤ processes − 1) | handoff gap p50 | CPU per handoff | cores busy | oracle |\n\
-             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+             handoff ceiling /s | % of it | rotation ceiling /s (runs before / after) | % of it | wait p50 | \
+             wait p99 | wait max | fairness (max / median wait) | tenures begun during a wait: most / most in the slowest 1% (fair: ≤ processes − 1) | handoff gap p50 | CPU per handoff: run / rotation | cores busy | oracle |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
         );
         for c in &self.contention {
             let rate = c.handoffs as f64 / c.elapsed.as_secs_f64();
             let ceiling = Self::ceiling_of(c);
             let handoff_ceiling = self.handoff_ceiling_of(c);
+            let rotation = Self::rotation_ceiling_of(c);
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {:.2} s | {:.0} | {:.0} | {:.0}% | {} / {} | {:.0} | {:.0}% | {} | {} | {} | {:.0}× | {} / {} | {} | {} | {:.2} | held |",
+                "| {} | {} | {} | {:.2} s | {:.0} | {:.0} | {:.0}% | {} / {} | {:.0} | {:.0}% | {} | {} | {} | {} | {} | {:.0}× | {} / {} | {} | {} / {} | {:.2} | held |",
                 if c.flush { "flush on" } else { "flush off" },
                 c.workers,
                 c.handoffs,
@@ -311,6 +343,17 @@ impl Report {
                     .map_or("—".into(), |a| fmt(a.p50)),
                 handoff_ceiling,
                 100.0 * rate / handoff_ceiling,
+                rotation.map_or("—".into(), |r| {
+                    let each = |x: Option<crate::rotation::Rotation>| {
+                        x.map_or("—".into(), |x| format!("{:.0}", x.rate()))
+                    };
+                    format!(
+                        "{r:.0} ({} / {})",
+                        each(c.rotation_before),
+                        each(c.rotation_after)
+                    )
+                }),
+                rotation.map_or("—".into(), |r| format!("{:.0}%", 100.0 * rate / r)),
                 fmt(c.wait.p50),
                 fmt(c.wait.p99),
                 fmt(c.wait.max),
@@ -319,6 +362,7 @@ impl Report {
                 c.slowest_passed_max,
                 fmt(c.gap.p50),
                 fmt(c.cpu / c.handoffs.max(1) as u32),
+                rotation_cpu(c),
                 c.cpu.as_secs_f64() / c.elapsed.as_secs_f64()
             );
         }
@@ -694,38 +738,33 @@ impl Report {
                     by.join("; ")
                 };
                 let mut why = Vec::new();
+                // The floor the throughput is judged against: the rotation of as many
+                // processes with no protocol where it ran, else the handoff ceiling.
+                let rotation = Self::rotation_ceiling_of(c);
+                let floor_share = rotation.map_or(handoff_share, |r| rate / r);
+                let disk_bound = floor_share >= 0.8;
                 if share < 0.8 {
-                    why.push(if handoff_share >= 0.8 {
-                        format!(
-                            "throughput: the disk and the kernel — one handoff's own disk work \
-                             plus one wake-up allow {:.0}/s, and the run reached {:.0}% of that",
-                            self.handoff_ceiling_of(c),
-                            100.0 * handoff_share
-                        )
-                    } else {
-                        format!(
-                            "throughput: the code — only {:.0}% of the {:.0}/s that one \
-                             handoff's disk work plus one wake-up allow (the worker processes \
-                             used {} of CPU per handoff and kept {:.2} cores busy)",
-                            100.0 * handoff_share,
-                            self.handoff_ceiling_of(c),
-                            fmt(c.cpu / c.handoffs.max(1) as u32),
-                            c.cpu.as_secs_f64() / c.elapsed.as_secs_f64()
-                        )
-                    });
-                    // Where the handoff ceiling itself is below 80% of the serial
-                    // ceiling, no code could meet the target on this disk: say so,
-                    // and by how much the disk and the kernel alone fall short.
-                    let beyond = self.handoff_ceiling_of(c) / Self::ceiling_of(c);
-                    if beyond < 0.8 {
-                        why.push(format!(
-                            "and 80% of the serial ceiling is beyond this disk and kernel: \
-                             the handoff ceiling itself is {:.0}% of the serial ceiling (a \
-                             waiter must be woken and must read before it claims, which the \
-                             serial ceiling leaves out)",
-                            100.0 * beyond
-                        ));
-                    }
+                    let cpu = format!(
+                        "the worker processes used {} of CPU per handoff{} and kept {:.2} \
+                         cores busy",
+                        fmt(c.cpu / c.handoffs.max(1) as u32),
+                        if rotation.is_some() {
+                            format!(", the rotation's {}", rotation_cpu(c))
+                        } else {
+                            String::new()
+                        },
+                        c.cpu.as_secs_f64() / c.elapsed.as_secs_f64()
+                    );
+                    why.extend(throughput_why(
+                        Ceilings {
+                            rate,
+                            serial: Self::ceiling_of(c),
+                            handoff: self.handoff_ceiling_of(c),
+                            rotation,
+                        },
+                        c.workers,
+                        &cpu,
+                    ));
                 }
                 if !p99_ok {
                     // The wake order, measured: a fair rotation lets at most
@@ -747,7 +786,7 @@ impl Report {
                              {fair_most}), so they were long because the handoffs during them \
                              were (handoff gap p50 {}, p99 {}); a p99 of 10 ms needs {:.0} \
                              handoffs/s",
-                            if handoff_share >= 0.8 {
+                            if disk_bound {
                                 "the handoffs' length, which is the disk's and the kernel's \
                                  (throughput above), not the wake order"
                             } else {
@@ -940,6 +979,91 @@ fn table_row(s: &mut String, r: &Row, with_floor: bool) {
 /// run and right after it, in the run's store (the filesystem as the run left it:
 /// docs/design-07-performance.md, "The contention floors, before and after"); the
 /// p50 before alone when it was not timed after.
+/// A contention size's rate and the ceilings it is judged against (handoffs/s).
+#[derive(Debug, Clone, Copy)]
+struct Ceilings {
+    /// The run's own handoffs per second.
+    rate: f64,
+    /// 1 / (flushed + unflushed create).
+    serial: f64,
+    /// 1 / (one handoff's disk work + the wake floor).
+    handoff: f64,
+    /// The rotation floor of as many processes, where it ran.
+    rotation: Option<f64>,
+}
+
+/// Why a size's throughput is under 80% of its serial ceiling: the disk and the
+/// kernel when the run reached 80% of what no protocol at all reaches (the rotation
+/// floor where it ran, else the handoff ceiling), otherwise the code; and, where
+/// that floor is itself under 80% of the serial ceiling, that the target is beyond
+/// this disk and kernel. `cpu` describes the processes' CPU time.
+fn throughput_why(c: Ceilings, workers: usize, cpu: &str) -> Vec<String> {
+    let mut why = Vec::new();
+    let (best, share) = match c.rotation {
+        Some(r) => (r, c.rate / r),
+        None => (c.handoff, c.rate / c.handoff),
+    };
+    why.push(match c.rotation {
+        Some(r) if share >= 0.8 => format!(
+            "throughput: the disk and the kernel — {workers} processes taking turns with no \
+             protocol at all (the handoff's disk work and a wake-up of the next, nothing \
+             decided) reach {r:.0}/s, and the run reached {:.0}% of that",
+            100.0 * share
+        ),
+        Some(r) => format!(
+            "throughput: the code — only {:.0}% of the {r:.0}/s that {workers} processes \
+             taking turns with no protocol at all reach (the handoff's disk work and a \
+             wake-up of the next, nothing decided); {cpu}; the rest is the protocol's own \
+             steps on each handoff's path (docs/design-07-performance.md, \"The rotation \
+             floor\")",
+            100.0 * share
+        ),
+        None if share >= 0.8 => format!(
+            "throughput: the disk and the kernel — one handoff's own disk work plus one \
+             wake-up allow {:.0}/s, and the run reached {:.0}% of that",
+            c.handoff,
+            100.0 * share
+        ),
+        None => format!(
+            "throughput: the code — only {:.0}% of the {:.0}/s that one handoff's disk work \
+             plus one wake-up allow ({cpu})",
+            100.0 * share,
+            c.handoff
+        ),
+    });
+    // Where the floor itself is below 80% of the serial ceiling, no code could meet
+    // the target on this disk: say so, and by how much the disk and the kernel
+    // alone fall short.
+    let what = if c.rotation.is_some() {
+        "a rotation with no protocol at all reaches"
+    } else {
+        "the handoff ceiling itself is"
+    };
+    let beyond = best / c.serial;
+    if beyond < 0.8 {
+        why.push(format!(
+            "and 80% of the serial ceiling is beyond this disk and kernel: {what} {:.0}% of \
+             the serial ceiling (a waiter must be woken and must read before it claims, \
+             which the serial ceiling leaves out)",
+            100.0 * beyond
+        ));
+    }
+    why
+}
+
+/// The CPU time per handoff of a size's rotation floor (both runs), or `—`.
+fn rotation_cpu(c: &ContentionRow) -> String {
+    let runs: Vec<_> = [c.rotation_before, c.rotation_after]
+        .into_iter()
+        .flatten()
+        .collect();
+    let handoffs: usize = runs.iter().map(|r| r.handoffs).sum();
+    if handoffs == 0 {
+        return "—".into();
+    }
+    fmt(runs.iter().map(|r| r.cpu).sum::<Duration>() / handoffs as u32)
+}
+
 fn around(before: &Summary, after: &Option<Summary>) -> Duration {
     match after {
         Some(after) => (before.p50 + after.p50) / 2,
@@ -1034,6 +1158,75 @@ mod tests {
             swept_usage: usage(200, floor),
             swept_writes_spread: 0.8,
         }
+    }
+
+    /// Contention's throughput is the disk and the kernel only within 80% of the
+    /// rotation floor (the handoff ceiling where none ran), and the target is called
+    /// beyond the disk only when that floor is under 80% of the serial ceiling.
+    #[test]
+    fn contention_is_the_disk_only_within_80_percent_of_the_rotation() {
+        let c = Ceilings {
+            rate: 1500.0,
+            serial: 3000.0,
+            handoff: 2000.0,
+            rotation: Some(1800.0),
+        };
+        let why = throughput_why(c, 8, "cpu");
+        assert!(why[0].starts_with("throughput: the disk"), "{why:?}");
+        assert!(
+            why[1].contains("a rotation with no protocol at all reaches 60%"),
+            "{why:?}"
+        );
+        let why = throughput_why(
+            Ceilings {
+                rotation: Some(2000.0),
+                ..c
+            },
+            8,
+            "cpu",
+        );
+        assert!(
+            why[0].starts_with("throughput: the code — only 75%"),
+            "{why:?}"
+        );
+        // The rotation itself within 80% of the serial ceiling: no "beyond".
+        let why = throughput_why(
+            Ceilings {
+                rotation: Some(2500.0),
+                ..c
+            },
+            8,
+            "cpu",
+        );
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(why[0].starts_with("throughput: the code"), "{why:?}");
+        // No rotation: judged against the handoff ceiling.
+        let why = throughput_why(
+            Ceilings {
+                rotation: None,
+                ..c
+            },
+            8,
+            "cpu",
+        );
+        assert!(
+            why[0].starts_with("throughput: the code — only 75% of the 2000/s"),
+            "{why:?}"
+        );
+        assert!(
+            why[1].contains("the handoff ceiling itself is 67%"),
+            "{why:?}"
+        );
+        let why = throughput_why(
+            Ceilings {
+                rotation: None,
+                handoff: 1800.0,
+                ..c
+            },
+            8,
+            "cpu",
+        );
+        assert!(why[0].starts_with("throughput: the disk"), "{why:?}");
     }
 
     /// The disk only with the same requests and less extra CPU than the excess;
