@@ -534,8 +534,8 @@ fn describe_with(error: &Error, next_steps_any: &str) -> String {
             token,
             expired_at_ms,
         } => format!(
-            "lease on {label} with token {token} expired {} ago; claim it again for a new token",
-            human_precise(-until_ms(*expired_at_ms, now_ms()))
+            "lease on {label} with token {token} {}; claim it again for a new token",
+            expired_when(*expired_at_ms, now_ms())
         ),
         Error::Backend(e) if e.location.contains("etcd://") => format!(
             "store error: {e}; check that the etcd endpoints of the store (--store or FENCEPOST_STORE) are reachable"
@@ -585,8 +585,8 @@ pub fn loss_reason(error: &Error) -> String {
         }
         Error::Superseded { by_token, .. } => format!("superseded by token {by_token}"),
         Error::Expired { expired_at_ms, .. } => format!(
-            "it expired {} ago before it could be renewed",
-            human_precise(-until_ms(*expired_at_ms, now_ms()))
+            "it {} before it could be renewed",
+            expired_when(*expired_at_ms, now_ms())
         ),
         // A release that finds another tenure's record newest (the child ended
         // before the watch saw the takeover) was written around, not released.
@@ -610,6 +610,16 @@ pub fn loss_reason(error: &Error) -> String {
 
 /// When a lease ends, relative to now, as a person says it: `in 29.1s`, `in 4m05s`,
 /// `expired 0.4s ago`, `expired 2m38s ago` (never `0s` for a live lease, never `-1s`).
+/// `expired 2.5s ago` for a lease the core reports expired; `expired` alone
+/// when its end is not behind this clock (judged by the holder's clock, which
+/// may run ahead of this one), never a negative time.
+fn expired_when(expired_at_ms: u64, now: u64) -> String {
+    match -until_ms(expired_at_ms, now) {
+        ago if ago > 0 => format!("expired {} ago", human_precise(ago)),
+        _ => "expired".into(),
+    }
+}
+
 pub fn expiry_phrase(expires_at_ms: u64, now: u64) -> String {
     let ms = until_ms(expires_at_ms, now);
     if ms > 0 {
@@ -905,6 +915,14 @@ lock:db:migrations  held       7  ci     4242  vm    in 29.1s"
             newest: None,
         };
         assert_eq!(loss_reason(&released), "it was released outside this run");
+    }
+
+    #[test]
+    fn an_expiry_is_never_a_negative_time_ago() {
+        assert_eq!(expired_when(10_000, 12_500), "expired 2.5s ago");
+        // An end this clock has not reached (the holder's clock ran ahead).
+        assert_eq!(expired_when(60_000, 3_600), "expired");
+        assert_eq!(expired_when(5_000, 5_000), "expired");
     }
 
     #[test]

@@ -322,3 +322,26 @@ fn suggested_break_names(name: &str) {
         .unwrap();
     assert_eq!(broke.status.code(), Some(0), "{suggested}: {broke:?}");
 }
+
+/// A renewal that lands below a record left unreadable past the create grace (a
+/// create that never completed, here planted above a gap) is not trusted, and says
+/// so: superseded by a record that cannot be read. It said "expired -56.4s ago",
+/// the end of a lease that had not ended (a breaker).
+#[test]
+fn a_renewal_under_an_unreadable_record_says_so_without_a_negative_time() {
+    let s = Scratch::new();
+    let (_, handle) = s.claim_handle("gap", &["--ttl", "60000"]);
+    std::fs::write(s.only_key_dir().join("g00000009.json"), "{\"v\":1,\"key").unwrap();
+    let output = s
+        .cmd()
+        .args(["renew", &handle, "--lock", "gap"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let line = one_line_stderr(&output);
+    assert!(
+        line.contains("superseded by a newer record that cannot be read"),
+        "{line}"
+    );
+    assert!(!line.contains(" -"), "a negative time: {line}");
+}

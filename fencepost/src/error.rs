@@ -192,7 +192,7 @@ pub enum Error {
     },
     /// The lease was written around: a newer tenure owns the resource now. The
     /// lease's token will never pass [`crate::Store::check`] again (docs/protocol.md I3).
-    #[error("lease on {label} with token {token} was superseded by token {by_token}")]
+    #[error("lease on {label} with token {token} was superseded by {}", superseder(*by_token))]
     Superseded {
         /// The resource's label.
         label: String,
@@ -264,6 +264,15 @@ pub enum Error {
     /// Never means "held".
     #[error(transparent)]
     Backend(#[from] BackendError),
+}
+
+/// What superseded a lease, for [`Error::Superseded`]: its token, or (token 0)
+/// the unreadable record above it.
+fn superseder(by_token: u64) -> String {
+    match by_token {
+        0 => "a newer record that cannot be read (a create that never completed)".into(),
+        token => format!("token {token}"),
+    }
 }
 
 fn describe_newest(newest: &Option<Holder>) -> String {

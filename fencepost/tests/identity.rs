@@ -410,6 +410,98 @@ mod hard_links {
         );
     }
 
+    /// A backend whose calls stall: each planned `(call, key prefix, ms)` advances
+    /// the manual clock by `ms` at the first matching call, in order.
+    #[derive(Debug)]
+    struct Stalls {
+        inner: TinyStore,
+        clock: fencepost::ManualClock,
+        plan: Mutex<std::collections::VecDeque<(&'static str, &'static str, u64)>>,
+    }
+
+    impl Stalls {
+        fn stall(&self, call: &str, key: &Key) {
+            let mut plan = self.plan.lock().unwrap();
+            if let Some(&(c, prefix, ms)) = plan.front()
+                && c == call
+                && key.as_str().starts_with(prefix)
+            {
+                plan.pop_front();
+                self.clock.advance_ms(ms);
+            }
+        }
+    }
+
+    impl LeaseStore for Stalls {
+        fn create(
+            &self,
+            key: &Key,
+            generation: u64,
+            bytes: &[u8],
+            durability: Durability,
+        ) -> Result<CreateOutcome, BackendError> {
+            let created = self.inner.create(key, generation, bytes, durability);
+            self.stall("create", key);
+            created
+        }
+        fn generations(&self, key: &Key) -> Result<Vec<u64>, BackendError> {
+            self.stall("generations", key);
+            self.inner.generations(key)
+        }
+        fn read(&self, key: &Key, generation: u64) -> Result<Option<Vec<u8>>, BackendError> {
+            self.inner.read(key, generation)
+        }
+        fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
+            self.inner.remove(key, generation)
+        }
+        fn keys(&self) -> Result<Vec<Key>, BackendError> {
+            self.inner.keys()
+        }
+        fn locator(&self) -> String {
+            "stalls".into()
+        }
+    }
+
+    /// A renewal of a file's two keys that stalled, all told, for a ttl (though
+    /// neither key's own renewal was late) is given back and reported expired at
+    /// the lease's end before it: a time behind the clock. It reported the end of
+    /// the record it gave back, a ttl ahead ("expired -6.0s ago" in the CLI).
+    #[test]
+    fn a_renewal_stalled_for_a_ttl_reports_an_end_already_past() {
+        let (_dir, a, _b) = linked();
+        let clock = fencepost::ManualClock::new(1_000_000);
+        let backend = Arc::new(Stalls {
+            inner: TinyStore::default(),
+            clock: clock.clone(),
+            plan: Mutex::new(Default::default()),
+        });
+        let store = Store::from_parts(backend.clone(), Arc::new(clock.clone()));
+        let options = AcquireOptions::new(10_000).owner("stalled");
+        let mut lease = store.acquire(&Resource::file(&a), &options).unwrap();
+        assert_eq!(lease.keys().count(), 2);
+        // The file id's renewal lands 6 s in (of its 10 s), the path key's 3 s
+        // later (of its 4 s left), and its confirming listing 1.5 s after that:
+        // 10.5 s since the renewal began.
+        *backend.plan.lock().unwrap() = [
+            ("create", "inode-", 6_000),
+            ("create", "file-", 3_000),
+            ("generations", "file-", 1_500),
+        ]
+        .into();
+        match store.renew(&mut lease) {
+            Err(fencepost::Error::Expired { expired_at_ms, .. }) => assert!(
+                expired_at_ms <= fencepost::Clock::wall_ms(&clock),
+                "reported expired at {expired_at_ms}, ahead of the clock at {}",
+                fencepost::Clock::wall_ms(&clock)
+            ),
+            other => panic!("a renewal stalled for a ttl returned {other:?}"),
+        }
+        assert!(
+            backend.plan.lock().unwrap().is_empty(),
+            "every stall happened"
+        );
+    }
+
     #[test]
     fn check_renew_and_release_cover_every_key() {
         let (_dir, a, b) = linked();

@@ -104,10 +104,13 @@ impl Store {
         if self.clock.monotonic_ms().saturating_sub(started) >= lease.ttl_ms {
             self.give_back_keys(&others, &lease.label, &lease.secret);
             let _ = self.release_tenure(&lease.key, &lease.label, lease.token, &lease.secret);
+            // The end the lease had before this renewal (already behind the wall
+            // clock: a ttl has passed since the renewal began), not the given-back
+            // record's end, which is ahead.
             return Err(Error::Expired {
                 label: lease.label.as_str().into(),
                 token: lease.token,
-                expired_at_ms: renewed.expires_at_ms,
+                expired_at_ms: lease.expires_at_ms,
             });
         }
         lease.others = others;

@@ -274,7 +274,15 @@ impl Store {
         let confirmed = if confirmed.top_is_torn() {
             let settled = self.read_settled(key)?;
             if settled.top_is_torn() {
-                return Err(expired());
+                // Still unreadable past the grace: our renewal is not trusted
+                // (docs/protocol.md R2). Superseded, not expired: the lease's own
+                // end may well be ahead, and an "expired" at a time not yet
+                // reached told the holder a negative time (a breaker).
+                return Err(Error::Superseded {
+                    label: label.to_string(),
+                    token,
+                    by_token: 0,
+                });
             }
             settled
         } else {
