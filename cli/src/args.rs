@@ -387,8 +387,9 @@ pub struct OneResource {
     /// A file, existing or not, relative to the current directory
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
-    /// A directory and everything below it (a subtree), existing or not; conflicts with
-    /// claims of files and directories below it and of directories above it
+    /// A directory and everything below it (a subtree), existing or not; a claim of
+    /// it conflicts with claims of files and directories below it and of
+    /// directories above it
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
 }

@@ -567,8 +567,17 @@ pub fn break_lease(ctx: &Context, args: &BreakArgs) -> Result<ExitCode, Failure>
                     holder.token,
                 )
             } else {
+                // Broken through another hard link: the lease was on the link its
+                // holder claimed, named first.
+                let on = match holder.in_the_way.as_deref() {
+                    Some(link) => format!(
+                        "{} (through {name}, another link to the same file)",
+                        resource_label(link).unwrap_or_else(|_| link.target())
+                    ),
+                    None => name.clone(),
+                };
                 format!(
-                    "broke the lease of {} on {name} (token {}, pid {}); that token never passes again, its holder is told why at its next renew, check or write, and the next claim gets a higher token",
+                    "broke the lease of {} on {on} (token {}, pid {}); that token never passes again, its holder is told why at its next renew, check or write, and the next claim gets a higher token",
                     printable(&holder.who()),
                     holder.token,
                     holder.pid

@@ -299,6 +299,16 @@ fn a_break_through_another_link_fences_the_holder() {
         .output()
         .unwrap();
     assert_eq!(broke.status.code(), Some(0), "{broke:?}");
+    // The report names the link the lease was on, then the one typed.
+    let said = String::from_utf8_lossy(&broke.stdout);
+    let (on, through) = (
+        said.find("/a.txt (through").unwrap_or(usize::MAX),
+        said.find("hardlink-to-a.txt"),
+    );
+    assert!(
+        on != usize::MAX && through.is_some_and(|t| t > on),
+        "the break did not name the holder's link first: {said}"
+    );
     let check = s
         .cmd()
         .args(["check", "--file", "a.txt", &token])

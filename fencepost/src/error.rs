@@ -30,8 +30,10 @@ pub struct Holder {
     pub session: Option<Box<crate::SessionTag>>,
     /// The resource this holder holds when it is not the one asked for: a subtree
     /// claim of a directory above a requested file or subtree, a file or subtree
-    /// claim below a requested subtree, or the subtree a waiting exclusive claimer
-    /// wants (docs/design-05-subtrees-and-shared.md §3.3, §4.3). `None` when the
+    /// claim below a requested subtree, the subtree a waiting exclusive claimer
+    /// wants (docs/design-05-subtrees-and-shared.md §3.3, §4.3), or, from
+    /// [`crate::Store::break_lease`] of a file, the other hard link of it that the
+    /// holder claimed. `None` when the
     /// holder holds the requested resource itself. A refusal names this resource,
     /// and a `break` for a holder that is gone must name it too. Boxed, as
     /// `session` is. In `--json`: `"dir:PATH"` or `"file:PATH"`, absent when none.

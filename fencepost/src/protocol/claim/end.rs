@@ -112,7 +112,7 @@ impl Store {
         // (Its path record no longer live — an acquisition still under way, which
         // will try again — is not broken, but its token is still the one named.)
         if let (Some(file_id), Some(holder)) = (&identity.file_id, &mut broken)
-            && let Some(own) = self.path_key_of(file_id, &holder.holder_id)?
+            && let Some((own, link)) = self.path_key_of(file_id, &holder.holder_id)?
             && own != identity.key
         {
             match self.break_key_of(&own, &note, Some(&holder.holder_id))? {
@@ -123,6 +123,9 @@ impl Store {
                     }
                 }
             }
+            // The lease broken is on the link its holder claimed, which the report
+            // names (it named the link typed, a resource nobody held).
+            holder.in_the_way = Some(Box::new(link));
         }
         let readers = self.break_readers(&identity, &note)?;
         broken.or(readers).ok_or(Error::NotHeld {
@@ -131,10 +134,15 @@ impl Store {
     }
 
     /// The path key of the link through which tenure `holder_id` claimed the file
-    /// whose file-id series is `file_id`: from the label of its newest record there
-    /// (a file claim's label is its resolved path). `None` when that record is not
-    /// this tenure's, or its label names no file resource.
-    fn path_key_of(&self, file_id: &crate::Key, holder_id: &str) -> Result<Option<crate::Key>> {
+    /// whose file-id series is `file_id`, and that link as a resource: from the
+    /// label of its newest record there (a file claim's label is its resolved
+    /// path). `None` when that record is not this tenure's, or its label names no
+    /// file resource.
+    fn path_key_of(
+        &self,
+        file_id: &crate::Key,
+        holder_id: &str,
+    ) -> Result<Option<(crate::Key, Resource)>> {
         #[cfg(feature = "planted-bugs")]
         if crate::planted::on(&crate::planted::FILE_ID_TOMBSTONE_IGNORED) {
             return Ok(None);
@@ -142,7 +150,8 @@ impl Store {
         let newest = self.read_newest(file_id)?;
         Ok(match newest.decoded() {
             Some(crate::record::Decoded::Record(r)) if &*r.holder == holder_id => {
-                Resource::file(&*r.label).identity().ok().map(|i| i.key)
+                let link = Resource::file(&*r.label);
+                link.identity().ok().map(|i| (i.key, link))
             }
             _ => None,
         })
