@@ -26,6 +26,9 @@ pub struct Context {
     pub scope: Option<fencepost_fs::StoreScope>,
     /// False when the directory store does not exist (yet): it reads as empty.
     pub exists: bool,
+    /// For `claim` and `run` of files and directories: the other stores on their
+    /// paths, asked after the claim landed.
+    pub elsewhere: crate::elsewhere::Elsewhere,
 }
 
 /// `lock:NAME` or `file:/abs/path` for `resource`, validating it first so a bad name
@@ -67,7 +70,7 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
     // A held lease lives as long as this process: a waiter on this host may take it
     // over once the process is provably gone. A plain claim outlives its process.
     let options = args.timing.options().tied_to_process(args.hold);
-    match waiting::try_acquire(&ctx.store, &resource, &options)? {
+    match waiting::try_acquire(&ctx.store, &ctx.elsewhere, &resource, &options)? {
         Acquired::Lease(lease) => {
             if args.hold {
                 return hold(ctx, args, vec![lease]);
@@ -146,7 +149,7 @@ fn claim_all(ctx: &Context, args: &ClaimArgs, resources: &[Resource]) -> Result<
         resource_label(resource)?;
     }
     let options = args.timing.options().tied_to_process(args.hold);
-    match waiting::try_acquire_all(&ctx.store, resources, &options)? {
+    match waiting::try_acquire_all(&ctx.store, &ctx.elsewhere, resources, &options)? {
         AcquiredAll::Leases(leases) => {
             if args.hold {
                 return hold(ctx, args, leases);

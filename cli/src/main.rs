@@ -6,6 +6,7 @@
 
 mod args;
 mod commands;
+mod elsewhere;
 mod hooks;
 mod output;
 mod run;
@@ -269,11 +270,30 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
     }
     let locator = opened.backend.locator();
     let _ = STORE.set(locator.clone());
+    // A claim of a file or directory also asks the other stores on its path
+    // (`elsewhere`): the layout may have changed since another claim of it.
+    let elsewhere = match &cli.command {
+        Command::Claim(args) => elsewhere::Elsewhere::open(
+            cli.global.store.as_deref(),
+            &args.target.resources(),
+            &cwd,
+            std::path::Path::new(&locator),
+        ),
+        Command::Run(args) => elsewhere::Elsewhere::open(
+            cli.global.store.as_deref(),
+            &[args.target.resource()],
+            &cwd,
+            std::path::Path::new(&locator),
+        ),
+        _ => Ok(elsewhere::Elsewhere::default()),
+    }
+    .map_err(Failure::Error)?;
     Ok(Context {
         store: fencepost::Store::new(opened.backend),
         locator,
         scope: opened.scope,
         exists: opened.exists,
+        elsewhere,
     })
 }
 

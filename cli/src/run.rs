@@ -46,7 +46,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         (Some(slots), Resource::Lock(name)) => {
             waiting::try_acquire_slot(&ctx.store, name, slots, &options)?
         }
-        _ => waiting::try_acquire(&ctx.store, &resource, &options)?,
+        _ => waiting::try_acquire(&ctx.store, &ctx.elsewhere, &resource, &options)?,
     };
     let lease = match acquired {
         Acquired::Lease(lease) => lease,

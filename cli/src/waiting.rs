@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use fencepost::{Holder, Resource};
 
 use crate::args::WAIT_FOREVER;
+use crate::elsewhere::Elsewhere;
 use crate::output::{describe_holder, human_precise, printable};
 
 /// The longest line drawn, in characters: it must fit a common terminal row.
@@ -106,25 +107,92 @@ pub enum Acquired {
     Held(Holder, u64),
 }
 
-/// Acquires `resource` with `options`, showing the waiting line meanwhile.
+/// Acquires `resource` with `options`, showing the waiting line meanwhile. A claim
+/// that landed is given back when another store on the file's path holds a live
+/// claim in its way ([`Elsewhere`]), and tried again while the wait lasts.
 pub fn try_acquire(
     store: &fencepost::Store,
+    elsewhere: &Elsewhere,
     resource: &Resource,
     options: &fencepost::AcquireOptions,
 ) -> fencepost::Result<Acquired> {
     let started = Instant::now();
     let mut line = WaitLine::new(resource, options.wait_ms);
-    let outcome = store.try_acquire_observed(resource, options, &mut |holder, waited_ms| {
-        line.update(holder, waited_ms)
-    });
-    line.clear();
-    Ok(match outcome? {
-        fencepost::TryAcquire::Acquired(lease) => Acquired::Lease(lease),
-        fencepost::TryAcquire::Held(holder) => Acquired::Held(
-            holder,
-            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        ),
-    })
+    let wait_ms = options.wait_ms;
+    let mut options = options.clone();
+    loop {
+        let outcome = store.try_acquire_observed(resource, &options, &mut |holder, waited_ms| {
+            line.update(holder, waited_ms)
+        });
+        let lease = match outcome? {
+            fencepost::TryAcquire::Acquired(lease) => lease,
+            fencepost::TryAcquire::Held(holder) => {
+                line.clear();
+                return Ok(Acquired::Held(holder, elapsed_ms(started)));
+            }
+        };
+        match elsewhere.in_the_way(std::slice::from_ref(resource), &options) {
+            Ok(None) => {
+                line.clear();
+                return Ok(Acquired::Lease(lease));
+            }
+            Ok(Some((_, holder))) => {
+                give_back(store, &lease);
+                match wait_more(&mut options, started, wait_ms) {
+                    Some(pause) => {
+                        line.update(&holder, elapsed_ms(started));
+                        std::thread::sleep(pause);
+                    }
+                    None => {
+                        line.clear();
+                        return Ok(Acquired::Held(holder, elapsed_ms(started)));
+                    }
+                }
+            }
+            Err(error) => {
+                give_back(store, &lease);
+                return Err(error);
+            }
+        }
+    }
+}
+
+/// How often a claim in the way in another store is looked at again: it sends no
+/// change notification to this store.
+const ELSEWHERE_POLL: Duration = Duration::from_millis(100);
+
+/// Milliseconds since `started`.
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// After a claim in the way elsewhere: the pause before trying again, with
+/// `options.wait_ms` cut to what is left of the wait that began at `started` and
+/// lasts `wait_ms`; `None` when it is over.
+fn wait_more(
+    options: &mut fencepost::AcquireOptions,
+    started: Instant,
+    wait_ms: u64,
+) -> Option<Duration> {
+    if wait_ms == WAIT_FOREVER {
+        return Some(ELSEWHERE_POLL);
+    }
+    let left = wait_ms.saturating_sub(elapsed_ms(started));
+    if left == 0 {
+        return None;
+    }
+    let pause = Duration::from_millis(left).min(ELSEWHERE_POLL);
+    let pause_ms = u64::try_from(pause.as_millis()).unwrap_or(left);
+    *options = options.clone().wait_ms(left - pause_ms);
+    Some(pause)
+}
+
+/// Gives back a claim this command made and nobody learned of; a tenure the
+/// session already held (re-entered) is not this command's to end.
+fn give_back(store: &fencepost::Store, lease: &fencepost::Lease) {
+    if !lease.reentered() {
+        let _ = store.release(lease);
+    }
 }
 
 /// The outcome of [`try_acquire_all`].
@@ -137,28 +205,59 @@ pub enum AcquiredAll {
 }
 
 /// Acquires every resource in `resources`, all or nothing, showing the waiting line
-/// (naming the resource in the way) meanwhile.
+/// (naming the resource in the way) meanwhile. As [`try_acquire`], claims that
+/// landed are given back when another store holds a live claim in their way.
 pub fn try_acquire_all(
     store: &fencepost::Store,
+    elsewhere: &Elsewhere,
     resources: &[Resource],
     options: &fencepost::AcquireOptions,
 ) -> fencepost::Result<AcquiredAll> {
     let started = Instant::now();
     let mut line = WaitLine::new(&resources[0], options.wait_ms);
-    let outcome =
-        store.try_acquire_all_observed(resources, options, &mut |resource, holder, waited_ms| {
-            line.what = printable(&resource.target());
-            line.update(holder, waited_ms)
-        });
-    line.clear();
-    Ok(match outcome? {
-        fencepost::TryAcquireAll::Acquired(leases) => AcquiredAll::Leases(leases),
-        fencepost::TryAcquireAll::Held { resource, holder } => AcquiredAll::Held(
-            resource,
-            holder,
-            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        ),
-    })
+    let wait_ms = options.wait_ms;
+    let mut options = options.clone();
+    loop {
+        let outcome = store.try_acquire_all_observed(
+            resources,
+            &options,
+            &mut |resource, holder, waited_ms| {
+                line.what = printable(&resource.target());
+                line.update(holder, waited_ms)
+            },
+        );
+        let leases = match outcome? {
+            fencepost::TryAcquireAll::Acquired(leases) => leases,
+            fencepost::TryAcquireAll::Held { resource, holder } => {
+                line.clear();
+                return Ok(AcquiredAll::Held(resource, holder, elapsed_ms(started)));
+            }
+        };
+        match elsewhere.in_the_way(resources, &options) {
+            Ok(None) => {
+                line.clear();
+                return Ok(AcquiredAll::Leases(leases));
+            }
+            Ok(Some((resource, holder))) => {
+                leases.iter().for_each(|lease| give_back(store, lease));
+                match wait_more(&mut options, started, wait_ms) {
+                    Some(pause) => {
+                        line.what = printable(&resource.target());
+                        line.update(&holder, elapsed_ms(started));
+                        std::thread::sleep(pause);
+                    }
+                    None => {
+                        line.clear();
+                        return Ok(AcquiredAll::Held(resource, holder, elapsed_ms(started)));
+                    }
+                }
+            }
+            Err(error) => {
+                leases.iter().for_each(|lease| give_back(store, lease));
+                return Err(error);
+            }
+        }
+    }
 }
 
 /// The slot of the lock `name` that `holder` (the one a slot claim was refused by)

@@ -731,3 +731,43 @@ fn a_subtree_another_session_holds_blocks_edits_below_it() {
         "claude-code",
     );
 }
+
+/// A breaker: a session's Write of `sub/.git/notes` made `sub` a repository of its
+/// own, with a fresh store where another session then claimed `sub/a.txt`, which
+/// the first session held. Every edit tool is refused inside a `.git` or
+/// `.fencepost` entry of the project (as the MCP server's `write` is), nothing is
+/// created there, and the session's claim of `sub/a.txt` still blocks the other.
+#[test]
+fn edits_inside_git_or_fencepost_directories_are_refused() {
+    let repo = Repo::new();
+    std::fs::create_dir_all(repo.root.join("sub")).unwrap();
+    std::fs::write(repo.root.join("sub/a.txt"), "a\n").unwrap();
+    assert_allowed(
+        &repo.edit("claude-code-Write.json", "s1", "sub/a.txt"),
+        "claude-code",
+    );
+    for (_, fixture_name) in EDIT_FIXTURES {
+        for path in [
+            "sub/.git/notes",
+            "sub/.fencepost/x",
+            ".git/hooks/pre-commit",
+            "sub/.GIT/HEAD",
+        ] {
+            let reason = assert_blocked(&repo.edit(fixture_name, "s1", path));
+            assert!(
+                reason.contains("refused") && reason.contains("moves the lease store"),
+                "{fixture_name} {path}: {reason}"
+            );
+        }
+    }
+    assert!(!repo.root.join("sub/.git").exists());
+    assert!(!repo.root.join("sub/.fencepost").exists());
+    // The store did not move: the other session is still blocked by s1's claim.
+    let reason = assert_blocked(&repo.edit("claude-code-Write.json", "s2", "sub/a.txt"));
+    assert!(reason.contains("another agent session"), "{reason}");
+    // A name that merely starts like one is an ordinary file.
+    assert_allowed(
+        &repo.edit("claude-code-Write.json", "s1", "sub/.gitignore"),
+        "claude-code",
+    );
+}

@@ -705,3 +705,183 @@ fn a_bare_repository_and_its_worktrees_share_one_store() {
     claim(&s, &bare, &["--file", "../wt/a.txt"], 3);
     assert_eq!(status_labels(&s, &bare), status_labels(&s, &wt));
 }
+
+/// The layout around a held file changes — a repository initialised inside the
+/// checkout, a `.fencepost` directory made below or above — and every store numbers
+/// its tokens from 1. A breaker found a second holder of the file in the fresh
+/// store, token 1, both `check`s passing, and the first holder's renew and release
+/// failing as "a handle of another resource?". Now claims stay in the store they
+/// were made in (rule 5), and a claim that landed elsewhere asks the other stores
+/// on the file's path before it stands.
+mod layout_changes {
+    use super::*;
+
+    /// `claim --json --owner OWNER` from `cwd`: (token, handle, store).
+    fn claimed(s: &Scratch, cwd: &Path, target: &[&str], owner: &str) -> (u64, String, String) {
+        let mut args = target.to_vec();
+        args.extend(["--json", "--owner", owner]);
+        let output = claim(s, cwd, &args, 0);
+        let json = json_of(&output);
+        (
+            json["token"].as_u64().unwrap(),
+            json["handle"].as_str().unwrap().to_string(),
+            store_of(&output),
+        )
+    }
+
+    /// Asserts that a claim of `target` from `cwd` is refused as held by `owner`.
+    fn refused_by(s: &Scratch, cwd: &Path, target: &[&str], owner: &str) {
+        let output = claim(s, cwd, target, 3);
+        let message = one_line_stderr(&output);
+        assert!(message.contains(owner), "{target:?}: {message}");
+    }
+
+    /// The first holder's lease works on, whatever the working directory: check,
+    /// renew and release by the file's own path.
+    fn holder_carries_on(s: &Scratch, cwd: &Path, target: &[&str], token: u64, handle: &str) {
+        let token = token.to_string();
+        for command in [
+            vec!["check", target[0], target[1], &token],
+            vec!["renew", target[0], target[1], handle],
+            vec!["release", target[0], target[1], handle],
+        ] {
+            let output = run(s, cwd, &command);
+            assert_eq!(output.status.code(), Some(0), "{command:?}: {output:?}");
+        }
+    }
+
+    #[test]
+    fn a_repository_made_inside_after_a_claim_keeps_the_claim_where_it_was_made() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["sub/a.txt"]);
+        let (token, handle, store) = claimed(&s, &main, &["--file", "sub/a.txt"], "alice");
+        git(&main.join("sub"), &["init", "-q"]);
+        // From inside the new repository and from the old one's root alike.
+        refused_by(&s, &main.join("sub"), &["--file", "a.txt"], "alice");
+        refused_by(&s, &main, &["--file", "sub/a.txt"], "alice");
+        holder_carries_on(&s, &main.join("sub"), &["--file", "a.txt"], token, &handle);
+        // Its next claim continues the same series: a higher token, the same store.
+        let (next, _, next_store) = claimed(&s, &main.join("sub"), &["--file", "a.txt"], "bob");
+        assert!(next > token, "token {next} after {token}");
+        assert_eq!(next_store, store);
+        // A file the old store never saw belongs to the new repository.
+        fs::write(main.join("sub/b.txt"), "b\n").unwrap();
+        let (_, _, fresh) = claimed(&s, &main.join("sub"), &["--file", "b.txt"], "bob");
+        assert_ne!(fresh, store);
+    }
+
+    #[test]
+    fn a_fencepost_directory_made_below_or_above_after_a_claim_keeps_the_claim() {
+        let s = Scratch::new();
+        let top = top(&s);
+        let main = top.join("main");
+        repository(&main, &["sub/a.txt", "b.txt"]);
+        let (a_token, a_handle, _) = claimed(&s, &main, &["--file", "sub/a.txt"], "alice");
+        let (b_token, b_handle, _) = claimed(&s, &main, &["--file", "b.txt"], "carol");
+        fs::create_dir(main.join("sub/.fencepost")).unwrap();
+        fs::create_dir(top.join(".fencepost")).unwrap();
+        refused_by(&s, &main.join("sub"), &["--file", "a.txt"], "alice");
+        refused_by(&s, &main, &["--file", "b.txt"], "carol");
+        holder_carries_on(&s, &main, &["--file", "sub/a.txt"], a_token, &a_handle);
+        holder_carries_on(&s, &main, &["--file", "b.txt"], b_token, &b_handle);
+    }
+
+    #[test]
+    fn a_subtree_meets_claims_across_a_repository_made_below_it_since() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["d/inner/f.txt", "e/inner/g.txt"]);
+        // A subtree held, then a repository made below it: a file there is covered.
+        let (token, handle, _) = claimed(&s, &main, &["--dir", "d"], "alice");
+        git(&main.join("d/inner"), &["init", "-q"]);
+        refused_by(&s, &main.join("d/inner"), &["--file", "f.txt"], "alice");
+        holder_carries_on(&s, &main, &["--dir", "d"], token, &handle);
+        // A file held, then a repository made around it: a subtree over it waits.
+        let (token, handle, _) = claimed(&s, &main, &["--file", "e/inner/g.txt"], "carol");
+        git(&main.join("e/inner"), &["init", "-q"]);
+        refused_by(&s, &main.join("e/inner"), &["--dir", "."], "carol");
+        holder_carries_on(
+            &s,
+            &main.join("e/inner"),
+            &["--file", "g.txt"],
+            token,
+            &handle,
+        );
+    }
+
+    /// Rule 5 keeps a file in the store that holds a record of it; a live claim
+    /// of it made in another store on its path (by `--store`, or in a race with a
+    /// layout change) is still met: the claim asks every other store after its
+    /// own landed, gives its own back and waits, or is refused naming the store.
+    #[test]
+    fn a_claim_meets_a_live_claim_in_another_store_on_its_path() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["sub/b.txt"]);
+        git(&main.join("sub"), &["init", "-q"]);
+        // sub/b.txt's own store, the nested repository's, has a record of it.
+        let (_, handle, inner) = claimed(&s, &main, &["--file", "sub/b.txt"], "seed");
+        let output = run(&s, &main, &["release", "--file", "sub/b.txt", &handle]);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        // A subtree over it held in the outer repository's store.
+        let outer = main.join(".git/fencepost");
+        let outer_arg = outer.display().to_string();
+        let held = run(
+            &s,
+            &main,
+            &[
+                "--store", &outer_arg, "claim", "--dir", "sub", "--owner", "alice", "--json",
+            ],
+        );
+        assert_eq!(held.status.code(), Some(0), "{held:?}");
+        let subtree_handle = json_of(&held)["handle"].as_str().unwrap().to_string();
+        let output = claim(&s, &main, &["--file", "sub/b.txt", "--owner", "bob"], 3);
+        let message = one_line_stderr(&output);
+        assert!(
+            message.contains("alice") && message.contains(&outer_arg),
+            "{message}"
+        );
+        // Bob's claim was given back in the store it landed in: nothing live.
+        let status = run(&s, &main, &["--store", &inner, "status", "--json"]);
+        let entries = json_of(&status);
+        assert!(
+            entries
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|e| e["live"] == false),
+            "{entries}"
+        );
+        // A waiting claim takes it once the subtree is released.
+        let mut waiter = s.bare_cmd(&main);
+        waiter
+            .args([
+                "claim",
+                "--file",
+                "sub/b.txt",
+                "--owner",
+                "bob",
+                "--wait",
+                "20000",
+            ])
+            .timeout(std::time::Duration::from_secs(60));
+        let waiting = std::thread::spawn(move || waiter.output().unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let released = run(
+            &s,
+            &main,
+            &[
+                "--store",
+                &outer_arg,
+                "release",
+                "--dir",
+                "sub",
+                &subtree_handle,
+            ],
+        );
+        assert_eq!(released.status.code(), Some(0), "{released:?}");
+        let output = waiting.join().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+    }
+}

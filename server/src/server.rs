@@ -536,6 +536,56 @@ impl Inner {
             .map(|(store, _)| store)
     }
 
+    /// Acquires with `acquire` in `store` (located as `chosen`), then asks the other
+    /// stores on the resources' paths for a live claim in the way
+    /// (`Stores::held_elsewhere`): one found gives the new claims back (a tenure the
+    /// session already held is kept) and the claim is tried again every 100 ms while
+    /// `options.wait_ms` lasts, then refused as held. The layout around a file may
+    /// have changed since another claim of it was made in another store.
+    fn acquire_beside(
+        &self,
+        store: &Store,
+        chosen: &str,
+        resources: &[Resource],
+        options: &AcquireOptions,
+        acquire: impl Fn(&AcquireOptions) -> fencepost::Result<Vec<fencepost::Lease>>,
+    ) -> Result<Vec<fencepost::Lease>, String> {
+        const POLL: std::time::Duration = std::time::Duration::from_millis(100);
+        let started = std::time::Instant::now();
+        let mut options = options.clone();
+        let wait_ms = options.wait_ms;
+        loop {
+            let leases = acquire(&options).map_err(describe)?;
+            let give_back = |leases: &[fencepost::Lease]| {
+                for lease in leases.iter().filter(|lease| !lease.reentered()) {
+                    let _ = store.release(lease);
+                }
+            };
+            let held = match self.stores.held_elsewhere(resources, &options, chosen) {
+                Ok(None) => return Ok(leases),
+                Ok(Some(held)) => held,
+                Err(error) => {
+                    give_back(&leases);
+                    return Err(error);
+                }
+            };
+            give_back(&leases);
+            let waited = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let left = wait_ms.saturating_sub(waited);
+            if left == 0 {
+                let (resource, holder) = held;
+                return Err(describe(Error::Held {
+                    label: resource.target(),
+                    holder,
+                }));
+            }
+            let pause = POLL.min(std::time::Duration::from_millis(left));
+            std::thread::sleep(pause);
+            let pause_ms = u64::try_from(pause.as_millis()).unwrap_or(left);
+            options = options.wait_ms(left.saturating_sub(pause_ms));
+        }
+    }
+
     /// Renews `lease` (in `store`) every ttl/3 until released; a loss is logged.
     fn keep_alive(store: &Store, lease: fencepost::Lease) -> Keepalive {
         let label = lease.label().to_string();
@@ -582,7 +632,7 @@ impl Inner {
         } else {
             options.session(self.session.clone())
         };
-        let store = self.store(&resource, Access::Create)?;
+        let (store, chosen) = self.stores.open(Some(&resource), Access::Create)?;
         if let Some(slots) = args.slots {
             return self.claim_slot(&store, &args.resource, slots, &options, cancelled);
         }
@@ -600,7 +650,15 @@ impl Inner {
         if self.held_token(&key).is_some() {
             return self.reclaim(&store, &resource, key, &options);
         }
-        let lease = store.acquire(&resource, &options).map_err(describe)?;
+        let lease = self
+            .acquire_beside(
+                &store,
+                &chosen,
+                std::slice::from_ref(&resource),
+                &options,
+                |o| store.acquire(&resource, o).map(|lease| vec![lease]),
+            )?
+            .remove(0);
         if cancelled() {
             // The client gave up while we waited: nobody will learn this token, so
             // do not keep it alive.
@@ -750,7 +808,9 @@ impl Inner {
         // A resource this server already holds is re-entered (same token, renewed):
         // its old keepalive is stopped once the new lease is kept, never dropped
         // (dropping a live keepalive releases its lease).
-        let leases = store.acquire_all(&resources, &options).map_err(describe)?;
+        let leases = self.acquire_beside(&store, &locator, &resources, &options, |o| {
+            store.acquire_all(&resources, o)
+        })?;
         if cancelled() {
             for lease in leases.iter().filter(|lease| !lease.reentered()) {
                 let _ = store.release(lease);

@@ -95,6 +95,45 @@ impl Stores {
     }
 }
 
+impl Stores {
+    /// The first live claim in another store in the way of a claim of any of
+    /// `resources` with `options` made in the store `chosen` (its locator): every
+    /// other store the location rule could pick for them under another layout
+    /// (`fencepost_fs::other_stores`) is asked (`Store::conflict`), as the CLI asks
+    /// them. None with `--store`, and for locks.
+    pub(crate) fn held_elsewhere(
+        &self,
+        resources: &[Resource],
+        options: &fencepost::AcquireOptions,
+        chosen: &str,
+    ) -> Result<Option<(Resource, fencepost::Holder)>, String> {
+        if self.named.is_some() {
+            return Ok(None);
+        }
+        for resource in resources {
+            let others = fencepost_fs::other_stores(None, resource, &self.root, Path::new(chosen))
+                .map_err(|e| format!("store error: cannot choose a store: {e}"))?;
+            for other in others {
+                let Ok(backend) = fencepost_fs::FsStore::open_existing(&other.path) else {
+                    continue;
+                };
+                let conflict = Store::new(backend)
+                    .conflict(resource, options)
+                    .map_err(|e| format!("store error: {e}"))?;
+                if let Some(mut holder) = conflict {
+                    holder.owner = format!(
+                        "{} (in another store, {}: the layout around it changed since that claim)",
+                        holder.owner,
+                        other.path.display()
+                    );
+                    return Ok(Some((resource.clone(), holder)));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// `etcd://…`, in any case (checked without the etcd crate, so a build without the
 /// feature can say what is missing).
 pub(crate) fn is_etcd_url(text: &str) -> bool {

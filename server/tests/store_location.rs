@@ -59,7 +59,9 @@ mod repositories {
         std::fs::create_dir_all(dir).unwrap();
         git(dir, &["init", "-q"]);
         for name in files {
-            std::fs::write(dir.join(name), "x\n").unwrap();
+            let path = dir.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x\n").unwrap();
         }
         git(dir, &["add", "-A"]);
         git(dir, &["commit", "-q", "--allow-empty", "-m", "initial"]);
@@ -189,8 +191,14 @@ mod repositories {
     /// never seen: the subtree's token writes none of them (a breaker: such a write
     /// overwrote a file another agent held in the new repository's store), while
     /// the rest of the subtree stays writable.
+    /// A repository and a `.fencepost` directory made below a held subtree: the
+    /// files there keep their claims in the subtree's store (rule 5: a subtree
+    /// claim of a directory above them was made there), so the lease still covers
+    /// them and another server's claim of one is refused. A file whose claims were
+    /// made in the new store is not written under the lease (a breaker: such a
+    /// write overwrote a file another agent held there).
     #[tokio::test]
-    async fn a_subtree_lease_does_not_write_into_a_store_made_below_it_since() {
+    async fn a_subtree_lease_covers_a_store_made_below_it_since_unless_claims_moved() {
         let (_dir, top) = scratch();
         let state = top.join("state");
         let main = top.join("main");
@@ -208,23 +216,95 @@ mod repositories {
             .unwrap();
         repository(&main.join("d/inner"), &["f.txt"]);
         std::fs::create_dir(main.join("d/e/.fencepost")).unwrap();
+        // A claim of d/e/h.txt made in the new store (and released): its claims
+        // are made there from now on.
+        let planted = fencepost::Store::new(
+            fencepost_fs::FsStore::open(main.join("d/e/.fencepost")).unwrap(),
+        );
+        let h = fencepost::Resource::file(main.join("d/e/h.txt"));
+        let lease = planted
+            .acquire(&h, &fencepost::AcquireOptions::new(60_000))
+            .unwrap();
+        planted.release(&lease).unwrap();
         let write = |path: &str| json!({"resource": {"kind": "dir", "target": "d"}, "token": token, "path": path, "content": "B"});
         for path in ["d/inner/f.txt", "d/e/g.txt"] {
-            let refused = call(&server, "write", write(path)).await;
-            assert!(
-                refused
-                    .as_ref()
-                    .is_err_and(|e| e.contains("now belongs to the store")),
-                "{path}: {refused:?}"
-            );
+            let written = call(&server, "write", write(path)).await;
+            assert!(written.is_ok(), "{path}: {written:?}");
+            assert_eq!(std::fs::read_to_string(main.join(path)).unwrap(), "B");
         }
-        assert_eq!(
-            std::fs::read_to_string(main.join("d/inner/f.txt")).unwrap(),
-            "x\n"
+        let refused = call(&server, "write", write("d/e/h.txt")).await;
+        assert!(
+            refused
+                .as_ref()
+                .is_err_and(|e| e.contains("now belongs to the store")),
+            "{refused:?}"
         );
-        assert!(!main.join("d/e/g.txt").exists());
-        let written = call(&server, "write", write("d/ok.txt")).await;
-        assert!(written.is_ok(), "{written:?}");
+        assert!(!main.join("d/e/h.txt").exists());
+        // Another agent's claim of a file below meets the subtree lease.
+        let other = located_server(&main, &state).await;
+        let claimed = call(
+            &other,
+            "claim",
+            json!({"resource": {"kind": "file", "target": "d/inner/f.txt"}}),
+        )
+        .await;
+        assert!(
+            claimed.as_ref().is_err_and(|e| e.contains("held")),
+            "{claimed:?}"
+        );
+        let _ = other.cancel().await;
+        let _ = server.cancel().await;
+    }
+
+    /// A live claim of a file in another store on its path (one the location rule
+    /// picked under an earlier layout) is met: the server's claim in the file's own
+    /// store is given back and refused naming that store, or waits it out.
+    #[tokio::test]
+    async fn a_claim_meets_a_live_claim_in_another_store_on_its_path() {
+        let (_dir, top) = scratch();
+        let state = top.join("state");
+        let main = top.join("main");
+        repository(&main, &["sub/b.txt"]);
+        git(&main.join("sub"), &["init", "-q"]);
+        let b = fencepost::Resource::file(main.join("sub/b.txt"));
+        // sub/b.txt's claims are made in the nested repository's store...
+        let inner = fencepost::Store::new(
+            fencepost_fs::FsStore::open(main.join("sub/.git/fencepost")).unwrap(),
+        );
+        let seed = inner
+            .acquire(&b, &fencepost::AcquireOptions::new(60_000))
+            .unwrap();
+        inner.release(&seed).unwrap();
+        // ...and a subtree over it is held in the outer repository's.
+        let outer_dir = std::fs::canonicalize(main.join(".git"))
+            .unwrap()
+            .join("fencepost");
+        let outer = fencepost::Store::new(fencepost_fs::FsStore::open(&outer_dir).unwrap());
+        let subtree = outer
+            .acquire(
+                &fencepost::Resource::dir(main.join("sub")),
+                &fencepost::AcquireOptions::new(60_000).owner("alice"),
+            )
+            .unwrap();
+        let server = located_server(&main, &state).await;
+        let claim = |wait_ms: u64| json!({"resource": {"kind": "file", "target": "sub/b.txt"}, "wait_ms": wait_ms});
+        let refused = call(&server, "claim", claim(0)).await;
+        assert!(
+            refused.as_ref().is_err_and(|e| e.contains("alice")
+                && e.contains(&outer_dir.display().to_string())),
+            "{refused:?}"
+        );
+        assert!(
+            inner.holder(&b).unwrap().is_none(),
+            "the claim was given back"
+        );
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            outer.release(&subtree).unwrap();
+        });
+        let claimed = call(&server, "claim", claim(20_000)).await;
+        release.join().unwrap();
+        assert!(claimed.is_ok(), "{claimed:?}");
         let _ = server.cancel().await;
     }
 

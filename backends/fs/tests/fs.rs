@@ -783,6 +783,57 @@ fn locate_finds_the_nearest_marker_from_the_anchor() {
     );
 }
 
+/// Rule 5: a `.fencepost` made below a claimed file does not move its claims; a
+/// file the old store never saw, a lock, and a store named explicitly follow the
+/// new layout. `other_stores` lists the rest of the path's stores.
+#[test]
+fn locate_keeps_a_file_in_the_store_its_claims_were_made_in() {
+    let (_tmp, top) = isolated();
+    let home = top.join("home");
+    let sub = top.join("sub");
+    fs::create_dir_all(&sub).unwrap();
+    fs::create_dir(top.join(".fencepost")).unwrap();
+    let a = Resource::file(sub.join("a.txt"));
+    let b = Resource::file(sub.join("b.txt"));
+    let old = Store::new(FsStore::open(top.join(".fencepost")).unwrap());
+    let lease = old.acquire(&a, &AcquireOptions::new(60_000)).unwrap();
+    old.release(&lease).unwrap();
+    fs::create_dir(sub.join(".fencepost")).unwrap();
+    let found = locate(Some(&a), &top, &home);
+    assert_eq!(found.path, top.join(".fencepost"));
+    assert_eq!(found.scope, StoreScope::Earlier);
+    assert_eq!(locate(Some(&b), &top, &home).path, sub.join(".fencepost"));
+    assert_eq!(locate(Some(&b), &top, &home).scope, StoreScope::Marker);
+    let lock = Resource::lock("x");
+    assert_eq!(
+        locate(Some(&lock), &sub, &home).path,
+        sub.join(".fencepost")
+    );
+    // A subtree claim of the directory: its index there records a's claim.
+    let dir = Resource::dir(&sub);
+    assert_eq!(locate(Some(&dir), &top, &home).path, top.join(".fencepost"));
+    let others = fencepost_fs::other_stores(None, &b, &top, &sub.join(".fencepost")).unwrap();
+    let paths: Vec<_> = others.into_iter().map(|s| s.path).collect();
+    // Nearest first (the per-user store of this environment may follow).
+    assert_eq!(paths.first(), Some(&top.join(".fencepost")), "{paths:?}");
+    assert!(!paths.contains(&sub.join(".fencepost")), "{paths:?}");
+    assert!(
+        fencepost_fs::other_stores(Some(Path::new("s")), &b, &top, &top)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        fencepost_fs::other_stores(None, &lock, &top, &top)
+            .unwrap()
+            .is_empty()
+    );
+    // Once the new store holds a record of a file, it is that file's store.
+    let new = Store::new(FsStore::open(sub.join(".fencepost")).unwrap());
+    let lease = new.acquire(&a, &AcquireOptions::new(60_000)).unwrap();
+    new.release(&lease).unwrap();
+    assert_eq!(locate(Some(&a), &top, &home).path, sub.join(".fencepost"));
+}
+
 #[test]
 fn locate_uses_the_common_git_directory() {
     let (_tmp, top) = isolated();

@@ -268,6 +268,9 @@ fn edit(
         let target = cwd.join(path);
         let location = location(&target)
             .map_err(|e| format!("cannot resolve {tool}'s path {path:?} ({e})"))?;
+        if let Some(reason) = into_metadata(&root, &location, tool) {
+            return Ok(Decision::Block(reason));
+        }
         let resource = Resource::file(&location);
         if !location.starts_with(&root) {
             // Outside the project: not claimed (docs), but still not written over
@@ -287,9 +290,22 @@ fn edit(
             continue;
         }
         let opened = store::open(store_flag, Some(&resource), &cwd, Access::Create)?;
+        let elsewhere = crate::elsewhere::Elsewhere::open(
+            store_flag,
+            std::slice::from_ref(&resource),
+            &cwd,
+            Path::new(&opened.backend.locator()),
+        )?;
         let store = fencepost::Store::new(opened.backend);
-        match session::claim(&store, &resource, agent.name(), &session, ttl_ms)
-            .map_err(|e| crate::output::describe_error(&e))?
+        match session::claim(
+            &store,
+            &elsewhere,
+            &resource,
+            agent.name(),
+            &session,
+            ttl_ms,
+        )
+        .map_err(|e| crate::output::describe_error(&e))?
         {
             Claimed::Ours {
                 token,
@@ -310,6 +326,38 @@ fn edit(
     Ok(Decision::Allow(
         (!notes.is_empty()).then(|| notes.join("; ")),
     ))
+}
+
+/// Why an edit of `location` (resolved) is refused when it lies inside a `.git` or
+/// `.fencepost` entry below the project `root`: either made or changed there moves
+/// the lease store of the files around it (the store location rule), and another
+/// session could then claim a file this one holds in a fresh store (found by a
+/// breaker: a Write of `sub/.git/notes` let a second session hold `sub/a.txt`).
+/// The MCP server's `write` refuses the same paths.
+fn into_metadata(root: &Path, location: &Path, tool: &str) -> Option<String> {
+    let below = location.strip_prefix(root).ok()?;
+    let mut at = root.to_path_buf();
+    for component in below.components() {
+        at.push(component);
+        let name = component.as_os_str().to_string_lossy();
+        let named = [".git", fencepost_fs::STORE_DIR_NAME]
+            .into_iter()
+            .find(|meta| name.eq_ignore_ascii_case(meta));
+        if let Some(meta) = named {
+            return Some(format!(
+                "refused: {} lies in {} — {tool} does not write inside a {meta} entry: one made or changed there moves the lease store of the files around it and splits their claims; leave {} to {}",
+                printable(&location.display().to_string()),
+                printable(&at.display().to_string()),
+                if meta == ".git" {
+                    "git's files"
+                } else {
+                    "fencepost's files"
+                },
+                if meta == ".git" { "git" } else { "fencepost" },
+            ));
+        }
+    }
+    None
 }
 
 /// The project a payload's `cwd` belongs to: the git work tree containing it (the

@@ -50,6 +50,7 @@ pub enum Claimed {
 /// renewed for `ttl_ms` and keeps its token; anyone else's is reported.
 pub fn claim(
     store: &Store,
+    elsewhere: &crate::elsewhere::Elsewhere,
     resource: &Resource,
     agent: &str,
     session: &str,
@@ -60,10 +61,28 @@ pub fn claim(
     // "Sessions"), and `status` and block messages show both.
     let options = AcquireOptions::new(ttl_ms).owner(agent).session(session);
     match store.try_acquire(resource, &options)? {
-        TryAcquire::Acquired(lease) => Ok(Claimed::Ours {
-            token: lease.token(),
-            expires_at_ms: lease.expires_at_ms(),
-        }),
+        // A live claim of it in another store on its path (the layout changed
+        // since): given back, unless the session held it already.
+        TryAcquire::Acquired(lease) => {
+            match elsewhere.in_the_way(std::slice::from_ref(resource), &options) {
+                Ok(Some((_, holder))) => {
+                    if !lease.reentered() {
+                        let _ = store.release(&lease);
+                    }
+                    Ok(Claimed::Theirs(holder))
+                }
+                Err(error) => {
+                    if !lease.reentered() {
+                        let _ = store.release(&lease);
+                    }
+                    Err(error)
+                }
+                Ok(None) => Ok(Claimed::Ours {
+                    token: lease.token(),
+                    expires_at_ms: lease.expires_at_ms(),
+                }),
+            }
+        }
         TryAcquire::Held(holder) => Ok(Claimed::Theirs(holder)),
     }
 }

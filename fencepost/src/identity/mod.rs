@@ -253,6 +253,28 @@ impl Resource {
             .map(|chain| chain.above.into_iter().map(|d| d.subtree).collect())
             .unwrap_or_default())
     }
+
+    /// The series whose records in a store show that claims touching this
+    /// resource were made there: its own keys ([`Identity::keys`]), the other
+    /// kind's key of the same path, the subtree key of every directory above it,
+    /// and for a directory the index its covered claims register in. Empty for a
+    /// lock or a slot, whose name is scoped by its store. A store locator uses them
+    /// to keep a file's claims in the store they were made in after the layout
+    /// around the file changed (`fencepost_fs::locate_store`, docs/protocol.md §5).
+    ///
+    /// # Errors
+    ///
+    /// As [`Resource::identity`].
+    pub fn history_keys(&self) -> Result<Vec<Key>> {
+        let Some(chain) = self.tree_chain()? else {
+            return Ok(Vec::new());
+        };
+        let mut keys = self.identity()?.keys();
+        keys.push(chain.same_path);
+        keys.extend(chain.own_index);
+        keys.extend(chain.above.into_iter().map(|d| d.subtree));
+        Ok(keys)
+    }
 }
 
 /// A directory above a claimed path: its subtree claim series and its index.

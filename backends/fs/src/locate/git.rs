@@ -90,7 +90,7 @@ enum Found {
 /// True when `dir` is a git directory, by git's own test: a `HEAD` file, and
 /// `objects/` and `refs/` directories (here or, for a linked worktree's git
 /// directory, in the one its `commondir` names).
-fn is_git_dir(dir: &Path) -> bool {
+pub(super) fn is_git_dir(dir: &Path) -> bool {
     if !dir.join("HEAD").is_file() {
         return false;
     }

@@ -7,6 +7,7 @@
 //!   the plain spelling of a resolved path. Same signatures on every platform.
 
 mod git;
+mod history;
 mod split;
 
 #[cfg(unix)]
@@ -52,6 +53,10 @@ pub enum StoreScope {
     Repository,
     /// Rule 4: the per-user store, outside any repository.
     User,
+    /// Rule 5: the store a file's or directory's claims were made in, kept after
+    /// the layout around it changed (a repository or a `.fencepost` directory made
+    /// or removed since), so its claims do not start over in another store.
+    Earlier,
 }
 
 impl fmt::Display for StoreScope {
@@ -61,6 +66,9 @@ impl fmt::Display for StoreScope {
             StoreScope::Marker => "a .fencepost directory",
             StoreScope::Repository => "the repository's store, shared by all its worktrees",
             StoreScope::User => "the per-user store",
+            StoreScope::Earlier => {
+                "the store its claims were made in, kept since the layout around it changed"
+            }
         })
     }
 }
@@ -146,7 +154,14 @@ pub enum LocateError {
 ///    shares it; for a file, the repository containing the file decides, so a
 ///    nested repository or submodule cannot split one file into two stores;
 /// 4. outside any repository: the per-user store, `$XDG_STATE_HOME/fencepost`, else
-///    `$HOME/.local/state/fencepost` (`%LOCALAPPDATA%\fencepost` on Windows).
+///    `$HOME/.local/state/fencepost` (`%LOCALAPPDATA%\fencepost` on Windows);
+/// 5. for a file or a directory, when the store rules 2 to 4 pick holds no record
+///    touching it ([`Resource::history_keys`]) but another store on its path does
+///    (a `.fencepost` directory or repository store at or above the anchor, or the
+///    per-user store): the nearest such store ([`StoreScope::Earlier`]). Claims
+///    stay where they were made when the layout changes under them — a repository
+///    initialised or a `.fencepost` made since — instead of starting over, token 1,
+///    beside a live lease.
 ///
 /// Nothing is created or written. Pass [`StoreLocation::path`] to
 /// [`FsStore::open`](crate::FsStore::open) to claim, or to
@@ -208,7 +223,10 @@ pub fn locate_with(
             path: cwd.join(explicit),
             scope: StoreScope::Explicit,
         },
-        None => discover(&anchor(resource, &cwd)?, env)?,
+        None => {
+            let anchor = anchor(resource, &cwd)?;
+            history::follow(discover(&anchor, env)?, resource, &anchor, env)
+        }
     };
     if location.path.to_str().is_none() {
         return Err(LocateError::NotUtf8 {
@@ -216,6 +234,40 @@ pub fn locate_with(
         });
     }
     Ok(location)
+}
+
+/// The stores other than `chosen` (the one [`locate_store`] gave) that the
+/// location rule could pick for `resource` under another layout of the directories
+/// above it, and that exist: each `.fencepost` directory and repository store at or
+/// above its anchor, and the per-user store, nearest first. A claim of a file or
+/// directory made in `chosen` asks each of them, after it landed, for a live claim
+/// in its way ([`fencepost::Store::conflict`]), so a claim made while the layout
+/// changed cannot stand beside one made before. Empty for a lock or a slot (a name
+/// is scoped by its store) and when `explicit` names the store.
+///
+/// # Errors
+///
+/// [`LocateError::Resource`] for an invalid resource.
+///
+/// Pinned by `cli/tests/store_location.rs` (`layout_changes`).
+pub fn other_stores(
+    explicit: Option<&Path>,
+    resource: &Resource,
+    cwd: &Path,
+    chosen: &Path,
+) -> Result<Vec<StoreLocation>, LocateError> {
+    if explicit.is_some_and(|p| !p.as_os_str().is_empty())
+        || !matches!(resource, Resource::File(_) | Resource::Dir(_))
+    {
+        return Ok(Vec::new());
+    }
+    let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let anchor = anchor(Some(resource), &cwd)?;
+    let env = |name: &str| std::env::var_os(name);
+    Ok(history::stores_on_the_path(&anchor, &env)
+        .into_iter()
+        .filter(|store| store.path != chosen)
+        .collect())
 }
 
 /// Rules 2 to 4, from `anchor`.

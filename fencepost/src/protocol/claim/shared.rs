@@ -263,7 +263,7 @@ impl Store {
 
     /// What [`Store::exclusive_conflict`] finds, with the series it holds and
     /// whether its holder's process provably died.
-    fn exclusive_in_way(
+    pub(crate) fn exclusive_in_way(
         &self,
         keys: &[Key],
         chain: Option<&TreeChain>,

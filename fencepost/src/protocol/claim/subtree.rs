@@ -315,7 +315,7 @@ impl Store {
     /// predecessor judged (docs/protocol.md R1). With `readers`, a live shared
     /// participant of `key` counts too (design-05 §4). `label` names the resource
     /// when no record of it does.
-    fn live_other(
+    pub(crate) fn live_other(
         &self,
         key: &Key,
         label: &str,

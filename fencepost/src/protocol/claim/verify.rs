@@ -307,6 +307,59 @@ impl Store {
         Ok(None)
     }
 
+    /// The live claim of another tenure that a claim of `resource` with `options`
+    /// would meet in this store, read only: for an exclusive claim, a live holder
+    /// of any of its keys, a live shared participant, a live subtree claim of a
+    /// directory above it or of its own path, and for a subtree claim any live
+    /// claim below it; for a shared claim ([`AcquireOptions::shared`]), only the
+    /// exclusive ones and a waiting writer's intent. A tenure of the claimant's own
+    /// session ([`AcquireOptions::session`]) is no conflict, as in
+    /// [`Store::try_acquire`].
+    ///
+    /// For a claim made in *another* store: a caller that claimed `resource` in the
+    /// store its location rule picks asks every other store the rule could have
+    /// picked under another layout, after its own claim landed (write first, read
+    /// second), and gives its claim back when one answers `Some` — so of two claims
+    /// of one file made in two stores at once, at least one sees the other. Pinned
+    /// by `cli/tests/store_location.rs` (`layout_changes`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidResource`] or [`Error::Backend`].
+    ///
+    /// [`AcquireOptions::shared`]: crate::AcquireOptions::shared
+    /// [`AcquireOptions::session`]: crate::AcquireOptions::session
+    pub fn conflict(
+        &self,
+        resource: &Resource,
+        options: &crate::AcquireOptions,
+    ) -> Result<Option<Holder>> {
+        let secret = options
+            .session
+            .as_deref()
+            .map(crate::proof::Secret::for_session);
+        let proof = secret.map(|s| s.proof());
+        let proof = proof.as_deref().unwrap_or("");
+        let keys = resource.identity()?.keys();
+        let chain = resource.tree_chain()?;
+        if options.shared {
+            let (way, _) = self.exclusive_in_way(&keys, chain.as_ref(), "", proof)?;
+            return Ok(way.map(|way| way.holder));
+        }
+        for key in &keys {
+            if let Some(way) = self.live_other(key, &resource.target(), "", proof, true)? {
+                return Ok(Some(way.holder));
+            }
+        }
+        if let Some(chain) = &chain {
+            let down = matches!(resource, Resource::Dir(_));
+            if let Some(way) = self.tree_conflict(chain, "", proof, down, true, false)? {
+                return Ok(Some(way.holder));
+            }
+        }
+        Ok(None)
+    }
+
     /// [`Store::holder`] as a claimer with `options` sees it before taking: a
     /// holder whose process provably died is not in the way when
     /// `options.dead_holder_takeover`, because the single acquire would take it
