@@ -468,3 +468,37 @@ fn a_subtree_another_session_holds_refuses_commits_below_it() {
         "the subtree's session commits: {out:?}"
     );
 }
+
+/// A repository made inside the checkout after a claim: `sub/a.txt` keeps its claim
+/// in the outer store (rule 5), `sub/b.txt`, claimed since, has its claim in the new
+/// one. The guard of the inner repository reads every store on the path, so both
+/// refuse a commit by a third session (before, the first path located one store
+/// for the whole directory and the other claim was missed).
+#[test]
+fn the_guard_sees_claims_in_every_store_on_the_path() {
+    let repo = guarded_repo();
+    let sub = repo.root.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(sub.join("a.txt"), "a\n").unwrap();
+    std::fs::write(sub.join("b.txt"), "b\n").unwrap();
+    repo.hold("s1", "sub/a.txt");
+    git(&sub, &["init", "-q"]);
+    git(&sub, &["add", "-A"]);
+    git(&sub, &["commit", "-qm", "init"]);
+    let out = repo.hooks(&sub, &["install", "--git"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    repo.hold("s2", "sub/b.txt");
+    std::fs::write(sub.join("a.txt"), "changed\n").unwrap();
+    std::fs::write(sub.join("b.txt"), "changed\n").unwrap();
+    let out = repo.commit_all(&sub, &[("FENCEPOST_SESSION", "claude-code:s3")]);
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    let lines = refusals(&out);
+    assert_eq!(lines.len(), 2, "{out:?}");
+    for (line, (file, session)) in lines.iter().zip([("a.txt", "s1"), ("b.txt", "s2")]) {
+        let tag = fencepost::SessionTag::of(&format!("claude-code:{session}"));
+        assert!(
+            line.contains(file) && line.contains(tag.as_str()),
+            "{lines:?}"
+        );
+    }
+}

@@ -385,29 +385,45 @@ fn held_files(
         )?;
         let locator = PathBuf::from(opened.backend.locator());
         located.insert(dir, locator.clone());
-        if stores.insert(locator, ()).is_some() || !opened.exists {
-            continue;
+        // The other stores on the directory's path too: the layout may have
+        // changed since a file here was claimed (docs/format-v1.md §1.1, rule 5),
+        // and one directory's files may have their claims in different stores.
+        let others = fencepost_fs::other_stores(store_flag, &Resource::file(&file), top, &locator)
+            .map_err(|e| format!("cannot choose a store for {}: {e}", file.display()))?;
+        let mut backends: Vec<(PathBuf, Box<dyn fencepost::LeaseStore>)> = Vec::new();
+        if opened.exists {
+            backends.push((locator, opened.backend));
         }
-        let store = fencepost::Store::new(opened.backend);
-        let entries = store
-            .status()
-            .map_err(|e| crate::output::describe_error(&e))?;
-        for entry in entries.iter().filter(|e| live_claim(e)) {
-            let kind = if entry.resource.starts_with("dir:") {
-                "dir"
-            } else {
-                "file"
-            };
-            held.insert(
-                (kind, fold(Path::new(&entry.label), ignore_case)),
-                HeldBy {
-                    subtree: (kind == "dir").then(|| entry.label.clone()),
-                    session: session::entry_session(entry),
-                    owner: entry.owner.clone(),
-                    pid: entry.pid,
-                    expires_at_ms: entry.expires_at_ms,
-                },
-            );
+        for other in others {
+            if let Ok(backend) = fencepost_fs::FsStore::open_existing(&other.path) {
+                backends.push((other.path, Box::new(backend)));
+            }
+        }
+        for (locator, backend) in backends {
+            if stores.insert(locator, ()).is_some() {
+                continue;
+            }
+            let store = fencepost::Store::new(backend);
+            let entries = store
+                .status()
+                .map_err(|e| crate::output::describe_error(&e))?;
+            for entry in entries.iter().filter(|e| live_claim(e)) {
+                let kind = if entry.resource.starts_with("dir:") {
+                    "dir"
+                } else {
+                    "file"
+                };
+                held.insert(
+                    (kind, fold(Path::new(&entry.label), ignore_case)),
+                    HeldBy {
+                        subtree: (kind == "dir").then(|| entry.label.clone()),
+                        session: session::entry_session(entry),
+                        owner: entry.owner.clone(),
+                        pid: entry.pid,
+                        expires_at_ms: entry.expires_at_ms,
+                    },
+                );
+            }
         }
     }
     Ok(held)
