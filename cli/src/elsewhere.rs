@@ -1,20 +1,20 @@
 //! The other stores a file's claims could be in. The store location rule reads the
 //! layout around a file at each command, and the layout can change while a claim
 //! is being made (a repository initialised, a `.fencepost` directory made). So a
-//! claim of a file or directory, once it landed in the store the rule picked, asks
-//! every other store on the file's path for a live claim in its way
-//! (`fencepost::Store::conflict`) and gives its claim back if one answers: write
-//! first, read second, so of two claims of one file made in two stores at once at
-//! least one sees the other (docs/protocol.md §5, "Layout changes").
+//! claim of a file or directory is made beside every other store on the file's
+//! path (`fencepost::Store::claim_beside`): once it landed in the store the rule
+//! picked, each of them is asked for a live claim in its way, and one found gives
+//! the claim back (docs/protocol.md §5, "Layout changes").
 
 use std::path::{Path, PathBuf};
 
-use fencepost::{AcquireOptions, Holder, Resource, Store};
+use fencepost::{Holder, Resource, Store};
 
 /// The other stores on the paths of a command's resources, opened for reading.
 #[derive(Default)]
 pub struct Elsewhere {
-    stores: Vec<(PathBuf, Store)>,
+    paths: Vec<PathBuf>,
+    stores: Vec<Store>,
 }
 
 impl Elsewhere {
@@ -28,43 +28,39 @@ impl Elsewhere {
         cwd: &Path,
         chosen: &Path,
     ) -> Result<Elsewhere, String> {
-        let mut stores: Vec<(PathBuf, Store)> = Vec::new();
+        let mut elsewhere = Elsewhere::default();
         for resource in resources {
             let others = fencepost_fs::other_stores(explicit, resource, cwd, chosen)
                 .map_err(|e| format!("cannot choose a store for {}: {e}", resource.target()))?;
             for other in others {
-                if stores.iter().any(|(path, _)| *path == other.path) {
+                if elsewhere.paths.contains(&other.path) {
                     continue;
                 }
                 // One that cannot be opened holds nothing this user could claim.
                 if let Ok(backend) = fencepost_fs::FsStore::open_existing(&other.path) {
-                    stores.push((other.path, Store::new(backend)));
+                    elsewhere.paths.push(other.path);
+                    elsewhere.stores.push(Store::new(backend));
                 }
             }
         }
-        Ok(Elsewhere { stores })
+        Ok(elsewhere)
     }
 
-    /// The first live claim in another store in the way of a claim of any of
-    /// `resources` with `options`: the resource, and its holder with the store
-    /// named in its owner (so the refusal says where the lease is).
-    pub fn in_the_way(
-        &self,
-        resources: &[Resource],
-        options: &AcquireOptions,
-    ) -> fencepost::Result<Option<(Resource, Holder)>> {
-        for (path, store) in &self.stores {
-            for resource in resources {
-                if let Some(mut holder) = store.conflict(resource, options)? {
-                    holder.owner = format!(
-                        "{} (in another store, {}: the layout around it changed since that claim)",
-                        holder.owner,
-                        path.display()
-                    );
-                    return Ok(Some((resource.clone(), holder)));
-                }
-            }
+    /// The stores, for `Store::claim_beside`.
+    pub fn stores(&self) -> &[Store] {
+        &self.stores
+    }
+
+    /// `holder`, found in the store at `index` of [`Elsewhere::stores`], with that
+    /// store named in its owner, so the refusal says where the lease is.
+    pub fn named(&self, index: usize, mut holder: Holder) -> Holder {
+        if let Some(path) = self.paths.get(index) {
+            holder.owner = format!(
+                "{} (in another store, {}: the layout around it changed since that claim)",
+                holder.owner,
+                path.display()
+            );
         }
-        Ok(None)
+        holder
     }
 }

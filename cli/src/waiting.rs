@@ -6,7 +6,7 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use fencepost::{Holder, Resource};
+use fencepost::{Beside, Holder, Resource};
 
 use crate::args::WAIT_FOREVER;
 use crate::elsewhere::Elsewhere;
@@ -107,9 +107,9 @@ pub enum Acquired {
     Held(Holder, u64),
 }
 
-/// Acquires `resource` with `options`, showing the waiting line meanwhile. A claim
-/// that landed is given back when another store on the file's path holds a live
-/// claim in its way ([`Elsewhere`]), and tried again while the wait lasts.
+/// Acquires `resource` with `options`, showing the waiting line meanwhile, beside
+/// the other stores on its path ([`Elsewhere`], `Store::claim_beside`): a live
+/// claim of it in one of them is waited for, or reported as the holder.
 pub fn try_acquire(
     store: &fencepost::Store,
     elsewhere: &Elsewhere,
@@ -118,81 +118,35 @@ pub fn try_acquire(
 ) -> fencepost::Result<Acquired> {
     let started = Instant::now();
     let mut line = WaitLine::new(resource, options.wait_ms);
-    let wait_ms = options.wait_ms;
-    let mut options = options.clone();
-    loop {
-        let outcome = store.try_acquire_observed(resource, &options, &mut |holder, waited_ms| {
-            line.update(holder, waited_ms)
-        });
-        let lease = match outcome? {
-            fencepost::TryAcquire::Acquired(lease) => lease,
-            fencepost::TryAcquire::Held(holder) => {
-                line.clear();
-                return Ok(Acquired::Held(holder, elapsed_ms(started)));
-            }
-        };
-        match elsewhere.in_the_way(std::slice::from_ref(resource), &options) {
-            Ok(None) => {
-                line.clear();
-                return Ok(Acquired::Lease(lease));
-            }
-            Ok(Some((_, holder))) => {
-                give_back(store, &lease);
-                match wait_more(&mut options, started, wait_ms) {
-                    Some(pause) => {
-                        line.update(&holder, elapsed_ms(started));
-                        std::thread::sleep(pause);
-                    }
-                    None => {
-                        line.clear();
-                        return Ok(Acquired::Held(holder, elapsed_ms(started)));
-                    }
-                }
-            }
-            Err(error) => {
-                give_back(store, &lease);
-                return Err(error);
-            }
+    let outcome = store.claim_beside(
+        std::slice::from_ref(resource),
+        options,
+        elsewhere.stores(),
+        |options| {
+            let outcome =
+                store.try_acquire_observed(resource, options, &mut |holder, waited_ms| {
+                    line.update(holder, waited_ms)
+                })?;
+            Ok(match outcome {
+                fencepost::TryAcquire::Acquired(lease) => Ok(vec![lease]),
+                fencepost::TryAcquire::Held(holder) => Err(holder),
+            })
+        },
+    );
+    line.clear();
+    let waited = elapsed_ms(started);
+    Ok(match outcome? {
+        Beside::Taken(mut leases) => Acquired::Lease(leases.remove(0)),
+        Beside::Held(holder) => Acquired::Held(holder, waited),
+        Beside::Elsewhere { store, holder, .. } => {
+            Acquired::Held(elsewhere.named(store, holder), waited)
         }
-    }
+    })
 }
-
-/// How often a claim in the way in another store is looked at again: it sends no
-/// change notification to this store.
-const ELSEWHERE_POLL: Duration = Duration::from_millis(100);
 
 /// Milliseconds since `started`.
 fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
-/// After a claim in the way elsewhere: the pause before trying again, with
-/// `options.wait_ms` cut to what is left of the wait that began at `started` and
-/// lasts `wait_ms`; `None` when it is over.
-fn wait_more(
-    options: &mut fencepost::AcquireOptions,
-    started: Instant,
-    wait_ms: u64,
-) -> Option<Duration> {
-    if wait_ms == WAIT_FOREVER {
-        return Some(ELSEWHERE_POLL);
-    }
-    let left = wait_ms.saturating_sub(elapsed_ms(started));
-    if left == 0 {
-        return None;
-    }
-    let pause = Duration::from_millis(left).min(ELSEWHERE_POLL);
-    let pause_ms = u64::try_from(pause.as_millis()).unwrap_or(left);
-    *options = options.clone().wait_ms(left - pause_ms);
-    Some(pause)
-}
-
-/// Gives back a claim this command made and nobody learned of; a tenure the
-/// session already held (re-entered) is not this command's to end.
-fn give_back(store: &fencepost::Store, lease: &fencepost::Lease) {
-    if !lease.reentered() {
-        let _ = store.release(lease);
-    }
 }
 
 /// The outcome of [`try_acquire_all`].
@@ -205,8 +159,8 @@ pub enum AcquiredAll {
 }
 
 /// Acquires every resource in `resources`, all or nothing, showing the waiting line
-/// (naming the resource in the way) meanwhile. As [`try_acquire`], claims that
-/// landed are given back when another store holds a live claim in their way.
+/// (naming the resource in the way) meanwhile; beside the other stores on their
+/// paths, as [`try_acquire`].
 pub fn try_acquire_all(
     store: &fencepost::Store,
     elsewhere: &Elsewhere,
@@ -215,49 +169,31 @@ pub fn try_acquire_all(
 ) -> fencepost::Result<AcquiredAll> {
     let started = Instant::now();
     let mut line = WaitLine::new(&resources[0], options.wait_ms);
-    let wait_ms = options.wait_ms;
-    let mut options = options.clone();
-    loop {
+    let outcome = store.claim_beside(resources, options, elsewhere.stores(), |options| {
         let outcome = store.try_acquire_all_observed(
             resources,
-            &options,
+            options,
             &mut |resource, holder, waited_ms| {
                 line.what = printable(&resource.target());
                 line.update(holder, waited_ms)
             },
-        );
-        let leases = match outcome? {
-            fencepost::TryAcquireAll::Acquired(leases) => leases,
-            fencepost::TryAcquireAll::Held { resource, holder } => {
-                line.clear();
-                return Ok(AcquiredAll::Held(resource, holder, elapsed_ms(started)));
-            }
-        };
-        match elsewhere.in_the_way(resources, &options) {
-            Ok(None) => {
-                line.clear();
-                return Ok(AcquiredAll::Leases(leases));
-            }
-            Ok(Some((resource, holder))) => {
-                leases.iter().for_each(|lease| give_back(store, lease));
-                match wait_more(&mut options, started, wait_ms) {
-                    Some(pause) => {
-                        line.what = printable(&resource.target());
-                        line.update(&holder, elapsed_ms(started));
-                        std::thread::sleep(pause);
-                    }
-                    None => {
-                        line.clear();
-                        return Ok(AcquiredAll::Held(resource, holder, elapsed_ms(started)));
-                    }
-                }
-            }
-            Err(error) => {
-                leases.iter().for_each(|lease| give_back(store, lease));
-                return Err(error);
-            }
-        }
-    }
+        )?;
+        Ok(match outcome {
+            fencepost::TryAcquireAll::Acquired(leases) => Ok(leases),
+            fencepost::TryAcquireAll::Held { resource, holder } => Err((resource, holder)),
+        })
+    });
+    line.clear();
+    let waited = elapsed_ms(started);
+    Ok(match outcome? {
+        Beside::Taken(leases) => AcquiredAll::Leases(leases),
+        Beside::Held((resource, holder)) => AcquiredAll::Held(resource, holder, waited),
+        Beside::Elsewhere {
+            store,
+            resource,
+            holder,
+        } => AcquiredAll::Held(resource, elsewhere.named(store, holder), waited),
+    })
 }
 
 /// The slot of the lock `name` that `holder` (the one a slot claim was refused by)

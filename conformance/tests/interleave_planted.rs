@@ -319,6 +319,13 @@ fn catches_a_tree_check_made_only_before_claiming() {
 }
 
 #[test]
+fn catches_a_claim_beside_another_store_that_looks_before_claiming() {
+    // Two claims of one file in two stores (a layout change between them), each
+    // asking the other store before claiming: both look, then both claim.
+    catches(&planted::ELSEWHERE_LOOKED_BEFORE_CLAIM, "two_stores", 0);
+}
+
+#[test]
 fn catches_a_file_claim_that_skips_its_check_up() {
     catches(&planted::FILE_SKIPS_CHECK_UP, "subtree_race", 4);
 }

@@ -199,8 +199,9 @@ pub use keepalive::Keepalive;
 pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
 pub use proof::{LeaseHandle, Secret, SessionTag, utc_timestamp};
 pub use protocol::{
-    AcquireOptions, CREATE_GRACE_MS, ClaimState, Lease, OWNER_MAX_CHARS, SLOTS_MAX, StatusEntry,
-    Store, TURN_MS, TryAcquire, TryAcquireAll, check_owner, check_session, nonce,
+    AcquireOptions, BESIDE_POLL_MS, Beside, CREATE_GRACE_MS, ClaimState, Lease, OWNER_MAX_CHARS,
+    SLOTS_MAX, StatusEntry, Store, TURN_MS, TryAcquire, TryAcquireAll, check_owner, check_session,
+    nonce,
 };
 
 /// This machine's host name, for records and `status` (empty when it cannot be
@@ -318,6 +319,10 @@ pub mod planted {
     /// after (read first, write second: two claimants that both looked before
     /// either claimed both hold).
     pub static TREE_CHECK_BEFORE_CLAIM_ONLY: AtomicBool = AtomicBool::new(false);
+    /// A claim beside other stores (`Store::claim_beside`) asks them before it
+    /// claims, not after (read first, write second: two claims of one file in two
+    /// stores that both looked before either claimed both stand).
+    pub static ELSEWHERE_LOOKED_BEFORE_CLAIM: AtomicBool = AtomicBool::new(false);
 
     /// A shared claimer checks for an exclusive claim only before it admits
     /// itself, not after (read first, write second: a writer that claimed in

@@ -536,12 +536,11 @@ impl Inner {
             .map(|(store, _)| store)
     }
 
-    /// Acquires with `acquire` in `store` (located as `chosen`), then asks the other
-    /// stores on the resources' paths for a live claim in the way
-    /// (`Stores::held_elsewhere`): one found gives the new claims back (a tenure the
-    /// session already held is kept) and the claim is tried again every 100 ms while
-    /// `options.wait_ms` lasts, then refused as held. The layout around a file may
-    /// have changed since another claim of it was made in another store.
+    /// Acquires with `acquire` in `store` (located as `chosen`) beside the other
+    /// stores on the resources' paths (`Stores::elsewhere`, `Store::claim_beside`):
+    /// a live claim of one of them there (the layout around it changed since) is
+    /// waited for while `options.wait_ms` lasts, then refused as held, naming the
+    /// store.
     fn acquire_beside(
         &self,
         store: &Store,
@@ -550,39 +549,34 @@ impl Inner {
         options: &AcquireOptions,
         acquire: impl Fn(&AcquireOptions) -> fencepost::Result<Vec<fencepost::Lease>>,
     ) -> Result<Vec<fencepost::Lease>, String> {
-        const POLL: std::time::Duration = std::time::Duration::from_millis(100);
-        let started = std::time::Instant::now();
-        let mut options = options.clone();
-        let wait_ms = options.wait_ms;
-        loop {
-            let leases = acquire(&options).map_err(describe)?;
-            let give_back = |leases: &[fencepost::Lease]| {
-                for lease in leases.iter().filter(|lease| !lease.reentered()) {
-                    let _ = store.release(lease);
+        let (paths, others) = self.stores.elsewhere(resources, chosen)?;
+        let outcome = store
+            .claim_beside(resources, options, &others, |options| {
+                match acquire(options) {
+                    Ok(leases) => Ok(Ok(leases)),
+                    Err(Error::Held { label, holder }) => Ok(Err(Error::Held { label, holder })),
+                    Err(error) => Err(error),
                 }
-            };
-            let held = match self.stores.held_elsewhere(resources, &options, chosen) {
-                Ok(None) => return Ok(leases),
-                Ok(Some(held)) => held,
-                Err(error) => {
-                    give_back(&leases);
-                    return Err(error);
-                }
-            };
-            give_back(&leases);
-            let waited = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            let left = wait_ms.saturating_sub(waited);
-            if left == 0 {
-                let (resource, holder) = held;
-                return Err(describe(Error::Held {
+            })
+            .map_err(describe)?;
+        match outcome {
+            fencepost::Beside::Taken(leases) => Ok(leases),
+            fencepost::Beside::Held(error) => Err(describe(error)),
+            fencepost::Beside::Elsewhere {
+                store,
+                resource,
+                mut holder,
+            } => {
+                holder.owner = format!(
+                    "{} (in another store, {}: the layout around it changed since that claim)",
+                    holder.owner,
+                    paths[store].display()
+                );
+                Err(describe(Error::Held {
                     label: resource.target(),
                     holder,
-                }));
+                }))
             }
-            let pause = POLL.min(std::time::Duration::from_millis(left));
-            std::thread::sleep(pause);
-            let pause_ms = u64::try_from(pause.as_millis()).unwrap_or(left);
-            options = options.wait_ms(left.saturating_sub(pause_ms));
         }
     }
 

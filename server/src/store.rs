@@ -96,41 +96,34 @@ impl Stores {
 }
 
 impl Stores {
-    /// The first live claim in another store in the way of a claim of any of
-    /// `resources` with `options` made in the store `chosen` (its locator): every
-    /// other store the location rule could pick for them under another layout
-    /// (`fencepost_fs::other_stores`) is asked (`Store::conflict`), as the CLI asks
-    /// them. None with `--store`, and for locks.
-    pub(crate) fn held_elsewhere(
+    /// The other stores the location rule could pick for `resources` under
+    /// another layout (`fencepost_fs::other_stores`), besides `chosen` (the
+    /// claim's store, by its locator), opened for reading with their paths: a
+    /// claim is made beside them (`Store::claim_beside`), as the CLI's is. None
+    /// with `--store`, and for locks.
+    pub(crate) fn elsewhere(
         &self,
         resources: &[Resource],
-        options: &fencepost::AcquireOptions,
         chosen: &str,
-    ) -> Result<Option<(Resource, fencepost::Holder)>, String> {
+    ) -> Result<(Vec<PathBuf>, Vec<Store>), String> {
+        let (mut paths, mut stores) = (Vec::new(), Vec::new());
         if self.named.is_some() {
-            return Ok(None);
+            return Ok((paths, stores));
         }
         for resource in resources {
             let others = fencepost_fs::other_stores(None, resource, &self.root, Path::new(chosen))
                 .map_err(|e| format!("store error: cannot choose a store: {e}"))?;
             for other in others {
-                let Ok(backend) = fencepost_fs::FsStore::open_existing(&other.path) else {
+                if paths.contains(&other.path) {
                     continue;
-                };
-                let conflict = Store::new(backend)
-                    .conflict(resource, options)
-                    .map_err(|e| format!("store error: {e}"))?;
-                if let Some(mut holder) = conflict {
-                    holder.owner = format!(
-                        "{} (in another store, {}: the layout around it changed since that claim)",
-                        holder.owner,
-                        other.path.display()
-                    );
-                    return Ok(Some((resource.clone(), holder)));
+                }
+                if let Ok(backend) = fencepost_fs::FsStore::open_existing(&other.path) {
+                    paths.push(other.path);
+                    stores.push(Store::new(backend));
                 }
             }
         }
-        Ok(None)
+        Ok((paths, stores))
     }
 }
 

@@ -4,7 +4,7 @@
 //! (`AcquireOptions::session`, `Store::resume_session`): re-entrant for the session
 //! that holds the resource, refused to everyone else.
 
-use fencepost::{AcquireOptions, Error, Holder, Resource, SessionTag, Store, TryAcquire};
+use fencepost::{AcquireOptions, Beside, Error, Holder, Resource, SessionTag, Store, TryAcquire};
 
 /// The session a hook acts for: `FENCEPOST_SESSION` when a human set it for the
 /// agent (the MCP server the agent starts inherits the same variable), else
@@ -60,31 +60,27 @@ pub fn claim(
     // the id: whoever knows the id can act as the session, docs/protocol.md §11,
     // "Sessions"), and `status` and block messages show both.
     let options = AcquireOptions::new(ttl_ms).owner(agent).session(session);
-    match store.try_acquire(resource, &options)? {
-        // A live claim of it in another store on its path (the layout changed
-        // since): given back, unless the session held it already.
-        TryAcquire::Acquired(lease) => {
-            match elsewhere.in_the_way(std::slice::from_ref(resource), &options) {
-                Ok(Some((_, holder))) => {
-                    if !lease.reentered() {
-                        let _ = store.release(&lease);
-                    }
-                    Ok(Claimed::Theirs(holder))
-                }
-                Err(error) => {
-                    if !lease.reentered() {
-                        let _ = store.release(&lease);
-                    }
-                    Err(error)
-                }
-                Ok(None) => Ok(Claimed::Ours {
-                    token: lease.token(),
-                    expires_at_ms: lease.expires_at_ms(),
-                }),
-            }
-        }
-        TryAcquire::Held(holder) => Ok(Claimed::Theirs(holder)),
-    }
+    // Beside the other stores on the file's path: a live claim of it in one of
+    // them (the layout changed since) is another's too.
+    let outcome = store.claim_beside(
+        std::slice::from_ref(resource),
+        &options,
+        elsewhere.stores(),
+        |options| {
+            Ok(match store.try_acquire(resource, options)? {
+                TryAcquire::Acquired(lease) => Ok(vec![lease]),
+                TryAcquire::Held(holder) => Err(holder),
+            })
+        },
+    )?;
+    Ok(match outcome {
+        Beside::Taken(leases) => Claimed::Ours {
+            token: leases[0].token(),
+            expires_at_ms: leases[0].expires_at_ms(),
+        },
+        Beside::Held(holder) => Claimed::Theirs(holder),
+        Beside::Elsewhere { store, holder, .. } => Claimed::Theirs(elsewhere.named(store, holder)),
+    })
 }
 
 /// The tag of the session a holder claimed for, if it claimed with one (a hook's

@@ -28,6 +28,7 @@
 mod pin;
 mod sched;
 pub mod schedules;
+mod side;
 mod world;
 
 use std::fmt;

@@ -465,6 +465,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::several_resources,
     },
     Schedule {
+        name: "two_stores",
+        about: "a layout change between two claims of one file: one claimer's store is the model store, the other's a second store, each claiming beside the other's (claim_beside), twice, with slow creates; never both hold",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 100,
+            half_written: 60,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::two_stores,
+    },
+    Schedule {
         name: "slots",
         about: "four claimers share the 2 slots of a lock, keeping and releasing them, with slow creates and pauses",
         snapshot_listing: true,

@@ -18,7 +18,7 @@ mod options;
 mod series;
 mod status;
 
-pub use claim::{SLOTS_MAX, TryAcquireAll, check_session};
+pub use claim::{BESIDE_POLL_MS, Beside, SLOTS_MAX, TryAcquireAll, check_session};
 pub use lease::Lease;
 pub(crate) use lease::{HeldKey, Written};
 pub use options::{AcquireOptions, OWNER_MAX_CHARS, TryAcquire, check_owner};

@@ -958,3 +958,77 @@ pub(super) fn subtree_intent(setup: &Setup) -> Vec<Actor> {
         }),
     ]
 }
+
+/// Two claims of one file made in two stores, as after a layout change (a
+/// repository initialised around the file between the two claims): "old-layout"
+/// claims in the model store beside the second store, "new-layout" in the second
+/// store beside the model store (`Store::claim_beside`), each twice, holding a
+/// while. Their own oracle: never both hold at once. No time passes but the
+/// claimers' own (no pauses), so a lease never expires while held and holding is
+/// exactly the span between the grant and the release.
+pub(crate) fn two_stores(setup: &Setup) -> Vec<Actor> {
+    let file = Resource::file(setup.dir.join("a.txt"));
+    let side: Arc<std::sync::OnceLock<fencepost::Store>> = Arc::default();
+    let holding: Arc<Mutex<Option<&'static str>>> = Arc::default();
+    let claimer = |name: &'static str, own_is_side: bool| {
+        let (file, side, holding) = (file.clone(), Arc::clone(&side), Arc::clone(&holding));
+        Actor::new(name, move |ctx: &Ctx| {
+            let side = side
+                .get_or_init(|| super::super::side::side_store(&ctx.world))
+                .clone();
+            let (own, other) = if own_is_side {
+                (side, ctx.store.clone())
+            } else {
+                (ctx.store.clone(), side)
+            };
+            for _ in 0..2 {
+                let options = AcquireOptions::new(TTL_MS).owner(name).wait_ms(TTL_MS / 2);
+                let outcome = own.claim_beside(
+                    std::slice::from_ref(&file),
+                    &options,
+                    std::slice::from_ref(&other),
+                    |options| {
+                        Ok(match own.try_acquire(&file, options)? {
+                            fencepost::TryAcquire::Acquired(lease) => Ok(vec![lease]),
+                            fencepost::TryAcquire::Held(holder) => Err(holder),
+                        })
+                    },
+                );
+                let lease = match outcome {
+                    Ok(fencepost::Beside::Taken(mut leases)) => leases.remove(0),
+                    Ok(fencepost::Beside::Held(holder)) => {
+                        ctx.world
+                            .log(format!("{name}: held here by {}", holder.owner));
+                        continue;
+                    }
+                    Ok(fencepost::Beside::Elsewhere { holder, .. }) => {
+                        ctx.world.log(format!(
+                            "{name}: held in the other store by {}",
+                            holder.owner
+                        ));
+                        continue;
+                    }
+                    Err(e) => {
+                        ctx.world.log(format!("{name}: error {e}"));
+                        continue;
+                    }
+                };
+                {
+                    let mut holding = holding.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(other) = *holding {
+                        ctx.violate(format!(
+                            "{name} and {other} both hold a.txt, each in its own store"
+                        ));
+                    }
+                    *holding = Some(name);
+                }
+                ctx.world
+                    .log(format!("{name}: holds a.txt (token {})", lease.token()));
+                ctx.sleep(TTL_MS / 10);
+                *holding.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                let _ = own.release(&lease);
+            }
+        })
+    };
+    vec![claimer("old-layout", false), claimer("new-layout", true)]
+}

@@ -1,6 +1,7 @@
 //! The composition of keys into a claim (docs/design-04-claims.md).
 
 mod acquire;
+mod beside;
 mod end;
 mod participants;
 mod renew;
@@ -11,6 +12,7 @@ mod slots;
 mod subtree;
 mod verify;
 
+pub use beside::{BESIDE_POLL_MS, Beside};
 pub use session::check_session;
 pub use several::TryAcquireAll;
 pub use slots::SLOTS_MAX;

@@ -1,0 +1,134 @@
+//! A claim made beside other stores (docs/protocol.md §5, "Layout changes"): a
+//! store locator may give one file different stores as the layout around it
+//! changes, and every store numbers its own tokens. A claim made in one of them
+//! asks the others, after it landed, for a live claim in its way
+//! ([`Store::conflict`]) — write first, read second, so of two claims of one file
+//! made in two stores at once at least one sees the other — and gives its own back
+//! when one answers.
+
+use std::time::Duration;
+
+use crate::{AcquireOptions, Holder, Lease, Resource, Result, Store};
+
+/// How often (ms) a claim turned away by a claim in another store tries again:
+/// that store sends this one no change notification.
+pub const BESIDE_POLL_MS: u64 = 100;
+
+/// What [`Store::claim_beside`] came to.
+#[derive(Debug)]
+pub enum Beside<H> {
+    /// Claimed in this store, and no other store holds a live claim in the way.
+    Taken(Vec<Lease>),
+    /// What the claim in this store reported when it did not get in (held).
+    Held(H),
+    /// When the wait ended, `others[store]` still held a live claim of `resource`
+    /// in the way. Nothing is held here: the claims this call made were given back.
+    Elsewhere {
+        /// The index in `others` of the store that holds it.
+        store: usize,
+        /// The resource whose claim is in the way.
+        resource: Resource,
+        /// Its holder.
+        holder: Holder,
+    },
+}
+
+impl Store {
+    /// Claims with `claim` in this store, then asks each of `others` for a live
+    /// claim in the way of one of `resources` ([`Store::conflict`], read only). One
+    /// found: the claims just made are given back (released; a tenure that was
+    /// re-entered, held by the session before this call, is kept) and the claim is
+    /// made again every [`BESIDE_POLL_MS`] of this store's clock while
+    /// `options.wait_ms` lasts, counted from the call, then reported as
+    /// [`Beside::Elsewhere`]. `claim` is called with `options` and the wait left;
+    /// it returns the leases it took, or what it reports when held here
+    /// ([`Beside::Held`], at once).
+    ///
+    /// Both sides of a race write first and read second, so two claims of one
+    /// resource in two stores never both stand; both may give back, and the one
+    /// that waits gets in on its next try. Explored by the interleaving checker
+    /// (`two_stores`, with the planted bug `ELSEWHERE_LOOKED_BEFORE_CLAIM`), pinned
+    /// with real git by `cli/tests/store_location.rs` (`layout_changes`).
+    ///
+    /// # Errors
+    ///
+    /// What `claim` returns, and [`Error::Backend`](crate::Error::Backend) when
+    /// another store cannot be read (the claims made are given back first).
+    pub fn claim_beside<H>(
+        &self,
+        resources: &[Resource],
+        options: &AcquireOptions,
+        others: &[Store],
+        mut claim: impl FnMut(&AcquireOptions) -> Result<std::result::Result<Vec<Lease>, H>>,
+    ) -> Result<Beside<H>> {
+        let started = self.clock.monotonic_ms();
+        let mut attempt = options.clone();
+        loop {
+            #[cfg(feature = "planted-bugs")]
+            if crate::planted::on(&crate::planted::ELSEWHERE_LOOKED_BEFORE_CLAIM) {
+                if let Some((store, resource, holder)) = elsewhere(others, resources, options)? {
+                    return Ok(Beside::Elsewhere {
+                        store,
+                        resource,
+                        holder,
+                    });
+                }
+                return Ok(match claim(&attempt)? {
+                    Ok(leases) => Beside::Taken(leases),
+                    Err(held) => Beside::Held(held),
+                });
+            }
+            let leases = match claim(&attempt)? {
+                Ok(leases) => leases,
+                Err(held) => return Ok(Beside::Held(held)),
+            };
+            let found = match elsewhere(others, resources, options) {
+                Ok(found) => found,
+                Err(error) => {
+                    self.give_back_new(&leases);
+                    return Err(error);
+                }
+            };
+            let Some((store, resource, holder)) = found else {
+                return Ok(Beside::Taken(leases));
+            };
+            self.give_back_new(&leases);
+            let waited = self.clock.monotonic_ms().saturating_sub(started);
+            let left = options.wait_ms.saturating_sub(waited);
+            if left == 0 {
+                return Ok(Beside::Elsewhere {
+                    store,
+                    resource,
+                    holder,
+                });
+            }
+            let pause = left.min(BESIDE_POLL_MS);
+            self.clock.sleep(Duration::from_millis(pause));
+            attempt = options.clone().wait_ms(left - pause);
+        }
+    }
+
+    /// Releases the leases a claim just made, keeping re-entered tenures (the
+    /// session held them before; they are not this claim's to end).
+    fn give_back_new(&self, leases: &[Lease]) {
+        for lease in leases.iter().filter(|lease| !lease.reentered()) {
+            let _ = self.release(lease);
+        }
+    }
+}
+
+/// The first live claim in `others` in the way of one of `resources`.
+fn elsewhere(
+    others: &[Store],
+    resources: &[Resource],
+    options: &AcquireOptions,
+) -> Result<Option<(usize, Resource, Holder)>> {
+    for (index, other) in others.iter().enumerate() {
+        for resource in resources {
+            if let Some(holder) = other.conflict(resource, options)? {
+                return Ok(Some((index, resource.clone(), holder)));
+            }
+        }
+    }
+    Ok(None)
+}
