@@ -771,3 +771,47 @@ fn edits_inside_git_or_fencepost_directories_are_refused() {
         "claude-code",
     );
 }
+
+/// A session working from the project's root edits a file of a repository nested
+/// in it (a submodule's or a nested checkout's files are claimed in that
+/// repository's store): SessionEnd releases that claim too, so another session
+/// gets the file at once — not only after the hook's ttl.
+#[test]
+fn session_end_releases_claims_in_a_nested_repositorys_store() {
+    let repo = Repo::new();
+    let nested = repo.root.join("vendor/lib");
+    std::fs::create_dir_all(&nested).unwrap();
+    std::fs::write(nested.join("b.rs"), "fn b() {}\n").unwrap();
+    git(&nested, &["init", "-q"]);
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "vendor/lib/b.rs"),
+        "claude-code",
+    );
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+    assert!(
+        nested.join(".git/fencepost/claims").is_dir(),
+        "the nested file is claimed in its own repository's store"
+    );
+    let reason = assert_blocked(&repo.edit("gemini-replace.json", "s2", "vendor/lib/b.rs"));
+    assert!(reason.contains("another agent session"), "{reason}");
+
+    let end = fixture("claude-code-SessionEnd.json", "s1", &repo.root, "");
+    let out = repo.hook_in(&repo.root, "claude-code", &end, &[]);
+    assert_allowed(&out, "claude-code");
+    assert!(stderr(&out).contains("released 2 claims"), "{out:?}");
+    assert_allowed(
+        &repo.edit("gemini-replace.json", "s2", "vendor/lib/b.rs"),
+        "gemini",
+    );
+    assert_allowed(
+        &repo.edit("gemini-replace.json", "s2", "src/a.rs"),
+        "gemini",
+    );
+    // The notes went with the session: a second end releases nothing more.
+    let out = repo.hook_in(&repo.root, "claude-code", &end, &[]);
+    assert_allowed(&out, "claude-code");
+    assert!(!stderr(&out).contains("released"), "{out:?}");
+}

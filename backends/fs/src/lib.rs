@@ -105,6 +105,7 @@ pub struct WorkspaceReadmeDoctests;
 mod layout;
 mod locate;
 mod removals;
+mod sessions;
 mod sys;
 
 use std::collections::{HashMap, HashSet};

@@ -1192,3 +1192,50 @@ fn subtree_split_stops_at_its_limit_and_follows_no_link() {
         assert_eq!(fencepost_fs::subtree_split(&dir, &top).unwrap(), None);
     }
 }
+
+/// A session's notes of the other stores it claimed in (docs/format-v1.md §1.3):
+/// each store once, read back as written, forgotten on request; a planted note
+/// that does not match its own name, or a link, names nothing.
+#[test]
+fn session_notes_name_each_other_store_once() {
+    let (dir, store) = fresh();
+    let session = fencepost::SessionTag::of("claude-code:s1");
+    let other = fencepost::SessionTag::of("claude-code:s2");
+    let a = dir.path().join("a/.git/fencepost");
+    let b = dir.path().join("b/.fencepost");
+    assert_eq!(
+        store.session_stores(&session).unwrap(),
+        Vec::<PathBuf>::new()
+    );
+    store.note_session_store(&session, &a).unwrap();
+    store.note_session_store(&session, &b).unwrap();
+    store.note_session_store(&session, &a).unwrap();
+    store.note_session_store(&other, &b).unwrap();
+    let mut expected = vec![a.clone(), b.clone()];
+    expected.sort();
+    assert_eq!(store.session_stores(&session).unwrap(), expected);
+    assert_eq!(store.session_stores(&other).unwrap(), vec![b.clone()]);
+    let notes = store.root().join("sessions").join(session.as_str());
+    assert_eq!(names_in(&notes).len(), 2, "one note per store");
+
+    // Planted: a note whose name is not its path's digest, and a link.
+    write_new(&notes.join("0123456789abcdef0123456789abcdef"), b"/etc");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(notes.join(names_in(&notes)[0].clone()), notes.join("link"))
+        .unwrap();
+    assert_eq!(store.session_stores(&session).unwrap(), expected);
+
+    assert!(
+        store
+            .note_session_store(&session, Path::new("relative/store"))
+            .is_err(),
+        "a relative path is no store to note"
+    );
+    store.forget_session_stores(&session);
+    assert_eq!(
+        store.session_stores(&session).unwrap(),
+        Vec::<PathBuf>::new()
+    );
+    assert!(!notes.exists());
+    assert_eq!(store.session_stores(&other).unwrap(), vec![b]);
+}

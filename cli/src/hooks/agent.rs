@@ -32,8 +32,12 @@ pub enum Event {
     /// A shell command the agent is about to run (checked only for ways around
     /// the guard, which are the human's to take).
     Shell { command: String },
-    /// The session ended: its claims may go.
-    SessionEnd { session: String },
+    /// The session ended: its claims may go. `cwd` is the session's working
+    /// directory, as the payload names it.
+    SessionEnd {
+        session: String,
+        cwd: Option<String>,
+    },
     /// Nothing for fencepost (another tool, another event).
     Ignore,
 }
@@ -121,6 +125,7 @@ pub fn parse(agent: AgentName, payload: &[u8]) -> Result<Event, String> {
     if event == "SessionEnd" {
         return Ok(Event::SessionEnd {
             session: session()?,
+            cwd: text("cwd").map(str::to_string),
         });
     }
     if event != agent.pre_tool_event() {

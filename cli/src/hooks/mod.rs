@@ -228,13 +228,10 @@ fn decide(store_flag: Option<&Path>, args: &HookArgs) -> Result<Decision, String
             tool,
             paths,
         } => edit(store_flag, agent, args.ttl, &session, cwd, &tool, &paths),
-        Event::SessionEnd { session } => {
+        Event::SessionEnd { session, cwd } => {
             let session = session::hook_session(agent.name(), &session);
-            let cwd = std::env::current_dir()
-                .map_err(|e| format!("cannot read the current directory ({e})"))?;
-            let opened = store::open(store_flag, None, &cwd, Access::Existing)?;
-            let released = session::release_all(&fencepost::Store::new(opened.backend), &session)
-                .map_err(|e| crate::output::describe_error(&e))?;
+            let cwd = payload_cwd(cwd)?;
+            let released = session::release_everywhere(store_flag, &cwd, &session)?;
             Ok(Decision::Allow((released > 0).then(|| {
                 format!(
                     "released {released} claim{} of {session}",
@@ -242,6 +239,17 @@ fn decide(store_flag: Option<&Path>, args: &HookArgs) -> Result<Decision, String
                 )
             })))
         }
+    }
+}
+
+/// The payload's `cwd` (it must be absolute), else this process's.
+fn payload_cwd(cwd: Option<String>) -> Result<PathBuf, String> {
+    match cwd {
+        Some(cwd) if Path::new(&cwd).is_absolute() => Ok(PathBuf::from(cwd)),
+        Some(cwd) => Err(format!("the payload's cwd {cwd:?} is not an absolute path")),
+        None => std::env::current_dir().map_err(|e| {
+            format!("the payload has no cwd and the current directory cannot be read ({e})")
+        }),
     }
 }
 
@@ -255,13 +263,7 @@ fn edit(
     paths: &[String],
 ) -> Result<Decision, String> {
     let session = session::hook_session(agent.name(), payload_session);
-    let cwd = match cwd {
-        Some(cwd) if Path::new(&cwd).is_absolute() => PathBuf::from(cwd),
-        Some(cwd) => return Err(format!("the payload's cwd {cwd:?} is not an absolute path")),
-        None => std::env::current_dir().map_err(|e| {
-            format!("the payload has no cwd and the current directory cannot be read ({e})")
-        })?,
-    };
+    let cwd = payload_cwd(cwd)?;
     let root = project_root(&cwd)?;
     let mut notes = Vec::new();
     for path in paths {
@@ -296,6 +298,7 @@ fn edit(
             &cwd,
             Path::new(&opened.backend.locator()),
         )?;
+        let claimed_in = opened.backend.locator();
         let store = fencepost::Store::new(opened.backend);
         match session::claim(
             &store,
@@ -310,12 +313,20 @@ fn edit(
             Claimed::Ours {
                 token,
                 expires_at_ms,
-            } => notes.push(format!(
-                "{} is held by this session ({}, token {token}) until {}",
-                printable(&location.display().to_string()),
-                session::tag(&session),
-                fencepost::utc_timestamp(expires_at_ms)
-            )),
+            } => {
+                notes.push(format!(
+                    "{} is held by this session ({}, token {token}) until {}",
+                    printable(&location.display().to_string()),
+                    session::tag(&session),
+                    fencepost::utc_timestamp(expires_at_ms)
+                ));
+                // So that the session's end finds it (a submodule's store, say).
+                if let Err(e) = session::note_store(store_flag, &cwd, &claimed_in, &session) {
+                    notes.push(format!(
+                        "the session's end will not release it ({e}): it ends by its ttl"
+                    ));
+                }
+            }
             Claimed::Theirs(holder) => {
                 return Ok(Decision::Block(held_reason(&location, &holder, now_ms())));
             }

@@ -4,6 +4,8 @@
 //! (`AcquireOptions::session`, `Store::resume_session`): re-entrant for the session
 //! that holds the resource, refused to everyone else.
 
+use std::path::{Path, PathBuf};
+
 use fencepost::{AcquireOptions, Beside, Error, Holder, Resource, SessionTag, Store, TryAcquire};
 
 /// The session a hook acts for: `FENCEPOST_SESSION` when a human set it for the
@@ -123,5 +125,70 @@ pub fn release_all(store: &Store, session: &str) -> Result<usize, Error> {
             Err(_) => {}
         }
     }
+    Ok(released)
+}
+
+/// The store of the session's working directory `cwd` (the location rule for a
+/// lock or `status`), where notes of its other stores are kept; `None` when
+/// `store_flag` (`--store`, `FENCEPOST_STORE`) names one store for everything.
+fn home_store(store_flag: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
+    if store_flag.is_some() {
+        return None;
+    }
+    fencepost_fs::locate_store(None, None, cwd)
+        .ok()
+        .map(|location| location.path)
+}
+
+/// After a hook's claim landed in the store at `claimed_in`: when that is not the
+/// store of `cwd`, notes it there, so that the session's end finds the claim (a
+/// file in a submodule or nested repository, or one whose claims stayed in an
+/// earlier store). Best effort: `Err` says why the note could not be made (the
+/// claim then ends by its ttl, not at the session's end).
+pub fn note_store(
+    store_flag: Option<&Path>,
+    cwd: &Path,
+    claimed_in: &str,
+    session: &str,
+) -> Result<(), String> {
+    let Some(home) = home_store(store_flag, cwd) else {
+        return Ok(());
+    };
+    if Path::new(claimed_in) == home {
+        return Ok(());
+    }
+    fencepost_fs::FsStore::open(&home)
+        .and_then(|store| store.note_session_store(&SessionTag::of(session), Path::new(claimed_in)))
+        .map_err(|e| e.to_string())
+}
+
+/// Releases every live claim `session` holds in the store of `cwd` and in every
+/// store noted there for it ([`note_store`]), then forgets the notes; returns how
+/// many claims were released.
+pub fn release_everywhere(
+    store_flag: Option<&Path>,
+    cwd: &Path,
+    session: &str,
+) -> Result<usize, String> {
+    let opened = crate::store::open(store_flag, None, cwd, crate::store::Access::Existing)?;
+    let describe = |e: Error| crate::output::describe_error(&e);
+    let mut released = release_all(&Store::new(opened.backend), session).map_err(describe)?;
+    let Some(home) = home_store(store_flag, cwd) else {
+        return Ok(released);
+    };
+    let tag = SessionTag::of(session);
+    let Ok(home) = fencepost_fs::FsStore::open_existing(&home) else {
+        return Ok(released);
+    };
+    let noted = home
+        .session_stores(&tag)
+        .map_err(|e| format!("cannot {e}"))?;
+    for other in noted {
+        // A store removed since holds nothing to release.
+        if let Ok(backend) = fencepost_fs::FsStore::open_existing(&other) {
+            released += release_all(&Store::new(backend), session).map_err(describe)?;
+        }
+    }
+    home.forget_session_stores(&tag);
     Ok(released)
 }

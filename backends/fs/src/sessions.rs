@@ -1,0 +1,169 @@
+//! Which other stores a session claimed in: a note kept in the store of the
+//! session's working directory, so that the end of the session can release its
+//! claims everywhere (`docs/format-v1.md` §1.3).
+//!
+//! An agent's session works from one directory, but the store location rule picks a
+//! store per *file*: a file in a submodule or a nested repository, or one whose
+//! claims stayed in the store they were made in, is claimed in another store than
+//! the working directory's. The note is not part of the lease protocol: it never
+//! decides who holds what. Lost (a crash, a power cut: it is not flushed), the
+//! session's claims there end by their ttl, as before it existed.
+//!
+//! ```text
+//! <root>/sessions/<session tag>/<32 hex digits>   one per other store; holds its path
+//! ```
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use fencepost::{BackendError, SessionTag};
+use sha2::{Digest, Sha256};
+
+use crate::FsStore;
+use crate::sys::check_real_dir;
+
+/// The directory under the store root that holds the notes, one directory per
+/// session tag.
+const SESSIONS_DIR: &str = "sessions";
+
+/// The longest note read back: a store path longer than this is not one this
+/// crate wrote.
+const NOTE_MAX_BYTES: u64 = 16 * 1024;
+
+impl FsStore {
+    /// Notes in this store that the session tagged `session` claimed in the store at
+    /// `other` (absolute). Idempotent: a second note of the same store is a no-op.
+    /// Creates `sessions/<tag>/` (and this store's root) as needed; never flushed.
+    ///
+    /// # Errors
+    ///
+    /// A [`BackendError`] with operation `note session store` when the directory or
+    /// the note cannot be created or written, or `other` is not an absolute path in
+    /// UTF-8. Pinned by `session_notes_name_each_other_store_once`.
+    pub fn note_session_store(
+        &self,
+        session: &SessionTag,
+        other: &Path,
+    ) -> Result<(), BackendError> {
+        let dir = self.session_dir(session)?;
+        let Some(text) = other.to_str().filter(|_| other.is_absolute()) else {
+            return Err(BackendError::new(
+                "note session store",
+                other.display(),
+                io::Error::new(io::ErrorKind::InvalidInput, "not an absolute path in UTF-8"),
+            ));
+        };
+        let fail =
+            |at: &Path, e: io::Error| BackendError::new("note session store", at.display(), e);
+        fs::create_dir_all(&dir).map_err(|e| fail(&dir, e))?;
+        real_dirs(&dir).map_err(|(at, e)| fail(&at, e))?;
+        let note = dir.join(note_name(text));
+        // The name is the path's digest: a note that exists already names it.
+        let mut file = match OpenOptions::new().write(true).create_new(true).open(&note) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+            Err(e) => return Err(fail(&note, e)),
+        };
+        if let Err(e) = file.write_all(text.as_bytes()) {
+            // A partial note would name no store: take it back.
+            drop(file);
+            let _ = fs::remove_file(&note);
+            return Err(fail(&note, e));
+        }
+        Ok(())
+    }
+
+    /// The stores noted for the session tagged `session` (in no particular order).
+    /// A note that is not a regular file, is empty or too long, is not UTF-8, names
+    /// a relative path or does not match its own name is skipped: nothing here may
+    /// point a release anywhere this crate did not write.
+    ///
+    /// # Errors
+    ///
+    /// A [`BackendError`] with operation `read session notes` when the directory
+    /// exists and cannot be listed. None noted (or no store) is an empty list.
+    pub fn session_stores(&self, session: &SessionTag) -> Result<Vec<PathBuf>, BackendError> {
+        let dir = self.session_dir(session)?;
+        match real_dirs(&dir) {
+            Ok(()) => {}
+            Err((_, e)) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err((at, e)) => return Err(BackendError::new("read session notes", at.display(), e)),
+        }
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(BackendError::new("read session notes", dir.display(), e)),
+        };
+        let mut stores = Vec::new();
+        for entry in entries.flatten() {
+            let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+            if !is_file {
+                continue;
+            }
+            if let Some(path) = read_note(&entry.path())
+                && entry.file_name().to_str() == Some(note_name(&path).as_str())
+            {
+                stores.push(PathBuf::from(path));
+            }
+        }
+        stores.sort();
+        Ok(stores)
+    }
+
+    /// Removes the notes of the session tagged `session`, best effort: a note left
+    /// behind only makes a later end of the same session look in a store once more.
+    pub fn forget_session_stores(&self, session: &SessionTag) {
+        if let Ok(dir) = self.session_dir(session)
+            && real_dirs(&dir).is_ok()
+            && let Ok(entries) = fs::read_dir(&dir)
+        {
+            for entry in entries.flatten() {
+                let _ = fs::remove_file(entry.path());
+            }
+            let _ = fs::remove_dir(&dir);
+        }
+    }
+
+    fn session_dir(&self, session: &SessionTag) -> Result<PathBuf, BackendError> {
+        let tag = session.as_str();
+        // Tags this crate's core makes are 16 lowercase hex digits; anything else
+        // must not become a path component.
+        if tag.is_empty() || !tag.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(BackendError::new(
+                "note session store",
+                tag,
+                io::Error::new(io::ErrorKind::InvalidInput, "not a session tag"),
+            ));
+        }
+        Ok(self.root().join(SESSIONS_DIR).join(tag))
+    }
+}
+
+/// The note's file name for a store at `path`: the first 16 bytes of SHA-256 over
+/// its UTF-8, in lowercase hex.
+fn note_name(path: &str) -> String {
+    let digest = Sha256::digest(path.as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `sessions/` and `sessions/<tag>/` are real directories: fencepost never follows
+/// a link inside the store (a planted one must not aim notes or removals elsewhere).
+fn real_dirs(dir: &Path) -> Result<(), (PathBuf, io::Error)> {
+    let sessions = dir.parent().unwrap_or(dir);
+    for at in [sessions, dir] {
+        check_real_dir(at).map_err(|e| (at.to_path_buf(), e))?;
+    }
+    Ok(())
+}
+
+fn read_note(path: &Path) -> Option<String> {
+    let mut text = String::new();
+    fs::File::open(path)
+        .ok()?
+        .take(NOTE_MAX_BYTES + 1)
+        .read_to_string(&mut text)
+        .ok()?;
+    let fits = !text.is_empty() && text.len() as u64 <= NOTE_MAX_BYTES;
+    (fits && Path::new(&text).is_absolute()).then_some(text)
+}
