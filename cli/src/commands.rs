@@ -696,18 +696,66 @@ fn refuse(
 
 pub fn status(ctx: &Context, args: &StatusArgs) -> Result<ExitCode, Failure> {
     let entries = ctx.store.status()?;
+    let kept = kept_elsewhere(ctx)?;
     if args.json {
-        emit_json(&entries)?;
-    } else if entries.is_empty() {
-        emit(&format!("no claims in {}", store_line(ctx)))?;
-    } else {
-        emit(&format!(
-            "{}\nstore: {}",
-            status_table(&entries, now_ms()),
-            store_line(ctx)
-        ))?;
+        // Claims kept in another store carry its path as `store`.
+        let mut values = Vec::with_capacity(entries.len());
+        for entry in &entries {
+            values.push(json_value(entry)?);
+        }
+        for (store, kept) in &kept {
+            for entry in kept {
+                let mut value = json_value(entry)?;
+                if let serde_json::Value::Object(map) = &mut value {
+                    map.insert("store".into(), store.display().to_string().into());
+                }
+                values.push(value);
+            }
+        }
+        emit_json(&values)?;
+        return Ok(ExitCode::SUCCESS);
     }
+    let now = now_ms();
+    let mut text = if entries.is_empty() {
+        format!("no claims in {}", store_line(ctx))
+    } else {
+        format!(
+            "{}\nstore: {}",
+            status_table(&entries, now),
+            store_line(ctx)
+        )
+    };
+    for (store, kept) in &kept {
+        text.push_str(&format!(
+            "\n\nkept in another store, where they were claimed before the layout around them \
+             changed (check, renew and release find them there):\n{}\nstore: {}",
+            status_table(kept, now),
+            store.display()
+        ));
+    }
+    emit(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// For a located directory store: the live claims of its files that the location
+/// rule keeps in another store (`crate::elsewhere::kept_for`).
+fn kept_elsewhere(
+    ctx: &Context,
+) -> Result<Vec<(std::path::PathBuf, Vec<fencepost::StatusEntry>)>, Failure> {
+    match ctx.scope {
+        None | Some(fencepost_fs::StoreScope::Explicit) => Ok(Vec::new()),
+        Some(_) => {
+            let cwd = std::env::current_dir()
+                .map_err(|e| Failure::Error(format!("cannot read the current directory: {e}")))?;
+            crate::elsewhere::kept_for(&cwd, std::path::Path::new(&ctx.locator))
+                .map_err(Failure::Error)
+        }
+    }
+}
+
+fn json_value(entry: &fencepost::StatusEntry) -> Result<serde_json::Value, Failure> {
+    serde_json::to_value(entry)
+        .map_err(|e| Failure::Error(format!("cannot encode the JSON output: {e}")))
 }
 
 /// The store `status` read, and why it is that one: `/repo/.git/fencepost (the

@@ -64,3 +64,48 @@ impl Elsewhere {
         holder
     }
 }
+
+/// The live claims of files and directories that the location rule keeps in
+/// another store (rule 5: the layout changed since they were made) although the
+/// layout as it is now puts them in `chosen`, the store `status` reads from `cwd`:
+/// per store, its path and those entries, nearest store first. Without them,
+/// `status` run in a repository made since would show none of the claims on its
+/// files. Stores that cannot be read are skipped (they are not the one asked for).
+pub fn kept_for(
+    cwd: &Path,
+    chosen: &Path,
+) -> Result<Vec<(PathBuf, Vec<fencepost::StatusEntry>)>, String> {
+    let here = Resource::dir(cwd);
+    let others = fencepost_fs::other_stores(None, &here, cwd, chosen)
+        .map_err(|e| format!("cannot list the stores on {}: {e}", cwd.display()))?;
+    let mut kept = Vec::new();
+    for other in others {
+        let Ok(backend) = fencepost_fs::FsStore::open_existing(&other.path) else {
+            continue;
+        };
+        let Ok(entries) = Store::new(backend).status() else {
+            continue;
+        };
+        let entries: Vec<_> = entries
+            .into_iter()
+            .filter(|entry| entry.live && kept_there(entry, cwd, &other.path, chosen))
+            .collect();
+        if !entries.is_empty() {
+            kept.push((other.path, entries));
+        }
+    }
+    Ok(kept)
+}
+
+/// Whether rule 5 keeps `entry`'s file or directory in `store` while rules 2 to 4
+/// pick `chosen` for it.
+fn kept_there(entry: &fencepost::StatusEntry, cwd: &Path, store: &Path, chosen: &Path) -> bool {
+    let resource = match entry.resource.split_once(':') {
+        Some(("file", path)) => Resource::file(path),
+        Some(("dir", path)) => Resource::dir(path),
+        _ => return false,
+    };
+    let kept = fencepost_fs::locate_store(None, Some(&resource), cwd)
+        .is_ok_and(|at| at.scope == fencepost_fs::StoreScope::Earlier && at.path == store);
+    kept && fencepost_fs::locate_by_layout(Some(&resource), cwd).is_ok_and(|at| at.path == chosen)
+}

@@ -771,6 +771,42 @@ mod layout_changes {
         assert_ne!(fresh, store);
     }
 
+    /// `status` in a repository made since a claim of one of its files shows that
+    /// claim, kept in the store it was made in, and names that store: its own
+    /// store is empty, and "no claims" alone would say the file is free.
+    #[test]
+    fn status_shows_the_claims_kept_in_an_earlier_store() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["sub/a.txt", "b.txt"]);
+        let (_, _, store) = claimed(&s, &main, &["--file", "sub/a.txt"], "alice");
+        claimed(&s, &main, &["--file", "b.txt"], "carol");
+        git(&main.join("sub"), &["init", "-q"]);
+        let output = run(&s, &main.join("sub"), &["status"]);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(text.contains("alice") && text.contains("a.txt"), "{text}");
+        assert!(
+            text.contains("kept in another store") && text.contains(&store),
+            "{text}"
+        );
+        // Only the claims the new layout would put here: not the old store's others.
+        assert!(!text.contains("carol"), "{text}");
+        let output = run(&s, &main.join("sub"), &["status", "--json"]);
+        let entries: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        assert_eq!(entries[0]["owner"], "alice");
+        assert_eq!(entries[0]["store"], store.as_str());
+        // From the old repository's root nothing is added: the claim is in its store.
+        let output = run(&s, &main, &["status", "--json"]);
+        let entries: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(entries.len(), 2, "{entries:?}");
+        assert!(
+            entries.iter().all(|e| e.get("store").is_none()),
+            "{entries:?}"
+        );
+    }
+
     #[test]
     fn a_fencepost_directory_made_below_or_above_after_a_claim_keeps_the_claim() {
         let s = Scratch::new();

@@ -270,6 +270,23 @@ pub fn other_stores(
         .collect())
 }
 
+/// The store rules 2 to 4 pick for `resource` (`None`: the working directory's)
+/// from `cwd`, whatever rule 5 would keep: the store of the layout as it is now.
+/// `status` uses it to show claims that rule 5 keeps elsewhere beside the ones of
+/// the store it reads (`cli/tests/store_location.rs`, `layout_changes`).
+///
+/// # Errors
+///
+/// As [`locate_store`] without an explicit store.
+pub fn locate_by_layout(
+    resource: Option<&Resource>,
+    cwd: &Path,
+) -> Result<StoreLocation, LocateError> {
+    let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let env = |name: &str| std::env::var_os(name);
+    discover(&anchor(resource, &cwd)?, &env)
+}
+
 /// Rules 2 to 4, from `anchor`.
 fn discover(
     anchor: &Path,
