@@ -10,58 +10,81 @@ use std::path::{Path, PathBuf};
 
 use fencepost::{Holder, Resource, Store};
 
-/// The other stores on the paths of a command's resources, opened for reading.
+/// The other stores on the paths of a command's resources, listed when asked
+/// (after the claim landed: a store made meanwhile is among them).
 #[derive(Default)]
 pub struct Elsewhere {
-    paths: Vec<PathBuf>,
-    stores: Vec<Store>,
+    /// Nothing to list: `--store` names the one store, or nothing was claimed.
+    none: bool,
+    resources: Vec<Resource>,
+    cwd: PathBuf,
+    chosen: PathBuf,
 }
 
 impl Elsewhere {
     /// The stores other than `chosen` (the directory the command's store is in)
     /// that the location rule could pick for any of `resources` under another
-    /// layout, and that exist; none when `explicit` (`--store`) names the store or
-    /// the resources are locks.
-    pub fn open(
+    /// layout; none when `explicit` (`--store`) names the store or the resources are
+    /// locks. Nothing is read until [`Elsewhere::list`].
+    pub fn new(
         explicit: Option<&Path>,
         resources: &[Resource],
         cwd: &Path,
         chosen: &Path,
-    ) -> Result<Elsewhere, String> {
-        let mut elsewhere = Elsewhere::default();
-        for resource in resources {
-            let others = fencepost_fs::other_stores(explicit, resource, cwd, chosen)
-                .map_err(|e| format!("cannot choose a store for {}: {e}", resource.target()))?;
+    ) -> Elsewhere {
+        Elsewhere {
+            none: explicit.is_some(),
+            resources: resources.to_vec(),
+            cwd: cwd.to_path_buf(),
+            chosen: chosen.to_path_buf(),
+        }
+    }
+
+    /// The stores as they are now, opened for reading (`fencepost_fs::other_stores`
+    /// for each resource; one that cannot be opened holds nothing this user could
+    /// claim), for `Store::claim_beside`.
+    pub fn list(&self) -> fencepost::Result<Vec<Store>> {
+        let mut paths: Vec<PathBuf> = Vec::new();
+        let mut stores = Vec::new();
+        if self.none {
+            return Ok(stores);
+        }
+        for resource in &self.resources {
+            let others = fencepost_fs::other_stores(None, resource, &self.cwd, &self.chosen)
+                .map_err(|e| locate_error(resource, &self.cwd, e))?;
             for other in others {
-                if elsewhere.paths.contains(&other.path) {
+                if paths.contains(&other.path) {
                     continue;
                 }
-                // One that cannot be opened holds nothing this user could claim.
                 if let Ok(backend) = fencepost_fs::FsStore::open_existing(&other.path) {
-                    elsewhere.paths.push(other.path);
-                    elsewhere.stores.push(Store::new(backend));
+                    paths.push(other.path);
+                    stores.push(Store::new(backend));
                 }
             }
         }
-        Ok(elsewhere)
+        Ok(stores)
     }
 
-    /// The stores, for `Store::claim_beside`.
-    pub fn stores(&self) -> &[Store] {
-        &self.stores
-    }
-
-    /// `holder`, found in the store at `index` of [`Elsewhere::stores`], with that
-    /// store named in its owner, so the refusal says where the lease is.
-    pub fn named(&self, index: usize, mut holder: Holder) -> Holder {
-        if let Some(path) = self.paths.get(index) {
-            holder.owner = format!(
-                "{} (in another store, {}: the layout around it changed since that claim)",
-                holder.owner,
-                path.display()
-            );
-        }
+    /// `holder`, found in the store `locator` names (a directory store's path), with
+    /// that store named in its owner, so the refusal says where the lease is.
+    pub fn named(&self, locator: &str, mut holder: Holder) -> Holder {
+        holder.owner = format!(
+            "{} (in another store, {locator}: the layout around it changed since that claim)",
+            holder.owner,
+        );
         holder
+    }
+}
+
+/// A store list that could not be made, as the core's error.
+fn locate_error(resource: &Resource, cwd: &Path, e: fencepost_fs::LocateError) -> fencepost::Error {
+    match e {
+        fencepost_fs::LocateError::Resource(e) => e,
+        e => fencepost::Error::Backend(fencepost::BackendError::new(
+            "list the stores",
+            cwd.display(),
+            std::io::Error::other(format!("for {}: {e}", resource.target())),
+        )),
     }
 }
 

@@ -273,21 +273,20 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
     // A claim of a file or directory also asks the other stores on its path
     // (`elsewhere`): the layout may have changed since another claim of it.
     let elsewhere = match &cli.command {
-        Command::Claim(args) => elsewhere::Elsewhere::open(
+        Command::Claim(args) => elsewhere::Elsewhere::new(
             cli.global.store.as_deref(),
             &args.target.resources(),
             &cwd,
             std::path::Path::new(&locator),
         ),
-        Command::Run(args) => elsewhere::Elsewhere::open(
+        Command::Run(args) => elsewhere::Elsewhere::new(
             cli.global.store.as_deref(),
             &[args.target.resource()],
             &cwd,
             std::path::Path::new(&locator),
         ),
-        _ => Ok(elsewhere::Elsewhere::default()),
-    }
-    .map_err(Failure::Error)?;
+        _ => elsewhere::Elsewhere::default(),
+    };
     Ok(Context {
         store: fencepost::Store::new(opened.backend),
         locator,

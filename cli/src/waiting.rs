@@ -121,7 +121,7 @@ pub fn try_acquire(
     let outcome = store.claim_beside(
         std::slice::from_ref(resource),
         options,
-        elsewhere.stores(),
+        || elsewhere.list(),
         |options| {
             let outcome =
                 store.try_acquire_observed(resource, options, &mut |holder, waited_ms| {
@@ -139,7 +139,7 @@ pub fn try_acquire(
         Beside::Taken(mut leases) => Acquired::Lease(leases.remove(0)),
         Beside::Held(holder) => Acquired::Held(holder, waited),
         Beside::Elsewhere { store, holder, .. } => {
-            Acquired::Held(elsewhere.named(store, holder), waited)
+            Acquired::Held(elsewhere.named(&store, holder), waited)
         }
     })
 }
@@ -169,20 +169,25 @@ pub fn try_acquire_all(
 ) -> fencepost::Result<AcquiredAll> {
     let started = Instant::now();
     let mut line = WaitLine::new(&resources[0], options.wait_ms);
-    let outcome = store.claim_beside(resources, options, elsewhere.stores(), |options| {
-        let outcome = store.try_acquire_all_observed(
-            resources,
-            options,
-            &mut |resource, holder, waited_ms| {
-                line.what = printable(&resource.target());
-                line.update(holder, waited_ms)
-            },
-        )?;
-        Ok(match outcome {
-            fencepost::TryAcquireAll::Acquired(leases) => Ok(leases),
-            fencepost::TryAcquireAll::Held { resource, holder } => Err((resource, holder)),
-        })
-    });
+    let outcome = store.claim_beside(
+        resources,
+        options,
+        || elsewhere.list(),
+        |options| {
+            let outcome = store.try_acquire_all_observed(
+                resources,
+                options,
+                &mut |resource, holder, waited_ms| {
+                    line.what = printable(&resource.target());
+                    line.update(holder, waited_ms)
+                },
+            )?;
+            Ok(match outcome {
+                fencepost::TryAcquireAll::Acquired(leases) => Ok(leases),
+                fencepost::TryAcquireAll::Held { resource, holder } => Err((resource, holder)),
+            })
+        },
+    );
     line.clear();
     let waited = elapsed_ms(started);
     Ok(match outcome? {
@@ -192,7 +197,7 @@ pub fn try_acquire_all(
             store,
             resource,
             holder,
-        } => AcquiredAll::Held(resource, elsewhere.named(store, holder), waited),
+        } => AcquiredAll::Held(resource, elsewhere.named(&store, holder), waited),
     })
 }
 

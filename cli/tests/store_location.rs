@@ -771,6 +771,115 @@ mod layout_changes {
         assert_ne!(fresh, store);
     }
 
+    /// `claim` from `cwd` in the background (stderr piped).
+    fn claim_in_background(s: &Scratch, cwd: &Path, args: &[&str]) -> crate::util::Background {
+        let mut cmd = crate::util::scrubbed(std::process::Command::new(crate::util::bin()));
+        cmd.current_dir(cwd)
+            .env("XDG_STATE_HOME", s.user_state())
+            .env("LOCALAPPDATA", s.user_state())
+            .arg("claim")
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        crate::util::Background::spawn(&mut cmd)
+    }
+
+    /// Waits until a subtree claimer waits in the repository's store (its
+    /// writer's intent, `want-`, is there).
+    fn someone_waits(main: &Path) {
+        let claims = main.join(".git/fencepost/claims");
+        crate::util::wait_until(
+            "the claimer waits",
+            std::time::Duration::from_secs(20),
+            || {
+                fs::read_dir(&claims).is_ok_and(|entries| {
+                    entries
+                        .flatten()
+                        .any(|e| e.file_name().to_string_lossy().starts_with("want-"))
+                })
+            },
+        );
+    }
+
+    /// A repository made below a directory while a subtree claim of it waits: the
+    /// subtree claim, once it lands, asks the stores below it as they are then
+    /// (not as they were before it waited), meets the claim of a file there, and
+    /// gives back (a breaker: both held).
+    #[test]
+    fn a_store_made_below_while_a_subtree_claim_waits_is_asked_when_it_lands() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["d/g.txt", "d/x/f.txt"]);
+        let (_, x_handle, _) = claimed(&s, &main, &["--file", "d/g.txt"], "xavier");
+        let mut waiter = claim_in_background(
+            &s,
+            &main,
+            &["--dir", "d", "--wait", "6000", "--owner", "p1"],
+        );
+        someone_waits(&main);
+        git(&main.join("d/x"), &["init", "-q"]);
+        let (_, _, store) = claimed(&s, &main.join("d/x"), &["--file", "f.txt"], "p2");
+        assert!(store.contains("d/x/.git"), "{store}");
+        let output = run(&s, &main, &["release", "--file", "d/g.txt", &x_handle]);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let output = waiter.finish();
+        assert_eq!(
+            output.status.code(),
+            Some(3),
+            "p1 must not hold d beside p2: {output:?}"
+        );
+        let message = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            message.contains("p2") && message.contains("in another store"),
+            "{message}"
+        );
+    }
+
+    /// What the location rule takes for a store below a directory, the subtree
+    /// check takes too (a breaker: a `.fencepost` link, and a bare repository, below
+    /// a subtree each let a file there be held beside the subtree claim).
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_marker_or_a_bare_repository_below_a_subtree_splits_it() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["d/x/f.txt", "e/notes.txt"]);
+        let shared = top(&s).join("shared");
+        fs::create_dir(&shared).unwrap();
+        std::os::unix::fs::symlink(&shared, main.join("d/x/.fencepost")).unwrap();
+        claimed(&s, &main, &["--file", "d/x/f.txt"], "alice");
+        let output = claim(&s, &main, &["--dir", "d"], 1);
+        assert!(
+            one_line_stderr(&output).contains("cannot cover"),
+            "{output:?}"
+        );
+        git(&main.join("e"), &["init", "-q", "--bare", "b.git"]);
+        fs::write(main.join("e/b.git/notes.txt"), "n\n").unwrap();
+        let output = claim(&s, &main, &["--dir", "e"], 1);
+        assert!(
+            one_line_stderr(&output).contains("cannot cover"),
+            "{output:?}"
+        );
+    }
+
+    /// A `.fencepost` link to a store that is also on the path (the per-user
+    /// store) is one store, not two: a claim does not meet its own claim "in
+    /// another store" (a breaker: every claim of the file refused, naming itself).
+    #[cfg(unix)]
+    #[test]
+    fn a_store_reached_under_two_names_is_one_store() {
+        let s = Scratch::new();
+        let project = top(&s).join("project");
+        fs::create_dir_all(&project).unwrap();
+        fs::write(project.join("f.txt"), "f\n").unwrap();
+        claimed(&s, &project, &["--lock", "warm"], "warm");
+        let user_store = s.user_state().join("fencepost");
+        assert!(user_store.is_dir());
+        std::os::unix::fs::symlink(&user_store, project.join(".fencepost")).unwrap();
+        let (token, handle, _) = claimed(&s, &project, &["--file", "f.txt"], "alice");
+        holder_carries_on(&s, &project, &["--file", "f.txt"], token, &handle);
+    }
+
     /// `status` in a repository made since a claim of one of its files shows that
     /// claim, kept in the store it was made in, and names that store: its own
     /// store is empty, and "no claims" alone would say the file is free.

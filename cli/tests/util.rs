@@ -441,6 +441,27 @@ impl Background {
     }
 }
 
+impl Background {
+    /// Waits for it to end on its own and returns its exit status with what it
+    /// wrote to its (piped) stdout and stderr.
+    pub fn finish(&mut self) -> Output {
+        use std::io::Read;
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        if let Some(mut pipe) = self.0.stdout.take() {
+            pipe.read_to_end(&mut stdout).unwrap();
+        }
+        if let Some(mut pipe) = self.0.stderr.take() {
+            pipe.read_to_end(&mut stderr).unwrap();
+        }
+        let status = self.0.wait().unwrap();
+        Output {
+            status,
+            stdout,
+            stderr,
+        }
+    }
+}
+
 impl Drop for Background {
     fn drop(&mut self) {
         let _ = self.0.kill();

@@ -560,3 +560,11 @@ fn catches_a_check_that_ignores_a_break_through_another_link() {
         25,
     );
 }
+
+#[test]
+fn catches_a_claim_beside_stores_listed_before_it_claimed() {
+    // A store made while a claim of a file was being made (`git init` racing the
+    // claim): the claimer listed the other stores before it claimed, so it never
+    // asks the new one, where the second claimer holds the file.
+    catches(&planted::OTHERS_LISTED_BEFORE_CLAIM, "store_appears", 1);
+}

@@ -323,6 +323,10 @@ pub mod planted {
     /// claims, not after (read first, write second: two claims of one file in two
     /// stores that both looked before either claimed both stand).
     pub static ELSEWHERE_LOOKED_BEFORE_CLAIM: AtomicBool = AtomicBool::new(false);
+    /// A claim beside other stores (`Store::claim_beside`) lists them once,
+    /// before it claims, and asks only those after: a store made meanwhile (a
+    /// repository initialised around the file) holds a claim no one asks about.
+    pub static OTHERS_LISTED_BEFORE_CLAIM: AtomicBool = AtomicBool::new(false);
 
     /// A shared claimer checks for an exclusive claim only before it admits
     /// itself, not after (read first, write second: a writer that claimed in

@@ -549,15 +549,17 @@ impl Inner {
         options: &AcquireOptions,
         acquire: impl Fn(&AcquireOptions) -> fencepost::Result<Vec<fencepost::Lease>>,
     ) -> Result<Vec<fencepost::Lease>, String> {
-        let (paths, others) = self.stores.elsewhere(resources, chosen)?;
         let outcome = store
-            .claim_beside(resources, options, &others, |options| {
-                match acquire(options) {
+            .claim_beside(
+                resources,
+                options,
+                || self.stores.elsewhere(resources, chosen),
+                |options| match acquire(options) {
                     Ok(leases) => Ok(Ok(leases)),
                     Err(Error::Held { label, holder }) => Ok(Err(Error::Held { label, holder })),
                     Err(error) => Err(error),
-                }
-            })
+                },
+            )
             .map_err(describe)?;
         match outcome {
             fencepost::Beside::Taken(leases) => Ok(leases),
@@ -568,9 +570,8 @@ impl Inner {
                 mut holder,
             } => {
                 holder.owner = format!(
-                    "{} (in another store, {}: the layout around it changed since that claim)",
+                    "{} (in another store, {store}: the layout around it changed since that claim)",
                     holder.owner,
-                    paths[store].display()
                 );
                 Err(describe(Error::Held {
                     label: resource.target(),

@@ -98,21 +98,28 @@ impl Stores {
 impl Stores {
     /// The other stores the location rule could pick for `resources` under
     /// another layout (`fencepost_fs::other_stores`), besides `chosen` (the
-    /// claim's store, by its locator), opened for reading with their paths: a
-    /// claim is made beside them (`Store::claim_beside`), as the CLI's is. None
-    /// with `--store`, and for locks.
+    /// claim's store, by its locator), as they are now, opened for reading: a claim
+    /// is made beside them (`Store::claim_beside`, which lists them after the claim
+    /// landed), as the CLI's is. None with `--store`, and for locks.
     pub(crate) fn elsewhere(
         &self,
         resources: &[Resource],
         chosen: &str,
-    ) -> Result<(Vec<PathBuf>, Vec<Store>), String> {
-        let (mut paths, mut stores) = (Vec::new(), Vec::new());
+    ) -> fencepost::Result<Vec<Store>> {
+        let (mut paths, mut stores) = (Vec::<PathBuf>::new(), Vec::new());
         if self.named.is_some() {
-            return Ok((paths, stores));
+            return Ok(stores);
         }
         for resource in resources {
             let others = fencepost_fs::other_stores(None, resource, &self.root, Path::new(chosen))
-                .map_err(|e| format!("store error: cannot choose a store: {e}"))?;
+                .map_err(|e| match e {
+                    fencepost_fs::LocateError::Resource(e) => e,
+                    e => fencepost::Error::Backend(BackendError::new(
+                        "list the stores",
+                        self.root.display(),
+                        std::io::Error::other(format!("for {}: {e}", resource.target())),
+                    )),
+                })?;
             for other in others {
                 if paths.contains(&other.path) {
                     continue;
@@ -123,7 +130,7 @@ impl Stores {
                 }
             }
         }
-        Ok((paths, stores))
+        Ok(stores)
     }
 }
 

@@ -292,12 +292,12 @@ fn edit(
             continue;
         }
         let opened = store::open(store_flag, Some(&resource), &cwd, Access::Create)?;
-        let elsewhere = crate::elsewhere::Elsewhere::open(
+        let elsewhere = crate::elsewhere::Elsewhere::new(
             store_flag,
             std::slice::from_ref(&resource),
             &cwd,
             Path::new(&opened.backend.locator()),
-        )?;
+        );
         let claimed_in = opened.backend.locator();
         let store = fencepost::Store::new(opened.backend);
         match session::claim(

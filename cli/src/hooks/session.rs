@@ -67,7 +67,7 @@ pub fn claim(
     let outcome = store.claim_beside(
         std::slice::from_ref(resource),
         &options,
-        elsewhere.stores(),
+        || elsewhere.list(),
         |options| {
             Ok(match store.try_acquire(resource, options)? {
                 TryAcquire::Acquired(lease) => Ok(vec![lease]),
@@ -81,7 +81,7 @@ pub fn claim(
             expires_at_ms: leases[0].expires_at_ms(),
         },
         Beside::Held(holder) => Claimed::Theirs(holder),
-        Beside::Elsewhere { store, holder, .. } => Claimed::Theirs(elsewhere.named(store, holder)),
+        Beside::Elsewhere { store, holder, .. } => Claimed::Theirs(elsewhere.named(&store, holder)),
     })
 }
 

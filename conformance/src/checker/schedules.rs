@@ -478,6 +478,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::two_stores,
     },
     Schedule {
+        name: "store_appears",
+        about: "a store made while a claim of one file is being made (git init racing a claim): the second claimer makes its store, then claims there beside the model store; the first claims in the model store and lists the other stores as they are when it asks (claim_beside); twice each, with slow creates; never both hold",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 100,
+            half_written: 60,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::store_appears,
+    },
+    Schedule {
         name: "slots",
         about: "four claimers share the 2 slots of a lock, keeping and releasing them, with slow creates and pauses",
         snapshot_listing: true,

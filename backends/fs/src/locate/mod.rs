@@ -25,7 +25,9 @@ mod other;
 #[cfg(not(any(unix, windows)))]
 use other as sys;
 
-pub use split::{SPLIT_SCAN_LIMIT, SubtreeSplit, subtree_split, subtree_split_within};
+pub use split::{
+    SPLIT_SCAN_LIMIT, SubtreeSplit, stores_below, subtree_split, subtree_split_within,
+};
 
 use std::ffi::OsString;
 use std::fmt;
@@ -239,11 +241,16 @@ pub fn locate_with(
 /// The stores other than `chosen` (the one [`locate_store`] gave) that the
 /// location rule could pick for `resource` under another layout of the directories
 /// above it, and that exist: each `.fencepost` directory and repository store at or
-/// above its anchor, and the per-user store, nearest first. A claim of a file or
-/// directory made in `chosen` asks each of them, after it landed, for a live claim
-/// in its way ([`fencepost::Store::conflict`]), so a claim made while the layout
-/// changed cannot stand beside one made before. Empty for a lock or a slot (a name
-/// is scoped by its store) and when `explicit` names the store.
+/// above its anchor, and the per-user store, nearest first; for a directory also
+/// the stores of the directories below it that have one of their own
+/// ([`stores_below`]). A claim of a file or directory made in `chosen` asks each of
+/// them, after it landed, for a live claim in its way
+/// ([`fencepost::Store::claim_beside`], [`fencepost::Store::conflict`]), so a claim
+/// made while the layout changed cannot stand beside one made before. Stores are
+/// told apart by the directory they are, not by how they are spelled: one reached
+/// through a symbolic link (a `.fencepost` link to the per-user store) is listed
+/// once, and never when it is `chosen` itself. Empty for a lock or a slot (a name is
+/// scoped by its store) and when `explicit` names the store.
 ///
 /// # Errors
 ///
@@ -264,10 +271,24 @@ pub fn other_stores(
     let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let anchor = anchor(Some(resource), &cwd)?;
     let env = |name: &str| std::env::var_os(name);
-    Ok(history::stores_on_the_path(&anchor, &env)
-        .into_iter()
-        .filter(|store| store.path != chosen)
-        .collect())
+    let mut candidates = history::stores_on_the_path(&anchor, &env);
+    candidates.extend(
+        stores_below(resource, &cwd)?
+            .into_iter()
+            .filter(|s| s.path.is_dir()),
+    );
+    // The directory each is: a store under two names is one store.
+    let identity = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut seen = vec![identity(chosen)];
+    let mut others = Vec::new();
+    for store in candidates {
+        let id = identity(&store.path);
+        if !seen.contains(&id) {
+            seen.push(id);
+            others.push(store);
+        }
+    }
+    Ok(others)
 }
 
 /// The store rules 2 to 4 pick for `resource` (`None`: the working directory's)

@@ -3,11 +3,12 @@
 //! `.fencepost` marker), so a claim of a file there would never meet the subtree's.
 
 use std::fmt;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use fencepost::Resource;
 
-use super::{LocateError, STORE_DIR_NAME, StoreScope, anchor, discover};
+use super::{LocateError, STORE_DIR_NAME, StoreLocation, StoreScope, anchor, discover, git};
 
 /// Most directories below a subtree's directory that [`subtree_split`] looks
 /// through; a larger subtree is reported as [`SubtreeSplit::TooLarge`] rather than
@@ -70,8 +71,11 @@ impl fmt::Display for SubtreeSplit {
 /// `.git` entry below does too. Symbolic links are not followed (a file reached
 /// through one is the file it resolves to, outside the subtree).
 ///
-/// The look is made once, when claiming: a repository created below a held
-/// subtree afterwards is not noticed.
+/// The look is made before claiming; after the claim landed, the stores below
+/// ([`stores_below`]) are asked for claims in its way, so a repository made below
+/// while the claim was made cannot hold a file of the subtree beside it. One made
+/// below a subtree already held is met by the claims of files there: they ask the
+/// stores on their path, the subtree's among them.
 ///
 /// # Errors
 ///
@@ -90,19 +94,88 @@ pub fn subtree_split_within(
     cwd: &Path,
     limit: usize,
 ) -> Result<Option<SubtreeSplit>, LocateError> {
+    let mut split = None;
+    walk(resource, cwd, limit, &mut |found| {
+        split = Some(match found {
+            Found::Boundary { dir, boundary, .. } => SubtreeSplit::StoreBelow { dir, boundary },
+            Found::TooLarge { dir } => SubtreeSplit::TooLarge { dir },
+        });
+        ControlFlow::Break(())
+    })?;
+    Ok(split)
+}
+
+/// For a subtree claim: the stores of every directory below it that the location
+/// rule gives a store of its own (as [`subtree_split`] finds them, looking
+/// through at most [`SPLIT_SCAN_LIMIT`] directories), existing or not. A subtree
+/// claim asks them, after it landed, for a claim below it
+/// (`fencepost::Store::claim_beside`): one made below since [`subtree_split`]
+/// looked (a repository initialised there while the claim waited) must not stand
+/// beside it. Empty for any other resource.
+///
+/// # Errors
+///
+/// As [`subtree_split`].
+///
+/// Pinned by `cli/tests/store_location.rs` (`layout_changes`).
+pub fn stores_below(resource: &Resource, cwd: &Path) -> Result<Vec<StoreLocation>, LocateError> {
+    let mut stores: Vec<StoreLocation> = Vec::new();
+    walk(resource, cwd, SPLIT_SCAN_LIMIT, &mut |found| {
+        if let Found::Boundary { store, .. } = found
+            && !stores.contains(&store)
+        {
+            stores.push(store);
+        }
+        ControlFlow::Continue(())
+    })?;
+    Ok(stores)
+}
+
+/// What [`walk`] found below a subtree's directory.
+enum Found {
+    /// A `.git` entry, a git directory or a `.fencepost` directory below `dir`,
+    /// whose files are located in `store`.
+    Boundary {
+        dir: PathBuf,
+        boundary: PathBuf,
+        store: StoreLocation,
+    },
+    /// More than the limit of directories below `dir`.
+    TooLarge { dir: PathBuf },
+}
+
+/// Walks the directories below `resource` (a directory), calling `visit` with each
+/// boundary found, until it breaks. The boundaries are what the location rule
+/// sees (`discover`): a `.fencepost` entry that is a directory (a symbolic link to
+/// one too, as the rule follows it), a `.git` entry, and a directory that is
+/// itself a git directory (a bare repository); each of another store than the
+/// directory's own. Directories are not entered through symbolic links.
+fn walk(
+    resource: &Resource,
+    cwd: &Path,
+    limit: usize,
+    visit: &mut dyn FnMut(Found) -> ControlFlow<()>,
+) -> Result<(), LocateError> {
     if !matches!(resource, Resource::Dir(_)) {
-        return Ok(None);
+        return Ok(());
     }
     let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let dir = anchor(Some(resource), &cwd)?;
     if !dir.is_dir() {
-        return Ok(None);
+        return Ok(());
     }
     let env = |name: &str| std::env::var_os(name);
     let own = discover(&dir, &env)?;
     let repositories_split = own.scope != StoreScope::Marker;
     let mut pending = vec![dir.clone()];
     let mut seen = 0usize;
+    let mut boundary = |boundary: PathBuf, store: StoreLocation| {
+        visit(Found::Boundary {
+            dir: dir.clone(),
+            boundary,
+            store,
+        })
+    };
     while let Some(current) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&current) else {
             // Unreadable: nobody claims a file there through this user's view.
@@ -113,39 +186,59 @@ pub fn subtree_split_within(
                 continue;
             };
             let name = entry.file_name();
+            let path = entry.path();
             let below = current != dir;
             if name == ".git" {
                 // A linked worktree of the same repository (its `.git` a file
                 // naming a worktree of ours) shares this store: its files' claims
                 // meet the subtree's (a breaker: `claim --dir .` was refused over
                 // a worktree made inside the checkout, and no advice helped).
-                let same_store =
-                    || discover(&current, &env).is_ok_and(|there| there.path == own.path);
-                if below && repositories_split && !same_store() {
-                    return Ok(Some(SubtreeSplit::StoreBelow {
-                        dir,
-                        boundary: entry.path(),
-                    }));
+                if below
+                    && repositories_split
+                    && let Ok(there) = discover(&current, &env)
+                    && there.path != own.path
+                    && boundary(path, there).is_break()
+                {
+                    return Ok(());
                 }
                 continue;
             }
-            if name == STORE_DIR_NAME && kind.is_dir() {
+            // Followed as the rule follows it (a breaker: a `.fencepost` link to a
+            // directory below a subtree split it unseen).
+            if name == STORE_DIR_NAME && path.is_dir() {
                 if below {
-                    return Ok(Some(SubtreeSplit::StoreBelow {
-                        dir,
-                        boundary: entry.path(),
-                    }));
+                    let store = StoreLocation {
+                        path: path.clone(),
+                        scope: StoreScope::Marker,
+                    };
+                    if boundary(path, store).is_break() {
+                        return Ok(());
+                    }
                 }
                 continue;
             }
             if kind.is_dir() {
+                // A directory that is itself a git directory is a repository of
+                // its own to the rule (a breaker: a bare repository below a
+                // subtree split it unseen).
+                if repositories_split
+                    && git::is_git_dir(&path)
+                    && let Ok(there) = discover(&path, &env)
+                    && there.path != own.path
+                {
+                    if boundary(path, there).is_break() {
+                        return Ok(());
+                    }
+                    continue;
+                }
                 seen += 1;
                 if seen > limit {
-                    return Ok(Some(SubtreeSplit::TooLarge { dir }));
+                    let _ = visit(Found::TooLarge { dir });
+                    return Ok(());
                 }
-                pending.push(entry.path());
+                pending.push(path);
             }
         }
     }
-    Ok(None)
+    Ok(())
 }

@@ -967,33 +967,66 @@ pub(super) fn subtree_intent(setup: &Setup) -> Vec<Actor> {
 /// claimers' own (no pauses), so a lease never expires while held and holding is
 /// exactly the span between the grant and the release.
 pub(crate) fn two_stores(setup: &Setup) -> Vec<Actor> {
+    beside_actors(setup, false)
+}
+
+/// As [`two_stores`], but the second store does not exist until "new-layout" makes
+/// it (a scheduling point of its own, before its first claim): "old-layout" lists
+/// the other stores when its `claim_beside` asks for them, and finds the second
+/// store only once it was made (`git init` racing a claim).
+pub(crate) fn store_appears(setup: &Setup) -> Vec<Actor> {
+    beside_actors(setup, true)
+}
+
+fn beside_actors(setup: &Setup, appears: bool) -> Vec<Actor> {
     let file = Resource::file(setup.dir.join("a.txt"));
     let side: Arc<std::sync::OnceLock<fencepost::Store>> = Arc::default();
+    let made = Arc::new(std::sync::atomic::AtomicBool::new(!appears));
     let holding: Arc<Mutex<Option<&'static str>>> = Arc::default();
     let claimer = |name: &'static str, own_is_side: bool| {
         let (file, side, holding) = (file.clone(), Arc::clone(&side), Arc::clone(&holding));
+        let made = Arc::clone(&made);
         Actor::new(name, move |ctx: &Ctx| {
             let side = side
                 .get_or_init(|| super::super::side::side_store(&ctx.world))
                 .clone();
+            if own_is_side && !made.load(std::sync::atomic::Ordering::SeqCst) {
+                ctx.env("new-layout: the second store is made", || {
+                    made.store(true, std::sync::atomic::Ordering::SeqCst);
+                    Ok(())
+                });
+            }
             let (own, other) = if own_is_side {
                 (side, ctx.store.clone())
             } else {
                 (ctx.store.clone(), side)
             };
+            // The other stores as a locator would list them now: the second store
+            // only once it exists.
+            let list = || -> fencepost::Result<Vec<fencepost::Store>> {
+                if own_is_side {
+                    return Ok(vec![other.clone()]);
+                }
+                let mut exists = false;
+                ctx.env("old-layout: lists the other stores", || {
+                    exists = made.load(std::sync::atomic::Ordering::SeqCst);
+                    Ok(())
+                });
+                Ok(if exists {
+                    vec![other.clone()]
+                } else {
+                    Vec::new()
+                })
+            };
             for _ in 0..2 {
                 let options = AcquireOptions::new(TTL_MS).owner(name).wait_ms(TTL_MS / 2);
-                let outcome = own.claim_beside(
-                    std::slice::from_ref(&file),
-                    &options,
-                    std::slice::from_ref(&other),
-                    |options| {
+                let outcome =
+                    own.claim_beside(std::slice::from_ref(&file), &options, &list, |options| {
                         Ok(match own.try_acquire(&file, options)? {
                             fencepost::TryAcquire::Acquired(lease) => Ok(vec![lease]),
                             fencepost::TryAcquire::Held(holder) => Err(holder),
                         })
-                    },
-                );
+                    });
                 let lease = match outcome {
                     Ok(fencepost::Beside::Taken(mut leases)) => leases.remove(0),
                     Ok(fencepost::Beside::Held(holder)) => {

@@ -21,11 +21,12 @@ pub enum Beside<H> {
     Taken(Vec<Lease>),
     /// What the claim in this store reported when it did not get in (held).
     Held(H),
-    /// When the wait ended, `others[store]` still held a live claim of `resource`
+    /// When the wait ended, another store still held a live claim of `resource`
     /// in the way. Nothing is held here: the claims this call made were given back.
     Elsewhere {
-        /// The index in `others` of the store that holds it.
-        store: usize,
+        /// The locator of the store that holds it ([`LeaseStore::locator`](crate::LeaseStore::locator)
+        /// of its backend; a directory store's path).
+        store: String,
         /// The resource whose claim is in the way.
         resource: Resource,
         /// Its holder.
@@ -34,39 +35,50 @@ pub enum Beside<H> {
 }
 
 impl Store {
-    /// Claims with `claim` in this store, then asks each of `others` for a live
-    /// claim in the way of one of `resources` ([`Store::conflict`], read only). One
-    /// found: the claims just made are given back (released; a tenure that was
-    /// re-entered, held by the session before this call, is kept) and the claim is
-    /// made again every [`BESIDE_POLL_MS`] of this store's clock while
-    /// `options.wait_ms` lasts, counted from the call, then reported as
-    /// [`Beside::Elsewhere`]. `claim` is called with `options` and the wait left;
-    /// it returns the leases it took, or what it reports when held here
-    /// ([`Beside::Held`], at once).
+    /// Claims with `claim` in this store, then lists the other stores with
+    /// `others` and asks each for a live claim in the way of one of `resources`
+    /// ([`Store::conflict`], read only). One found: the claims just made are given
+    /// back (released; a tenure that was re-entered, held by the session before this
+    /// call, is kept) and the claim is made again every [`BESIDE_POLL_MS`] of this
+    /// store's clock while `options.wait_ms` lasts, counted from the call, then
+    /// reported as [`Beside::Elsewhere`]. `claim` is called with `options` and the
+    /// wait left; it returns the leases it took, or what it reports when held here
+    /// ([`Beside::Held`], at once). `others` is called after every claim that
+    /// landed, never before: a store made while the claim was being made (a
+    /// repository initialised, a `.fencepost` directory made) is asked too.
     ///
     /// Both sides of a race write first and read second, so two claims of one
     /// resource in two stores never both stand; both may give back, and the one
     /// that waits gets in on its next try. Explored by the interleaving checker
-    /// (`two_stores`, with the planted bug `ELSEWHERE_LOOKED_BEFORE_CLAIM`), pinned
+    /// (`two_stores` and `store_appears`, with the planted bugs
+    /// `ELSEWHERE_LOOKED_BEFORE_CLAIM` and `OTHERS_LISTED_BEFORE_CLAIM`), pinned
     /// with real git by `cli/tests/store_location.rs` (`layout_changes`).
     ///
     /// # Errors
     ///
-    /// What `claim` returns, and [`Error::Backend`](crate::Error::Backend) when
-    /// another store cannot be read (the claims made are given back first).
+    /// What `claim` returns, and what `others` returns or
+    /// [`Error::Backend`](crate::Error::Backend) when another store cannot be read
+    /// (the claims made are given back first).
     pub fn claim_beside<H>(
         &self,
         resources: &[Resource],
         options: &AcquireOptions,
-        others: &[Store],
+        mut others: impl FnMut() -> Result<Vec<Store>>,
         mut claim: impl FnMut(&AcquireOptions) -> Result<std::result::Result<Vec<Lease>, H>>,
     ) -> Result<Beside<H>> {
         let started = self.clock.monotonic_ms();
         let mut attempt = options.clone();
+        #[cfg(feature = "planted-bugs")]
+        let listed_early = if crate::planted::on(&crate::planted::OTHERS_LISTED_BEFORE_CLAIM) {
+            Some(others()?)
+        } else {
+            None
+        };
         loop {
             #[cfg(feature = "planted-bugs")]
             if crate::planted::on(&crate::planted::ELSEWHERE_LOOKED_BEFORE_CLAIM) {
-                if let Some((store, resource, holder)) = elsewhere(others, resources, options)? {
+                if let Some((store, resource, holder)) = elsewhere(&others()?, resources, options)?
+                {
                     return Ok(Beside::Elsewhere {
                         store,
                         resource,
@@ -82,7 +94,15 @@ impl Store {
                 Ok(leases) => leases,
                 Err(held) => return Ok(Beside::Held(held)),
             };
-            let found = match elsewhere(others, resources, options) {
+            #[cfg(feature = "planted-bugs")]
+            let listed = match &listed_early {
+                Some(list) => Ok(list.clone()),
+                None => others(),
+            };
+            #[cfg(not(feature = "planted-bugs"))]
+            let listed = others();
+            let found = listed.and_then(|list| elsewhere(&list, resources, options));
+            let found = match found {
                 Ok(found) => found,
                 Err(error) => {
                     self.give_back_new(&leases);
@@ -117,16 +137,17 @@ impl Store {
     }
 }
 
-/// The first live claim in `others` in the way of one of `resources`.
+/// The first live claim in `others` in the way of one of `resources`, with the
+/// locator of the store it is in.
 fn elsewhere(
     others: &[Store],
     resources: &[Resource],
     options: &AcquireOptions,
-) -> Result<Option<(usize, Resource, Holder)>> {
-    for (index, other) in others.iter().enumerate() {
+) -> Result<Option<(String, Resource, Holder)>> {
+    for other in others {
         for resource in resources {
             if let Some(holder) = other.conflict(resource, options)? {
-                return Ok(Some((index, resource.clone(), holder)));
+                return Ok(Some((other.backend().locator(), resource.clone(), holder)));
             }
         }
     }
