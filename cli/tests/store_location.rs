@@ -880,6 +880,78 @@ mod layout_changes {
         holder_carries_on(&s, &project, &["--file", "f.txt"], token, &handle);
     }
 
+    /// A file's next token never falls: a store that holds the file's own series
+    /// keeps its claims, even when a new store nearer to it holds claims around it
+    /// (a breaker: a claim of a sibling directory and of the parent in a new
+    /// `.fencepost` pulled the file's next claim there, token 14 -> 1).
+    #[test]
+    fn a_claim_around_a_file_in_a_new_store_does_not_restart_its_tokens() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["a/b/f.txt", "a/b2/g.txt"]);
+        let mut last = 0;
+        for _ in 0..3 {
+            let (token, handle, _) = claimed(&s, &main, &["--file", "a/b/f.txt"], "alice");
+            last = token;
+            run(&s, &main, &["release", "--file", "a/b/f.txt", &handle]);
+        }
+        fs::create_dir(main.join("a/.fencepost")).unwrap();
+        for dir in ["a/b2", "a"] {
+            let (_, handle, store) = claimed(&s, &main, &["--dir", dir], "bob");
+            assert!(store.ends_with("a/.fencepost"), "{dir}: {store}");
+            run(&s, &main, &["release", "--dir", dir, &handle]);
+        }
+        let (token, _, store) = claimed(&s, &main, &["--file", "a/b/f.txt"], "carol");
+        assert!(token > last, "token {token} after {last} ({store})");
+        assert!(store.ends_with(".git/fencepost"), "{store}");
+    }
+
+    /// A shared claim is history too: a reader's lease on a file stays in the
+    /// store it was made in when a store is made nearer the file, so its renew and
+    /// release work and a writer is refused naming the reader (a
+    /// breaker: "never been claimed", a false "released", and advice to break in
+    /// the wrong store).
+    #[test]
+    fn a_shared_claim_keeps_its_store_after_a_layout_change() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["sub/f.txt"]);
+        let output = claim(
+            &s,
+            &main,
+            &[
+                "--file",
+                "sub/f.txt",
+                "--shared",
+                "--ttl",
+                "120000",
+                "--owner",
+                "reader",
+            ],
+            0,
+        );
+        let handle = handle_of(&output);
+        fs::create_dir(main.join("sub/.fencepost")).unwrap();
+        let output = claim(
+            &s,
+            &main.join("sub"),
+            &["--file", "f.txt", "--owner", "writer"],
+            3,
+        );
+        let message = one_line_stderr(&output);
+        assert!(
+            message.contains("reader") && message.contains(".git/fencepost"),
+            "{message}"
+        );
+        for command in [
+            vec!["renew", "--file", "sub/f.txt", &handle],
+            vec!["release", "--file", "sub/f.txt", &handle],
+        ] {
+            let output = run(&s, &main, &command);
+            assert_eq!(output.status.code(), Some(0), "{command:?}: {output:?}");
+        }
+    }
+
     /// `status` in a repository made since a claim of one of its files shows that
     /// claim, kept in the store it was made in, and names that store: its own
     /// store is empty, and "no claims" alone would say the file is free.

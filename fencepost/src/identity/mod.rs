@@ -255,12 +255,13 @@ impl Resource {
     }
 
     /// The series whose records in a store show that claims touching this
-    /// resource were made there: its own keys ([`Identity::keys`]), the other
-    /// kind's key of the same path, the subtree key of every directory above it,
-    /// and for a directory the index its covered claims register in. Empty for a
-    /// lock or a slot, whose name is scoped by its store. A store locator uses them
-    /// to keep a file's claims in the store they were made in after the layout
-    /// around the file changed (`fencepost_fs::locate_store`, docs/protocol.md §5).
+    /// resource were made there: its own series ([`Resource::own_history_keys`]),
+    /// then the other kind's key of the same path, the subtree key of every
+    /// directory above it, and for a directory the index its covered claims
+    /// register in. Empty for a lock or a slot, whose name is scoped by its store. A
+    /// store locator uses them to keep a file's claims in the store they were made
+    /// in after the layout around the file changed (`fencepost_fs::locate_store`,
+    /// docs/protocol.md §5).
     ///
     /// # Errors
     ///
@@ -269,11 +270,32 @@ impl Resource {
         let Some(chain) = self.tree_chain()? else {
             return Ok(Vec::new());
         };
-        let mut keys = self.identity()?.keys();
+        let mut keys = self.own_history_keys()?;
         keys.push(chain.same_path);
         keys.extend(chain.own_index);
         keys.extend(chain.above.into_iter().map(|d| d.subtree));
         Ok(keys)
+    }
+
+    /// The series that number this resource's own tenures: its keys
+    /// ([`Identity::keys`]) and the participant index of each (`shares-…`, where
+    /// shared claims of it register). A store that holds one of them holds the
+    /// resource's tokens, so a locator prefers it to a store that holds only claims
+    /// around it ([`Resource::history_keys`]): its tokens then keep increasing
+    /// (a breaker: a subtree claim of a parent made in a new store pulled a file's
+    /// next claim there, and its token fell from 14 to 1). Empty for a lock or a
+    /// slot.
+    ///
+    /// # Errors
+    ///
+    /// As [`Resource::identity`].
+    pub fn own_history_keys(&self) -> Result<Vec<Key>> {
+        if !matches!(self, Resource::File(_) | Resource::Dir(_)) {
+            return Ok(Vec::new());
+        }
+        let own = self.identity()?.keys();
+        let shares: Vec<Key> = own.iter().map(Key::shares).collect();
+        Ok(own.into_iter().chain(shares).collect())
     }
 }
 

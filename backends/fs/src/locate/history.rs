@@ -61,7 +61,9 @@ fn holds_any(path: &Path, keys: &[fencepost::Key]) -> bool {
 
 /// `rule` (the store the location rule picked for `resource`), unless it holds no
 /// record touching the resource and another store on the path does: then the
-/// nearest such store, as [`StoreScope::Earlier`].
+/// nearest such store, as [`StoreScope::Earlier`]. The resource's own series
+/// ([`Resource::own_history_keys`]) decide first: a store holding its tokens wins
+/// over one holding only claims around it, so its tokens keep increasing.
 pub(super) fn follow(
     rule: StoreLocation,
     resource: Option<&Resource>,
@@ -71,23 +73,30 @@ pub(super) fn follow(
     let Some(resource) = resource else {
         return rule;
     };
-    let keys = match resource.history_keys() {
-        Ok(keys) if !keys.is_empty() => keys,
+    let (own, all) = match (resource.own_history_keys(), resource.history_keys()) {
+        (Ok(own), Ok(all)) if !all.is_empty() => (own, all),
         _ => return rule,
     };
+    let identity = |path: &Path| fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let rule_identity = identity(&rule.path);
     let others: Vec<StoreLocation> = stores_on_the_path(anchor, env)
         .into_iter()
-        .filter(|store| store.path != rule.path)
+        .filter(|store| store.path != rule.path && identity(&store.path) != rule_identity)
         .collect();
     // The common case: the rule's store is the only one there is.
-    if others.is_empty() || holds_any(&rule.path, &keys) {
+    if others.is_empty() {
         return rule;
     }
-    others
-        .into_iter()
-        .find(|store| holds_any(&store.path, &keys))
-        .map_or(rule, |store| StoreLocation {
-            path: store.path,
-            scope: StoreScope::Earlier,
-        })
+    for keys in [&own, &all] {
+        if holds_any(&rule.path, keys) {
+            return rule;
+        }
+        if let Some(store) = others.iter().find(|store| holds_any(&store.path, keys)) {
+            return StoreLocation {
+                path: store.path.clone(),
+                scope: StoreScope::Earlier,
+            };
+        }
+    }
+    rule
 }
