@@ -760,6 +760,25 @@ fn edits_inside_git_or_fencepost_directories_are_refused() {
             );
         }
     }
+    // From a repository nested in the project, the outer repository's metadata
+    // and another directory's new `.git` are refused too.
+    std::fs::create_dir_all(repo.root.join("inner")).unwrap();
+    git(&repo.root.join("inner"), &["init", "-q"]);
+    for path in [
+        "../d/.git",
+        "../.git/fencepost/claims/x",
+        "../sub/.fencepost/x",
+    ] {
+        let payload = fixture(
+            "claude-code-Write.json",
+            "s1",
+            &repo.root.join("inner"),
+            path,
+        );
+        let out = repo.hook_in(&repo.root.join("inner"), "claude-code", &payload, &[]);
+        let reason = assert_blocked(&out);
+        assert!(reason.contains("moves the lease store"), "{path}: {reason}");
+    }
     assert!(!repo.root.join("sub/.git").exists());
     assert!(!repo.root.join("sub/.fencepost").exists());
     // The store did not move: the other session is still blocked by s1's claim.

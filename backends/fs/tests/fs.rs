@@ -839,7 +839,16 @@ fn locate_uses_the_common_git_directory() {
     let (_tmp, top) = isolated();
     let home = top.join("home");
     let repo = top.join("repo");
+    // Git directories as git makes them (a `.git` file must name one): a HEAD
+    // file, objects/ and refs/ (a linked worktree's: HEAD, and a commondir).
+    let git_dir = |dir: &Path| {
+        fs::create_dir_all(dir.join("objects")).unwrap();
+        fs::create_dir_all(dir.join("refs")).unwrap();
+        write_new(&dir.join("HEAD"), b"ref: refs/heads/main\n");
+    };
+    git_dir(&repo.join(".git"));
     fs::create_dir_all(repo.join(".git/worktrees/w")).unwrap();
+    write_new(&repo.join(".git/worktrees/w/HEAD"), b"ref: refs/heads/w\n");
     fs::create_dir_all(repo.join("src/deep")).unwrap();
     let expected = repo.join(".git/fencepost");
     let found = locate(None, &repo.join("src/deep"), &home);
@@ -862,7 +871,7 @@ fn locate_uses_the_common_git_directory() {
 
     // A submodule: a relative `gitdir:` and no `commondir`; its own store.
     let sub = repo.join("sub");
-    fs::create_dir_all(repo.join(".git/modules/sub")).unwrap();
+    git_dir(&repo.join(".git/modules/sub"));
     fs::create_dir_all(&sub).unwrap();
     write_new(&sub.join(".git"), b"gitdir: ../.git/modules/sub\n");
     let inner = repo.join(".git/modules/sub/fencepost");
@@ -888,10 +897,13 @@ fn locate_uses_the_common_git_directory() {
 fn locate_refuses_a_git_file_that_leads_nowhere() {
     let (_tmp, top) = isolated();
     let home = top.join("home");
-    let cases: [(&str, &[u8], &str); 3] = [
+    let cases: [(&str, &[u8], &str); 5] = [
         ("garbage", b"not a link\n", "does not start with `gitdir:`"),
         ("missing", b"gitdir: ../gone/.git\n", "is not a directory"),
         ("empty", b"", "does not start with `gitdir:`"),
+        // A directory, but no git directory: the work tree itself, its parent.
+        ("itself", b"gitdir: .\n", "is not a git directory"),
+        ("parent", b"gitdir: ..\n", "is not a git directory"),
     ];
     for (name, contents, says) in cases {
         let tree = top.join(name);

@@ -340,14 +340,19 @@ fn edit(
 }
 
 /// Why an edit of `location` (resolved) is refused when it lies inside a `.git` or
-/// `.fencepost` entry below the project `root`: either made or changed there moves
+/// `.fencepost` entry below the project `root` (or, outside it, below the directory
+/// the two share): either made or changed there moves
 /// the lease store of the files around it (the store location rule), and another
 /// session could then claim a file this one holds in a fresh store (found by a
 /// breaker: a Write of `sub/.git/notes` let a second session hold `sub/a.txt`).
 /// The MCP server's `write` refuses the same paths.
 fn into_metadata(root: &Path, location: &Path, tool: &str) -> Option<String> {
-    let below = location.strip_prefix(root).ok()?;
-    let mut at = root.to_path_buf();
+    // Below the project, or, for a path outside it, below the nearest directory
+    // the two share: a session in a nested repository writing its outer
+    // repository's `.git` moves stores as surely (a breaker).
+    let base = root.ancestors().find(|dir| location.starts_with(dir))?;
+    let below = location.strip_prefix(base).ok()?;
+    let mut at = base.to_path_buf();
     for component in below.components() {
         at.push(component);
         let name = component.as_os_str().to_string_lossy();

@@ -64,6 +64,15 @@ pub(super) fn common_dir(anchor: &Path) -> Result<Option<PathBuf>, LocateError> 
     if !git_dir.is_dir() {
         return Err(fail(&git_dir, "is not a directory".into()));
     }
+    // What a `.git` file names must be a git directory, as git requires: a file
+    // saying `gitdir: .` must not turn a work tree into a store's home (a
+    // breaker: the store was made in the work tree).
+    if matches!(found, Found::DotGit) && !dot_git.is_dir() && !is_git_dir(&git_dir) {
+        return Err(fail(
+            &git_dir,
+            "is not a git directory (no HEAD file with objects/ and refs/ directories)".into(),
+        ));
+    }
     let commondir_file = git_dir.join("commondir");
     let common = if fs::symlink_metadata(&commondir_file).is_ok() {
         let text =
