@@ -793,8 +793,9 @@ fn edits_inside_git_or_fencepost_directories_are_refused() {
 
 /// A session working from the project's root edits a file of a repository nested
 /// in it (a submodule's or a nested checkout's files are claimed in that
-/// repository's store): SessionEnd releases that claim too, so another session
-/// gets the file at once — not only after the hook's ttl.
+/// repository's store), then `cd`s into another and edits there: SessionEnd from the
+/// root releases those claims too, so another session gets the files at once —
+/// not only after the hook's ttl.
 #[test]
 fn session_end_releases_claims_in_a_nested_repositorys_store() {
     let repo = Repo::new();
@@ -810,6 +811,14 @@ fn session_end_releases_claims_in_a_nested_repositorys_store() {
         &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
         "claude-code",
     );
+    // The agent `cd`s into another nested repository and edits from there: its
+    // payload's cwd changes.
+    let other = repo.root.join("vendor/other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("c.rs"), "fn c() {}\n").unwrap();
+    git(&other, &["init", "-q"]);
+    let payload = fixture("claude-code-Edit.json", "s1", &other, "c.rs");
+    assert_allowed(&repo.hook_in(&other, "claude-code", &payload, &[]), "claude-code");
     assert!(
         nested.join(".git/fencepost/claims").is_dir(),
         "the nested file is claimed in its own repository's store"
@@ -820,9 +829,13 @@ fn session_end_releases_claims_in_a_nested_repositorys_store() {
     let end = fixture("claude-code-SessionEnd.json", "s1", &repo.root, "");
     let out = repo.hook_in(&repo.root, "claude-code", &end, &[]);
     assert_allowed(&out, "claude-code");
-    assert!(stderr(&out).contains("released 2 claims"), "{out:?}");
+    assert!(stderr(&out).contains("released 3 claims"), "{out:?}");
     assert_allowed(
         &repo.edit("gemini-replace.json", "s2", "vendor/lib/b.rs"),
+        "gemini",
+    );
+    assert_allowed(
+        &repo.edit("gemini-replace.json", "s2", "vendor/other/c.rs"),
         "gemini",
     );
     assert_allowed(

@@ -1,11 +1,11 @@
-//! Which other stores a session claimed in: a note kept in the store of the
-//! session's working directory, so that the end of the session can release its
-//! claims everywhere (`docs/format-v1.md` §1.3).
+//! Which stores a session claimed in: notes the agent hooks keep in one store (the
+//! per-user store), so that the end of the session can release its claims
+//! everywhere (`docs/format-v1.md` §1.3).
 //!
-//! An agent's session works from one directory, but the store location rule picks a
-//! store per *file*: a file in a submodule or a nested repository, or one whose
-//! claims stayed in the store they were made in, is claimed in another store than
-//! the working directory's. The note is not part of the lease protocol: it never
+//! An agent's session works from a directory that changes as it `cd`s, and the
+//! store location rule picks a store per *file*: a file in a submodule or a nested
+//! repository, or one whose claims stayed in the store they were made in, is
+//! claimed in another store than the working directory's. The note is not part of the lease protocol: it never
 //! decides who holds what. Lost (a crash, a power cut: it is not flushed), the
 //! session's claims there end by their ttl, as before it existed.
 //!
@@ -33,7 +33,7 @@ const NOTE_MAX_BYTES: u64 = 16 * 1024;
 
 impl FsStore {
     /// Notes in this store that the session tagged `session` claimed in the store at
-    /// `other` (absolute). Idempotent: a second note of the same store is a no-op.
+    /// `other` (absolute; it may be this store). Idempotent: a second note of the same store is a no-op.
     /// Creates `sessions/<tag>/` (and this store's root) as needed; never flushed.
     ///
     /// # Errors

@@ -128,67 +128,69 @@ pub fn release_all(store: &Store, session: &str) -> Result<usize, Error> {
     Ok(released)
 }
 
-/// The store of the session's working directory `cwd` (the location rule for a
-/// lock or `status`), where notes of its other stores are kept; `None` when
+/// Where a session's notes of the stores it claimed in are kept: the per-user
+/// store (one place, whichever directory the session works from: an agent's
+/// working directory changes as it `cd`s), else the store of `cwd`; `None` when
 /// `store_flag` (`--store`, `FENCEPOST_STORE`) names one store for everything.
-fn home_store(store_flag: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
+fn notes_store(store_flag: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
     if store_flag.is_some() {
         return None;
     }
-    fencepost_fs::locate_store(None, None, cwd)
-        .ok()
-        .map(|location| location.path)
+    fencepost_fs::user_store().or_else(|| {
+        fencepost_fs::locate_store(None, None, cwd)
+            .ok()
+            .map(|location| location.path)
+    })
 }
 
-/// After a hook's claim landed in the store at `claimed_in`: when that is not the
-/// store of `cwd`, notes it there, so that the session's end finds the claim (a
-/// file in a submodule or nested repository, or one whose claims stayed in an
-/// earlier store). Best effort: `Err` says why the note could not be made (the
-/// claim then ends by its ttl, not at the session's end).
+/// After a hook's claim landed in the store at `claimed_in`: notes that store for
+/// the session ([`notes_store`]), so that the session's end finds the claim (a
+/// file in a submodule or nested repository, one whose claims stayed in an
+/// earlier store, or one claimed from another working directory). Best effort:
+/// `Err` says why the note could not be made (the claim then ends by its ttl, not
+/// at the session's end).
 pub fn note_store(
     store_flag: Option<&Path>,
     cwd: &Path,
     claimed_in: &str,
     session: &str,
 ) -> Result<(), String> {
-    let Some(home) = home_store(store_flag, cwd) else {
+    let Some(notes) = notes_store(store_flag, cwd) else {
         return Ok(());
     };
-    if Path::new(claimed_in) == home {
-        return Ok(());
-    }
-    fencepost_fs::FsStore::open(&home)
+    fencepost_fs::FsStore::open(&notes)
         .and_then(|store| store.note_session_store(&SessionTag::of(session), Path::new(claimed_in)))
         .map_err(|e| e.to_string())
 }
 
 /// Releases every live claim `session` holds in the store of `cwd` and in every
-/// store noted there for it ([`note_store`]), then forgets the notes; returns how
-/// many claims were released.
+/// store noted for it ([`note_store`]), then forgets the notes; returns how many
+/// claims were released.
 pub fn release_everywhere(
     store_flag: Option<&Path>,
     cwd: &Path,
     session: &str,
 ) -> Result<usize, String> {
     let opened = crate::store::open(store_flag, None, cwd, crate::store::Access::Existing)?;
+    let here = PathBuf::from(opened.backend.locator());
     let describe = |e: Error| crate::output::describe_error(&e);
     let mut released = release_all(&Store::new(opened.backend), session).map_err(describe)?;
-    let Some(home) = home_store(store_flag, cwd) else {
+    let Some(notes) = notes_store(store_flag, cwd) else {
         return Ok(released);
     };
     let tag = SessionTag::of(session);
-    let Ok(home) = fencepost_fs::FsStore::open_existing(&home) else {
+    let Ok(notes) = fencepost_fs::FsStore::open_existing(&notes) else {
         return Ok(released);
     };
-    let noted = home
+    let noted = notes
         .session_stores(&tag)
         .map_err(|e| format!("cannot {e}"))?;
-    for other in noted {
+    for other in noted.into_iter().filter(|other| *other != here) {
         // A store removed since holds nothing to release.
         if let Ok(backend) = fencepost_fs::FsStore::open_existing(&other) {
             released += release_all(&Store::new(backend), session).map_err(describe)?;
         }
     }
-    home.forget_session_stores(&tag);
+    notes.forget_session_stores(&tag);
     Ok(released)
 }

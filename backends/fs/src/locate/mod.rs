@@ -291,6 +291,18 @@ pub fn other_stores(
     Ok(others)
 }
 
+/// The per-user store (rule 4's directory), whether or not it exists, or `None`
+/// when neither `XDG_STATE_HOME` nor `HOME` (`LOCALAPPDATA` on Windows) names
+/// one. The agent hooks keep their session notes there
+/// (`docs/format-v1.md` §1.3): one place, whichever directory a session works
+/// from.
+pub fn user_store() -> Option<PathBuf> {
+    let env = |name: &str| std::env::var_os(name);
+    sys::user_state_dir(&env)
+        .ok()
+        .map(|dir| dir.join("fencepost"))
+}
+
 /// The store rules 2 to 4 pick for `resource` (`None`: the working directory's)
 /// from `cwd`, whatever rule 5 would keep: the store of the layout as it is now.
 /// `status` uses it to show claims that rule 5 keeps elsewhere beside the ones of
