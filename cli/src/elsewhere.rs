@@ -98,9 +98,13 @@ pub fn kept_for(
     cwd: &Path,
     chosen: &Path,
 ) -> Result<Vec<(PathBuf, Vec<fencepost::StatusEntry>)>, String> {
-    let here = Resource::dir(cwd);
-    let others = fencepost_fs::other_stores(None, &here, cwd, chosen)
-        .map_err(|e| format!("cannot list the stores on {}: {e}", cwd.display()))?;
+    // Stores below `cwd` are not asked: one that exists is the one the layout
+    // picks for the files below it.
+    let identity = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let chosen_identity = identity(chosen);
+    let others = fencepost_fs::stores_on_the_path(cwd)
+        .into_iter()
+        .filter(|store| identity(&store.path) != chosen_identity);
     let mut kept = Vec::new();
     for other in others {
         let Ok(backend) = fencepost_fs::FsStore::open_existing(&other.path) else {

@@ -818,7 +818,10 @@ fn session_end_releases_claims_in_a_nested_repositorys_store() {
     std::fs::write(other.join("c.rs"), "fn c() {}\n").unwrap();
     git(&other, &["init", "-q"]);
     let payload = fixture("claude-code-Edit.json", "s1", &other, "c.rs");
-    assert_allowed(&repo.hook_in(&other, "claude-code", &payload, &[]), "claude-code");
+    assert_allowed(
+        &repo.hook_in(&other, "claude-code", &payload, &[]),
+        "claude-code",
+    );
     assert!(
         nested.join(".git/fencepost/claims").is_dir(),
         "the nested file is claimed in its own repository's store"

@@ -291,6 +291,16 @@ pub fn other_stores(
     Ok(others)
 }
 
+/// The existing stores the location rule could pick for a path in `dir` under one
+/// layout or another: each `.fencepost` directory and repository store at or
+/// above it, and the per-user store, nearest first (rule 5's "stores on the
+/// path"). `status` reads them for claims kept in an earlier store.
+pub fn stores_on_the_path(dir: &Path) -> Vec<StoreLocation> {
+    let dir = std::fs::canonicalize(dir).map_or_else(|_| dir.to_path_buf(), sys::plain);
+    let env = |name: &str| std::env::var_os(name);
+    history::stores_on_the_path(&dir, &env)
+}
+
 /// The per-user store (rule 4's directory), whether or not it exists, or `None`
 /// when neither `XDG_STATE_HOME` nor `HOME` (`LOCALAPPDATA` on Windows) names
 /// one. The agent hooks keep their session notes there
