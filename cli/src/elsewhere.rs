@@ -14,8 +14,6 @@ use fencepost::{Holder, Resource, Store};
 /// (after the claim landed: a store made meanwhile is among them).
 #[derive(Default)]
 pub struct Elsewhere {
-    /// Nothing to list: `--store` names the one store, or nothing was claimed.
-    none: bool,
     resources: Vec<Resource>,
     cwd: PathBuf,
     chosen: PathBuf,
@@ -24,16 +22,12 @@ pub struct Elsewhere {
 impl Elsewhere {
     /// The stores other than `chosen` (the directory the command's store is in)
     /// that the location rule could pick for any of `resources` under another
-    /// layout; none when `explicit` (`--store`) names the store or the resources are
-    /// locks. Nothing is read until [`Elsewhere::list`].
-    pub fn new(
-        explicit: Option<&Path>,
-        resources: &[Resource],
-        cwd: &Path,
-        chosen: &Path,
-    ) -> Elsewhere {
+    /// layout, also when `--store` or `FENCEPOST_STORE` named the command's store
+    /// (`run` hands its child `FENCEPOST_STORE`, and a child's claim of a file
+    /// whose claims live elsewhere must meet them: a breaker found two holders);
+    /// none for locks. Nothing is read until [`Elsewhere::list`].
+    pub fn new(resources: &[Resource], cwd: &Path, chosen: &Path) -> Elsewhere {
         Elsewhere {
-            none: explicit.is_some(),
             resources: resources.to_vec(),
             cwd: cwd.to_path_buf(),
             chosen: chosen.to_path_buf(),
@@ -46,9 +40,6 @@ impl Elsewhere {
     pub fn list(&self) -> fencepost::Result<Vec<Store>> {
         let mut paths: Vec<PathBuf> = Vec::new();
         let mut stores = Vec::new();
-        if self.none {
-            return Ok(stores);
-        }
         for resource in &self.resources {
             let others = fencepost_fs::other_stores(None, resource, &self.cwd, &self.chosen)
                 .map_err(|e| locate_error(resource, &self.cwd, e))?;

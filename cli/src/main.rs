@@ -274,13 +274,11 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
     // (`elsewhere`): the layout may have changed since another claim of it.
     let elsewhere = match &cli.command {
         Command::Claim(args) => elsewhere::Elsewhere::new(
-            cli.global.store.as_deref(),
             &args.target.resources(),
             &cwd,
             std::path::Path::new(&locator),
         ),
         Command::Run(args) => elsewhere::Elsewhere::new(
-            cli.global.store.as_deref(),
             &[args.target.resource()],
             &cwd,
             std::path::Path::new(&locator),

@@ -315,14 +315,21 @@ fn a_subtree_over_a_nested_repository_is_refused_not_split() {
     claim(&s, &outer, &["--dir", "src"], 0);
     // Inside the nested repository a subtree covers its files as ever.
     claim(&s, &nested, &["--dir", "."], 3);
-    // One store named for both: no split, so no refusal.
+    // One store named for both: no split, so no refusal for a split; the claim
+    // still meets the subtree of src/ held in the repository's store (a claim in
+    // a named store asks the stores on its path).
     let one = top.join("one-store");
     let output = s
         .bare_cmd(&outer)
         .args(["--store", one.to_str().unwrap(), "claim", "--dir", "."])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let line = one_line_stderr(&output);
+    assert!(
+        line.contains("src") && line.contains("in another store"),
+        "{line}"
+    );
     // A .fencepost store below a subtree splits it the same way.
     let marked = top.join("marked");
     fs::create_dir_all(marked.join(".fencepost")).unwrap();
@@ -950,6 +957,32 @@ mod layout_changes {
             let output = run(&s, &main, &command);
             assert_eq!(output.status.code(), Some(0), "{command:?}: {output:?}");
         }
+    }
+
+    /// A claim made in a store named by `FENCEPOST_STORE` — as `run` hands its
+    /// child — still asks the other stores on the file's path (a breaker: a `run`
+    /// child claimed a file in the repository's store while its holder held it in
+    /// the per-user store, from before `git init`; both held token 1).
+    #[test]
+    fn a_claim_in_a_named_store_meets_a_claim_in_another_store_on_the_path() {
+        let s = Scratch::new();
+        let project = top(&s).join("project");
+        fs::create_dir_all(&project).unwrap();
+        fs::write(project.join("b.txt"), "b\n").unwrap();
+        claimed(&s, &project, &["--file", "b.txt"], "first");
+        git(&project, &["init", "-q"]);
+        let output = s
+            .bare_cmd(&project)
+            .env("FENCEPOST_STORE", project.join(".git/fencepost"))
+            .args(["claim", "--file", "b.txt", "--owner", "second"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(3), "{output:?}");
+        let message = one_line_stderr(&output);
+        assert!(
+            message.contains("first") && message.contains("in another store"),
+            "{message}"
+        );
     }
 
     /// `status` in a repository made since a claim of one of its files shows that

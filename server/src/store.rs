@@ -100,16 +100,13 @@ impl Stores {
     /// another layout (`fencepost_fs::other_stores`), besides `chosen` (the
     /// claim's store, by its locator), as they are now, opened for reading: a claim
     /// is made beside them (`Store::claim_beside`, which lists them after the claim
-    /// landed), as the CLI's is. None with `--store`, and for locks.
+    /// landed), as the CLI's is, with `--store` too. None for locks.
     pub(crate) fn elsewhere(
         &self,
         resources: &[Resource],
         chosen: &str,
     ) -> fencepost::Result<Vec<Store>> {
         let (mut paths, mut stores) = (Vec::<PathBuf>::new(), Vec::new());
-        if self.named.is_some() {
-            return Ok(stores);
-        }
         for resource in resources {
             let others = fencepost_fs::other_stores(None, resource, &self.root, Path::new(chosen))
                 .map_err(|e| match e {

@@ -293,7 +293,6 @@ fn edit(
         }
         let opened = store::open(store_flag, Some(&resource), &cwd, Access::Create)?;
         let elsewhere = crate::elsewhere::Elsewhere::new(
-            store_flag,
             std::slice::from_ref(&resource),
             &cwd,
             Path::new(&opened.backend.locator()),
