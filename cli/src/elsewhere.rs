@@ -91,7 +91,7 @@ pub fn kept_for(
 ) -> Result<Vec<(PathBuf, Vec<fencepost::StatusEntry>)>, String> {
     // Stores below `cwd` are not asked: one that exists is the one the layout
     // picks for the files below it.
-    let identity = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let identity = fencepost_fs::store_identity;
     let chosen_identity = identity(chosen);
     let others = fencepost_fs::stores_on_the_path(cwd)
         .into_iter()

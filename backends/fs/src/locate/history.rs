@@ -77,7 +77,7 @@ pub(super) fn follow(
         (Ok(own), Ok(all)) if !all.is_empty() => (own, all),
         _ => return rule,
     };
-    let identity = |path: &Path| fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let identity = super::store_identity;
     let rule_identity = identity(&rule.path);
     let others: Vec<StoreLocation> = stores_on_the_path(anchor, env)
         .into_iter()

@@ -278,7 +278,7 @@ pub fn other_stores(
             .filter(|s| s.path.is_dir()),
     );
     // The directory each is: a store under two names is one store.
-    let identity = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let identity = store_identity;
     let mut seen = vec![identity(chosen)];
     let mut others = Vec::new();
     for store in candidates {
@@ -289,6 +289,13 @@ pub fn other_stores(
         }
     }
     Ok(others)
+}
+
+/// The directory a store path is, for telling stores apart: resolved (symbolic
+/// links followed), or the path as given when it cannot be resolved. One store
+/// reached under two names has one identity.
+pub fn store_identity(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// The existing stores the location rule could pick for a path in `dir` under one
