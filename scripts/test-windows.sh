@@ -167,7 +167,11 @@ runs=("Wine=$log:$artifacts")
 python3 scripts/test-counts.py "${runs[@]}" || fail "counting the tests failed (log: $log)"
 elapsed=$(( $(date +%s) - started ))
 if [ "$status" -ne 0 ]; then
-  grep -E '^(---- |test .* FAILED|error)' "$log" >&2 || true
+  grep -E '^(test .* FAILED|error)' "$log" >&2 || true
+  # What each failed test printed (libtest's "failures:" block up to its result
+  # line), so that CI's own output says why, not only which.
+  awk '/^failures:$/ { shown = 1 } shown { print } /^test result:/ { shown = 0 }' "$log" \
+    | head -n 400 >&2 || true
   [ "$status" -eq 124 ] && fail "the Windows tests timed out (log: $log)"
   fail "the Windows tests failed with status $status (full log: $log)"
 fi
