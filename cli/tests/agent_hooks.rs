@@ -850,3 +850,48 @@ fn session_end_releases_claims_in_a_nested_repositorys_store() {
     assert_allowed(&out, "claude-code");
     assert!(!stderr(&out).contains("released"), "{out:?}");
 }
+
+/// SessionEnd from a directory whose store cannot be opened (a worktree whose git
+/// directory was pruned) still releases the session's claims in every store it
+/// noted, and says what it could not do in words for a session's end, not the
+/// edit-blocking text (breaker).
+#[test]
+fn session_end_releases_the_noted_stores_past_a_broken_one() {
+    let repo = Repo::new();
+    let nested = repo.root.join("vendor/lib");
+    std::fs::create_dir_all(&nested).unwrap();
+    std::fs::write(nested.join("b.rs"), "fn b() {}\n").unwrap();
+    git(&nested, &["init", "-q"]);
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "vendor/lib/b.rs"),
+        "claude-code",
+    );
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+    // The session ends in a worktree whose git directory is gone.
+    let pruned = repo.root.join("pruned");
+    std::fs::create_dir_all(&pruned).unwrap();
+    std::fs::write(
+        pruned.join(".git"),
+        format!("gitdir: {}\n", repo.root.join("no-such-gitdir").display()),
+    )
+    .unwrap();
+    let end = fixture("claude-code-SessionEnd.json", "s1", &pruned, "");
+    let out = repo.hook_in(&pruned, "claude-code", &end, &[]);
+    let said = stderr(&out);
+    assert!(
+        said.contains("released 2 claims, but not all"),
+        "the noted stores were not all released: {out:?}"
+    );
+    assert!(!said.contains("blocked this edit"), "{said}");
+    assert_allowed(
+        &repo.edit("gemini-replace.json", "s2", "vendor/lib/b.rs"),
+        "gemini",
+    );
+    assert_allowed(
+        &repo.edit("gemini-replace.json", "s2", "src/a.rs"),
+        "gemini",
+    );
+}

@@ -231,13 +231,24 @@ fn decide(store_flag: Option<&Path>, args: &HookArgs) -> Result<Decision, String
         Event::SessionEnd { session, cwd } => {
             let session = session::hook_session(agent.name(), &session);
             let cwd = payload_cwd(cwd)?;
-            let released = session::release_everywhere(store_flag, &cwd, &session)?;
-            Ok(Decision::Allow((released > 0).then(|| {
-                format!(
-                    "released {released} claim{} of {session}",
-                    if released == 1 { "" } else { "s" }
-                )
-            })))
+            let ended = session::release_everywhere(store_flag, &cwd, &session);
+            let released = ended.released;
+            let claims = format!("{released} claim{}", if released == 1 { "" } else { "s" });
+            if ended.problems.is_empty() {
+                return Ok(Decision::Allow(
+                    (released > 0).then(|| format!("released {claims} of {session}")),
+                ));
+            }
+            // Nothing is left to block at a session's end: this tells the human
+            // what stays held, and until when.
+            Ok(Decision::Block(format!(
+                "fencepost: the end of session {session} released {claims}, but not all of \
+                 them: {}. What it could not release stays held for up to the hook's ttl \
+                 ({} ms) after the session's last edit; `fencepost status` in that directory \
+                 lists it.",
+                ended.problems.join("; "),
+                args.ttl
+            )))
         }
     }
 }

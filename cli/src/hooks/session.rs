@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use fencepost::{AcquireOptions, Beside, Error, Holder, Resource, SessionTag, Store, TryAcquire};
 
+use crate::output::printable;
+
 /// The session a hook acts for: `FENCEPOST_SESSION` when a human set it for the
 /// agent (the MCP server the agent starts inherits the same variable), else
 /// `<agent>:<the payload's session id>`.
@@ -163,34 +165,70 @@ pub fn note_store(
         .map_err(|e| e.to_string())
 }
 
+/// What a session's end did in the stores it reached.
+#[derive(Debug, Default)]
+pub struct Ended {
+    /// Claims released.
+    pub released: usize,
+    /// One line per store that could not be asked, or whose claims could not all
+    /// be released (those end by their ttl).
+    pub problems: Vec<String>,
+}
+
 /// Releases every live claim `session` holds in the store of `cwd` and in every
-/// store noted for it ([`note_store`]), then forgets the notes; returns how many
-/// claims were released.
-pub fn release_everywhere(
-    store_flag: Option<&Path>,
-    cwd: &Path,
-    session: &str,
-) -> Result<usize, String> {
-    let opened = crate::store::open(store_flag, None, cwd, crate::store::Access::Existing)?;
-    let here = PathBuf::from(opened.backend.locator());
-    let describe = |e: Error| crate::output::describe_error(&e);
-    let mut released = release_all(&Store::new(opened.backend), session).map_err(describe)?;
+/// store noted for it ([`note_store`]), then forgets the notes. A store that
+/// cannot be opened or released in is reported in [`Ended::problems`] and the
+/// others are still released: one broken store (a worktree whose git directory
+/// was pruned, say) must not keep the session's other files held until their ttl.
+pub fn release_everywhere(store_flag: Option<&Path>, cwd: &Path, session: &str) -> Ended {
+    let mut ended = Ended::default();
+    let release_in = |store: Store, at: &str, ended: &mut Ended| match release_all(&store, session)
+    {
+        Ok(released) => ended.released += released,
+        Err(e) => ended.problems.push(format!(
+            "in the store {}: {}",
+            printable(at),
+            crate::output::describe_error(&e)
+        )),
+    };
+    let here = match crate::store::open(store_flag, None, cwd, crate::store::Access::Existing) {
+        Ok(opened) => {
+            let here = opened.backend.locator();
+            release_in(Store::new(opened.backend), &here, &mut ended);
+            Some(PathBuf::from(here))
+        }
+        Err(e) => {
+            ended.problems.push(e);
+            None
+        }
+    };
     let Some(notes) = notes_store(store_flag, cwd) else {
-        return Ok(released);
+        return ended;
     };
     let tag = SessionTag::of(session);
     let Ok(notes) = fencepost_fs::FsStore::open_existing(&notes) else {
-        return Ok(released);
+        return ended;
     };
-    let noted = notes
-        .session_stores(&tag)
-        .map_err(|e| format!("cannot {e}"))?;
-    for other in noted.into_iter().filter(|other| *other != here) {
-        // A store removed since holds nothing to release.
-        if let Ok(backend) = fencepost_fs::FsStore::open_existing(&other) {
-            released += release_all(&Store::new(backend), session).map_err(describe)?;
+    match notes.session_stores(&tag) {
+        Ok(noted) => {
+            for other in noted
+                .into_iter()
+                .filter(|other| Some(other) != here.as_ref())
+            {
+                // A store removed since holds nothing to release.
+                if let Ok(backend) = fencepost_fs::FsStore::open_existing(&other) {
+                    release_in(
+                        Store::new(backend),
+                        &other.display().to_string(),
+                        &mut ended,
+                    );
+                }
+            }
         }
+        Err(e) => ended.problems.push(format!("cannot {e}")),
     }
+    // Forgotten even after a problem: what could not be released ends by its
+    // ttl, and notes kept would only pile up (no second end comes).
     notes.forget_session_stores(&tag);
-    Ok(released)
+    ended
 }
