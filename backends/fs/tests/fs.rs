@@ -1178,6 +1178,56 @@ fn subtree_split_in_a_marker_store_is_only_another_marker() {
     ));
 }
 
+/// The advice for a bare repository below a subtree names the repository itself:
+/// its parent, claimed as advised, would hold it again (a breaker's advice loop).
+#[test]
+fn subtree_split_advice_for_a_bare_repository_names_the_repository() {
+    let (_tmp, top) = isolated();
+    let outer = top.join("outer");
+    fake_repository(&outer);
+    let bare = outer.join("mirrors/lib.git");
+    for dir in ["objects", "refs"] {
+        fs::create_dir_all(bare.join(dir)).unwrap();
+    }
+    fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    let split = fencepost_fs::subtree_split(&Resource::dir(&outer), &top)
+        .unwrap()
+        .expect("the bare repository splits the subtree");
+    let message = split.to_string();
+    let advice = format!("claim dir {} separately", bare.display());
+    assert!(message.contains(&advice), "{message}");
+    // Following the advice ends the loop: the repository itself does not split.
+    assert_eq!(
+        fencepost_fs::subtree_split(&Resource::dir(&bare), &top).unwrap(),
+        None
+    );
+}
+
+/// A `.fencepost` link below a subtree to the subtree's own store is that store,
+/// not a store of its own (a breaker: it was taken for a boundary); a link to
+/// another store still splits.
+#[cfg(unix)]
+#[test]
+fn subtree_split_ignores_a_link_to_its_own_store() {
+    let (_tmp, top) = isolated();
+    fs::create_dir_all(top.join(".fencepost")).unwrap();
+    let part = top.join("work/part");
+    fs::create_dir_all(&part).unwrap();
+    std::os::unix::fs::symlink(top.join(".fencepost"), part.join(".fencepost")).unwrap();
+    assert_eq!(
+        fencepost_fs::subtree_split(&Resource::dir(top.join("work")), &top).unwrap(),
+        None
+    );
+    let other = top.join("other-store");
+    fs::create_dir_all(&other).unwrap();
+    fs::remove_file(part.join(".fencepost")).unwrap();
+    std::os::unix::fs::symlink(&other, part.join(".fencepost")).unwrap();
+    assert!(matches!(
+        fencepost_fs::subtree_split(&Resource::dir(top.join("work")), &top).unwrap(),
+        Some(fencepost_fs::SubtreeSplit::StoreBelow { .. })
+    ));
+}
+
 #[test]
 fn subtree_split_stops_at_its_limit_and_follows_no_link() {
     let (_tmp, top) = isolated();

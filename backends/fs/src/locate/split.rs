@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use fencepost::Resource;
 
-use super::{LocateError, STORE_DIR_NAME, StoreLocation, StoreScope, anchor, discover, git};
+use super::{
+    LocateError, STORE_DIR_NAME, StoreLocation, StoreScope, anchor, discover, git, store_identity,
+};
 
 /// Most directories below a subtree's directory that [`subtree_split`] looks
 /// through; a larger subtree is reported as [`SubtreeSplit::TooLarge`] rather than
@@ -38,12 +40,20 @@ impl fmt::Display for SubtreeSplit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SubtreeSplit::StoreBelow { dir, boundary } => {
-                let what = if boundary.file_name().is_some_and(|n| n == STORE_DIR_NAME) {
+                let name = boundary.file_name();
+                let what = if name.is_some_and(|n| n == STORE_DIR_NAME) {
                     "a .fencepost store directory"
                 } else {
                     "a nested repository or submodule"
                 };
-                let inner = boundary.parent().unwrap_or(boundary);
+                // A `.git` entry or `.fencepost` names the directory it sits in; a
+                // bare repository is the directory itself (its parent, claimed,
+                // would hold it again: a breaker's advice that looped).
+                let inner = if name.is_some_and(|n| n == STORE_DIR_NAME || n == ".git") {
+                    boundary.parent().unwrap_or(boundary)
+                } else {
+                    boundary
+                };
                 write!(
                     f,
                     "a claim of dir {} cannot cover {}: it holds {what} ({}), whose files are claimed in a store of their own; claim dir {} separately as well, or put both in one store (a .fencepost directory above both, or --store / FENCEPOST_STORE)",
@@ -206,7 +216,9 @@ fn walk(
             // Followed as the rule follows it (a breaker: a `.fencepost` link to a
             // directory below a subtree split it unseen).
             if name == STORE_DIR_NAME && path.is_dir() {
-                if below {
+                // A link to the subtree's own store is that store, not another
+                // (a breaker: it was taken for a boundary).
+                if below && store_identity(&path) != store_identity(&own.path) {
                     let store = StoreLocation {
                         path: path.clone(),
                         scope: StoreScope::Marker,
