@@ -1189,7 +1189,7 @@ fn subtree_split_advice_for_a_bare_repository_names_the_repository() {
     for dir in ["objects", "refs"] {
         fs::create_dir_all(bare.join(dir)).unwrap();
     }
-    fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    write_new(&bare.join("HEAD"), b"ref: refs/heads/main\n");
     let split = fencepost_fs::subtree_split(&Resource::dir(&outer), &top)
         .unwrap()
         .expect("the bare repository splits the subtree");
