@@ -43,6 +43,9 @@ pub enum Event {
 }
 
 impl AgentName {
+    /// Every agent the hook speaks for.
+    pub const ALL: [AgentName; 2] = [AgentName::ClaudeCode, AgentName::Gemini];
+
     /// The name used in sessions, owners and messages.
     pub fn name(self) -> &'static str {
         match self {
@@ -129,6 +132,21 @@ pub fn parse(agent: AgentName, payload: &[u8]) -> Result<Event, String> {
         });
     }
     if event != agent.pre_tool_event() {
+        // Another agent's edit event reaching this agent's hook (a settings file
+        // copied between agents, a hook installed under the wrong name): ignoring it
+        // would let every edit through unclaimed, so it is an error, and the
+        // edit is blocked.
+        if let Some(other) = AgentName::ALL
+            .into_iter()
+            .find(|other| *other != agent && other.pre_tool_event() == event)
+        {
+            return Err(format!(
+                "the payload is {}'s {event} event, but the hook was run as `fencepost hook {}`; \
+                 install the hook for the agent that runs it (`fencepost hooks install`)",
+                other.name(),
+                agent.name()
+            ));
+        }
         return Ok(Event::Ignore);
     }
     let Some(tool) = text("tool_name") else {
@@ -217,6 +235,23 @@ mod tests {
         assert_eq!(parse(AgentName::ClaudeCode, read).unwrap(), Event::Ignore);
         let stop = br#"{"session_id":"s","hook_event_name":"Stop"}"#;
         assert_eq!(parse(AgentName::ClaudeCode, stop).unwrap(), Event::Ignore);
+    }
+
+    /// One agent's edit event reaching the other's hook blocks (with why), never
+    /// passes as "another event" (a new user's find: the hook failed open).
+    #[test]
+    fn another_agents_edit_event_is_an_error() {
+        let claude = br#"{"session_id":"s","cwd":"/p","hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{"file_path":"a"}}"#;
+        let gemini = br#"{"session_id":"s","cwd":"/p","hook_event_name":"BeforeTool","tool_name":"replace","tool_input":{"file_path":"a"}}"#;
+        for (agent, payload) in [
+            (AgentName::Gemini, &claude[..]),
+            (AgentName::ClaudeCode, &gemini[..]),
+        ] {
+            let error = parse(agent, payload).unwrap_err();
+            assert!(error.contains("the hook was run as"), "{error}");
+        }
+        assert!(parse(AgentName::ClaudeCode, claude).is_ok());
+        assert!(parse(AgentName::Gemini, gemini).is_ok());
     }
 
     #[test]
