@@ -331,6 +331,45 @@ fn a_push_of_commits_touching_a_held_file_is_refused() {
     );
 }
 
+/// `hooks install` outside a git repository writes nothing when it cannot do all
+/// it was asked (the git hooks), and says how to install the agents' hooks alone;
+/// those alone then install (a new user's find: the agents' settings were left
+/// written beside an error naming --git, which they had not passed).
+#[test]
+fn install_outside_git_writes_nothing_half() {
+    let repo = Repo::new();
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path().display().to_string();
+    let out = repo.hooks(&repo.root, &["install", "--project", &dir]);
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("nothing was installed")
+            && said.contains("--agent claude-code --agent gemini"),
+        "{said}"
+    );
+    for written in [".claude", ".gemini"] {
+        assert!(
+            !project.path().join(written).exists(),
+            "{written} was written by a failed install"
+        );
+    }
+    let out = repo.hooks(
+        &repo.root,
+        &[
+            "install",
+            "--project",
+            &dir,
+            "--agent",
+            "claude-code",
+            "--agent",
+            "gemini",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(project.path().join(".claude/settings.json").is_file());
+}
+
 /// `hooks install` into an empty project and into one with settings of its own:
 /// everything else byte-identical, twice = once, uninstall gives back the bytes.
 #[test]

@@ -76,11 +76,7 @@ fn text(bytes: Vec<u8>) -> String {
 /// The directory git runs hooks from for the repository at `project`: the common
 /// git directory's `hooks/` (shared by every worktree), or `core.hooksPath`.
 pub fn hooks_dir(project: &Path) -> Result<PathBuf, String> {
-    let path = text(
-        git(project, &["rev-parse", "--git-path", "hooks"]).map_err(|e| {
-            format!("{e}; `hooks install --git` needs a git repository (pass --project DIR)")
-        })?,
-    );
+    let path = text(git(project, &["rev-parse", "--git-path", "hooks"])?);
     Ok(project.join(path))
 }
 

@@ -59,6 +59,23 @@ pub fn run(command: &HooksCommand) -> Result<std::process::ExitCode, Failure> {
         args.agent.clone()
     };
     let git = args.git || everything;
+    // The git hooks' directory is found before any agent's settings are written: a
+    // project outside git fails with nothing half-installed.
+    let hooks = if git {
+        Some(git::hooks_dir(&project).map_err(|e| {
+            Failure::Error(if everything {
+                format!(
+                    "{e}; nothing was installed or removed. Run it inside the repository, pass \
+                     --project DIR, or name the agents alone (--agent claude-code --agent gemini) \
+                     for a project without git"
+                )
+            } else {
+                format!("{e}; `--git` needs a git repository (pass --project DIR)")
+            })
+        })?)
+    } else {
+        None
+    };
     let mut lines = Vec::new();
     for agent in agents {
         let path = settings_path(agent, &project, args.local);
@@ -69,8 +86,7 @@ pub fn run(command: &HooksCommand) -> Result<std::process::ExitCode, Failure> {
         };
         lines.push(line);
     }
-    if git {
-        let hooks = git::hooks_dir(&project).map_err(Failure::Error)?;
+    if let Some(hooks) = hooks {
         let line = match command {
             HooksCommand::Install(_) => git::install(&hooks),
             HooksCommand::Uninstall(_) => git::uninstall(&hooks),
