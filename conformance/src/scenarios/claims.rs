@@ -588,22 +588,25 @@ pub(super) fn slots_hold_at_most_n<S: LeaseStore + Clone + 'static>(
 }
 
 /// The test through real processes: 12 workers take turns on the 4 slots
-/// of one lock, 5 rounds each; never two in one slot (an exclusive marker per slot),
-/// so never more than 4 inside; every slot number is 1..4; tokens per slot strictly
-/// increase in the log.
+/// of one lock, 5 rounds each; never two in one slot (an exclusive marker per slot:
+/// a worker that finds it taken fails), so never more than 4 inside; every slot
+/// number is 1..4; tokens per slot strictly increase in that slot's log.
 pub(super) fn slots_contend_processes<S: LeaseStore + Clone + 'static>(
     f: &Fixture<S>,
 ) -> Result<(), Failed> {
     const PROCESSES: usize = 12;
     const ROUNDS: u32 = 5;
+    const SLOTS: u32 = 4;
     let log = f.scratch_file("slots-log");
     let busy = f.scratch_file("slots-busy");
-    std::fs::create_dir_all(&busy).map_err(|e| fail("mkdir", e))?;
+    for dir in [&log, &busy] {
+        std::fs::create_dir_all(dir).map_err(|e| fail("mkdir", e))?;
+    }
     let workers = (0..PROCESSES)
         .map(|_| {
             f.spawn_worker(&Job::ContendSlots {
                 lock: "slots-pool".into(),
-                slots: 4,
+                slots: SLOTS,
                 rounds: ROUNDS,
                 log: log.clone(),
                 busy: busy.clone(),
@@ -616,25 +619,34 @@ pub(super) fn slots_contend_processes<S: LeaseStore + Clone + 'static>(
             .0
             .wait()
             .map_err(|e| fail("waiting for a worker", e))?;
-        ensure!(status.success(), "a worker failed: {status}");
-    }
-    let text = std::fs::read_to_string(&log).map_err(|e| fail("reading the log", e))?;
-    ensure!(!text.contains("OVERLAP"), "two holders in one slot: {text}");
-    let mut last = std::collections::HashMap::new();
-    let mut lines = 0;
-    for line in text.lines() {
-        lines += 1;
-        let (slot, token) = line.split_once(' ').ok_or("a bad log line")?;
-        let (slot, token): (u32, u64) = (
-            slot.parse().map_err(|_| "a bad slot")?,
-            token.parse().map_err(|_| "a bad token")?,
-        );
-        ensure!((1..=4).contains(&slot), "slot {slot} of 4");
-        let previous = last.insert(slot, token).unwrap_or(0);
         ensure!(
-            token > previous,
-            "slot {slot}: token {token} after {previous}"
+            status.success(),
+            "a worker failed (its stderr says why; OVERLAP is two holders in one slot): {status}"
         );
+    }
+    let mut lines = 0;
+    for entry in std::fs::read_dir(&log).map_err(|e| fail("reading the logs", e))? {
+        let path = entry.map_err(|e| fail("reading the logs", e))?.path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let slot: u32 = name
+            .strip_prefix("slot-")
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("a log of no slot: {name}"))?;
+        ensure!((1..=SLOTS).contains(&slot), "slot {slot} of {SLOTS}");
+        let text = std::fs::read_to_string(&path).map_err(|e| fail("reading a log", e))?;
+        let mut previous = 0;
+        for line in text.lines() {
+            lines += 1;
+            let token: u64 = line.parse().map_err(|_| format!("a bad token: {line:?}"))?;
+            ensure!(
+                token > previous,
+                "slot {slot}: token {token} after {previous}"
+            );
+            previous = token;
+        }
     }
     ensure!(
         lines == PROCESSES * ROUNDS as usize,
