@@ -56,8 +56,16 @@ impl FsStore {
         };
         let fail =
             |at: &Path, e: io::Error| BackendError::new("note session store", at.display(), e);
-        fs::create_dir_all(&dir).map_err(|e| fail(&dir, e))?;
-        real_dirs(&dir).map_err(|(at, e)| fail(&at, e))?;
+        // One level at a time, each checked before the next is made in it: a
+        // `sessions` planted as a link must not get a directory made through it.
+        fs::create_dir_all(self.root()).map_err(|e| fail(self.root(), e))?;
+        let sessions = dir.parent().unwrap_or(&dir);
+        for at in [sessions, dir.as_path()] {
+            match fs::create_dir(at) {
+                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(fail(at, e)),
+                _ => check_real_dir(at).map_err(|e| fail(at, e))?,
+            }
+        }
         let note = dir.join(note_name(text));
         // The name is the path's digest: a note that exists already names it.
         let mut file = match OpenOptions::new().write(true).create_new(true).open(&note) {

@@ -1301,3 +1301,20 @@ fn session_notes_name_each_other_store_once() {
     assert!(!notes.exists());
     assert_eq!(store.session_stores(&other).unwrap(), vec![b]);
 }
+
+/// A `sessions` directory planted as a link: noting refuses it, and nothing is
+/// made through it (a breaker: the session's directory was made at the link's
+/// target before the link was refused).
+#[cfg(unix)]
+#[test]
+fn session_notes_make_nothing_through_a_planted_link() {
+    let (dir, store) = fresh();
+    let elsewhere = dir.path().join("elsewhere");
+    fs::create_dir_all(&elsewhere).unwrap();
+    fs::create_dir_all(store.root()).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, store.root().join("sessions")).unwrap();
+    let session = fencepost::SessionTag::of("claude-code:s1");
+    let noted = store.note_session_store(&session, &dir.path().join("a/.fencepost"));
+    assert!(noted.is_err(), "{noted:?}");
+    assert_eq!(names_in(&elsewhere), Vec::<String>::new());
+}
