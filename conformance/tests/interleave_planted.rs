@@ -568,3 +568,11 @@ fn catches_a_claim_beside_stores_listed_before_it_claimed() {
     // asks the new one, where the second claimer holds the file.
     catches(&planted::OTHERS_LISTED_BEFORE_CLAIM, "store_appears", 1);
 }
+
+#[test]
+fn catches_a_claim_beside_stores_that_does_not_look_below_its_directory() {
+    // A subtree claim over a nested repository asks that repository's store only
+    // about its own keys and the subtrees above it: a file held there, below the
+    // directory, stands beside the subtree claim.
+    catches(&planted::ELSEWHERE_NOT_DOWN, "store_below", 0);
+}

@@ -327,6 +327,10 @@ pub mod planted {
     /// before it claims, and asks only those after: a store made meanwhile (a
     /// repository initialised around the file) holds a claim no one asks about.
     pub static OTHERS_LISTED_BEFORE_CLAIM: AtomicBool = AtomicBool::new(false);
+    /// A claim beside other stores asks them about its own keys and the subtrees
+    /// above it, not about claims below a directory it claims: a file held in a
+    /// nested repository's store below a subtree claim stands beside it.
+    pub static ELSEWHERE_NOT_DOWN: AtomicBool = AtomicBool::new(false);
 
     /// A shared claimer checks for an exclusive claim only before it admits
     /// itself, not after (read first, write second: a writer that claimed in

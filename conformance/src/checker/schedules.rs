@@ -491,6 +491,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::store_appears,
     },
     Schedule {
+        name: "store_below",
+        about: "a subtree claim over a nested repository: one claimer takes dir src/ in the model store beside the nested repository's store, the other takes src/vendor/b.rs in that store beside the model store (claim_beside); twice each, with slow creates; never both hold",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 100,
+            half_written: 60,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::store_below,
+    },
+    Schedule {
         name: "slots",
         about: "four claimers share the 2 slots of a lock, keeping and releasing them, with slow creates and pauses",
         snapshot_listing: true,

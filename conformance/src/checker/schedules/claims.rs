@@ -967,7 +967,8 @@ pub(super) fn subtree_intent(setup: &Setup) -> Vec<Actor> {
 /// claimers' own (no pauses), so a lease never expires while held and holding is
 /// exactly the span between the grant and the release.
 pub(crate) fn two_stores(setup: &Setup) -> Vec<Actor> {
-    beside_actors(setup, false)
+    let file = Resource::file(setup.dir.join("a.txt"));
+    beside_actors(file.clone(), file, false)
 }
 
 /// As [`two_stores`], but the second store does not exist until "new-layout" makes
@@ -975,16 +976,41 @@ pub(crate) fn two_stores(setup: &Setup) -> Vec<Actor> {
 /// the other stores when its `claim_beside` asks for them, and finds the second
 /// store only once it was made (`git init` racing a claim).
 pub(crate) fn store_appears(setup: &Setup) -> Vec<Actor> {
-    beside_actors(setup, true)
+    let file = Resource::file(setup.dir.join("a.txt"));
+    beside_actors(file.clone(), file, true)
 }
 
-fn beside_actors(setup: &Setup, appears: bool) -> Vec<Actor> {
-    let file = Resource::file(setup.dir.join("a.txt"));
+/// A subtree claim over a nested repository: "old-layout" claims the directory
+/// `src/` in the model store, asking the second store (the store of a repository
+/// nested at `src/vendor/`, which the fs locator lists for a subtree claim with
+/// `stores_below`); "new-layout" claims the file src/vendor/b.rs in that store,
+/// asking the model store (the store on the file's path); each twice. Never both
+/// hold: the directory's claim must find the file's below it in the other store.
+pub(crate) fn store_below(setup: &Setup) -> Vec<Actor> {
+    let src = setup.dir.join("src");
+    beside_actors(
+        Resource::dir(&src),
+        Resource::file(src.join("vendor/b.rs")),
+        false,
+    )
+}
+
+/// The two claimers of [`two_stores`], [`store_appears`] and [`store_below`]:
+/// "old-layout" claims `old` in the model store beside the second store,
+/// "new-layout" claims `new` in the second store beside the model store (made
+/// first when `appears`).
+fn beside_actors(old: Resource, new: Resource, appears: bool) -> Vec<Actor> {
     let side: Arc<std::sync::OnceLock<fencepost::Store>> = Arc::default();
     let made = Arc::new(std::sync::atomic::AtomicBool::new(!appears));
     let holding: Arc<Mutex<Option<&'static str>>> = Arc::default();
     let claimer = |name: &'static str, own_is_side: bool| {
-        let (file, side, holding) = (file.clone(), Arc::clone(&side), Arc::clone(&holding));
+        let file = if own_is_side {
+            new.clone()
+        } else {
+            old.clone()
+        };
+        let both = format!("{} and {}", old.target(), new.target());
+        let (side, holding) = (Arc::clone(&side), Arc::clone(&holding));
         let made = Arc::clone(&made);
         Actor::new(name, move |ctx: &Ctx| {
             let side = side
@@ -1050,13 +1076,16 @@ fn beside_actors(setup: &Setup, appears: bool) -> Vec<Actor> {
                     let mut holding = holding.lock().unwrap_or_else(|e| e.into_inner());
                     if let Some(other) = *holding {
                         ctx.violate(format!(
-                            "{name} and {other} both hold a.txt, each in its own store"
+                            "{name} and {other} both hold, each in its own store: {both}"
                         ));
                     }
                     *holding = Some(name);
                 }
-                ctx.world
-                    .log(format!("{name}: holds a.txt (token {})", lease.token()));
+                ctx.world.log(format!(
+                    "{name}: holds {} (token {})",
+                    file.target(),
+                    lease.token()
+                ));
                 ctx.sleep(TTL_MS / 10);
                 *holding.lock().unwrap_or_else(|e| e.into_inner()) = None;
                 let _ = own.release(&lease);

@@ -50,8 +50,9 @@ impl Store {
     /// Both sides of a race write first and read second, so two claims of one
     /// resource in two stores never both stand; both may give back, and the one
     /// that waits gets in on its next try. Explored by the interleaving checker
-    /// (`two_stores` and `store_appears`, with the planted bugs
-    /// `ELSEWHERE_LOOKED_BEFORE_CLAIM` and `OTHERS_LISTED_BEFORE_CLAIM`), pinned
+    /// (`two_stores`, `store_appears` and `store_below`, with the planted bugs
+    /// `ELSEWHERE_LOOKED_BEFORE_CLAIM`, `OTHERS_LISTED_BEFORE_CLAIM` and
+    /// `ELSEWHERE_NOT_DOWN`), pinned
     /// with real git by `cli/tests/store_location.rs` (`layout_changes`).
     ///
     /// # Errors

@@ -353,6 +353,8 @@ impl Store {
         }
         if let Some(chain) = &chain {
             let down = matches!(resource, Resource::Dir(_));
+            #[cfg(feature = "planted-bugs")]
+            let down = down && !crate::planted::on(&crate::planted::ELSEWHERE_NOT_DOWN);
             if let Some(way) = self.tree_conflict(chain, "", proof, down, true, false)? {
                 return Ok(Some(way.holder));
             }
