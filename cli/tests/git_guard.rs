@@ -508,6 +508,41 @@ fn a_subtree_another_session_holds_refuses_commits_below_it() {
     );
 }
 
+/// A file held by a claim made without a session (a human's or an agent's plain
+/// `claim`) refuses the commit, since the guard cannot tell its holder from the
+/// committer, and the refusal says how its own holder goes on: release it, or
+/// claim with a session and commit as that session (a new user's find: the
+/// refusal of their own claim gave no way forward).
+#[test]
+fn a_claim_without_a_session_refuses_and_says_how_its_holder_goes_on() {
+    let repo = guarded_repo();
+    let claim = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args(["claim", "--file", "src/a.rs", "--ttl", "60000"])
+        .output()
+        .unwrap();
+    assert_eq!(claim.status.code(), Some(0), "{claim:?}");
+    let handle = String::from_utf8_lossy(&claim.stdout).trim().to_string();
+    std::fs::write(repo.root.join("src/a.rs"), "changed\n").unwrap();
+    let out = repo.commit_all(&repo.root, &[]);
+    let lines = refusals(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(
+        lines[0].contains("if it is your own, release it with the handle"),
+        "{lines:?}"
+    );
+    let release = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args(["release", "--file", "src/a.rs", &handle])
+        .output()
+        .unwrap();
+    assert_eq!(release.status.code(), Some(0), "{release:?}");
+    let out = repo.commit_all(&repo.root, &[]);
+    assert_eq!(out.status.code(), Some(0), "released, it commits: {out:?}");
+}
+
 /// A repository made inside the checkout after a claim: `sub/a.txt` keeps its claim
 /// in the outer store (rule 5), `sub/b.txt`, claimed since, has its claim in the new
 /// one. The guard of the inner repository reads every store on the path, so both

@@ -243,8 +243,21 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
             Some(dir) => format!("{who}, which holds the directory {}", printable(dir)),
             None => who,
         };
+        // A claim made without a session names no one the guard could recognise
+        // as the committer: its holder may be the committer (a `claim` or `run`
+        // from this shell), and is told how to go on.
+        let own = if holder.session.is_none() {
+            format!(
+                "; a claim made without --session cannot be told apart from the committer's: \
+                 if it is your own, release it with the handle its claim printed (or claim with \
+                 --session and {} with FENCEPOST_SESSION set to the same session)",
+                what(args.hook)
+            )
+        } else {
+            String::new()
+        };
         crate::output::report(&format!(
-            "refusing to {} {}: it is held by {who} until {} ({}); wait until it is released, leave it out of this {}, or ask the human",
+            "refusing to {} {}: it is held by {who} until {} ({}); wait until it is released, leave it out of this {}, or ask the human{own}",
             what(args.hook),
             printable(rel),
             fencepost::utc_timestamp(holder.expires_at_ms),
