@@ -78,8 +78,14 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
             print_lease(ctx, args, &lease)?;
             Ok(ExitCode::SUCCESS)
         }
-        Acquired::Held(holder, waited_ms) => {
-            let message = held_refusal(&resource, &holder, args.timing.wait, waited_ms);
+        Acquired::Held(holder, waited_ms, store) => {
+            let message = held_refusal(
+                &resource,
+                &holder,
+                args.timing.wait,
+                waited_ms,
+                store.as_deref(),
+            );
             if args.json {
                 emit_json(&VerdictJson {
                     ok: false,
@@ -119,12 +125,18 @@ fn claim_slot(
             print_lease(ctx, args, &lease)?;
             Ok(ExitCode::SUCCESS)
         }
-        Acquired::Held(holder, waited_ms) => {
+        Acquired::Held(holder, waited_ms, store) => {
             let in_the_way = waiting::slot_in_the_way(&ctx.store, name, slots, &holder);
             let message = format!(
                 "all {slots} slots of {} are held; {}",
                 printable(name),
-                held_refusal(&in_the_way, &holder, args.timing.wait, waited_ms)
+                held_refusal(
+                    &in_the_way,
+                    &holder,
+                    args.timing.wait,
+                    waited_ms,
+                    store.as_deref()
+                )
             );
             if args.json {
                 emit_json(&VerdictJson {
@@ -157,10 +169,16 @@ fn claim_all(ctx: &Context, args: &ClaimArgs, resources: &[Resource]) -> Result<
             print_leases(ctx, args, &leases)?;
             Ok(ExitCode::SUCCESS)
         }
-        AcquiredAll::Held(resource, holder, waited_ms) => {
+        AcquiredAll::Held(resource, holder, waited_ms, store) => {
             let message = format!(
                 "{}; none of the {} resources was claimed (all or nothing)",
-                held_refusal(&resource, &holder, args.timing.wait, waited_ms),
+                held_refusal(
+                    &resource,
+                    &holder,
+                    args.timing.wait,
+                    waited_ms,
+                    store.as_deref()
+                ),
                 resources.len()
             );
             if args.json {
@@ -305,14 +323,39 @@ fn hold(ctx: &Context, args: &ClaimArgs, leases: Vec<Lease>) -> Result<ExitCode,
 pub fn check(ctx: &Context, args: &CheckArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
-    let passes = ctx.store.check(&resource, args.token)?;
-    let message = (!passes).then(|| {
-        format!(
+    let mut passes = ctx.store.check(&resource, args.token)?;
+    let mut at = ctx.locator.clone();
+    let mut stranded = None;
+    if !passes && let Some((other, locator)) = current_elsewhere(ctx, &resource, args.token)? {
+        // Current in the store it was claimed in before the layout changed: it
+        // passes there while the store the layout picks now has no holder of its
+        // own (a claim there would meet it); beside one, it is a second holder.
+        match ctx.store.holder(&resource)? {
+            None => {
+                passes = other.check(&resource, args.token)?;
+                at = locator;
+            }
+            Some(holder) => stranded = Some((locator, holder)),
+        }
+    }
+    let message = (!passes).then(|| match &stranded {
+        Some((locator, holder)) => format!(
+            "token {} is current in another store, {}, where it was claimed before the layout \
+             around {} changed; its claims are made in {} now, where it is held by {}. Two holders \
+             since the layout changed: the holder of token {} should stop writing and release it",
+            args.token,
+            printable(locator),
+            resource.target(),
+            ctx.locator,
+            crate::output::describe_holder(holder),
+            args.token
+        ),
+        None => format!(
             "token {} is not current for {}: {}",
             args.token,
             resource.target(),
             why_not_current(ctx, &resource, args.token)
-        )
+        ),
     });
     if args.json {
         emit_json(&VerdictJson {
@@ -322,7 +365,7 @@ pub fn check(ctx: &Context, args: &CheckArgs) -> Result<ExitCode, Failure> {
             reason: (!passes).then_some("stale"),
             holder: None,
             message: message.as_deref(),
-            store: &ctx.locator,
+            store: &at,
         })?;
     }
     match message {
@@ -468,17 +511,45 @@ pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
     let name = resource_label(&resource)?;
     let proof = given(&args.handle, &args.session)?;
     let token = proof.token();
-    let renewed = resume(ctx, &resource, &proof).and_then(|mut lease| {
+    let mut at = ctx.locator.clone();
+    let renew_in = |store: &Store, mut lease: Lease| {
         if let Some(ttl) = args.ttl {
             lease.set_ttl_ms(ttl)?;
         }
-        ctx.store.renew(&mut lease)?;
+        store.renew(&mut lease)?;
         Ok(lease)
-    });
+    };
+    let renewed = match resume(ctx, &resource, &proof) {
+        Err(error @ Error::NotHolder { .. }) => match resume_elsewhere(ctx, &resource, &proof)? {
+            // Renewed where it was claimed only while the store the layout picks
+            // now has no holder of its own: beside one, it is a second holder.
+            Some((other, locator, lease)) => match ctx.store.holder(&resource)? {
+                None => {
+                    at = locator;
+                    renew_in(&other, lease)
+                }
+                Some(holder) => {
+                    return Err(Failure::Refused(format!(
+                        "token {token} holds {} in another store, {}, where it was claimed \
+                         before the layout around it changed; its claims are made in {} now, \
+                         where it is held by {}. Two holders since the layout changed: this lease was \
+                         not renewed; stop writing under it and release it (`fencepost release` \
+                         with this handle finds it there)",
+                        resource.target(),
+                        printable(&locator),
+                        ctx.locator,
+                        crate::output::describe_holder(&holder)
+                    )));
+                }
+            },
+            None => Err(error),
+        },
+        resumed => resumed.and_then(|lease| renew_in(&ctx.store, lease)),
+    };
     match renewed {
         Ok(lease) => {
             if args.json {
-                emit_json(&LeaseJson::new(&lease, &ctx.locator))?;
+                emit_json(&LeaseJson::new(&lease, &at))?;
             } else {
                 emit(&lease.handle().to_string())?;
             }
@@ -499,12 +570,32 @@ pub fn release(ctx: &Context, args: &ReleaseArgs) -> Result<ExitCode, Failure> {
     let name = resource_label(&resource)?;
     let proof = given(&args.handle, &args.session)?;
     let mut token = proof.token();
-    let released = resume(ctx, &resource, &proof).and_then(|lease| {
-        token = lease.token();
-        ctx.store.release(&lease)
-    });
+    let mut at = ctx.locator.clone();
+    let released = match resume(ctx, &resource, &proof) {
+        // Ending a lease is always safe, in whichever store it was claimed.
+        Err(error @ Error::NotHolder { .. }) => match resume_elsewhere(ctx, &resource, &proof)? {
+            Some((other, locator, lease)) => {
+                token = lease.token();
+                at = locator;
+                other.release(&lease)
+            }
+            None => Err(error),
+        },
+        resumed => resumed.and_then(|lease| {
+            token = lease.token();
+            ctx.store.release(&lease)
+        }),
+    };
     match released {
         Ok(()) => {
+            if at != ctx.locator {
+                crate::output::report(&format!(
+                    "released token {token} of {} in {}, the store it was claimed in before the \
+                     layout around it changed",
+                    resource.target(),
+                    printable(&at)
+                ));
+            }
             if args.json {
                 emit_json(&VerdictJson {
                     ok: true,
@@ -513,7 +604,7 @@ pub fn release(ctx: &Context, args: &ReleaseArgs) -> Result<ExitCode, Failure> {
                     reason: None,
                     holder: None,
                     message: None,
-                    store: &ctx.locator,
+                    store: &at,
                 })?;
             }
             Ok(ExitCode::SUCCESS)
@@ -551,6 +642,52 @@ fn resume(ctx: &Context, resource: &Resource, proof: &Proof) -> Result<fencepost
             newest: ctx.store.holder(resource)?.map(Box::new),
         }),
     }
+}
+
+/// The lease `proof` stands for in another store on the resource's path than
+/// `ctx`'s (claimed there before the layout around it changed, and not followed
+/// there by the location rule since: a store moved away and back leaves claims in
+/// both): that store, its locator, and the lease. `None` for a bare token, or when
+/// no other store holds it.
+fn resume_elsewhere(
+    ctx: &Context,
+    resource: &Resource,
+    proof: &Proof,
+) -> Result<Option<(Store, String, Lease)>, Failure> {
+    if matches!(proof, Proof::TokenOnly(_)) {
+        return Ok(None);
+    }
+    // Best effort: other stores that cannot be listed leave the located store's
+    // own answer standing.
+    for other in ctx.elsewhere.list().unwrap_or_default() {
+        let resumed = match proof {
+            Proof::Handle(handle) => other.resume(resource, handle),
+            Proof::Session(session) => other.resume_session(resource, session),
+            Proof::TokenOnly(_) => continue,
+        };
+        if let Ok(lease) = resumed {
+            let locator = other.backend().locator();
+            return Ok(Some((other, locator, lease)));
+        }
+    }
+    Ok(None)
+}
+
+/// Another store on the resource's path than `ctx`'s where `token` is the
+/// current token of `resource`, and its locator (best effort: a store that cannot
+/// be read is not one).
+fn current_elsewhere(
+    ctx: &Context,
+    resource: &Resource,
+    token: u64,
+) -> Result<Option<(Store, String)>, Failure> {
+    for other in ctx.elsewhere.list().unwrap_or_default() {
+        if other.check(resource, token).unwrap_or(false) {
+            let locator = other.backend().locator();
+            return Ok(Some((other, locator)));
+        }
+    }
+    Ok(None)
 }
 
 pub fn break_lease(ctx: &Context, args: &BreakArgs) -> Result<ExitCode, Failure> {
@@ -727,7 +864,7 @@ pub fn status(ctx: &Context, args: &StatusArgs) -> Result<ExitCode, Failure> {
     };
     for (store, kept) in &kept {
         text.push_str(&format!(
-            "\n\nkept in another store, where they were claimed before the layout around them \
+            "\n\nheld in another store, where they were claimed before the layout around them \
              changed (check, renew and release find them there):\n{}\nstore: {}",
             status_table(kept, now),
             store.display()

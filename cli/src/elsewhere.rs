@@ -79,12 +79,14 @@ fn locate_error(resource: &Resource, cwd: &Path, e: fencepost_fs::LocateError) -
     }
 }
 
-/// The live claims of files and directories that the location rule keeps in
-/// another store (rule 5: the layout changed since they were made) although the
-/// layout as it is now puts them in `chosen`, the store `status` reads from `cwd`:
-/// per store, its path and those entries, nearest store first. Without them,
-/// `status` run in a repository made since would show none of the claims on its
-/// files. Stores that cannot be read are skipped (they are not the one asked for).
+/// The live claims of files and directories held in another store on `cwd`'s
+/// path although the layout as it is now puts them in `chosen`, the store `status`
+/// reads from `cwd` (the layout changed since they were made: rule 5 keeps them
+/// there, or a store moved away and back left a claim in each): per store, its
+/// path and those entries, nearest store first. Without them, `status` run in a
+/// repository made since would show none of the claims on its files, and a claim
+/// stranded in the other store would be hidden while it still turns claimers
+/// away. Stores that cannot be read are skipped (they are not the one asked for).
 pub fn kept_for(
     cwd: &Path,
     chosen: &Path,
@@ -106,7 +108,7 @@ pub fn kept_for(
         };
         let entries: Vec<_> = entries
             .into_iter()
-            .filter(|entry| entry.live && kept_there(entry, cwd, &other.path, chosen))
+            .filter(|entry| entry.live && kept_there(entry, cwd, chosen))
             .collect();
         if !entries.is_empty() {
             kept.push((other.path, entries));
@@ -115,15 +117,13 @@ pub fn kept_for(
     Ok(kept)
 }
 
-/// Whether rule 5 keeps `entry`'s file or directory in `store` while rules 2 to 4
-/// pick `chosen` for it.
-fn kept_there(entry: &fencepost::StatusEntry, cwd: &Path, store: &Path, chosen: &Path) -> bool {
+/// Whether rules 2 to 4 pick `chosen` for `entry`'s file or directory (an entry
+/// of another store: the layout changed since it was claimed).
+fn kept_there(entry: &fencepost::StatusEntry, cwd: &Path, chosen: &Path) -> bool {
     let resource = match entry.resource.split_once(':') {
         Some(("file", path)) => Resource::file(path),
         Some(("dir", path)) => Resource::dir(path),
         _ => return false,
     };
-    let kept = fencepost_fs::locate_store(None, Some(&resource), cwd)
-        .is_ok_and(|at| at.scope == fencepost_fs::StoreScope::Earlier && at.path == store);
-    kept && fencepost_fs::locate_by_layout(Some(&resource), cwd).is_ok_and(|at| at.path == chosen)
+    fencepost_fs::locate_by_layout(Some(&resource), cwd).is_ok_and(|at| at.path == chosen)
 }

@@ -20,7 +20,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches};
 use fencepost::Error;
 
-use crate::args::{CheckAlone, Cli, Command, Root};
+use crate::args::{CheckAlone, CheckArgs, Cli, Command, ReleaseArgs, RenewArgs, Root};
 use crate::commands::Context;
 use crate::output::{describe_error, report};
 use crate::store::Access;
@@ -283,6 +283,13 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
             &cwd,
             std::path::Path::new(&locator),
         ),
+        // A lease claimed in another store before the layout changed, which the
+        // location rule no longer picks (a store moved away and back).
+        Command::Check(CheckArgs { target, .. })
+        | Command::Renew(RenewArgs { target, .. })
+        | Command::Release(ReleaseArgs { target, .. }) => {
+            elsewhere::Elsewhere::new(&[target.resource()], &cwd, std::path::Path::new(&locator))
+        }
         _ => elsewhere::Elsewhere::default(),
     };
     Ok(Context {

@@ -301,13 +301,17 @@ fn in_the_way(holder: &Holder) -> String {
 /// long (`waited_ms`, measured). When another resource is in the way (a subtree
 /// above it, a claim inside it), that resource is named and the `break` suggested
 /// is of it; for a claimer waiting for it, there is nothing to break.
+/// `store`: the store the holder's claim is in when it is not the command's own
+/// (a claim made there before the layout changed), so the `break` suggested is
+/// made there.
 pub fn held_refusal(
     resource: &fencepost::Resource,
     holder: &Holder,
     wait_ms: u64,
     waited_ms: u64,
+    store: Option<&str>,
 ) -> String {
-    let steps = next_steps_for(resource, holder, wait_ms);
+    let steps = next_steps_for(resource, holder, wait_ms, store);
     if wait_ms == 0 {
         return format!("{}; {steps}", held_message(&resource.target(), holder));
     }
@@ -333,7 +337,12 @@ pub fn held_refusal(
 
 /// [`next_steps`] for a refusal by `holder`: a `break` of the resource in the way,
 /// and none for a waiting claimer (it holds nothing yet).
-fn next_steps_for(resource: &fencepost::Resource, holder: &Holder, wait_ms: u64) -> String {
+fn next_steps_for(
+    resource: &fencepost::Resource,
+    holder: &Holder,
+    wait_ms: u64,
+    store: Option<&str>,
+) -> String {
     if holder.waiting {
         let wait = if wait_ms == 0 {
             "pass --wait MS to wait"
@@ -344,21 +353,35 @@ fn next_steps_for(resource: &fencepost::Resource, holder: &Holder, wait_ms: u64)
             "{wait}: the waiting claim goes first and this one after it; or work on something else meanwhile"
         );
     }
-    next_steps(holder.in_the_way.as_deref().unwrap_or(resource), wait_ms)
+    let command = break_command_in(holder.in_the_way.as_deref().unwrap_or(resource), store);
+    next_steps_with(&command, wait_ms)
 }
 
 /// What a caller refused by a live holder can do: wait, do other work, or ask a
-/// human to break the lease.
-pub fn next_steps(resource: &fencepost::Resource, wait_ms: u64) -> String {
+/// human to run `command` (the `break` of the lease).
+fn next_steps_with(command: &str, wait_ms: u64) -> String {
     let wait = if wait_ms == 0 {
         "pass --wait MS to wait for it"
     } else {
         "wait longer with --wait MS or --wait forever"
     };
     format!(
-        "{wait}, work on something else meanwhile, or, if its holder is gone or stuck, ask a human to run `{}`",
-        break_command(resource)
+        "{wait}, work on something else meanwhile, or, if its holder is gone or stuck, ask a human to run `{command}`"
     )
+}
+
+/// [`break_command`] made in `store` when it is given (`--store DIR`): the
+/// holder's claim is in a store the location rule no longer picks.
+fn break_command_in(resource: &fencepost::Resource, store: Option<&str>) -> String {
+    let command = break_command(resource);
+    match store {
+        Some(store) => command.replacen(
+            "fencepost break",
+            &format!("fencepost --store {} break", shell_word(store)),
+            1,
+        ),
+        None => command,
+    }
 }
 
 /// [`next_steps`] where the resource is known only by its label.
@@ -371,21 +394,27 @@ fn break_command(resource: &fencepost::Resource) -> String {
         fencepost::Resource::Slot(name, slot) => ("lock", name.clone(), format!(" --slot {slot}")),
         _ => (resource.kind(), resource.target(), String::new()),
     };
-    let quoted = if target
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+,=".contains(c))
-    {
-        printable(&target)
-    } else if target.chars().any(char::is_control) {
-        // A control character cannot be typed inside '…': bash's and zsh's $'…',
-        // whose escapes name it (a breaker: `'n\u{a}l'` named another file).
-        ansi_c_quoted(&target)
-    } else {
-        format!("'{}'", target.replace('\'', r"'\''"))
-    };
+    let quoted = shell_word(&target);
     // A name that begins with `-` would be read as an option: attach it.
     let separator = if target.starts_with('-') { "=" } else { " " };
     format!("fencepost break --{kind}{separator}{quoted}{slot} --reason '…'")
+}
+
+/// `text` as one shell word: as is when it needs no quoting, in `'…'` otherwise,
+/// and in `$'…'` when it holds a control character.
+fn shell_word(text: &str) -> String {
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+,=".contains(c))
+    {
+        printable(text)
+    } else if text.chars().any(char::is_control) {
+        // A control character cannot be typed inside '…': bash's and zsh's $'…',
+        // whose escapes name it (a breaker: `'n\u{a}l'` named another file).
+        ansi_c_quoted(text)
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
 
 /// `text` as one word of bash's and zsh's ANSI-C quoting, `$'…'`: control

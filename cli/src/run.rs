@@ -50,7 +50,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     };
     let lease = match acquired {
         Acquired::Lease(lease) => lease,
-        Acquired::Held(holder, waited_ms) => {
+        Acquired::Held(holder, waited_ms, store) => {
             let message = match (args.slots, &resource) {
                 (Some(slots), Resource::Lock(name)) => format!(
                     "all {slots} slots of {} are held; {}",
@@ -59,10 +59,17 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
                         &waiting::slot_in_the_way(&ctx.store, name, slots, &holder),
                         &holder,
                         args.timing.wait,
-                        waited_ms
+                        waited_ms,
+                        store.as_deref()
                     )
                 ),
-                _ => held_refusal(&resource, &holder, args.timing.wait, waited_ms),
+                _ => held_refusal(
+                    &resource,
+                    &holder,
+                    args.timing.wait,
+                    waited_ms,
+                    store.as_deref(),
+                ),
             };
             return Err(Failure::Code(conflict, message));
         }

@@ -103,8 +103,9 @@ pub fn seconds(ms: u64) -> String {
 pub enum Acquired {
     /// Acquired.
     Lease(fencepost::Lease),
-    /// Still held when the wait ended, after waiting this many milliseconds.
-    Held(Holder, u64),
+    /// Still held when the wait ended, after waiting this many milliseconds; the
+    /// store the holder's claim is in when it is not the command's own.
+    Held(Holder, u64, Option<String>),
 }
 
 /// Acquires `resource` with `options`, showing the waiting line meanwhile, beside
@@ -137,9 +138,9 @@ pub fn try_acquire(
     let waited = elapsed_ms(started);
     Ok(match outcome? {
         Beside::Taken(mut leases) => Acquired::Lease(leases.remove(0)),
-        Beside::Held(holder) => Acquired::Held(holder, waited),
+        Beside::Held(holder) => Acquired::Held(holder, waited, None),
         Beside::Elsewhere { store, holder, .. } => {
-            Acquired::Held(elsewhere.named(&store, holder), waited)
+            Acquired::Held(elsewhere.named(&store, holder), waited, Some(store))
         }
     })
 }
@@ -154,8 +155,9 @@ pub enum AcquiredAll {
     /// Every resource, one lease each, in the order given.
     Leases(Vec<fencepost::Lease>),
     /// This resource was still held when the wait ended (nothing is held), after
-    /// waiting this many milliseconds.
-    Held(Resource, Holder, u64),
+    /// waiting this many milliseconds; the store the holder's claim is in when it
+    /// is not the command's own.
+    Held(Resource, Holder, u64, Option<String>),
 }
 
 /// Acquires every resource in `resources`, all or nothing, showing the waiting line
@@ -192,12 +194,17 @@ pub fn try_acquire_all(
     let waited = elapsed_ms(started);
     Ok(match outcome? {
         Beside::Taken(leases) => AcquiredAll::Leases(leases),
-        Beside::Held((resource, holder)) => AcquiredAll::Held(resource, holder, waited),
+        Beside::Held((resource, holder)) => AcquiredAll::Held(resource, holder, waited, None),
         Beside::Elsewhere {
             store,
             resource,
             holder,
-        } => AcquiredAll::Held(resource, elsewhere.named(&store, holder), waited),
+        } => AcquiredAll::Held(
+            resource,
+            elsewhere.named(&store, holder),
+            waited,
+            Some(store),
+        ),
     })
 }
 
@@ -240,6 +247,7 @@ pub fn try_acquire_slot(
         fencepost::TryAcquire::Held(holder) => Acquired::Held(
             holder,
             u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            None,
         ),
     })
 }

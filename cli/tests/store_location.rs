@@ -985,6 +985,81 @@ mod layout_changes {
         );
     }
 
+    /// A `.fencepost` directory moved away and back: while it was away the file was
+    /// claimed in the repository's store, so both stores hold a claim of it. The
+    /// claim stranded in the repository's store is shown by `status`, released by
+    /// its handle where it is, not renewed beside the other holder, and a refusal
+    /// by it names the store to break it in (a breaker: `status` hid it, its holder
+    /// was told its token was never issued, and the `break` advised was made in
+    /// the wrong store).
+    #[test]
+    fn a_claim_stranded_by_a_store_moved_away_and_back_is_found_where_it_is() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["a.txt"]);
+        let marker = main.join(".fencepost");
+        fs::create_dir_all(&marker).unwrap();
+        let file = ["--file", "a.txt"];
+        // Tokens 1 and 2 in the marker's store, so its holder's token is 3.
+        let (_, first, _) = claimed(&s, &main, &file, "zed");
+        assert_eq!(
+            run(&s, &main, &["release", "--file", "a.txt", &first])
+                .status
+                .code(),
+            Some(0)
+        );
+        let (one_token, one, one_store) = claimed(&s, &main, &file, "one");
+        let away = top(&s).join("away");
+        fs::rename(&marker, &away).unwrap();
+        let (two_token, two, two_store) = claimed(&s, &main, &file, "two");
+        assert_ne!(one_store, two_store);
+        fs::rename(&away, &marker).unwrap();
+
+        let output = run(&s, &main, &["status"]);
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            text.contains("one") && text.contains("two") && text.contains(&two_store),
+            "the stranded claim is listed with its store: {text}"
+        );
+        // Beside a holder in the store the layout picks, it is not renewed.
+        let output = run(&s, &main, &["renew", "--file", "a.txt", &two]);
+        assert_eq!(output.status.code(), Some(3), "{output:?}");
+        assert!(
+            one_line_stderr(&output).contains("Two holders"),
+            "{output:?}"
+        );
+        // With that holder gone, a claim meets the stranded one, and is told to
+        // break it where it is.
+        assert_eq!(
+            run(&s, &main, &["release", "--file", "a.txt", &one])
+                .status
+                .code(),
+            Some(0)
+        );
+        let output = claim(&s, &main, &["--file", "a.txt", "--owner", "three"], 3);
+        let message = one_line_stderr(&output);
+        assert!(
+            message.contains(&format!("fencepost --store {two_store} break --file")),
+            "{message}"
+        );
+        // Its holder carries on where it is: check and renew pass, and release
+        // ends it there.
+        let token = two_token.to_string();
+        assert_ne!(two_token, one_token);
+        for command in [
+            vec!["check", "--file", "a.txt", &token],
+            vec!["renew", "--file", "a.txt", &two],
+            vec!["release", "--file", "a.txt", &two],
+        ] {
+            let output = run(&s, &main, &command);
+            assert_eq!(output.status.code(), Some(0), "{command:?}: {output:?}");
+        }
+        let output = run(&s, &main, &["status"]);
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(!text.contains("two"), "{text}");
+        claim(&s, &main, &["--file", "a.txt", "--owner", "three"], 0);
+    }
+
     /// `status` in a repository made since a claim of one of its files shows that
     /// claim, kept in the store it was made in, and names that store: its own
     /// store is empty, and "no claims" alone would say the file is free.
@@ -1001,7 +1076,7 @@ mod layout_changes {
         let text = String::from_utf8_lossy(&output.stdout);
         assert!(text.contains("alice") && text.contains("a.txt"), "{text}");
         assert!(
-            text.contains("kept in another store") && text.contains(&store),
+            text.contains("held in another store") && text.contains(&store),
             "{text}"
         );
         // Only the claims the new layout would put here: not the old store's others.
