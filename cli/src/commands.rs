@@ -571,23 +571,38 @@ pub fn release(ctx: &Context, args: &ReleaseArgs) -> Result<ExitCode, Failure> {
     let proof = given(&args.handle, &args.session)?;
     let mut token = proof.token();
     let mut at = ctx.locator.clone();
+    let mut expired_at_ms = None;
+    let mut release_in = |store: &Store, lease: Lease| {
+        token = lease.token();
+        let expires_at_ms = lease.expires_at_ms();
+        store.release(&lease)?;
+        expired_at_ms = (expires_at_ms <= now_ms()).then_some(expires_at_ms);
+        Ok(())
+    };
     let released = match resume(ctx, &resource, &proof) {
         // Ending a lease is always safe, in whichever store it was claimed.
         Err(error @ Error::NotHolder { .. }) => match resume_elsewhere(ctx, &resource, &proof)? {
             Some((other, locator, lease)) => {
-                token = lease.token();
                 at = locator;
-                other.release(&lease)
+                release_in(&other, lease)
             }
             None => Err(error),
         },
-        resumed => resumed.and_then(|lease| {
-            token = lease.token();
-            ctx.store.release(&lease)
-        }),
+        resumed => resumed.and_then(|lease| release_in(&ctx.store, lease)),
     };
     match released {
         Ok(()) => {
+            // Released, since nobody took it meanwhile; but writes made after it
+            // expired were not protected by it, and its holder should know.
+            if let Some(expired) = expired_at_ms {
+                crate::output::report(&format!(
+                    "released token {token} of {}, but its lease had expired at {} ({} before \
+                     this release): what was written under it since then was not protected",
+                    resource.target(),
+                    fencepost::utc_timestamp(expired),
+                    human_precise(-until_ms(expired, now_ms()))
+                ));
+            }
             if at != ctx.locator {
                 crate::output::report(&format!(
                     "released token {token} of {} in {}, the store it was claimed in before the \

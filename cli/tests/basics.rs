@@ -266,6 +266,35 @@ fn renew_keeps_the_token_and_moves_the_expiry() {
         .code(0);
 }
 
+/// A release of a lease that expired, which nobody took meanwhile, ends it (exit
+/// 0), and says that it had expired and since when: what its holder wrote after
+/// that was not protected (a new user: an exit 0 alone said nothing of it). A
+/// release of a live lease says nothing.
+#[test]
+fn release_of_an_expired_lease_says_it_had_expired() {
+    let s = Scratch::new();
+    let expired = lease_ending_in(&s, "x", -1_000).1;
+    let output = s
+        .cmd()
+        .args(["release", "--lock", "x", &expired])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let said = one_line_stderr(&output);
+    assert!(
+        said.contains("had expired at") && said.contains("not protected"),
+        "{said}"
+    );
+    let live = lease_ending_in(&s, "y", 30_000).1;
+    let output = s
+        .cmd()
+        .args(["release", "--lock", "y", &live])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(output.stderr.is_empty(), "{output:?}");
+}
+
 #[test]
 fn renew_of_a_stale_released_or_expired_token_exits_3() {
     let s = Scratch::new();
