@@ -685,7 +685,10 @@ fn parse_token(text: &str) -> Result<u64, String> {
     }
     match text.parse::<u64>() {
         Ok(token) => Ok(token),
-        Err(_) => Err("a token is a whole number; pass the number `claim` printed".into()),
+        Err(_) => Err(
+            "a token is a whole number: the part of the handle `claim` printed (TOKEN.SECRET) before the dot, or the whole handle"
+                .into(),
+        ),
     }
 }
 

@@ -20,7 +20,8 @@
 //! - a request other than `ping` before any `initialize` is answered `-32002`
 //!   (server not initialized), naming what to send first;
 //! - rmcp's "method not found" (`-32601`) also names the method asked for and the
-//!   methods there are;
+//!   methods there are, and its "tool not found" the tool asked for and where the
+//!   tools are listed;
 //! - everything else goes to rmcp unchanged, and each request's outcome is logged
 //!   once, at info, when its response goes out (`tools/call claim (id 3): ok`).
 //!
@@ -289,6 +290,15 @@ fn relay_response(pending: &Pending, line: String) -> String {
     };
     let line = if response["error"]["code"] == -32601 {
         let message = format!("Method not found: {what}; this server answers {METHODS}");
+        response["error"]["message"] = Value::String(message);
+        response.to_string()
+    } else if response["error"]["code"] == -32602
+        && response["error"]["message"] == "tool not found"
+        && let Some(tool) = what.strip_prefix("tools/call ")
+    {
+        // rmcp says only "tool not found": name the tool asked for, and where the
+        // tools there are are listed.
+        let message = format!("tool not found: {tool}; tools/list names the tools this server has");
         response["error"]["message"] = Value::String(message);
         response.to_string()
     } else {

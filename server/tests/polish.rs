@@ -71,6 +71,25 @@ fn undecodable_complete_requests_are_answered_with_their_id() {
     assert_eq!(status["result"]["isError"], false, "{status}");
 }
 
+/// A tool the server does not have is named in the reply, with where the tools
+/// are listed (rmcp said only "tool not found"; a new user's find).
+#[test]
+fn an_unknown_tool_is_named_with_where_the_tools_are_listed() {
+    let tree = Tree::new();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    raw.send(json!({"jsonrpc": "2.0", "id": 31, "method": "tools/call",
+        "params": {"name": "acquire", "arguments": {}}}));
+    let reply = raw.next().expect("a reply");
+    assert_eq!(reply["id"], 31, "{reply}");
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("acquire") && message.contains("tools/list"),
+        "{message}"
+    );
+}
+
 /// issue 19: `tools/call` with `params` null, an array or a string got -32601
 /// (method not found); -32602 (invalid params) is right.
 #[test]
