@@ -371,7 +371,7 @@ fn into_metadata(root: &Path, location: &Path, tool: &str) -> Option<String> {
             .find(|meta| name.eq_ignore_ascii_case(meta));
         if let Some(meta) = named {
             return Some(format!(
-                "refused: {} lies in {} — {tool} does not write inside a {meta} entry: one made or changed there moves the lease store of the files around it and splits their claims; leave {} to {}",
+                "fencepost: refused: {} lies in {} — {tool} does not write inside a {meta} entry: one made or changed there moves the lease store of the files around it and splits their claims; leave {} to {}",
                 printable(&location.display().to_string()),
                 printable(&at.display().to_string()),
                 if meta == ".git" {
