@@ -1185,7 +1185,8 @@ fn subtree_split_advice_for_a_bare_repository_names_the_repository() {
     let (_tmp, top) = isolated();
     let outer = top.join("outer");
     fake_repository(&outer);
-    let bare = outer.join("mirrors/lib.git");
+    // Joined one component at a time: Windows spells the advice with `\`.
+    let bare = outer.join("mirrors").join("lib.git");
     for dir in ["objects", "refs"] {
         fs::create_dir_all(bare.join(dir)).unwrap();
     }
