@@ -834,6 +834,10 @@ fn session_end_releases_claims_in_a_nested_repositorys_store() {
     let out = repo.hook_in(&repo.root, "claude-code", &end, &[]);
     assert_allowed(&out, "claude-code");
     assert!(stderr(&out).contains("released 3 claims"), "{out:?}");
+    assert!(
+        !stderr(&out).contains("claude-code:s1"),
+        "the id, not the tag: {out:?}"
+    );
     assert_allowed(
         &repo.edit("gemini-replace.json", "s2", "vendor/lib/b.rs"),
         "gemini",
@@ -850,6 +854,32 @@ fn session_end_releases_claims_in_a_nested_repositorys_store() {
     let out = repo.hook_in(&repo.root, "claude-code", &end, &[]);
     assert_allowed(&out, "claude-code");
     assert!(!stderr(&out).contains("released"), "{out:?}");
+}
+
+/// A noted store that is there but cannot be opened (its claims directory
+/// replaced by a link) is reported at the session's end, not skipped as if it had
+/// been removed (a breaker: "released 1 claim", exit 0, the other claim held on).
+#[cfg(unix)]
+#[test]
+fn session_end_reports_a_noted_store_it_cannot_open() {
+    let repo = Repo::new();
+    let nested = repo.root.join("nested");
+    std::fs::create_dir_all(&nested).unwrap();
+    std::fs::write(nested.join("n.txt"), "n\n").unwrap();
+    git(&nested, &["init", "-q"]);
+    assert_allowed(
+        &repo.edit("claude-code-Write.json", "s1", "nested/n.txt"),
+        "claude-code",
+    );
+    let claims = nested.join(".git/fencepost/claims");
+    std::fs::rename(&claims, nested.join(".git/fencepost/claims.real")).unwrap();
+    std::os::unix::fs::symlink("claims.real", &claims).unwrap();
+    let end = fixture("claude-code-SessionEnd.json", "s1", &repo.root, "");
+    let said = stderr(&repo.hook_in(&repo.root, "claude-code", &end, &[]));
+    assert!(
+        said.contains("could not use every store") && said.contains("nested"),
+        "{said}"
+    );
 }
 
 /// SessionEnd from a directory whose store cannot be opened (a worktree whose git
@@ -883,10 +913,21 @@ fn session_end_releases_the_noted_stores_past_a_broken_one() {
     let out = repo.hook_in(&pruned, "claude-code", &end, &[]);
     let said = stderr(&out);
     assert!(
-        said.contains("released 2 claims, but not all"),
+        said.contains("released 2 claims, and could not use every store"),
         "the noted stores were not all released: {out:?}"
     );
     assert!(!said.contains("blocked this edit"), "{said}");
+    // The session is named by its tag: its id lets a process act as it.
+    assert!(!said.contains("claude-code:s1"), "{said}");
+    // A SessionEnd payload the hook cannot use is said in words for a session's
+    // end too, not as a blocked edit.
+    let relative = end.replace(&pruned.display().to_string(), "relative/dir");
+    let said = stderr(&repo.hook_in(&pruned, "claude-code", &relative, &[]));
+    assert!(
+        said.contains("at this session's end, nothing was released")
+            && !said.contains("blocked this edit"),
+        "{said}"
+    );
     assert_allowed(
         &repo.edit("gemini-replace.json", "s2", "vendor/lib/b.rs"),
         "gemini",

@@ -32,10 +32,11 @@ pub enum Event {
     /// A shell command the agent is about to run (checked only for ways around
     /// the guard, which are the human's to take).
     Shell { command: String },
-    /// The session ended: its claims may go. `cwd` is the session's working
-    /// directory, as the payload names it.
+    /// The session ended: its claims may go. `session` is its id, or why the
+    /// payload names none; `cwd` is the session's working directory, as the
+    /// payload names it.
     SessionEnd {
-        session: String,
+        session: Result<String, String>,
         cwd: Option<String>,
     },
     /// Nothing for fencepost (another tool, another event).
@@ -127,7 +128,7 @@ pub fn parse(agent: AgentName, payload: &[u8]) -> Result<Event, String> {
     };
     if event == "SessionEnd" {
         return Ok(Event::SessionEnd {
-            session: session()?,
+            session: session(),
             cwd: text("cwd").map(str::to_string),
         });
     }

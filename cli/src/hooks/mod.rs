@@ -229,28 +229,51 @@ fn decide(store_flag: Option<&Path>, args: &HookArgs) -> Result<Decision, String
             paths,
         } => edit(store_flag, agent, args.ttl, &session, cwd, &tool, &paths),
         Event::SessionEnd { session, cwd } => {
-            let session = session::hook_session(agent.name(), &session);
-            let cwd = payload_cwd(cwd)?;
-            let ended = session::release_everywhere(store_flag, &cwd, &session);
-            let released = ended.released;
-            let claims = format!("{released} claim{}", if released == 1 { "" } else { "s" });
-            if ended.problems.is_empty() {
-                return Ok(Decision::Allow(
-                    (released > 0).then(|| format!("released {claims} of {session}")),
-                ));
-            }
-            // Nothing is left to block at a session's end: this tells the human
-            // what stays held, and until when.
-            Ok(Decision::Block(format!(
-                "fencepost: the end of session {session} released {claims}, but not all of \
-                 them: {}. What it could not release stays held for up to the hook's ttl \
-                 ({} ms) after the session's last edit; `fencepost status` in that directory \
-                 lists it.",
-                ended.problems.join("; "),
-                args.ttl
-            )))
+            Ok(session_end(store_flag, agent, args.ttl, session, cwd))
         }
     }
+}
+
+/// SessionEnd: releases the session's claims in every store it claimed in.
+/// Never the edit-blocking text (there is no edit): what could not be done is
+/// said in words for a session's end, for the human, with how long the claims
+/// left stay held. The session is named by its tag only (its id lets a process
+/// act as it).
+fn session_end(
+    store_flag: Option<&Path>,
+    agent: AgentName,
+    ttl_ms: u64,
+    session: Result<String, String>,
+    cwd: Option<String>,
+) -> Decision {
+    let left = |what: String| {
+        format!(
+            "fencepost: at this session's end, {what}. Claims it could not release stay held \
+             for up to the hook's ttl ({ttl_ms} ms) after the session's last edit; `fencepost \
+             status` in the project lists them."
+        )
+    };
+    let session = match session {
+        Ok(id) => session::hook_session(agent.name(), &id),
+        Err(why) => return Decision::Block(left(format!("nothing was released: {why}"))),
+    };
+    let cwd = match payload_cwd(cwd) {
+        Ok(cwd) => cwd,
+        Err(why) => return Decision::Block(left(format!("nothing was released: {why}"))),
+    };
+    let ended = session::release_everywhere(store_flag, &cwd, &session);
+    let released = ended.released;
+    let claims = format!("{released} claim{}", if released == 1 { "" } else { "s" });
+    let tag = session::tag(&session);
+    if ended.problems.is_empty() {
+        return Decision::Allow(
+            (released > 0).then(|| format!("released {claims} of session {tag}")),
+        );
+    }
+    Decision::Block(left(format!(
+        "session {tag} released {claims}, and could not use every store it claimed in: {}",
+        ended.problems.join("; ")
+    )))
 }
 
 /// The payload's `cwd` (it must be absolute), else this process's.

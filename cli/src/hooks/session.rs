@@ -215,13 +215,20 @@ pub fn release_everywhere(store_flag: Option<&Path>, cwd: &Path, session: &str) 
                 .into_iter()
                 .filter(|other| Some(other) != here.as_ref())
             {
-                // A store removed since holds nothing to release.
-                if let Ok(backend) = fencepost_fs::FsStore::open_existing(&other) {
-                    release_in(
+                match fencepost_fs::FsStore::open_existing(&other) {
+                    Ok(backend) => release_in(
                         Store::new(backend),
                         &other.display().to_string(),
                         &mut ended,
-                    );
+                    ),
+                    // A store removed since holds nothing to release.
+                    Err(_) if std::fs::symlink_metadata(&other).is_err() => {}
+                    // One that is there but cannot be used still holds claims (a
+                    // breaker: a planted link was skipped as "removed", silently).
+                    Err(e) => ended.problems.push(format!(
+                        "cannot open the store {}: {e}",
+                        printable(&other.display().to_string())
+                    )),
                 }
             }
         }
