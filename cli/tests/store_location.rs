@@ -985,6 +985,21 @@ mod layout_changes {
         );
     }
 
+    /// A `.fencepost` directory made above a nested repository whose subtree is
+    /// held: a subtree claim above it, made in the marker's store, asks the nested
+    /// repository's store too (the held claim stays there, rule 5), so it is
+    /// refused (a breaker: both subtree claims held, both `check`s passed).
+    #[test]
+    fn a_marker_made_above_a_held_nested_subtree_does_not_give_it_a_second_holder() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["d/x/r/a.txt"]);
+        git(&main.join("d/x/r"), &["init", "-q"]);
+        claimed(&s, &main, &["--dir", "d/x/r"], "alice");
+        fs::create_dir_all(main.join(".fencepost")).unwrap();
+        refused_by(&s, &main, &["--dir", "d"], "alice");
+    }
+
     /// A `.fencepost` directory moved away and back: while it was away the file was
     /// claimed in the repository's store, so both stores hold a claim of it. The
     /// claim stranded in the repository's store is shown by `status`, released by

@@ -105,7 +105,7 @@ pub fn subtree_split_within(
     limit: usize,
 ) -> Result<Option<SubtreeSplit>, LocateError> {
     let mut split = None;
-    walk(resource, cwd, limit, &mut |found| {
+    walk(resource, cwd, limit, Walk::Splits, &mut |found| {
         split = Some(match found {
             Found::Boundary { dir, boundary, .. } => SubtreeSplit::StoreBelow { dir, boundary },
             Found::TooLarge { dir } => SubtreeSplit::TooLarge { dir },
@@ -121,7 +121,9 @@ pub fn subtree_split_within(
 /// claim asks them, after it landed, for a claim below it
 /// (`fencepost::Store::claim_beside`): one made below since [`subtree_split`]
 /// looked (a repository initialised there while the claim waited) must not stand
-/// beside it. Empty for any other resource.
+/// beside it. In a marker's store, where repositories below do not split the
+/// subtree, their stores that exist are listed too: claims made there before the
+/// marker appeared stay there (rule 5). Empty for any other resource.
 ///
 /// # Errors
 ///
@@ -130,15 +132,34 @@ pub fn subtree_split_within(
 /// Pinned by `cli/tests/store_location.rs` (`layout_changes`).
 pub fn stores_below(resource: &Resource, cwd: &Path) -> Result<Vec<StoreLocation>, LocateError> {
     let mut stores: Vec<StoreLocation> = Vec::new();
-    walk(resource, cwd, SPLIT_SCAN_LIMIT, &mut |found| {
-        if let Found::Boundary { store, .. } = found
-            && !stores.contains(&store)
-        {
-            stores.push(store);
-        }
-        ControlFlow::Continue(())
-    })?;
+    walk(
+        resource,
+        cwd,
+        SPLIT_SCAN_LIMIT,
+        Walk::EveryStore,
+        &mut |found| {
+            if let Found::Boundary { store, .. } = found
+                && !stores.contains(&store)
+            {
+                stores.push(store);
+            }
+            ControlFlow::Continue(())
+        },
+    )?;
     Ok(stores)
+}
+
+/// What [`walk`] reports as a boundary.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// Where the location rule as it is now gives files another store: a
+    /// repository below splits a subtree only when no marker above decides.
+    Splits,
+    /// Also every repository's store below, whether or not the rule picks it now:
+    /// a claim made there before a `.fencepost` directory appeared above stays
+    /// there (rule 5; a breaker: a subtree claim made in a new marker's store did
+    /// not ask a nested repository's store, where a subtree below it was held).
+    EveryStore,
 }
 
 /// What [`walk`] found below a subtree's directory.
@@ -164,6 +185,7 @@ fn walk(
     resource: &Resource,
     cwd: &Path,
     limit: usize,
+    mode: Walk,
     visit: &mut dyn FnMut(Found) -> ControlFlow<()>,
 ) -> Result<(), LocateError> {
     if !matches!(resource, Resource::Dir(_)) {
@@ -186,6 +208,21 @@ fn walk(
             store,
         })
     };
+    // The store of the repository at `repository` (its `.git`'s directory, or a
+    // bare repository), when `mode` counts it though the rule does not pick it.
+    let every_store = |repository: &Path| -> Option<StoreLocation> {
+        if mode != Walk::EveryStore || repositories_split {
+            return None;
+        }
+        let common = git::common_dir(repository).ok()??;
+        let path = common.join(super::REPOSITORY_STORE_NAME);
+        (path.is_dir() && store_identity(&path) != store_identity(&own.path)).then_some(
+            StoreLocation {
+                path,
+                scope: StoreScope::Repository,
+            },
+        )
+    };
     while let Some(current) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&current) else {
             // Unreadable: nobody claims a file there through this user's view.
@@ -207,6 +244,12 @@ fn walk(
                     && repositories_split
                     && let Ok(there) = discover(&current, &env)
                     && there.path != own.path
+                    && boundary(path.clone(), there).is_break()
+                {
+                    return Ok(());
+                }
+                if below
+                    && let Some(there) = every_store(&current)
                     && boundary(path, there).is_break()
                 {
                     return Ok(());
@@ -237,6 +280,14 @@ fn walk(
                     && git::is_git_dir(&path)
                     && let Ok(there) = discover(&path, &env)
                     && there.path != own.path
+                {
+                    if boundary(path, there).is_break() {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                if git::is_git_dir(&path)
+                    && let Some(there) = every_store(&path)
                 {
                     if boundary(path, there).is_break() {
                         return Ok(());
