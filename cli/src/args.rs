@@ -175,8 +175,9 @@ const CHECK_ABOUT: &str = "Exit 0 if TOKEN is the current, live token of the res
 /// `check`'s long help.
 const CHECK_LONG_ABOUT: &str = concat!(
     "Exit 0 if TOKEN is the current, live token of the resource, 3 otherwise\n\n",
-    "Anyone may check any token; a lease handle (TOKEN.SECRET) is accepted too, ",
-    "and only its number is used."
+    "Anyone may check any token. A whole lease handle (TOKEN.SECRET) is accepted too, ",
+    "and then its secret must be that of the tenure holding the token: two stores on a ",
+    "file's path number their tokens apart, so a number alone may be another store's."
 );
 
 /// The command line with `check` as its only command: the same root (global options,
@@ -239,7 +240,7 @@ pub fn check_plain(argv: &[OsString], store_env: Option<&OsStr>) -> Option<Cli> 
             )?,
             "--json" if !json => json = true,
             word if word.is_empty() || word.starts_with('-') => return None,
-            word => once(&mut token, parse_token(word).ok())?,
+            word => once(&mut token, parse_checked(word).ok())?,
         }
     }
     let one_resource =
@@ -543,9 +544,10 @@ pub struct ClaimArgs {
 pub struct CheckArgs {
     #[command(flatten)]
     pub target: Target,
-    /// The fencing token (or the whole handle `claim` printed; only its number is used)
-    #[arg(value_name = "TOKEN", value_parser = parse_token, allow_negative_numbers = true)]
-    pub token: u64,
+    /// The fencing token (or the whole handle `claim` printed: then its secret must
+    /// be that of the tenure holding that token, too)
+    #[arg(value_name = "TOKEN", value_parser = parse_checked, allow_negative_numbers = true)]
+    pub token: Checked,
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
@@ -673,12 +675,32 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
+/// What `check` checks: a token, and the handle it came in when a whole one was
+/// given.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The fencing token.
+    pub number: u64,
+    /// The whole handle, TOKEN.SECRET: its secret must be the tenure's too (two
+    /// stores number their tokens apart, so a number alone can name another
+    /// store's tenure; a breaker's stranded holder passed `check` by number).
+    pub handle: Option<LeaseHandle>,
+}
+
+/// A token, or a whole handle ([`parse_token`]).
+fn parse_checked(text: &str) -> Result<Checked, String> {
+    Ok(Checked {
+        number: parse_token(text)?,
+        handle: text.contains('.').then(|| text.parse().ok()).flatten(),
+    })
+}
+
 /// Any whole number is a well-formed token; 0 is never issued, so it simply never
 /// passes (`check` exits 3 for it, as for any stale token: `check N-1` after the first
 /// claim must say "stale", not "bad input").
 fn parse_token(text: &str) -> Result<u64, String> {
     if text.contains('.') {
-        // A whole handle: only its number is used (anyone may check any token).
+        // A whole handle: its number is the token (its secret is `Checked::handle`'s).
         return text.parse::<LeaseHandle>().map(|h| h.token()).map_err(|_| {
             "a token is a whole number (or the whole handle TOKEN.SECRET `claim` printed)".into()
         });

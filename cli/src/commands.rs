@@ -323,16 +323,26 @@ fn hold(ctx: &Context, args: &ClaimArgs, leases: Vec<Lease>) -> Result<ExitCode,
 pub fn check(ctx: &Context, args: &CheckArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
-    let mut passes = ctx.store.check(&resource, args.token)?;
+    let token = args.token.number;
+    // A whole handle names a tenure: its secret must be the current tenure's too.
+    let tenure = |store: &Store| match &args.token.handle {
+        Some(handle) => store.resume(&resource, handle).is_ok(),
+        None => true,
+    };
+    let current = ctx.store.check(&resource, token)?;
+    let mut passes = current && tenure(&ctx.store);
+    // The number is current here, but the handle is another tenure's.
+    let mut foreign = current && !passes;
     let mut at = ctx.locator.clone();
     let mut stranded = None;
-    if !passes && let Some((other, locator)) = current_elsewhere(ctx, &resource, args.token)? {
+    if !passes && let Some((other, locator)) = current_elsewhere(ctx, &resource, token, &tenure) {
+        foreign = false;
         // Current in the store it was claimed in before the layout changed: it
         // passes there while the store the layout picks now has no holder of its
         // own (a claim there would meet it); beside one, it is a second holder.
         match ctx.store.holder(&resource)? {
             None => {
-                passes = other.check(&resource, args.token)?;
+                passes = other.check(&resource, token)? && tenure(&other);
                 at = locator;
             }
             Some(holder) => stranded = Some((locator, holder)),
@@ -343,25 +353,31 @@ pub fn check(ctx: &Context, args: &CheckArgs) -> Result<ExitCode, Failure> {
             "token {} is current in another store, {}, where it was claimed before the layout \
              around {} changed; its claims are made in {} now, where it is held by {}. Two holders \
              since the layout changed: the holder of token {} should stop writing and release it",
-            args.token,
+            token,
             printable(locator),
             resource.target(),
             ctx.locator,
             crate::output::describe_holder(holder),
-            args.token
+            token
+        ),
+        None if foreign => format!(
+            "token {token} is current for {}, but this handle's secret is not its tenure's: \
+             a handle of another tenure (one claimed in another store, or of another \
+             resource); pass the handle its claim printed, or the bare token",
+            resource.target()
         ),
         None => format!(
             "token {} is not current for {}: {}",
-            args.token,
+            token,
             resource.target(),
-            why_not_current(ctx, &resource, args.token)
+            why_not_current(ctx, &resource, token)
         ),
     });
     if args.json {
         emit_json(&VerdictJson {
             ok: passes,
             resource: name,
-            token: Some(args.token),
+            token: Some(token),
             reason: (!passes).then_some("stale"),
             holder: None,
             message: message.as_deref(),
@@ -689,20 +705,21 @@ fn resume_elsewhere(
 }
 
 /// Another store on the resource's path than `ctx`'s where `token` is the
-/// current token of `resource`, and its locator (best effort: a store that cannot
-/// be read is not one).
+/// current token of `resource` (of the tenure `tenure` accepts), and its locator
+/// (best effort: a store that cannot be read is not one).
 fn current_elsewhere(
     ctx: &Context,
     resource: &Resource,
     token: u64,
-) -> Result<Option<(Store, String)>, Failure> {
+    tenure: &dyn Fn(&Store) -> bool,
+) -> Option<(Store, String)> {
     for other in ctx.elsewhere.list().unwrap_or_default() {
-        if other.check(resource, token).unwrap_or(false) {
+        if other.check(resource, token).unwrap_or(false) && tenure(&other) {
             let locator = other.backend().locator();
-            return Ok(Some((other, locator)));
+            return Some((other, locator));
         }
     }
-    Ok(None)
+    None
 }
 
 pub fn break_lease(ctx: &Context, args: &BreakArgs) -> Result<ExitCode, Failure> {

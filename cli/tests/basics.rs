@@ -210,6 +210,33 @@ pub(crate) fn lease_ending_in(s: &Scratch, name: &str, expires_in_ms: i64) -> (u
     (lease.token(), lease.handle().to_string())
 }
 
+/// `check` with a whole handle judges its secret too: the handle of another
+/// resource's tenure with the same token does not pass, and says why; the bare
+/// token and the right handle do.
+#[test]
+fn check_of_a_handle_of_another_tenure_with_the_same_token_exits_3() {
+    let s = Scratch::new();
+    let (token, _) = lease_ending_in(&s, "a", 30_000);
+    let (other, other_handle) = lease_ending_in(&s, "b", 30_000);
+    assert_eq!(token, other, "both first claims");
+    let output = s
+        .cmd()
+        .args(["check", "--lock", "a", &other_handle])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    assert!(
+        one_line_stderr(&output).contains("this handle's secret is not its tenure's"),
+        "{output:?}"
+    );
+    for (lock, checked) in [("a", token.to_string()), ("b", other_handle)] {
+        s.cmd()
+            .args(["check", "--lock", lock, &checked])
+            .assert()
+            .code(0);
+    }
+}
+
 #[test]
 fn check_of_an_expired_token_exits_3() {
     let s = Scratch::new();

@@ -1075,6 +1075,38 @@ mod layout_changes {
         claim(&s, &main, &["--file", "a.txt", "--owner", "three"], 0);
     }
 
+    /// As above, with both stores having issued the same token (each numbers from
+    /// 1): `check` of the stranded holder's whole handle is judged by its secret
+    /// and refused as a second holder, the other holder's handle passes, and a
+    /// bare token is judged by the store the layout picks (a breaker: the
+    /// stranded holder's `check` passed by number).
+    #[test]
+    fn a_stranded_handle_is_checked_by_its_secret_not_its_number_alone() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["a.txt"]);
+        let marker = main.join(".fencepost");
+        fs::create_dir_all(&marker).unwrap();
+        let file = ["--file", "a.txt"];
+        let (one_token, one, _) = claimed(&s, &main, &file, "one");
+        let away = top(&s).join("away");
+        fs::rename(&marker, &away).unwrap();
+        let (two_token, two, _) = claimed(&s, &main, &file, "two");
+        fs::rename(&away, &marker).unwrap();
+        assert_eq!(one_token, two_token, "each store numbers from 1");
+        let output = run(&s, &main, &["check", "--file", "a.txt", &two]);
+        assert_eq!(output.status.code(), Some(3), "{output:?}");
+        assert!(
+            one_line_stderr(&output).contains("Two holders"),
+            "{output:?}"
+        );
+        let token = one_token.to_string();
+        for checked in [one.as_str(), token.as_str()] {
+            let output = run(&s, &main, &["check", "--file", "a.txt", checked]);
+            assert_eq!(output.status.code(), Some(0), "{checked}: {output:?}");
+        }
+    }
+
     /// `status` in a repository made since a claim of one of its files shows that
     /// claim, kept in the store it was made in, and names that store: its own
     /// store is empty, and "no claims" alone would say the file is free.
