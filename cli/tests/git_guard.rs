@@ -370,6 +370,29 @@ fn install_outside_git_writes_nothing_half() {
     assert!(project.path().join(".claude/settings.json").is_file());
 }
 
+/// `hooks install` in a repository whose hooks directory cannot be made (a
+/// `core.hooksPath` naming a file) fails with the agents' settings untouched, and
+/// so does one whose agent settings cannot be edited: nothing is half-installed
+/// (a breaker: the agents' settings were written before the failure).
+#[test]
+fn install_that_fails_writes_nothing_half() {
+    let repo = Repo::new();
+    std::fs::write(repo.root.join("hooksfile"), "").unwrap();
+    git(&repo.root, &["config", "core.hooksPath", "hooksfile"]);
+    let out = repo.hooks(&repo.root, &["install"]);
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    for written in [".claude", ".gemini"] {
+        assert!(!repo.root.join(written).exists(), "{written}: {out:?}");
+    }
+    git(&repo.root, &["config", "--unset", "core.hooksPath"]);
+    std::fs::create_dir_all(repo.root.join(".gemini")).unwrap();
+    std::fs::write(repo.root.join(".gemini/settings.json"), "not json").unwrap();
+    let out = repo.hooks(&repo.root, &["install"]);
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    assert!(!repo.root.join(".claude").exists(), "{out:?}");
+    assert!(!repo.root.join(".git/hooks/pre-commit").exists(), "{out:?}");
+}
+
 /// `hooks install` into an empty project and into one with settings of its own:
 /// everything else byte-identical, twice = once, uninstall gives back the bytes.
 #[test]

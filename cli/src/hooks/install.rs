@@ -76,6 +76,39 @@ pub fn run(command: &HooksCommand) -> Result<std::process::ExitCode, Failure> {
     } else {
         None
     };
+    // Every agent's settings are read and edited in memory before anything is
+    // written: settings that cannot be edited (not JSON, not UTF-8) fail the whole
+    // command with nothing changed.
+    for agent in &agents {
+        let path = settings_path(*agent, &project, args.local);
+        match command {
+            HooksCommand::Install(_) => {
+                settings::install(read(&path)?.as_deref(), &entries(*agent))
+                    .map_err(|why| refuse(&path, why))?;
+            }
+            HooksCommand::Uninstall(_) => {
+                if let Some(text) = read(&path)? {
+                    settings::uninstall(&text, &entries(*agent))
+                        .map_err(|why| refuse(&path, why))?;
+                }
+            }
+            HooksCommand::Status(_) => {}
+        }
+    }
+    // The git hooks first: their directory is the likelier to refuse a write (a
+    // core.hooksPath naming a file), and a refusal then leaves the agents'
+    // settings untouched (a breaker: they were written before the failure).
+    let git_line = match hooks {
+        Some(hooks) => Some(
+            match command {
+                HooksCommand::Install(_) => git::install(&hooks),
+                HooksCommand::Uninstall(_) => git::uninstall(&hooks),
+                HooksCommand::Status(_) => Ok(git::status(&hooks)),
+            }
+            .map_err(Failure::Error)?,
+        ),
+        None => None,
+    };
     let mut lines = Vec::new();
     for agent in agents {
         let path = settings_path(agent, &project, args.local);
@@ -86,15 +119,7 @@ pub fn run(command: &HooksCommand) -> Result<std::process::ExitCode, Failure> {
         };
         lines.push(line);
     }
-    if let Some(hooks) = hooks {
-        let line = match command {
-            HooksCommand::Install(_) => git::install(&hooks),
-            HooksCommand::Uninstall(_) => git::uninstall(&hooks),
-            HooksCommand::Status(_) => Ok(git::status(&hooks)),
-        }
-        .map_err(Failure::Error)?;
-        lines.push(line);
-    }
+    lines.extend(git_line);
     for line in lines {
         crate::output::emit(&line)?;
     }
