@@ -143,9 +143,13 @@ pub fn parse(agent: AgentName, payload: &[u8]) -> Result<Event, String> {
         {
             return Err(format!(
                 "the payload is {}'s {event} event, but the hook was run as `fencepost hook {}`; \
-                 install the hook for the agent that runs it (`fencepost hooks install`)",
+                 reinstall {}'s hooks: `fencepost hooks uninstall --agent {}`, then `fencepost \
+                 hooks install --agent {}`",
                 other.name(),
-                agent.name()
+                agent.name(),
+                other.name(),
+                other.name(),
+                other.name()
             ));
         }
         return Ok(Event::Ignore);

@@ -36,6 +36,30 @@ pub fn is_ours(group: &Value) -> bool {
         })
 }
 
+/// True when a matcher group runs the hook of the agent `entry`'s group runs
+/// (`fencepost hook AGENT`, however the rest of the command is spelt), not another
+/// agent's: `fencepost hook claude-code` under Gemini's event blocks every Gemini
+/// edit.
+fn runs_entry(group: &Value, entry: &Entry) -> bool {
+    let agents = |group: &Value| -> Vec<String> {
+        group
+            .get("hooks")
+            .and_then(Value::as_array)
+            .map(|hooks| {
+                hooks
+                    .iter()
+                    .filter_map(|hook| hook.get("command").and_then(Value::as_str))
+                    .filter_map(|command| command.split_once("fencepost hook "))
+                    .filter_map(|(_, rest)| rest.split_whitespace().next())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let wanted = agents(&entry.group);
+    agents(group).iter().any(|agent| wanted.contains(agent))
+}
+
 /// What an edit comes to.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Edited {
@@ -70,7 +94,11 @@ pub fn installed(text: &str, entries: &[Entry]) -> Result<Vec<bool>, String> {
     let value = parse_object(text)?;
     Ok(entries
         .iter()
-        .map(|entry| groups(&value, entry.event).iter().any(is_ours))
+        .map(|entry| {
+            groups(&value, entry.event)
+                .iter()
+                .any(|group| runs_entry(group, entry))
+        })
         .collect())
 }
 
@@ -83,8 +111,20 @@ pub fn install(text: Option<&str>, entries: &[Entry]) -> Result<Edited, String> 
     let mut changed = false;
     for entry in entries {
         let value = parse_object(&text)?;
-        if groups(&value, entry.event).iter().any(is_ours) {
+        let present = groups(&value, entry.event);
+        if present.iter().any(|group| runs_entry(group, entry)) {
             continue;
+        }
+        // Another fencepost hook command under this event (another agent's, or an
+        // older spelling): adding ours beside it would leave it running, and
+        // saying "installed" would be false (a breaker).
+        if present.iter().any(is_ours) {
+            return Err(format!(
+                "its \"hooks\".\"{}\" already runs another fencepost hook command than ours \
+                 (another agent's?); remove it with `fencepost hooks uninstall` for this agent, \
+                 then install again",
+                entry.event
+            ));
         }
         let group = serde_json::to_string(&entry.group).expect("serializable");
         let root = Span::parse(&text)?;
@@ -493,6 +533,20 @@ mod tests {
             back,
             "{\"hooks\": {\"PreToolUse\": [\n  {\"matcher\": \"Bash\", \"hooks\": []}\n]}}"
         );
+    }
+
+    /// Another agent's hook under this agent's event is not taken for ours: the
+    /// install refuses (with how to go on) rather than say "installed" beside it,
+    /// and `installed` says it is missing. The same agent's hook spelt otherwise
+    /// (without `|| exit 2`) is ours.
+    #[test]
+    fn another_agents_hook_is_not_ours() {
+        let other = r#"{"hooks":{"PreToolUse":[{"matcher":"Edit","hooks":[{"type":"command","command":"fencepost hook gemini || exit 2"}]}]}}"#;
+        let error = install(Some(other), &entries()).unwrap_err();
+        assert!(error.contains("another fencepost hook command"), "{error}");
+        assert_eq!(installed(other, &entries()).unwrap(), [false, false]);
+        let older = r#"{"hooks":{"PreToolUse":[{"matcher":"Edit","hooks":[{"type":"command","command":"fencepost hook claude-code"}]}]}}"#;
+        assert_eq!(installed(older, &entries()).unwrap(), [true, false]);
     }
 
     #[test]
