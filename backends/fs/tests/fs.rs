@@ -1195,7 +1195,7 @@ fn subtree_split_advice_for_a_bare_repository_names_the_repository() {
         .unwrap()
         .expect("the bare repository splits the subtree");
     let message = split.to_string();
-    let advice = format!("claim dir {} separately", bare.display());
+    let advice = format!("claim dir {} and the other directories", bare.display());
     assert!(message.contains(&advice), "{message}");
     // Following the advice ends the loop: the repository itself does not split.
     assert_eq!(

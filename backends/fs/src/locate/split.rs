@@ -56,11 +56,13 @@ impl fmt::Display for SubtreeSplit {
                 };
                 write!(
                     f,
-                    "a claim of dir {} cannot cover {}: it holds {what} ({}), whose files are claimed in a store of their own; claim dir {} separately as well, or put both in one store (a .fencepost directory above both, or --store / FENCEPOST_STORE)",
+                    "a claim of dir {} cannot cover {}: it holds {what} ({}), whose files are claimed in a store of their own, so dir {} cannot be claimed whole; claim dir {} and the other directories of {} you need separately, or put both in one store (a .fencepost directory above both, or --store / FENCEPOST_STORE)",
                     dir.display(),
                     inner.display(),
                     boundary.display(),
-                    inner.display()
+                    dir.display(),
+                    inner.display(),
+                    dir.display()
                 )
             }
             SubtreeSplit::TooLarge { dir } => write!(
