@@ -576,3 +576,11 @@ fn catches_a_claim_beside_stores_that_does_not_look_below_its_directory() {
     // directory, stands beside the subtree claim.
     catches(&planted::ELSEWHERE_NOT_DOWN, "store_below", 0);
 }
+
+#[test]
+fn catches_a_claim_beside_stores_that_trusts_its_look_before_claiming() {
+    // Turned away once, a claimer looks at the other store before it claims
+    // again; trusting that look (not asking again once its claim landed), it holds
+    // beside a claim made in the other store between its look and its claim.
+    catches(&planted::BESIDE_TRUSTS_ITS_LOOK, "two_stores", 95);
+}

@@ -331,6 +331,10 @@ pub mod planted {
     /// above it, not about claims below a directory it claims: a file held in a
     /// nested repository's store below a subtree claim stands beside it.
     pub static ELSEWHERE_NOT_DOWN: AtomicBool = AtomicBool::new(false);
+    /// A claim beside other stores that was turned away, and then looked and
+    /// found the way clear, trusts that look and does not ask again after its
+    /// claim landed (read first, write second).
+    pub static BESIDE_TRUSTS_ITS_LOOK: AtomicBool = AtomicBool::new(false);
 
     /// A shared claimer checks for an exclusive claim only before it admits
     /// itself, not after (read first, write second: a writer that claimed in

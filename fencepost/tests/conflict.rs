@@ -2,7 +2,8 @@
 //! this one (docs/protocol.md §5, "Layout changes"). It must find exactly what the
 //! claim would have met here — holders of its keys, covering and covered subtree
 //! claims, shared holders for a writer, writers for a reader — and nothing of the
-//! claimant's own session.
+//! claimant's own session. And `Store::claim_beside`'s wait, which looks before it
+//! claims again.
 
 use fencepost::doc_support::TinyStore;
 use fencepost::{AcquireOptions, Resource, Store};
@@ -93,4 +94,38 @@ fn the_claimants_own_session_is_no_conflict() {
     assert_eq!(met(&store, &file, &options("agent").session("s1")), None);
     assert!(met(&store, &file, &options("agent").session("s2")).is_some());
     assert!(met(&store, &file, &options("agent")).is_some());
+}
+
+/// A claim beside another store that holds the file waits, looking at that store
+/// before each later try: only its first try claims here (and gives the claim
+/// back), so a wait burns no tokens and shows no passing holder here (a breaker:
+/// every 100 ms try claimed and released, two generations each).
+#[test]
+fn a_wait_beside_another_stores_holder_claims_here_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = Resource::file(dir.path().join("a.txt"));
+    let here = Store::new(TinyStore::default());
+    let there = Store::new(TinyStore::default());
+    let _held = there.acquire(&file, &options("alice")).unwrap();
+    let waiting = options("bob").wait_ms(450);
+    let outcome = here
+        .claim_beside(
+            std::slice::from_ref(&file),
+            &waiting,
+            || Ok(vec![there.clone()]),
+            |options| {
+                Ok(match here.try_acquire(&file, options)? {
+                    fencepost::TryAcquire::Acquired(lease) => Ok(vec![lease]),
+                    fencepost::TryAcquire::Held(holder) => Err(holder),
+                })
+            },
+        )
+        .unwrap();
+    assert!(
+        matches!(&outcome, fencepost::Beside::Elsewhere { holder, .. } if holder.owner == "alice"),
+        "{outcome:?}"
+    );
+    // One claim and its give-back: the next claim here is the series' third record.
+    let next = here.acquire(&file, &options("carol")).unwrap();
+    assert_eq!(next.token(), 3, "the wait claimed here more than once");
 }

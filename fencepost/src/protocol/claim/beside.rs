@@ -47,12 +47,16 @@ impl Store {
     /// landed, never before: a store made while the claim was being made (a
     /// repository initialised, a `.fencepost` directory made) is asked too.
     ///
+    /// Once turned away, each later try looks at the other stores first and claims
+    /// again only when the way is clear, so a wait burns no tokens and shows no
+    /// passing holder here; the look after the claim still decides.
+    ///
     /// Both sides of a race write first and read second, so two claims of one
     /// resource in two stores never both stand; both may give back, and the one
     /// that waits gets in on its next try. Explored by the interleaving checker
     /// (`two_stores`, `store_appears` and `store_below`, with the planted bugs
-    /// `ELSEWHERE_LOOKED_BEFORE_CLAIM`, `OTHERS_LISTED_BEFORE_CLAIM` and
-    /// `ELSEWHERE_NOT_DOWN`), pinned
+    /// `ELSEWHERE_LOOKED_BEFORE_CLAIM`, `OTHERS_LISTED_BEFORE_CLAIM`,
+    /// `ELSEWHERE_NOT_DOWN` and `BESIDE_TRUSTS_ITS_LOOK`), pinned
     /// with real git by `cli/tests/store_location.rs` (`layout_changes`).
     ///
     /// # Errors
@@ -75,7 +79,28 @@ impl Store {
         } else {
             None
         };
+        // Whether the last look found a claim in the way in another store.
+        let mut turned_away = false;
         loop {
+            // Turned away before: look first, and claim again only once the way
+            // is clear. A claim made only to be given back would burn a token and
+            // show as a holder here every try while the other holds (a breaker).
+            // The look after the claim below still decides.
+            if turned_away
+                && let Some((store, resource, holder)) = elsewhere(&others()?, resources, options)?
+            {
+                attempt = match self.pause_within(started, options) {
+                    Some(next) => next,
+                    None => {
+                        return Ok(Beside::Elsewhere {
+                            store,
+                            resource,
+                            holder,
+                        });
+                    }
+                };
+                continue;
+            }
             #[cfg(feature = "planted-bugs")]
             if crate::planted::on(&crate::planted::ELSEWHERE_LOOKED_BEFORE_CLAIM) {
                 if let Some((store, resource, holder)) = elsewhere(&others()?, resources, options)?
@@ -96,6 +121,10 @@ impl Store {
                 Err(held) => return Ok(Beside::Held(held)),
             };
             #[cfg(feature = "planted-bugs")]
+            if turned_away && crate::planted::on(&crate::planted::BESIDE_TRUSTS_ITS_LOOK) {
+                return Ok(Beside::Taken(leases));
+            }
+            #[cfg(feature = "planted-bugs")]
             let listed = match &listed_early {
                 Some(list) => Ok(list.clone()),
                 None => others(),
@@ -114,19 +143,33 @@ impl Store {
                 return Ok(Beside::Taken(leases));
             };
             self.give_back_new(&leases);
-            let waited = self.clock.monotonic_ms().saturating_sub(started);
-            let left = options.wait_ms.saturating_sub(waited);
-            if left == 0 {
-                return Ok(Beside::Elsewhere {
-                    store,
-                    resource,
-                    holder,
-                });
-            }
-            let pause = left.min(BESIDE_POLL_MS);
-            self.clock.sleep(Duration::from_millis(pause));
-            attempt = options.clone().wait_ms(left - pause);
+            turned_away = true;
+            attempt = match self.pause_within(started, options) {
+                Some(next) => next,
+                None => {
+                    return Ok(Beside::Elsewhere {
+                        store,
+                        resource,
+                        holder,
+                    });
+                }
+            };
         }
+    }
+
+    /// After a claim in another store turned this one away: sleeps up to
+    /// [`BESIDE_POLL_MS`] of the wait `options.wait_ms` left since `started`, and
+    /// returns the options of the next try with the wait then left; `None` when
+    /// the wait is over.
+    fn pause_within(&self, started: u64, options: &AcquireOptions) -> Option<AcquireOptions> {
+        let waited = self.clock.monotonic_ms().saturating_sub(started);
+        let left = options.wait_ms.saturating_sub(waited);
+        if left == 0 {
+            return None;
+        }
+        let pause = left.min(BESIDE_POLL_MS);
+        self.clock.sleep(Duration::from_millis(pause));
+        Some(options.clone().wait_ms(left - pause))
     }
 
     /// Releases the leases a claim just made, keeping re-entered tenures (the
