@@ -424,6 +424,44 @@ fn a_linked_worktree_claims_into_the_shared_store() {
     );
 }
 
+/// An edit of a file outside the project is blocked by a claim of it in any store
+/// on its path, not only the one the layout picks now: here a claim stranded in
+/// the per-user store while a `.fencepost` directory beside the file was away (a
+/// breaker: only the located store was read, and the edit went through).
+#[test]
+fn an_edit_outside_the_project_meets_a_claim_in_another_store_on_its_path() {
+    let repo = Repo::new();
+    let other = repo.root.parent().unwrap().join("other");
+    let marker = other.join(".fencepost");
+    std::fs::create_dir_all(&marker).unwrap();
+    let cli = |args: &[&str]| {
+        let out = repo.scratch.bare_cmd(&other).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    // History of x.txt in the marker's store, then a claim made while it was away.
+    let handle = cli(&["claim", "--file", "x.txt"]);
+    cli(&["release", "--file", "x.txt", &handle]);
+    let away = repo.root.parent().unwrap().join("away");
+    std::fs::rename(&marker, &away).unwrap();
+    cli(&[
+        "claim",
+        "--file",
+        "x.txt",
+        "--session",
+        "gemini:g2",
+        "--ttl",
+        "60000",
+    ]);
+    std::fs::rename(&away, &marker).unwrap();
+    let payload = fixture("claude-code-Edit.json", "c1", &repo.root, "../other/x.txt");
+    let reason = assert_blocked(&repo.hook_in(&repo.root, "claude-code", &payload, &[]));
+    assert!(
+        reason.contains(fencepost::SessionTag::of("gemini:g2").as_str()),
+        "{reason}"
+    );
+}
+
 #[test]
 fn fencepost_session_names_the_session_for_every_process_of_the_agent() {
     let repo = Repo::new();

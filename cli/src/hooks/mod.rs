@@ -312,8 +312,25 @@ fn edit(
             // Outside the project: not claimed (docs), but still not written over
             // another session's claim (another worktree's file, seen from here).
             let opened = store::open(store_flag, Some(&resource), &cwd, Access::Existing)?;
+            let locator = opened.backend.locator();
+            let mut stores = Vec::new();
             if opened.exists {
-                let store = fencepost::Store::new(opened.backend);
+                stores.push(fencepost::Store::new(opened.backend));
+            }
+            // And every other store on its path: a claim kept in one (the layout
+            // changed since it was made) holds the file as much (a breaker: only
+            // the located store was read).
+            let elsewhere = crate::elsewhere::Elsewhere::new(
+                std::slice::from_ref(&resource),
+                &cwd,
+                Path::new(&locator),
+            );
+            stores.extend(
+                elsewhere
+                    .list()
+                    .map_err(|e| crate::output::describe_error(&e))?,
+            );
+            for store in &stores {
                 let holder = store
                     .holder(&resource)
                     .map_err(|e| crate::output::describe_error(&e))?;
