@@ -985,13 +985,22 @@ impl Inner {
     /// another agent's shared lease because the one named was ours).
     fn file_holder(&self, target: &std::path::Path) -> Result<Option<fencepost::Holder>, String> {
         // The file's own store (the location rule picks it from the file), which may
-        // not be the lock's.
+        // not be the lock's; then every other store on its path, where a claim made
+        // before the layout changed may hold it still (a breaker: the CLI's hook
+        // read only the located store, and so did this).
         let file = Resource::file(target);
-        let holder = self
-            .store(&file, Access::Existing)?
-            .holder(&file)
+        let (store, chosen) = self.stores.open(Some(&file), Access::Existing)?;
+        let others = self
+            .stores
+            .elsewhere(std::slice::from_ref(&file), &chosen)
             .map_err(describe)?;
-        Ok(holder.filter(|h| !self.own_exclusive(h)))
+        for store in std::iter::once(store).chain(others) {
+            let holder = store.holder(&file).map_err(describe)?;
+            if let Some(holder) = holder.filter(|h| !self.own_exclusive(h)) {
+                return Ok(Some(holder));
+            }
+        }
+        Ok(None)
     }
 
     /// True when `holder` is a live exclusive lease of this server's.

@@ -104,6 +104,48 @@ mod repositories {
         }
     }
 
+    /// A write is refused over a claim of its file in any store on the file's
+    /// path, not only the one the layout picks now: here a claim stranded in the
+    /// repository's store while the `.fencepost` directory was away (a breaker:
+    /// only the located store was read).
+    #[tokio::test]
+    async fn a_write_meets_a_claim_stranded_in_another_store() {
+        let (_dir, top) = scratch();
+        let state = top.join("state");
+        let main = top.join("main");
+        repository(&main, &["a.txt"]);
+        let marker = main.join(".fencepost");
+        let file = fencepost::Resource::file(main.join("a.txt"));
+        let options = fencepost::AcquireOptions::new(60_000).owner("stranded");
+        let in_marker = fencepost::Store::new(fencepost_fs::FsStore::open(&marker).unwrap());
+        let lease = in_marker.acquire(&file, &options).unwrap();
+        in_marker.release(&lease).unwrap();
+        let away = top.join("away");
+        std::fs::rename(&marker, &away).unwrap();
+        let in_repository = fencepost::Store::new(
+            fencepost_fs::FsStore::open(main.join(".git/fencepost")).unwrap(),
+        );
+        let _held = in_repository.acquire(&file, &options).unwrap();
+        std::fs::rename(&away, &marker).unwrap();
+
+        let server = located_server(&main, &state).await;
+        let token = call(&server, "claim", json!({"resource": lock("guard")}))
+            .await
+            .unwrap()["token"]
+            .clone();
+        let write = call(
+            &server,
+            "write",
+            json!({"resource": lock("guard"), "token": token, "path": "a.txt", "content": "y"}),
+        )
+        .await;
+        assert!(
+            write.as_ref().is_err_and(|e| e.contains("stranded")),
+            "{write:?}"
+        );
+        assert_eq!(std::fs::read_to_string(main.join("a.txt")).unwrap(), "x\n");
+    }
+
     #[tokio::test]
     async fn servers_in_worktrees_and_submodules_share_one_store() {
         let (_dir, top) = scratch();
