@@ -335,7 +335,18 @@ pub fn check(ctx: &Context, args: &CheckArgs) -> Result<ExitCode, Failure> {
     let mut foreign = current && !passes;
     let mut at = ctx.locator.clone();
     let mut stranded = None;
-    if !passes && let Some((other, locator)) = current_elsewhere(ctx, &resource, token, &tenure) {
+    // Current in a store named by --store or FENCEPOST_STORE (as `run` hands its
+    // child), while the store the layout picks holds the file too: a second
+    // holder, refused as on the located path (a breaker: a `run` child's checks
+    // passed beside the holder the plain path named).
+    if passes && let Some((layout, holder)) = layout_holder(ctx, &resource) {
+        passes = false;
+        stranded = Some((ctx.locator.clone(), layout, holder));
+    }
+    if !passes
+        && stranded.is_none()
+        && let Some((other, locator)) = current_elsewhere(ctx, &resource, token, &tenure)
+    {
         foreign = false;
         // Current in the store it was claimed in before the layout changed: it
         // passes there while the store the layout picks now has no holder of its
@@ -345,18 +356,18 @@ pub fn check(ctx: &Context, args: &CheckArgs) -> Result<ExitCode, Failure> {
                 passes = other.check(&resource, token)? && tenure(&other);
                 at = locator;
             }
-            Some(holder) => stranded = Some((locator, holder)),
+            Some(holder) => stranded = Some((locator, ctx.locator.clone(), holder)),
         }
     }
     let message = (!passes).then(|| match &stranded {
-        Some((locator, holder)) => format!(
+        Some((current_in, layout, holder)) => format!(
             "token {} is current in another store, {}, where it was claimed before the layout \
              around {} changed; its claims are made in {} now, where it is held by {}. Two holders \
              since the layout changed: the holder of token {} should stop writing and release it",
             token,
-            printable(locator),
+            printable(current_in),
             resource.target(),
-            ctx.locator,
+            printable(layout),
             crate::output::describe_holder(holder),
             token
         ),
@@ -560,7 +571,22 @@ pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
             },
             None => Err(error),
         },
-        resumed => resumed.and_then(|lease| renew_in(&ctx.store, lease)),
+        resumed => {
+            if resumed.is_ok()
+                && let Some((locator, holder)) = layout_holder(ctx, &resource)
+            {
+                return Err(Failure::Refused(format!(
+                    "token {token} holds {} in the store named by --store or FENCEPOST_STORE, \
+                     {}, but its claims are made in {locator} now, where it is held by {}. Two \
+                     holders since the layout changed: this lease was not renewed; stop \
+                     writing under it and release it",
+                    resource.target(),
+                    printable(&ctx.locator),
+                    crate::output::describe_holder(&holder)
+                )));
+            }
+            resumed.and_then(|lease| renew_in(&ctx.store, lease))
+        }
     };
     match renewed {
         Ok(lease) => {
@@ -702,6 +728,27 @@ fn resume_elsewhere(
         }
     }
     Ok(None)
+}
+
+/// For a file or directory in a store named by `--store` or `FENCEPOST_STORE`:
+/// the store the location rule picks for it, when that is another store and holds
+/// a live claim of it — whose holder is then a second one beside the named
+/// store's. `None` otherwise (best effort: a store that cannot be read holds none).
+fn layout_holder(ctx: &Context, resource: &Resource) -> Option<(String, fencepost::Holder)> {
+    if ctx.scope != Some(fencepost_fs::StoreScope::Explicit)
+        || !matches!(resource, Resource::File(_) | Resource::Dir(_))
+    {
+        return None;
+    }
+    let cwd = std::env::current_dir().ok()?;
+    let location = fencepost_fs::locate_store(None, Some(resource), &cwd).ok()?;
+    let named = fencepost_fs::store_identity(std::path::Path::new(&ctx.locator));
+    if fencepost_fs::store_identity(&location.path) == named {
+        return None;
+    }
+    let store = Store::new(fencepost_fs::FsStore::open_existing(&location.path).ok()?);
+    let holder = store.holder(resource).ok()??;
+    Some((location.path.display().to_string(), holder))
 }
 
 /// Another store on the resource's path than `ctx`'s where `token` is the

@@ -1107,6 +1107,45 @@ mod layout_changes {
         }
     }
 
+    /// A stranded lease checked and renewed through a store named by `--store` or
+    /// `FENCEPOST_STORE` (as `run` hands its child the store its claim is in) is
+    /// refused as a second holder too, when the store the layout picks holds the
+    /// file (a breaker: a `run` child's check passed there while the plain path
+    /// said "Two holders"); it is still released there.
+    #[test]
+    fn a_stranded_lease_through_a_named_store_is_a_second_holder_too() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["a.txt"]);
+        let marker = main.join(".fencepost");
+        fs::create_dir_all(&marker).unwrap();
+        let file = ["--file", "a.txt"];
+        claimed(&s, &main, &file, "one");
+        let away = top(&s).join("away");
+        fs::rename(&marker, &away).unwrap();
+        let (token, two, two_store) = claimed(&s, &main, &file, "two");
+        fs::rename(&away, &marker).unwrap();
+        let token = token.to_string();
+        for command in [
+            vec!["--store", &two_store, "check", "--file", "a.txt", &two],
+            vec!["--store", &two_store, "check", "--file", "a.txt", &token],
+            vec!["--store", &two_store, "renew", "--file", "a.txt", &two],
+        ] {
+            let output = run(&s, &main, &command);
+            assert_eq!(output.status.code(), Some(3), "{command:?}: {output:?}");
+            assert!(
+                one_line_stderr(&output).contains("Two holders"),
+                "{output:?}"
+            );
+        }
+        let output = run(
+            &s,
+            &main,
+            &["--store", &two_store, "release", "--file", "a.txt", &two],
+        );
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+    }
+
     /// `status` in a repository made since a claim of one of its files shows that
     /// claim, kept in the store it was made in, and names that store: its own
     /// store is empty, and "no claims" alone would say the file is free.
