@@ -918,6 +918,12 @@ fn session_end_reports_a_noted_store_it_cannot_open() {
         said.contains("could not use every store") && said.contains("nested"),
         "{said}"
     );
+    // Its note was kept: once the store is repaired, the next end releases there.
+    std::fs::remove_file(&claims).unwrap();
+    std::fs::rename(nested.join(".git/fencepost/claims.real"), &claims).unwrap();
+    let out = repo.hook_in(&repo.root, "claude-code", &end, &[]);
+    assert_allowed(&out, "claude-code");
+    assert!(stderr(&out).contains("released 1 claim"), "{out:?}");
 }
 
 /// SessionEnd from a directory whose store cannot be opened (a worktree whose git

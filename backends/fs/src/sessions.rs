@@ -119,6 +119,18 @@ impl FsStore {
         Ok(stores)
     }
 
+    /// Removes the note of the store at `other` for the session tagged `session`,
+    /// best effort (the others stay: a store the session's end could not use is
+    /// kept noted, for a later end to try again).
+    pub fn forget_session_store(&self, session: &SessionTag, other: &Path) {
+        if let Ok(dir) = self.session_dir(session)
+            && real_dirs(&dir).is_ok()
+            && let Some(text) = other.to_str()
+        {
+            let _ = fs::remove_file(dir.join(note_name(text)));
+        }
+    }
+
     /// Removes the notes of the session tagged `session`, best effort: a note left
     /// behind only makes a later end of the same session look in a store once more.
     pub fn forget_session_stores(&self, session: &SessionTag) {

@@ -249,8 +249,9 @@ fn session_end(
     let left = |what: String| {
         format!(
             "fencepost: at this session's end, {what}. Claims it could not release stay held \
-             for up to the hook's ttl ({ttl_ms} ms) after the session's last edit; `fencepost \
-             status` in the project lists them."
+             for up to the hook's ttl ({ttl_ms} ms) after the session's last edit (`fencepost \
+             --store DIR status` lists what a store named here holds), and the stores noted for \
+             the session are tried again at its next end."
         )
     };
     let session = match session {

@@ -209,33 +209,45 @@ pub fn release_everywhere(store_flag: Option<&Path>, cwd: &Path, session: &str) 
     let Ok(notes) = fencepost_fs::FsStore::open_existing(&notes) else {
         return ended;
     };
-    match notes.session_stores(&tag) {
-        Ok(noted) => {
-            for other in noted
-                .into_iter()
-                .filter(|other| Some(other) != here.as_ref())
-            {
-                match fencepost_fs::FsStore::open_existing(&other) {
-                    Ok(backend) => release_in(
-                        Store::new(backend),
-                        &other.display().to_string(),
-                        &mut ended,
-                    ),
-                    // A store removed since holds nothing to release.
-                    Err(_) if std::fs::symlink_metadata(&other).is_err() => {}
-                    // One that is there but cannot be used still holds claims (a
-                    // breaker: a planted link was skipped as "removed", silently).
-                    Err(e) => ended.problems.push(format!(
-                        "cannot open the store {}: {e}",
-                        printable(&other.display().to_string())
-                    )),
-                }
-            }
+    let noted = match notes.session_stores(&tag) {
+        Ok(noted) => noted,
+        Err(e) => {
+            ended.problems.push(format!("cannot {e}"));
+            return ended;
         }
-        Err(e) => ended.problems.push(format!("cannot {e}")),
+    };
+    // The notes of the stores that could not be used are kept, so that a later
+    // end of the session (the hook run again) tries them again (a breaker: they
+    // were forgotten, and the claims there could only wait out their ttl).
+    let mut kept = Vec::new();
+    for other in noted
+        .into_iter()
+        .filter(|other| Some(other) != here.as_ref())
+    {
+        let before = ended.problems.len();
+        match fencepost_fs::FsStore::open_existing(&other) {
+            Ok(backend) => release_in(
+                Store::new(backend),
+                &other.display().to_string(),
+                &mut ended,
+            ),
+            // A store removed since holds nothing to release.
+            Err(_) if std::fs::symlink_metadata(&other).is_err() => {}
+            // One that is there but cannot be used still holds claims (a
+            // breaker: a planted link was skipped as "removed", silently).
+            Err(e) => ended.problems.push(format!(
+                "cannot open the store {}: {e}",
+                printable(&other.display().to_string())
+            )),
+        }
+        if ended.problems.len() > before {
+            kept.push(other);
+        } else {
+            notes.forget_session_store(&tag, &other);
+        }
     }
-    // Forgotten even after a problem: what could not be released ends by its
-    // ttl, and notes kept would only pile up (no second end comes).
-    notes.forget_session_stores(&tag);
+    if kept.is_empty() {
+        notes.forget_session_stores(&tag);
+    }
     ended
 }
