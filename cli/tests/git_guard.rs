@@ -391,6 +391,23 @@ fn install_that_fails_writes_nothing_half() {
     assert_ne!(out.status.code(), Some(0), "{out:?}");
     assert!(!repo.root.join(".claude").exists(), "{out:?}");
     assert!(!repo.root.join(".git/hooks/pre-commit").exists(), "{out:?}");
+    // A write that fails after others were made says what was done.
+    #[cfg(unix)]
+    {
+        std::fs::remove_file(repo.root.join(".gemini/settings.json")).unwrap();
+        std::os::unix::fs::symlink(
+            repo.root.join("no/such/dir/g.json"),
+            repo.root.join(".gemini/settings.json"),
+        )
+        .unwrap();
+        let out = repo.hooks(&repo.root, &["install"]);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let done = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            done.contains("claude-code: installed") && done.contains("pre-commit: installed"),
+            "{out:?}"
+        );
+    }
 }
 
 /// `hooks install` into an empty project and into one with settings of its own:

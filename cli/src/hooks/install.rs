@@ -113,11 +113,22 @@ pub fn run(command: &HooksCommand) -> Result<std::process::ExitCode, Failure> {
     for agent in agents {
         let path = settings_path(agent, &project, args.local);
         let line = match command {
-            HooksCommand::Install(_) => install_agent(agent, &path)?,
-            HooksCommand::Uninstall(_) => uninstall_agent(agent, &path)?,
-            HooksCommand::Status(_) => status_agent(agent, &path)?,
+            HooksCommand::Install(_) => install_agent(agent, &path),
+            HooksCommand::Uninstall(_) => uninstall_agent(agent, &path),
+            HooksCommand::Status(_) => status_agent(agent, &path),
         };
-        lines.push(line);
+        match line {
+            Ok(line) => lines.push(line),
+            Err(failure) => {
+                // A write that failed after others were made (a settings file that
+                // is a dangling link): what was done is said, not left unknown (a
+                // breaker: exit 1 and one line, with the git hooks installed).
+                for line in lines.iter().chain(&git_line) {
+                    crate::output::emit(line)?;
+                }
+                return Err(failure);
+            }
+        }
     }
     lines.extend(git_line);
     for line in lines {
