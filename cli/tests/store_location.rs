@@ -1146,6 +1146,71 @@ mod layout_changes {
         assert_eq!(output.status.code(), Some(0), "{output:?}");
     }
 
+    /// A directory below a subtree that cannot be listed fails the subtree claim:
+    /// a repository there could hold a claim below it (here a file of a nested
+    /// repository, seen through a `.fencepost` made above since), which the claim
+    /// could not see (a breaker: a directory made unreadable for a moment let the
+    /// subtree claim stand beside the file's). Permissions bind only a user other
+    /// than root, so as root the commands run as `nobody` (setpriv).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_subtree_claim_over_an_unreadable_directory_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let s = Scratch::new();
+        let top = top(&s);
+        let main = top.join("main");
+        repository(&main, &["locked/nested/z.txt"]);
+        git(&main.join("locked/nested"), &["init", "-q"]);
+        // A copy of the binary and a state directory that `nobody` can reach.
+        let bin = s.path().join("fencepost-bin");
+        fs::copy(crate::util::bin(), &bin).unwrap();
+        let state = s.path().join("nobody-state");
+        fs::create_dir_all(&state).unwrap();
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        let open_up = |path: &Path| {
+            let status = std::process::Command::new("chmod")
+                .args(["-R", "a+rwX"])
+                .arg(path)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        };
+        for dir in [s.path(), top.as_path()] {
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        open_up(&main);
+        open_up(&state);
+        let fp = |args: &[&str]| {
+            let cmd = if root {
+                let mut cmd = std::process::Command::new("setpriv");
+                cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                    .arg(&bin);
+                cmd
+            } else {
+                std::process::Command::new(&bin)
+            };
+            let mut cmd = crate::util::scrubbed(cmd);
+            cmd.current_dir(&main)
+                .env("XDG_STATE_HOME", &state)
+                .args(args)
+                .output()
+                .unwrap()
+        };
+        let held = fp(&["claim", "--file", "locked/nested/z.txt", "--ttl", "60000"]);
+        assert_eq!(held.status.code(), Some(0), "{held:?}");
+        fs::create_dir_all(main.join(".fencepost")).unwrap();
+        open_up(&main.join(".fencepost"));
+        fs::set_permissions(main.join("locked"), fs::Permissions::from_mode(0o000)).unwrap();
+        let claim = fp(&["claim", "--dir", ".", "--ttl", "60000"]);
+        fs::set_permissions(main.join("locked"), fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(claim.status.code(), Some(1), "{claim:?}");
+        assert!(
+            one_line_stderr(&claim).contains("cannot look below"),
+            "{claim:?}"
+        );
+    }
+
     /// `status` in a repository made since a claim of one of its files shows that
     /// claim, kept in the store it was made in, and names that store: its own
     /// store is empty, and "no claims" alone would say the file is free.

@@ -135,6 +135,23 @@ pub enum LocateError {
         /// The variable(s) to set.
         fix: &'static str,
     },
+    /// A directory below a subtree's directory cannot be listed, so whether a
+    /// repository or store below it holds claims of its own cannot be seen.
+    #[error(
+        "cannot look below dir {} at {} ({reason}): a subtree claim must see every \
+         repository and store below it, whose claims could stand beside it; make it \
+         readable, claim a smaller directory, or name one store with --store or \
+         FENCEPOST_STORE",
+        .dir.display(), .below.display()
+    )]
+    Unreadable {
+        /// The subtree's directory.
+        dir: PathBuf,
+        /// The directory below it that could not be listed.
+        below: PathBuf,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Finds the store for `resource` (`None`: for `status`, which reads the store of

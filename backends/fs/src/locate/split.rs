@@ -226,11 +226,22 @@ fn walk(
         )
     };
     while let Some(current) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&current) else {
-            // Unreadable: nobody claims a file there through this user's view.
-            continue;
+        // Unreadable, the claims below it cannot be ruled out: an error, never a
+        // skip (a breaker: a directory made unreadable for a moment let a subtree
+        // claim stand beside a nested repository's claim below it). Removed since
+        // it was listed, it holds nothing.
+        let unreadable = |e: std::io::Error| LocateError::Unreadable {
+            dir: dir.clone(),
+            below: current.clone(),
+            reason: e.to_string(),
         };
-        for entry in entries.flatten() {
+        let entries = match std::fs::read_dir(&current) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(unreadable(e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(unreadable)?;
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
