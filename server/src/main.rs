@@ -147,7 +147,8 @@ fn main() -> ExitCode {
 }
 
 /// Serves until the client disconnects or a termination signal arrives, then
-/// releases the leases this server holds.
+/// releases the leases this server holds (a tenure it re-entered, which its
+/// session held before, is left held).
 async fn serve(server: FencepostServer) -> ExitCode {
     let (transport, writer) = fencepost_server::transport::stdio();
     let session = {

@@ -224,9 +224,17 @@ impl FencepostServer {
     }
 }
 
-/// Releases a kept-alive lease at shutdown; true if it was released.
+/// Releases a kept-alive lease at shutdown; true if it was released. A tenure
+/// this server re-entered (its session held it before: an agent's edit hook, a
+/// `run`) is left held, as `run` and `claim --hold` leave one: ending it would
+/// free files the session is still editing (a new user's find).
 fn release_quietly(keepalive: Keepalive) -> bool {
     let token = keepalive.token();
+    if keepalive.lease().reentered() {
+        let _ = keepalive.stop();
+        tracing::debug!(token, "left held at shutdown: the session held it before");
+        return false;
+    }
     match keepalive.release() {
         Ok(()) => true,
         Err(e) => {

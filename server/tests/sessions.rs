@@ -46,6 +46,41 @@ async fn a_second_claim_by_the_same_server_returns_the_same_token_renewed() {
     assert!(!b.authorized(lock("db"), token).await);
 }
 
+/// A server that re-entered its session's tenure (the session held it before:
+/// the agent's edit hook, another of its processes) leaves it held when it
+/// exits, as `run` and `claim --hold` do; only its own tenures end with it (a new
+/// user's find: closing the server freed a file the session was still editing).
+#[tokio::test]
+async fn a_server_leaves_a_reentered_tenure_held_when_it_exits() {
+    let tree = Tree::new();
+    let first = Server::start_in_session(&tree, "agent", "session-1").await;
+    let token = first.claim_lock("notes", 60_000).await;
+    let second = Server::start_in_session(&tree, "agent", "session-1").await;
+    let again = second
+        .call(
+            "claim",
+            json!({"resource": lock("notes"), "ttl_ms": 60_000}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again["reentered"], true);
+    let own = second.claim_lock("scratch", 60_000).await;
+    second.disconnect().await;
+    assert!(
+        first.authorized(lock("notes"), token).await,
+        "the session's tenure ended with the server that re-entered it"
+    );
+    let stranger = Server::start_in_session(&tree, "other", "session-2").await;
+    let refused = stranger
+        .call("claim", json!({"resource": lock("notes")}))
+        .await
+        .unwrap_err();
+    assert!(refused.starts_with("held"), "{refused}");
+    // Its own tenure ended with it.
+    let next = stranger.claim_lock("scratch", 60_000).await;
+    assert!(next > own);
+}
+
 #[tokio::test]
 async fn servers_of_one_session_share_its_lease_and_others_are_refused() {
     let tree = Tree::new();
