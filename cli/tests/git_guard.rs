@@ -370,6 +370,36 @@ fn install_outside_git_writes_nothing_half() {
     assert!(project.path().join(".claude/settings.json").is_file());
 }
 
+/// `--local` is Claude Code's alone: refused for Gemini (it would write the
+/// committed settings after all), and `status` and `uninstall` without it say
+/// when the hook is in the local file (a new user was told "not installed").
+#[test]
+fn local_settings_are_claude_codes_and_are_reported_without_local() {
+    let repo = Repo::new();
+    for args in [
+        &["install", "--agent", "gemini", "--local"][..],
+        &["install", "--local"][..],
+    ] {
+        let out = repo.hooks(&repo.root, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        assert!(!repo.root.join(".gemini").exists(), "{args:?}: {out:?}");
+    }
+    let out = repo.hooks(
+        &repo.root,
+        &["install", "--agent", "claude-code", "--local"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    for command in ["status", "uninstall"] {
+        let out = repo.hooks(&repo.root, &[command, "--agent", "claude-code"]);
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            said.contains("settings.local.json (run this with --local"),
+            "{command}: {out:?}"
+        );
+    }
+    assert!(repo.root.join(".claude/settings.local.json").exists());
+}
+
 /// `hooks install` in a repository whose hooks directory cannot be made (a
 /// `core.hooksPath` naming a file) fails with the agents' settings untouched, and
 /// so does one whose agent settings cannot be edited: nothing is half-installed

@@ -59,6 +59,16 @@ pub fn run(command: &HooksCommand) -> Result<std::process::ExitCode, Failure> {
         args.agent.clone()
     };
     let git = args.git || everything;
+    // Gemini CLI reads no local (uncommitted) project settings: `--local` would
+    // write the committed file after all (a new user's find).
+    if args.local && agents.contains(&AgentName::Gemini) {
+        return Err(Failure::Error(
+            "--local: Gemini CLI has no local project settings file, so its hook would go into \
+             the committed .gemini/settings.json; name --agent claude-code alone with --local, \
+             and install Gemini's hook without --local (or in your user settings by hand)"
+                .into(),
+        ));
+    }
     // The git hooks' directory is found before any agent's settings are written: a
     // project outside git fails with nothing half-installed.
     let hooks = if git {
@@ -117,6 +127,28 @@ pub fn run(command: &HooksCommand) -> Result<std::process::ExitCode, Failure> {
             HooksCommand::Uninstall(_) => uninstall_agent(agent, &path),
             HooksCommand::Status(_) => status_agent(agent, &path),
         };
+        // Claude Code's other settings file is looked at too: a hook installed
+        // with --local is not "not installed" without it (a new user's find).
+        let line = line.map(|line| match (agent, command) {
+            (AgentName::ClaudeCode, HooksCommand::Status(_) | HooksCommand::Uninstall(_)) => {
+                let other = settings_path(agent, &project, !args.local);
+                let flag = if args.local {
+                    "without --local"
+                } else {
+                    "with --local"
+                };
+                match read(&other).ok().flatten().map(|text| {
+                    settings::installed(&text, &entries(agent)).is_ok_and(|f| f.contains(&true))
+                }) {
+                    Some(true) => format!(
+                        "{line}; the hook is in {} (run this {flag} for that one)",
+                        other.display()
+                    ),
+                    _ => line,
+                }
+            }
+            _ => line,
+        });
         match line {
             Ok(line) => lines.push(line),
             Err(failure) => {
