@@ -258,6 +258,20 @@ fn one_line(message: String) -> String {
 const NEXT_STEPS: &str = "claim with wait_ms to wait for it, work on something else meanwhile, \
     or, if its holder is gone or stuck, ask the human operator to run `fencepost break` on it";
 
+/// [`NEXT_STEPS`] for a holder whose claim is in `store`, another store than the
+/// one the location rule picks (a claim made there before the layout changed, or
+/// through a named store): the `break` to ask for is made there.
+fn next_steps_in(store: Option<&str>) -> String {
+    match store {
+        None => NEXT_STEPS.to_string(),
+        Some(store) => format!(
+            "claim with wait_ms to wait for it, work on something else meanwhile, or, if its \
+             holder is gone or stuck, ask the human operator to run `fencepost --store {store} \
+             break` on it (its claim is in that store)"
+        ),
+    }
+}
+
 /// A core error as a tool error.
 fn describe(error: Error) -> String {
     match error {
@@ -272,6 +286,9 @@ fn describe(error: Error) -> String {
                  to wait (the waiting claim goes first, then yours), or work on something else \
                  meanwhile"
             ),
+            (Some(other), false) if other.target() == label => {
+                format!("held: {label} is held by {holder}; {NEXT_STEPS}")
+            }
             (Some(other), false) => format!(
                 "held: {label} is blocked by {other}, held by {holder}; claim with wait_ms to wait \
                  for it, work on something else meanwhile, or, if its holder is gone or stuck, ask \
@@ -577,14 +594,18 @@ impl Inner {
                 resource,
                 mut holder,
             } => {
-                holder.owner = format!(
-                    "{} (in another store, {store}: the layout around it changed since that claim)",
-                    holder.owner,
-                );
-                Err(describe(Error::Held {
-                    label: resource.target(),
-                    holder,
-                }))
+                holder.owner = format!("{} (in another store on its path, {store})", holder.owner);
+                let what = holder
+                    .in_the_way
+                    .as_deref()
+                    .filter(|other| other.target() != resource.target())
+                    .map(|other| format!(" (blocked by {other})"))
+                    .unwrap_or_default();
+                Err(format!(
+                    "held: {}{what} is held by {holder}; {}",
+                    resource.target(),
+                    next_steps_in(Some(&store))
+                ))
             }
         }
     }
@@ -991,7 +1012,10 @@ impl Inner {
     /// lease counts too (it authorizes reading, and other readers may hold the file
     /// beside it, of whom `Store::holder` names one: a breaker's write landed over
     /// another agent's shared lease because the one named was ours).
-    fn file_holder(&self, target: &std::path::Path) -> Result<Option<fencepost::Holder>, String> {
+    fn file_holder(
+        &self,
+        target: &std::path::Path,
+    ) -> Result<Option<(fencepost::Holder, Option<String>)>, String> {
         // The file's own store (the location rule picks it from the file), which may
         // not be the lock's; then every other store on its path, where a claim made
         // before the layout changed may hold it still (a breaker: the CLI's hook
@@ -1002,10 +1026,12 @@ impl Inner {
             .stores
             .elsewhere(std::slice::from_ref(&file), &chosen)
             .map_err(describe)?;
+        let located = store.backend().locator();
         for store in std::iter::once(store).chain(others) {
             let holder = store.holder(&file).map_err(describe)?;
             if let Some(holder) = holder.filter(|h| !self.own_exclusive(h)) {
-                return Ok(Some(holder));
+                let locator = store.backend().locator();
+                return Ok(Some((holder, (locator != located).then_some(locator))));
             }
         }
         Ok(None)
@@ -1109,7 +1135,7 @@ impl Inner {
             }
         }
         let relative = self.confinement.relative(&target);
-        let held_as_file = |holder: fencepost::Holder| {
+        let held_as_file = |(holder, store): (fencepost::Holder, Option<String>)| {
             if self.own_shared(&holder) {
                 return format!(
                     "refused path {:?}: this server holds {relative} shared (token {}: a lease \
@@ -1119,16 +1145,26 @@ impl Inner {
                     args.path, holder.token
                 );
             }
+            let what = match &holder.in_the_way {
+                Some(other) => format!("by a lease on {other}, held by {holder}"),
+                None => {
+                    format!("by {holder} (a lease on the file, or on a subtree that contains it)")
+                }
+            };
+            let store_note = store
+                .as_ref()
+                .map(|store| format!(" (its claim is in another store on its path, {store})"))
+                .unwrap_or_default();
             format!(
-                "refused path {:?}: {relative} is held as a file by {holder} (a lease on the \
-                 file, or on a subtree that contains it), and a lock never overrides a file \
-                 lease or a subtree lease; nothing was written. {NEXT_STEPS}",
-                args.path
+                "refused path {:?}: {relative} is held {what}{store_note}, and a lock never \
+                 overrides a file lease or a subtree lease; nothing was written. {}",
+                args.path,
+                next_steps_in(store.as_deref())
             )
         };
         let guarded_by_lock = args.resource.kind == Kind::Lock;
-        if guarded_by_lock && let Some(holder) = self.file_holder(&target)? {
-            return Err(held_as_file(holder));
+        if guarded_by_lock && let Some(held) = self.file_holder(&target)? {
+            return Err(held_as_file(held));
         }
         let mut refusal = None;
         let recheck = || {
@@ -1139,8 +1175,8 @@ impl Inner {
             if guarded_by_lock {
                 match self.file_holder(&target) {
                     Ok(None) => {}
-                    Ok(Some(holder)) => {
-                        refusal = Some(held_as_file(holder));
+                    Ok(Some(held)) => {
+                        refusal = Some(held_as_file(held));
                         return false;
                     }
                     Err(e) => {

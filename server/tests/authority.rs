@@ -175,7 +175,7 @@ async fn a_lock_never_overrides_a_file_lease() {
     for path in ["notes.txt", "./sub/../notes.txt"] {
         let refused = b.call("write", write(path, "B")).await.unwrap_err();
         assert!(refused.starts_with("refused path"), "{refused}");
-        assert!(refused.contains("held as a file by agent-a"), "{refused}");
+        assert!(refused.contains("is held by agent-a"), "{refused}");
         assert!(
             refused.contains(&format!("token {file_token}")),
             "{refused}"

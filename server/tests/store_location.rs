@@ -115,17 +115,17 @@ mod repositories {
         let main = top.join("main");
         repository(&main, &["a.txt"]);
         let marker = main.join(".fencepost");
-        let file = fencepost::Resource::file(main.join("a.txt"));
+        let a = fencepost::Resource::file(main.join("a.txt"));
         let options = fencepost::AcquireOptions::new(60_000).owner("stranded");
         let in_marker = fencepost::Store::new(fencepost_fs::FsStore::open(&marker).unwrap());
-        let lease = in_marker.acquire(&file, &options).unwrap();
+        let lease = in_marker.acquire(&a, &options).unwrap();
         in_marker.release(&lease).unwrap();
         let away = top.join("away");
         std::fs::rename(&marker, &away).unwrap();
         let in_repository = fencepost::Store::new(
             fencepost_fs::FsStore::open(main.join(".git/fencepost")).unwrap(),
         );
-        let _held = in_repository.acquire(&file, &options).unwrap();
+        let _held = in_repository.acquire(&a, &options).unwrap();
         std::fs::rename(&away, &marker).unwrap();
 
         let server = located_server(&main, &state).await;
@@ -144,6 +144,19 @@ mod repositories {
             "{write:?}"
         );
         assert_eq!(std::fs::read_to_string(main.join("a.txt")).unwrap(), "x\n");
+        // The break advised, by the write's refusal and a claim's, is made in the
+        // store the claim is in (a breaker: the located store had nothing to break).
+        let there = format!(
+            "fencepost --store {} break",
+            main.join(".git/fencepost").display()
+        );
+        let claim = call(&server, "claim", json!({"resource": file("a.txt")})).await;
+        for refusal in [write, claim] {
+            assert!(
+                refusal.as_ref().is_err_and(|e| e.contains(&there)),
+                "{refusal:?}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -64,7 +64,7 @@ async fn a_subtree_lease_writes_below_its_directory_and_excludes_files_there() {
         )
         .await
         .unwrap_err();
-    assert!(refused.contains("held as a file by agent-a"), "{refused}");
+    assert!(refused.contains("is held by agent-a"), "{refused}");
     assert_eq!(
         std::fs::read_to_string(tree.root.join("src/auth/new.rs")).unwrap(),
         "A"
