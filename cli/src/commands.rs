@@ -943,8 +943,8 @@ pub fn status(ctx: &Context, args: &StatusArgs) -> Result<ExitCode, Failure> {
     };
     for (store, kept) in &kept {
         text.push_str(&format!(
-            "\n\nheld in another store, where they were claimed before the layout around them \
-             changed (check, renew and release find them there):\n{}\nstore: {}",
+            "\n\nheld in another store on their path (claimed there before the layout around \
+             them changed, or through --store; check, renew and release find them there):\n{}\nstore: {}",
             status_table(kept, now),
             store.display()
         ));

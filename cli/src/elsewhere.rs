@@ -59,10 +59,7 @@ impl Elsewhere {
     /// `holder`, found in the store `locator` names (a directory store's path), with
     /// that store named in its owner, so the refusal says where the lease is.
     pub fn named(&self, locator: &str, mut holder: Holder) -> Holder {
-        holder.owner = format!(
-            "{} (in another store, {locator}: the layout around it changed since that claim)",
-            holder.owner,
-        );
+        holder.owner = format!("{} (in another store on its path, {locator})", holder.owner,);
         holder
     }
 }
