@@ -319,6 +319,11 @@ fn a_push_of_commits_touching_a_held_file_is_refused() {
         lines[0].starts_with("fencepost: refusing to push src/a.rs"),
         "{lines:?}"
     );
+    // A push cannot leave a file out of commits already made (a new user).
+    assert!(
+        lines[0].contains("push only commits that do not change it"),
+        "{lines:?}"
+    );
     let out = repo.git_with_hooks(
         &repo.root,
         &["push", "-q", "origin", &branch],

@@ -256,13 +256,17 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
         } else {
             String::new()
         };
+        // A commit can leave a file out; a push cannot leave out commits already made.
+        let leave_out = match args.hook {
+            GitHook::PreCommit => "leave it out of this commit",
+            GitHook::PrePush => "push only commits that do not change it",
+        };
         crate::output::report(&format!(
-            "refusing to {} {}: it is held by {who} until {} ({}); wait until it is released, leave it out of this {}, or ask the human{own}",
+            "refusing to {} {}: it is held by {who} until {} ({}); wait until it is released, {leave_out}, or ask the human{own}",
             what(args.hook),
             printable(rel),
             fencepost::utc_timestamp(holder.expires_at_ms),
             expiry_phrase(holder.expires_at_ms, now),
-            what(args.hook),
         ));
         refused += 1;
     }

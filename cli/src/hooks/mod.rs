@@ -108,7 +108,7 @@ pub fn fail_closed(what: &str) -> String {
 const ESCAPES: [(&str, &str); 6] = [
     (
         "--no-verify",
-        "git's --no-verify, which skips the commit guard",
+        "git's --no-verify, which skips the commit and push guard",
     ),
     (
         "fencepost_guard=",
@@ -250,7 +250,7 @@ pub fn escape_reason(what: &str) -> String {
     format!(
         "fencepost blocked this command: it uses {what}. Getting around fencepost is the \
          human's decision, not an agent's. Do not run it in another form; leave the files \
-         another session holds out of your commit, wait for them, or ask the human."
+         another session holds out of your commits, wait for them, or ask the human."
     )
 }
 
