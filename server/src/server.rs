@@ -112,6 +112,10 @@ struct Held {
     /// token and the reason, so later calls with that token still say why (e.g.
     /// "broken by …") instead of "not a lease this server holds".
     lost: HashMap<Key, (u64, String)>,
+    /// The holder ids of the tenures this server began (not re-entered): released
+    /// at its exit, however often it claimed them again since; a tenure its
+    /// session began elsewhere is left held.
+    began: std::collections::HashSet<String>,
 }
 
 impl std::ops::Deref for Held {
@@ -199,13 +203,14 @@ impl FencepostServer {
     /// effort); returns how many were released. Blocking: call it from a blocking
     /// context.
     pub fn release_all(&self) -> usize {
-        let held: Vec<Keepalive> = {
+        let (held, began): (Vec<Keepalive>, _) = {
             let mut leases = self.inner.leases();
             leases.closing = true;
-            leases.drain().map(|(_, k)| k).collect()
+            let began = std::mem::take(&mut leases.began);
+            (leases.drain().map(|(_, k)| k).collect(), began)
         };
         held.into_iter()
-            .map(release_quietly)
+            .map(|keepalive| release_quietly(keepalive, &began))
             .filter(|released| *released)
             .count()
     }
@@ -225,12 +230,14 @@ impl FencepostServer {
 }
 
 /// Releases a kept-alive lease at shutdown; true if it was released. A tenure
-/// this server re-entered (its session held it before: an agent's edit hook, a
-/// `run`) is left held, as `run` and `claim --hold` leave one: ending it would
-/// free files the session is still editing (a new user's find).
-fn release_quietly(keepalive: Keepalive) -> bool {
+/// this server re-entered that another process of its session began (an agent's
+/// edit hook, a `run`) is left held, as `run` and `claim --hold` leave one:
+/// ending it would free files the session is still editing (a new user's find).
+/// One it began itself (in `began`) is released, however often it claimed it
+/// again since (a breaker: a second claim of its own left it held).
+fn release_quietly(keepalive: Keepalive, began: &std::collections::HashSet<String>) -> bool {
     let token = keepalive.token();
-    if keepalive.lease().reentered() {
+    if keepalive.lease().reentered() && !began.contains(keepalive.lease().holder_id()) {
         let _ = keepalive.stop();
         tracing::debug!(token, "left held at shutdown: the session held it before");
         return false;
@@ -510,6 +517,11 @@ impl Inner {
         // Only a lost keepalive can be replaced (a live one is refused before
         // claiming); dropping it releases nothing.
         leases.lost.remove(&key);
+        if !keepalive.lease().reentered() {
+            leases
+                .began
+                .insert(keepalive.lease().holder_id().to_string());
+        }
         let token = keepalive.token();
         let replaced = leases.insert(key, keepalive);
         drop(leases);

@@ -46,6 +46,31 @@ async fn a_second_claim_by_the_same_server_returns_the_same_token_renewed() {
     assert!(!b.authorized(lock("db"), token).await);
 }
 
+/// A tenure the server began is released at its exit however often it claimed it
+/// again (each later claim re-enters it; a breaker: the second claim left it held
+/// for its whole ttl, with a session no one else could name).
+#[tokio::test]
+async fn a_server_releases_what_it_began_however_often_it_claimed_it() {
+    let tree = Tree::new();
+    let server = Server::start(&tree, "agent").await;
+    let token = server.claim_lock("notes", 600_000).await;
+    let again = server
+        .call(
+            "claim",
+            json!({"resource": lock("notes"), "ttl_ms": 600_000}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again["reentered"], true);
+    server.disconnect().await;
+    let other = Server::start(&tree, "other").await;
+    let next = other.claim_lock("notes", 60_000).await;
+    assert!(
+        next > token,
+        "still held after the server that began it exited"
+    );
+}
+
 /// A server that re-entered its session's tenure (the session held it before:
 /// the agent's edit hook, another of its processes) leaves it held when it
 /// exits, as `run` and `claim --hold` do; only its own tenures end with it (a new
