@@ -8,6 +8,7 @@
 //! treat any other exit code as "hook broken, go ahead".
 
 pub mod agent;
+mod escape;
 pub mod git;
 pub mod install;
 pub mod session;
@@ -24,6 +25,7 @@ use crate::args::{AgentName, HookArgs};
 use crate::output::{expiry_phrase, now_ms, printable};
 use crate::store::{self, Access};
 use agent::Event;
+pub use escape::{escape_reason, guard_escape};
 use session::Claimed;
 
 /// The environment variable a human sets to `off` (or `0`, `false`, `no`) in the
@@ -98,159 +100,6 @@ pub fn fail_closed(what: &str) -> String {
         "fencepost blocked this edit because it could not check whether another agent session \
          is editing the file: {what}. Do not make this change another way; tell the human that \
          the fencepost hook failed, and work on something else until they have fixed it."
-    )
-}
-
-/// The ways around fencepost a shell command can take, by what gives them away
-/// (lowercased; git's config keys are case-insensitive). These are the human's
-/// escapes (README, "Guarding agents' own edits"): an agent asking for one is
-/// blocked. A deterrent, not a lock: a command can hide them.
-const ESCAPES: [(&str, &str); 6] = [
-    (
-        "--no-verify",
-        "git's --no-verify, which skips the commit and push guard",
-    ),
-    (
-        "fencepost_guard=",
-        "FENCEPOST_GUARD, which turns the commit guard off",
-    ),
-    (
-        "fencepost_hooks=",
-        "FENCEPOST_HOOKS, which turns the edit hook off",
-    ),
-    (
-        "core.hookspath",
-        "core.hooksPath, which moves git's hooks (and the guard) away",
-    ),
-    (
-        "fencepost hooks uninstall",
-        "`fencepost hooks uninstall`, which removes the guard",
-    ),
-    (
-        "fencepost break",
-        "`fencepost break`, a human operator's override of another holder's lease",
-    ),
-];
-
-/// The escape `command` takes, if any.
-pub fn guard_escape(command: &str) -> Option<&'static str> {
-    let lower = command.to_lowercase();
-    let words = shell_words(&lower);
-    if commit_no_verify_short(&shell_words(command)) {
-        return Some(ESCAPES[0].1);
-    }
-    ESCAPES
-        .iter()
-        .find(|(needle, _)| {
-            if needle.starts_with("--") {
-                // A flag: only as a word of its own (not inside `grep no-verify`,
-                // nor inside a quoted commit message that mentions it).
-                words.iter().any(|word| word == needle)
-            } else {
-                lower.contains(needle)
-            }
-        })
-        .map(|(_, what)| *what)
-}
-
-/// `command` split into words as a POSIX shell splits them: on blanks outside
-/// quotes, with `'…'`, `"…"` and backslash escapes taken out; `;`, `&`, `|` and
-/// newlines are words of their own (they end a command).
-fn shell_words(command: &str) -> Vec<String> {
-    let (mut words, mut word, mut in_word) = (Vec::new(), String::new(), false);
-    let mut chars = command.chars();
-    let end = |word: &mut String, in_word: &mut bool, words: &mut Vec<String>| {
-        if *in_word {
-            words.push(std::mem::take(word));
-            *in_word = false;
-        }
-    };
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                word.extend(chars.by_ref().take_while(|&c| c != '\''));
-            }
-            '"' => {
-                in_word = true;
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => break,
-                        '\\' => word.extend(chars.next()),
-                        c => word.push(c),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                word.extend(chars.next());
-            }
-            ';' | '&' | '|' | '\n' => {
-                end(&mut word, &mut in_word, &mut words);
-                words.push(c.to_string());
-            }
-            c if c.is_whitespace() => end(&mut word, &mut in_word, &mut words),
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    end(&mut word, &mut in_word, &mut words);
-    words
-}
-
-/// True when `words` run `git commit` with `-n`, its short `--no-verify`: as a
-/// word of its own or in a cluster of short options (`-an`) before any option
-/// that takes the rest as its value (`-mn` is the message "n"). A new user's
-/// find: `git commit -n` went through.
-fn commit_no_verify_short(words: &[String]) -> bool {
-    // Commit's short options whose value follows in the same word or the next.
-    const VALUED: &str = "mFcCtSu";
-    let mut rest = words;
-    while let Some(at) = rest.iter().position(|w| w == "git" || w.ends_with("/git")) {
-        let command: Vec<&String> = rest[at + 1..]
-            .iter()
-            .take_while(|w| !matches!(w.as_str(), ";" | "&" | "|" | "\n"))
-            .collect();
-        // git's own options before the subcommand (`-C dir`, `-c key=value`).
-        let mut i = 0;
-        while i < command.len() && command[i].starts_with('-') {
-            i += if matches!(command[i].as_str(), "-C" | "-c") {
-                2
-            } else {
-                1
-            };
-        }
-        if command.get(i).is_some_and(|w| *w == "commit") {
-            for word in &command[i + 1..] {
-                if word.as_str() == "--" {
-                    break;
-                }
-                let Some(cluster) = word.strip_prefix('-').filter(|c| !c.starts_with('-')) else {
-                    continue;
-                };
-                for c in cluster.chars() {
-                    if c == 'n' {
-                        return true;
-                    }
-                    if VALUED.contains(c) {
-                        break;
-                    }
-                }
-            }
-        }
-        rest = &rest[at + 1..];
-    }
-    false
-}
-
-/// The reason given when an agent's shell command would get around the guard.
-pub fn escape_reason(what: &str) -> String {
-    format!(
-        "fencepost blocked this command: it uses {what}. Getting around fencepost is the \
-         human's decision, not an agent's. Do not run it in another form; leave the files \
-         another session holds out of your commits, wait for them, or ask the human."
     )
 }
 
@@ -592,31 +441,6 @@ fn strip_verbatim(path: PathBuf) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `git commit -n` is `--no-verify` (a new user's find: it went through), in a
-    /// cluster too, but not as the value of `-m`; a flag quoted inside a commit
-    /// message is not one (it was blocked).
-    #[test]
-    fn commit_no_verify_short_forms_are_escapes_and_quoted_messages_are_not() {
-        for command in [
-            "git commit -n -m x",
-            "git commit -anm wip",
-            "git -C sub commit -n",
-            "cd a && /usr/bin/git commit -n",
-            "git commit --no-verify -m x",
-        ] {
-            assert!(guard_escape(command).is_some(), "{command}");
-        }
-        for command in [
-            "git commit -mn",
-            "git commit -m 'fix --no-verify handling'",
-            "git push -n",
-            "git log -n 3; git commit -m x",
-            "git commit -m x -- -n",
-        ] {
-            assert_eq!(guard_escape(command), None, "{command}");
-        }
-    }
 
     /// A panic inside the hook blocks (Rust's own exit code 101 would let the edit
     /// through), and says what panicked.

@@ -1,0 +1,327 @@
+//! The human's escapes from fencepost's guards, spotted in an agent's shell
+//! command (README, "Guarding agents' own edits"): an agent asking for one is
+//! blocked. A deterrent, not a lock: a command can always hide them (a script
+//! file, a variable); this catches the spellings an agent would plainly type.
+
+/// The ways around fencepost a shell command can take, by what gives them away
+/// (lowercased; git's config keys are case-insensitive).
+const ESCAPES: [(&str, &str); 6] = [
+    (
+        "--no-verify",
+        "git's --no-verify, which skips the commit and push guard",
+    ),
+    (
+        "fencepost_guard=",
+        "FENCEPOST_GUARD, which turns the commit guard off",
+    ),
+    (
+        "fencepost_hooks=",
+        "FENCEPOST_HOOKS, which turns the edit hook off",
+    ),
+    (
+        "core.hookspath",
+        "core.hooksPath, which moves git's hooks (and the guard) away",
+    ),
+    (
+        "fencepost hooks uninstall",
+        "`fencepost hooks uninstall`, which removes the guard",
+    ),
+    (
+        "fencepost break",
+        "`fencepost break`, a human operator's override of another holder's lease",
+    ),
+];
+
+/// How deep `sh -c '…'` and `eval …` are looked into.
+const NESTING: usize = 4;
+
+/// The escape `command` takes, if any.
+pub fn guard_escape(command: &str) -> Option<&'static str> {
+    escape_within(command, NESTING)
+}
+
+fn escape_within(command: &str, depth: usize) -> Option<&'static str> {
+    let lower = command.to_lowercase();
+    let words = shell_words(&lower);
+    let cased = shell_words(command);
+    if commit_no_verify(&cased) {
+        return Some(ESCAPES[0].1);
+    }
+    if let Some(what) = fencepost_override(&words) {
+        return Some(what);
+    }
+    let found = ESCAPES.iter().find(|(needle, _)| {
+        if needle.starts_with("--") {
+            // A flag: a word of its own (not inside `grep no-verify`, nor inside a
+            // quoted commit message that mentions it), or an abbreviation git
+            // takes for it (`--no-veri`: `--no-ver` could be `--no-verbose`).
+            words.iter().any(|word| {
+                word == needle || (word.len() >= 9 && needle.starts_with(word.as_str()))
+            })
+        } else {
+            lower.contains(needle)
+        }
+    });
+    if let Some((_, what)) = found {
+        return Some(what);
+    }
+    // A command run by a shell or `eval`: looked into as a command of its own (a
+    // breaker: `sh -c 'git commit --no-verify'` went through).
+    if depth == 0 {
+        return None;
+    }
+    for (at, word) in cased.iter().enumerate() {
+        let name = word.rsplit('/').next().unwrap_or(word);
+        let inner = match name {
+            "sh" | "bash" | "zsh" | "dash" | "ksh" => cased
+                .get(at + 1..)
+                .and_then(|rest| rest.iter().position(|w| w == "-c").map(|c| at + 1 + c + 1))
+                .and_then(|i| cased.get(i))
+                .cloned(),
+            "eval" => Some(cased[at + 1..].join(" ")),
+            _ => None,
+        };
+        if let Some(what) = inner.and_then(|inner| escape_within(&inner, depth - 1)) {
+            return Some(what);
+        }
+    }
+    None
+}
+
+/// The reason given when an agent's shell command would get around the guard.
+pub fn escape_reason(what: &str) -> String {
+    format!(
+        "fencepost blocked this command: it uses {what}. Getting around fencepost is the \
+         human's decision, not an agent's. Do not run it in another form; leave the files \
+         another session holds out of your commits, wait for them, or ask the human."
+    )
+}
+
+/// Words that end a command: what follows is another command.
+fn ends_command(word: &str) -> bool {
+    matches!(word, ";" | "&" | "|" | "\n" | "(" | ")" | "`")
+}
+
+/// `command` split into words as a POSIX shell splits them: on blanks outside
+/// quotes, with `'…'`, `$'…'`, `"…"` and backslash escapes taken out; `;`, `&`,
+/// `|`, `(`, `)`, `` ` `` and newlines are words of their own (they end a command).
+fn shell_words(command: &str) -> Vec<String> {
+    let (mut words, mut word, mut in_word) = (Vec::new(), String::new(), false);
+    let mut chars = command.chars().peekable();
+    let end = |word: &mut String, in_word: &mut bool, words: &mut Vec<String>| {
+        if *in_word {
+            words.push(std::mem::take(word));
+            *in_word = false;
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '$' if chars.peek() == Some(&'\'') => {
+                // ANSI-C quoting: escapes are kept as typed, which still shows a
+                // flag spelt plainly inside.
+                chars.next();
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\'' => break,
+                        '\\' => word.extend(chars.next()),
+                        c => word.push(c),
+                    }
+                }
+            }
+            '\'' => {
+                in_word = true;
+                word.extend(chars.by_ref().take_while(|&c| c != '\''));
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => word.extend(chars.next()),
+                        c => word.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                word.extend(chars.next());
+            }
+            ';' | '&' | '|' | '\n' | '(' | ')' | '`' => {
+                end(&mut word, &mut in_word, &mut words);
+                words.push(c.to_string());
+            }
+            c if c.is_whitespace() => end(&mut word, &mut in_word, &mut words),
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    end(&mut word, &mut in_word, &mut words);
+    words
+}
+
+/// The commands among `words` that run `program` (a word that is it, or a path
+/// ending in it): for each, the words after it up to the end of its command.
+fn commands_of<'a>(words: &'a [String], program: &str) -> Vec<&'a [String]> {
+    let mut found = Vec::new();
+    for (at, word) in words.iter().enumerate() {
+        if word.rsplit('/').next() == Some(program) {
+            let rest = &words[at + 1..];
+            let len = rest
+                .iter()
+                .position(|w| ends_command(w))
+                .unwrap_or(rest.len());
+            found.push(&rest[..len]);
+        }
+    }
+    found
+}
+
+/// True when `words` run `git commit` with `-n`, its short `--no-verify`: as a
+/// word of its own or in a cluster of short options (`-an`) before any option
+/// that takes the rest as its value (`-mn` is the message "n"); the value of an
+/// option (`-m -n`, `--message -ignore`) is skipped. A new user's find: `git
+/// commit -n` went through.
+fn commit_no_verify(words: &[String]) -> bool {
+    // git's own options whose value is the next word.
+    const GIT_VALUED: [&str; 7] = [
+        "-C",
+        "-c",
+        "--git-dir",
+        "--work-tree",
+        "--namespace",
+        "--super-prefix",
+        "--config-env",
+    ];
+    // Commit's short options that take a value (in the same word, or the next).
+    const VALUED: &str = "mFcCtSu";
+    // Commit's long options whose value may be the next word.
+    const LONG_VALUED: [&str; 11] = [
+        "--message",
+        "--file",
+        "--author",
+        "--date",
+        "--template",
+        "--reuse-message",
+        "--reedit-message",
+        "--fixup",
+        "--squash",
+        "--cleanup",
+        "--trailer",
+    ];
+    for command in commands_of(words, "git") {
+        let mut i = 0;
+        while i < command.len() && command[i].starts_with('-') {
+            i += if GIT_VALUED.contains(&command[i].as_str()) {
+                2
+            } else {
+                1
+            };
+        }
+        if command.get(i).is_none_or(|w| w != "commit") {
+            continue;
+        }
+        let mut words = command[i + 1..].iter();
+        while let Some(word) = words.next() {
+            if word == "--" {
+                break;
+            }
+            if LONG_VALUED.contains(&word.as_str()) {
+                words.next();
+                continue;
+            }
+            let Some(cluster) = word.strip_prefix('-').filter(|c| !c.starts_with('-')) else {
+                continue;
+            };
+            for (at, c) in cluster.char_indices() {
+                if c == 'n' {
+                    return true;
+                }
+                if VALUED.contains(c) {
+                    // The value is the rest of the word, or (`-m` ending it) the
+                    // next word.
+                    if at + c.len_utf8() == cluster.len() && "mFcCt".contains(c) {
+                        words.next();
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    false
+}
+
+/// `fencepost break` or `fencepost hooks uninstall` with options between
+/// (`fencepost --store DIR break`, as the refusals print it for a human): the
+/// override, if any (a breaker: only the contiguous spelling was caught).
+fn fencepost_override(words: &[String]) -> Option<&'static str> {
+    for command in commands_of(words, "fencepost") {
+        let mut i = 0;
+        while i < command.len() && command[i].starts_with('-') {
+            i += if command[i] == "--store" { 2 } else { 1 };
+        }
+        match command.get(i).map(String::as_str) {
+            Some("break") => return Some(ESCAPES[5].1),
+            Some("hooks") if command.get(i + 1).is_some_and(|w| w == "uninstall") => {
+                return Some(ESCAPES[4].1);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The spellings an agent would plainly type are escapes (new users and
+    /// breakers found each of them going through).
+    #[test]
+    fn escapes_in_their_plain_spellings_are_found() {
+        for command in [
+            "git commit -n -m x",
+            "git commit -anm wip",
+            "git -C sub commit -n",
+            "git --git-dir .git commit -n",
+            "cd a && /usr/bin/git commit -n",
+            "(git commit -n -m x)",
+            "echo `git commit -n`",
+            "git commit --no-verify -m x",
+            "git commit --no-veri -m x",
+            "git push --no-verif",
+            "git commit $'--no-verify'",
+            "sh -c 'git commit --no-verify -m x'",
+            "bash -c \"git commit -n -m x\"",
+            "eval git commit -n",
+            "fencepost --store /x break --file a --reason r",
+            "fencepost  break --lock l --reason r",
+            "fencepost --store=/x break --lock l",
+            "fencepost --store /x hooks uninstall",
+        ] {
+            assert!(guard_escape(command).is_some(), "{command}");
+        }
+    }
+
+    /// Harmless commands that only look alike pass: a flag's word inside a
+    /// quoted message, an option's value, `-n` of other commands.
+    #[test]
+    fn lookalikes_pass() {
+        for command in [
+            "git commit -mn",
+            "git commit -m 'fix --no-verify handling'",
+            "git commit -m \"-ignore\"",
+            "git commit -m -n",
+            "git commit --message -n",
+            "git push -n",
+            "git log -n 3; git commit -m x",
+            "grep -n foo src",
+            "git commit -m x -- -n",
+            "git commit --no-ver",
+        ] {
+            assert_eq!(guard_escape(command), None, "{command}");
+        }
+    }
+}
