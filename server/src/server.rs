@@ -265,17 +265,36 @@ fn one_line(message: String) -> String {
 const NEXT_STEPS: &str = "claim with wait_ms to wait for it, work on something else meanwhile, \
     or, if its holder is gone or stuck, ask the human operator to run `fencepost break` on it";
 
-/// [`NEXT_STEPS`] for a holder whose claim is in `store`, another store than the
-/// one the location rule picks (a claim made there before the layout changed, or
-/// through a named store): the `break` to ask for is made there.
-fn next_steps_in(store: Option<&str>) -> String {
+/// [`NEXT_STEPS`] for a holder of `resource` whose claim is in `store`, another
+/// store than the one the location rule picks (a claim made there before the
+/// layout changed, or through a named store): the whole `break` to ask for, made
+/// there, quoted for a shell (a breaker: the advice named the store unquoted and
+/// no resource, and could not be run as printed).
+fn next_steps_in(store: Option<&str>, resource: &Resource) -> String {
     match store {
         None => NEXT_STEPS.to_string(),
         Some(store) => format!(
             "claim with wait_ms to wait for it, work on something else meanwhile, or, if its \
-             holder is gone or stuck, ask the human operator to run `fencepost --store {store} \
-             break` on it (its claim is in that store)"
+             holder is gone or stuck, ask the human operator to run `fencepost --store {} \
+             break --{} {} --reason '…'` (its claim is in that store)",
+            shell_word(store),
+            resource.kind(),
+            shell_word(&resource.target())
         ),
+    }
+}
+
+/// `text` as one POSIX shell word: as is when it needs no quoting, else in single
+/// quotes (a `'` inside as `'\''`).
+fn shell_word(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+,=".contains(c))
+    {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
     }
 }
 
@@ -616,7 +635,10 @@ impl Inner {
                 Err(format!(
                     "held: {}{what} is held by {holder}; {}",
                     resource.target(),
-                    next_steps_in(Some(&store))
+                    next_steps_in(
+                        Some(&store),
+                        holder.in_the_way.as_deref().unwrap_or(&resource)
+                    )
                 ))
             }
         }
@@ -1171,7 +1193,13 @@ impl Inner {
                 "refused path {:?}: {relative} is held {what}{store_note}, and a lock never \
                  overrides a file lease or a subtree lease; nothing was written. {}",
                 args.path,
-                next_steps_in(store.as_deref())
+                next_steps_in(
+                    store.as_deref(),
+                    holder
+                        .in_the_way
+                        .as_deref()
+                        .unwrap_or(&Resource::file(&target))
+                )
             )
         };
         let guarded_by_lock = args.resource.kind == Kind::Lock;

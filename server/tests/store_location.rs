@@ -147,8 +147,9 @@ mod repositories {
         // The break advised, by the write's refusal and a claim's, is made in the
         // store the claim is in (a breaker: the located store had nothing to break).
         let there = format!(
-            "fencepost --store {} break",
-            main.join(".git/fencepost").display()
+            "fencepost --store {} break --file {} --reason",
+            main.join(".git/fencepost").display(),
+            main.join("a.txt").display()
         );
         let claim = call(&server, "claim", json!({"resource": file("a.txt")})).await;
         for refusal in [write, claim] {
