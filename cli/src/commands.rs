@@ -361,15 +361,15 @@ pub fn check(ctx: &Context, args: &CheckArgs) -> Result<ExitCode, Failure> {
     }
     let message = (!passes).then(|| match &stranded {
         Some((current_in, layout, holder)) => format!(
-            "token {} is current in another store, {}, where it was claimed before the layout \
-             around {} changed; its claims are made in {} now, where it is held by {}. Two holders \
-             since the layout changed: the holder of token {} should stop writing and release it",
-            token,
-            printable(current_in),
+            "token {token} of {} is current in {}, but the location rule puts its claims in {}, \
+             where it is held by {}. Two holders (the layout changed since one of the claims, or \
+             one was made through --store): the lease of token {token} in {} should stop \
+             writing and be released",
             resource.target(),
+            printable(current_in),
             printable(layout),
             crate::output::describe_holder(holder),
-            token
+            printable(current_in)
         ),
         None if foreign => format!(
             "token {token} is current for {}, but this handle's secret is not its tenure's: \
@@ -557,11 +557,11 @@ pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
                 }
                 Some(holder) => {
                     return Err(Failure::Refused(format!(
-                        "token {token} holds {} in another store, {}, where it was claimed \
-                         before the layout around it changed; its claims are made in {} now, \
-                         where it is held by {}. Two holders since the layout changed: this lease was \
-                         not renewed; stop writing under it and release it (`fencepost release` \
-                         with this handle finds it there)",
+                        "token {token} holds {} in {}, but the location rule puts its claims \
+                         in {}, where it is held by {}. Two holders (the layout changed since \
+                         one of the claims, or one was made through --store): this lease was \
+                         not renewed; stop writing under it and release it (`fencepost \
+                         release` with this handle finds it there)",
                         resource.target(),
                         printable(&locator),
                         ctx.locator,
@@ -577,9 +577,10 @@ pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
             {
                 return Err(Failure::Refused(format!(
                     "token {token} holds {} in the store named by --store or FENCEPOST_STORE, \
-                     {}, but its claims are made in {locator} now, where it is held by {}. Two \
-                     holders since the layout changed: this lease was not renewed; stop \
-                     writing under it and release it",
+                     {}, but the location rule puts its claims in {locator}, where it is held \
+                     by {}. Two holders (the layout changed since one of the claims, or one was \
+                     made through --store): this lease was not renewed; stop writing under it \
+                     and release it",
                     resource.target(),
                     printable(&ctx.locator),
                     crate::output::describe_holder(&holder)

@@ -58,7 +58,17 @@ impl Elsewhere {
 
     /// `holder`, found in the store `locator` names (a directory store's path), with
     /// that store named in its owner, so the refusal says where the lease is.
-    pub fn named(&self, locator: &str, mut holder: Holder) -> Holder {
+    pub fn named(&self, locator: &str, resource: &Resource, mut holder: Holder) -> Holder {
+        // The claim in the way is of the resource itself: not named as its blocker
+        // (a breaker: "f.txt is blocked by file /…/f.txt").
+        let key = |r: &Resource| r.identity().ok().map(|identity| identity.key);
+        if holder
+            .in_the_way
+            .as_deref()
+            .is_some_and(|other| other.kind() == resource.kind() && key(other) == key(resource))
+        {
+            holder.in_the_way = None;
+        }
         holder.owner = format!("{} (in another store on its path, {locator})", holder.owner,);
         holder
     }

@@ -139,9 +139,15 @@ pub fn try_acquire(
     Ok(match outcome? {
         Beside::Taken(mut leases) => Acquired::Lease(leases.remove(0)),
         Beside::Held(holder) => Acquired::Held(holder, waited, None),
-        Beside::Elsewhere { store, holder, .. } => {
-            Acquired::Held(elsewhere.named(&store, holder), waited, Some(store))
-        }
+        Beside::Elsewhere {
+            store,
+            resource,
+            holder,
+        } => Acquired::Held(
+            elsewhere.named(&store, &resource, holder),
+            waited,
+            Some(store),
+        ),
     })
 }
 
@@ -200,8 +206,8 @@ pub fn try_acquire_all(
             resource,
             holder,
         } => AcquiredAll::Held(
-            resource,
-            elsewhere.named(&store, holder),
+            resource.clone(),
+            elsewhere.named(&store, &resource, holder),
             waited,
             Some(store),
         ),

@@ -398,7 +398,8 @@ fn local_settings_are_claude_codes_and_are_reported_without_local() {
         let out = repo.hooks(&repo.root, &[command, "--agent", "claude-code"]);
         let said = String::from_utf8_lossy(&out.stdout);
         assert!(
-            said.contains("settings.local.json (run this with --local"),
+            said.contains("settings.local.json (`fencepost hooks")
+                && said.contains("--agent claude-code --local` for that one"),
             "{command}: {out:?}"
         );
     }

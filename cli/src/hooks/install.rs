@@ -132,16 +132,25 @@ pub fn run(command: &HooksCommand) -> Result<std::process::ExitCode, Failure> {
         let line = line.map(|line| match (agent, command) {
             (AgentName::ClaudeCode, HooksCommand::Status(_) | HooksCommand::Uninstall(_)) => {
                 let other = settings_path(agent, &project, !args.local);
-                let flag = if args.local {
-                    "without --local"
+                // The command that acts on the other file, for Claude Code alone
+                // (`--local` with every agent is refused: Gemini has no local file).
+                let verb = if matches!(command, HooksCommand::Status(_)) {
+                    "status"
                 } else {
-                    "with --local"
+                    "uninstall"
+                };
+                let local = if args.local { "" } else { " --local" };
+                let also = if line.contains(": installed") {
+                    "also "
+                } else {
+                    ""
                 };
                 match read(&other).ok().flatten().map(|text| {
                     settings::installed(&text, &entries(agent)).is_ok_and(|f| f.contains(&true))
                 }) {
                     Some(true) => format!(
-                        "{line}; the hook is in {} (run this {flag} for that one)",
+                        "{line}; the hook is {also}in {} (`fencepost hooks {verb} --agent \
+                         claude-code{local}` for that one)",
                         other.display()
                     ),
                     _ => line,

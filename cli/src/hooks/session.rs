@@ -83,7 +83,11 @@ pub fn claim(
             expires_at_ms: leases[0].expires_at_ms(),
         },
         Beside::Held(holder) => Claimed::Theirs(holder),
-        Beside::Elsewhere { store, holder, .. } => Claimed::Theirs(elsewhere.named(&store, holder)),
+        Beside::Elsewhere {
+            store,
+            resource,
+            holder,
+        } => Claimed::Theirs(elsewhere.named(&store, &resource, holder)),
     })
 }
 
