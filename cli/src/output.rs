@@ -313,19 +313,19 @@ pub fn held_refusal(
 ) -> String {
     let steps = next_steps_for(resource, holder, wait_ms, store);
     if wait_ms == 0 {
-        return format!("{}; {steps}", held_message(&resource.target(), holder));
+        return format!("{}; {steps}", held_message(&shown_name(resource), holder));
     }
     let waited = human_precise(i64::try_from(waited_ms).unwrap_or(i64::MAX));
     if holder.in_the_way.is_some() || holder.waiting {
         return format!(
             "gave up after {waited} waiting for {} ({}); {steps}",
-            printable(&resource.target()),
+            printable(&shown_name(resource)),
             in_the_way(holder),
         );
     }
     format!(
         "gave up after {waited} waiting for {} (held by {}, {}pid {}, token {}, until {}, expires in {}); {steps}",
-        printable(&resource.target()),
+        printable(&shown_name(resource)),
         printable(&holder.owner),
         session_clause(holder),
         holder.pid,
@@ -333,6 +333,19 @@ pub fn held_refusal(
         fencepost::utc_timestamp(holder.expires_at_ms),
         human_precise(until_ms(holder.expires_at_ms, now_ms())),
     )
+}
+
+/// The name a refusal shows for `resource`: a lock's as `status` shows it
+/// (trimmed, invisible characters gone), not as typed (a new user's `  C1  `
+/// came back with its blanks); a path as given.
+fn shown_name(resource: &fencepost::Resource) -> String {
+    match resource {
+        fencepost::Resource::Lock(_) => resource
+            .identity()
+            .map(|identity| identity.label)
+            .unwrap_or_else(|_| resource.target()),
+        _ => resource.target(),
+    }
 }
 
 /// [`next_steps`] for a refusal by `holder`: a `break` of the resource in the way,

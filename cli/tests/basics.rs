@@ -293,6 +293,24 @@ fn renew_keeps_the_token_and_moves_the_expiry() {
         .code(0);
 }
 
+/// A refusal names a lock as `status` shows it, not with the blanks it was typed
+/// with (a new user: `fencepost:   C1   is held`).
+#[test]
+fn a_refusal_names_a_lock_as_status_shows_it() {
+    let s = Scratch::new();
+    s.claim_handle("C1", &["--ttl", "60000"]);
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "  C1  "])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    assert!(
+        one_line_stderr(&output).starts_with("fencepost: C1 is held by"),
+        "{output:?}"
+    );
+}
+
 /// A release of a lease that expired, which nobody took meanwhile, ends it (exit
 /// 0), and says that it had expired and since when: what its holder wrote after
 /// that was not protected (a new user: an exit 0 alone said nothing of it). A
