@@ -86,63 +86,61 @@ impl Store {
             // is clear. A claim made only to be given back would burn a token and
             // show as a holder here every try while the other holds (a breaker).
             // The look after the claim below still decides.
-            if turned_away
-                && let Some((store, resource, holder)) = elsewhere(&others()?, resources, options)?
-            {
-                attempt = match self.pause_within(started, options) {
-                    Some(next) => next,
-                    None => {
-                        return Ok(Beside::Elsewhere {
-                            store,
-                            resource,
-                            holder,
+            let looked = if turned_away {
+                elsewhere(&others()?, resources, options)?
+            } else {
+                None
+            };
+            let (store, resource, holder) = match looked {
+                Some(found) => found,
+                None => {
+                    #[cfg(feature = "planted-bugs")]
+                    if crate::planted::on(&crate::planted::ELSEWHERE_LOOKED_BEFORE_CLAIM) {
+                        if let Some((store, resource, holder)) =
+                            elsewhere(&others()?, resources, options)?
+                        {
+                            return Ok(Beside::Elsewhere {
+                                store,
+                                resource,
+                                holder,
+                            });
+                        }
+                        return Ok(match claim(&attempt)? {
+                            Ok(leases) => Beside::Taken(leases),
+                            Err(held) => Beside::Held(held),
                         });
                     }
-                };
-                continue;
-            }
-            #[cfg(feature = "planted-bugs")]
-            if crate::planted::on(&crate::planted::ELSEWHERE_LOOKED_BEFORE_CLAIM) {
-                if let Some((store, resource, holder)) = elsewhere(&others()?, resources, options)?
-                {
-                    return Ok(Beside::Elsewhere {
-                        store,
-                        resource,
-                        holder,
-                    });
-                }
-                return Ok(match claim(&attempt)? {
-                    Ok(leases) => Beside::Taken(leases),
-                    Err(held) => Beside::Held(held),
-                });
-            }
-            let leases = match claim(&attempt)? {
-                Ok(leases) => leases,
-                Err(held) => return Ok(Beside::Held(held)),
-            };
-            #[cfg(feature = "planted-bugs")]
-            if turned_away && crate::planted::on(&crate::planted::BESIDE_TRUSTS_ITS_LOOK) {
-                return Ok(Beside::Taken(leases));
-            }
-            #[cfg(feature = "planted-bugs")]
-            let listed = match &listed_early {
-                Some(list) => Ok(list.clone()),
-                None => others(),
-            };
-            #[cfg(not(feature = "planted-bugs"))]
-            let listed = others();
-            let found = listed.and_then(|list| elsewhere(&list, resources, options));
-            let found = match found {
-                Ok(found) => found,
-                Err(error) => {
+                    let leases = match claim(&attempt)? {
+                        Ok(leases) => leases,
+                        Err(held) => return Ok(Beside::Held(held)),
+                    };
+                    #[cfg(feature = "planted-bugs")]
+                    if turned_away && crate::planted::on(&crate::planted::BESIDE_TRUSTS_ITS_LOOK) {
+                        return Ok(Beside::Taken(leases));
+                    }
+                    #[cfg(feature = "planted-bugs")]
+                    let listed = match &listed_early {
+                        Some(list) => Ok(list.clone()),
+                        None => others(),
+                    };
+                    #[cfg(not(feature = "planted-bugs"))]
+                    let listed = others();
+                    let found = match listed.and_then(|list| elsewhere(&list, resources, options)) {
+                        Ok(found) => found,
+                        Err(error) => {
+                            self.give_back_new(&leases);
+                            return Err(error);
+                        }
+                    };
+                    let Some(found) = found else {
+                        return Ok(Beside::Taken(leases));
+                    };
                     self.give_back_new(&leases);
-                    return Err(error);
+                    found
                 }
             };
-            let Some((store, resource, holder)) = found else {
-                return Ok(Beside::Taken(leases));
-            };
-            self.give_back_new(&leases);
+            // Turned away (by the look, or after the claim): wait and try again,
+            // or report the claim in the way when the wait is over.
             turned_away = true;
             attempt = match self.pause_within(started, options) {
                 Some(next) => next,
