@@ -723,8 +723,11 @@ fn a_bare_repository_and_its_worktrees_share_one_store() {
 mod layout_changes {
     use super::*;
 
+    /// A claim's token, handle and store.
+    type Claim = (u64, String, String);
+
     /// `claim --json --owner OWNER` from `cwd`: (token, handle, store).
-    fn claimed(s: &Scratch, cwd: &Path, target: &[&str], owner: &str) -> (u64, String, String) {
+    fn claimed(s: &Scratch, cwd: &Path, target: &[&str], owner: &str) -> Claim {
         let mut args = target.to_vec();
         args.extend(["--json", "--owner", owner]);
         let output = claim(s, cwd, &args, 0);
@@ -1000,6 +1003,31 @@ mod layout_changes {
         refused_by(&s, &main, &["--dir", "d"], "alice");
     }
 
+    /// A repository `main` with a `.fencepost` directory, whose `a.txt` "one"
+    /// claims in the marker's store; then, the marker moved away, "two" claims it
+    /// in the repository's store; then the marker is moved back, stranding "two"'s
+    /// claim. `earlier`: a claim made and released in the marker's store first, so
+    /// "one"'s token is above "two"'s. Returns `main` and each claim (token,
+    /// handle, store).
+    fn stranded(s: &Scratch, earlier: bool) -> (PathBuf, Claim, Claim) {
+        let main = top(s).join("main");
+        repository(&main, &["a.txt"]);
+        let marker = main.join(".fencepost");
+        fs::create_dir_all(&marker).unwrap();
+        let file = ["--file", "a.txt"];
+        if earlier {
+            let (_, first, _) = claimed(s, &main, &file, "zed");
+            let released = run(s, &main, &["release", "--file", "a.txt", &first]);
+            assert_eq!(released.status.code(), Some(0), "{released:?}");
+        }
+        let one = claimed(s, &main, &file, "one");
+        let away = top(s).join("away");
+        fs::rename(&marker, &away).unwrap();
+        let two = claimed(s, &main, &file, "two");
+        fs::rename(&away, &marker).unwrap();
+        (main, one, two)
+    }
+
     /// A `.fencepost` directory moved away and back: while it was away the file was
     /// claimed in the repository's store, so both stores hold a claim of it. The
     /// claim stranded in the repository's store is shown by `status`, released by
@@ -1010,25 +1038,9 @@ mod layout_changes {
     #[test]
     fn a_claim_stranded_by_a_store_moved_away_and_back_is_found_where_it_is() {
         let s = Scratch::new();
-        let main = top(&s).join("main");
-        repository(&main, &["a.txt"]);
-        let marker = main.join(".fencepost");
-        fs::create_dir_all(&marker).unwrap();
-        let file = ["--file", "a.txt"];
-        // Tokens 1 and 2 in the marker's store, so its holder's token is 3.
-        let (_, first, _) = claimed(&s, &main, &file, "zed");
-        assert_eq!(
-            run(&s, &main, &["release", "--file", "a.txt", &first])
-                .status
-                .code(),
-            Some(0)
-        );
-        let (one_token, one, one_store) = claimed(&s, &main, &file, "one");
-        let away = top(&s).join("away");
-        fs::rename(&marker, &away).unwrap();
-        let (two_token, two, two_store) = claimed(&s, &main, &file, "two");
+        // Tokens 1 and 2 in the marker's store first, so its holder's token is 3.
+        let (main, (one_token, one, one_store), (two_token, two, two_store)) = stranded(&s, true);
         assert_ne!(one_store, two_store);
-        fs::rename(&away, &marker).unwrap();
 
         let output = run(&s, &main, &["status"]);
         let text = String::from_utf8_lossy(&output.stdout);
@@ -1083,16 +1095,7 @@ mod layout_changes {
     #[test]
     fn a_stranded_handle_is_checked_by_its_secret_not_its_number_alone() {
         let s = Scratch::new();
-        let main = top(&s).join("main");
-        repository(&main, &["a.txt"]);
-        let marker = main.join(".fencepost");
-        fs::create_dir_all(&marker).unwrap();
-        let file = ["--file", "a.txt"];
-        let (one_token, one, _) = claimed(&s, &main, &file, "one");
-        let away = top(&s).join("away");
-        fs::rename(&marker, &away).unwrap();
-        let (two_token, two, _) = claimed(&s, &main, &file, "two");
-        fs::rename(&away, &marker).unwrap();
+        let (main, (one_token, one, _), (two_token, two, _)) = stranded(&s, false);
         assert_eq!(one_token, two_token, "each store numbers from 1");
         let output = run(&s, &main, &["check", "--file", "a.txt", &two]);
         assert_eq!(output.status.code(), Some(3), "{output:?}");
@@ -1115,16 +1118,7 @@ mod layout_changes {
     #[test]
     fn a_stranded_lease_through_a_named_store_is_a_second_holder_too() {
         let s = Scratch::new();
-        let main = top(&s).join("main");
-        repository(&main, &["a.txt"]);
-        let marker = main.join(".fencepost");
-        fs::create_dir_all(&marker).unwrap();
-        let file = ["--file", "a.txt"];
-        claimed(&s, &main, &file, "one");
-        let away = top(&s).join("away");
-        fs::rename(&marker, &away).unwrap();
-        let (token, two, two_store) = claimed(&s, &main, &file, "two");
-        fs::rename(&away, &marker).unwrap();
+        let (main, _, (token, two, two_store)) = stranded(&s, false);
         let token = token.to_string();
         for command in [
             vec!["--store", &two_store, "check", "--file", "a.txt", &two],
