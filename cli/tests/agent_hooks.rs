@@ -830,6 +830,16 @@ fn edits_inside_git_or_fencepost_directories_are_refused() {
     );
 }
 
+/// A repository nested in `repo` at `dir` (relative to its root), holding `file`
+/// with `contents`: its files are claimed in its own store. Returns its path.
+fn nested_repository(repo: &Repo, dir: &str, file: &str, contents: &str) -> PathBuf {
+    let nested = repo.root.join(dir);
+    std::fs::create_dir_all(&nested).unwrap();
+    std::fs::write(nested.join(file), contents).unwrap();
+    git(&nested, &["init", "-q"]);
+    nested
+}
+
 /// A session working from the project's root edits a file of a repository nested
 /// in it (a submodule's or a nested checkout's files are claimed in that
 /// repository's store), then `cd`s into another and edits there: SessionEnd from the
@@ -838,10 +848,7 @@ fn edits_inside_git_or_fencepost_directories_are_refused() {
 #[test]
 fn session_end_releases_claims_in_a_nested_repositorys_store() {
     let repo = Repo::new();
-    let nested = repo.root.join("vendor/lib");
-    std::fs::create_dir_all(&nested).unwrap();
-    std::fs::write(nested.join("b.rs"), "fn b() {}\n").unwrap();
-    git(&nested, &["init", "-q"]);
+    let nested = nested_repository(&repo, "vendor/lib", "b.rs", "fn b() {}\n");
     assert_allowed(
         &repo.edit("claude-code-Edit.json", "s1", "vendor/lib/b.rs"),
         "claude-code",
@@ -852,10 +859,7 @@ fn session_end_releases_claims_in_a_nested_repositorys_store() {
     );
     // The agent `cd`s into another nested repository and edits from there: its
     // payload's cwd changes.
-    let other = repo.root.join("vendor/other");
-    std::fs::create_dir_all(&other).unwrap();
-    std::fs::write(other.join("c.rs"), "fn c() {}\n").unwrap();
-    git(&other, &["init", "-q"]);
+    let other = nested_repository(&repo, "vendor/other", "c.rs", "fn c() {}\n");
     let payload = fixture("claude-code-Edit.json", "s1", &other, "c.rs");
     assert_allowed(
         &repo.hook_in(&other, "claude-code", &payload, &[]),
@@ -901,10 +905,7 @@ fn session_end_releases_claims_in_a_nested_repositorys_store() {
 #[test]
 fn session_end_reports_a_noted_store_it_cannot_open() {
     let repo = Repo::new();
-    let nested = repo.root.join("nested");
-    std::fs::create_dir_all(&nested).unwrap();
-    std::fs::write(nested.join("n.txt"), "n\n").unwrap();
-    git(&nested, &["init", "-q"]);
+    let nested = nested_repository(&repo, "nested", "n.txt", "n\n");
     assert_allowed(
         &repo.edit("claude-code-Write.json", "s1", "nested/n.txt"),
         "claude-code",
@@ -933,10 +934,7 @@ fn session_end_reports_a_noted_store_it_cannot_open() {
 #[test]
 fn session_end_releases_the_noted_stores_past_a_broken_one() {
     let repo = Repo::new();
-    let nested = repo.root.join("vendor/lib");
-    std::fs::create_dir_all(&nested).unwrap();
-    std::fs::write(nested.join("b.rs"), "fn b() {}\n").unwrap();
-    git(&nested, &["init", "-q"]);
+    let nested = nested_repository(&repo, "vendor/lib", "b.rs", "fn b() {}\n");
     assert_allowed(
         &repo.edit("claude-code-Edit.json", "s1", "vendor/lib/b.rs"),
         "claude-code",
