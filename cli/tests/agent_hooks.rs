@@ -934,7 +934,7 @@ fn session_end_reports_a_noted_store_it_cannot_open() {
 #[test]
 fn session_end_releases_the_noted_stores_past_a_broken_one() {
     let repo = Repo::new();
-    let nested = nested_repository(&repo, "vendor/lib", "b.rs", "fn b() {}\n");
+    nested_repository(&repo, "vendor/lib", "b.rs", "fn b() {}\n");
     assert_allowed(
         &repo.edit("claude-code-Edit.json", "s1", "vendor/lib/b.rs"),
         "claude-code",
