@@ -79,7 +79,7 @@ pub enum Job {
         /// The directory of the per-slot logs: `slot-N` gets one token per line,
         /// appended only by slot N's holder. One log shared by the slots would be
         /// appended by several processes at once, and Wine loses lines of
-        /// concurrent appends (12 000 appended from 8 processes left 11 590).
+        /// concurrent appends (docs/windows.md).
         log: PathBuf,
         /// The directory of the per-slot markers.
         busy: PathBuf,
