@@ -979,3 +979,37 @@ fn session_end_releases_the_noted_stores_past_a_broken_one() {
         "gemini",
     );
 }
+
+/// A session that renamed or deleted a file it edited still gives up all of its
+/// claim at its end: the file-id (inode) series follows the file, not its old path,
+/// and the next session's edit of the renamed file is not refused for the ttl.
+#[test]
+fn session_end_releases_a_claim_of_a_file_it_renamed() {
+    let repo = Repo::new();
+    std::fs::write(repo.root.join("src/c.rs"), "fn c() {}\n").unwrap();
+    for path in ["src/a.rs", "src/c.rs"] {
+        assert_allowed(
+            &repo.edit("claude-code-Edit.json", "s1", path),
+            "claude-code",
+        );
+    }
+    std::fs::rename(repo.root.join("src/a.rs"), repo.root.join("src/b.rs")).unwrap();
+    std::fs::remove_file(repo.root.join("src/c.rs")).unwrap();
+    let end = fixture("claude-code-SessionEnd.json", "s1", &repo.root, "");
+    let out = repo.hook_in(&repo.root, "claude-code", &end, &[]);
+    assert_allowed(&out, "claude-code");
+    assert!(stderr(&out).contains("released 2 claims"), "{out:?}");
+    let live: Vec<_> = repo
+        .status()
+        .into_iter()
+        .filter(|e| e["live"] == true)
+        .collect();
+    assert!(
+        live.is_empty(),
+        "still held after the session's end: {live:?}"
+    );
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s2", "src/b.rs"),
+        "claude-code",
+    );
+}

@@ -101,6 +101,7 @@ scenarios! {
     55 dead_holders_in_the_way_and_index_healing None "subtree and shared claims: a dead holder in the way is fenced at once; participant-index entries of ended or dead participants are swept (design-05 §3.2, §4.2)";
     58 break_ends_every_reader None "shared claims: a break of a resource held by readers ends every reader, and a writer then holds (design-05 §4)";
     56 several_resources_refuse_shared None "several resources: a shared claim of a set is refused in one line, nothing written (design-04)";
+    59 session_series_released_by_key None "sessions: a tenure ended by key alone (a renamed file's file-id series); another session's, a sessionless, a released and an expired tenure left alone, nothing written";
     39 session_records_never_carry_the_session_id None "sessions: records and status carry the session's tag, never the id its secret derives from";
 }
 

@@ -306,6 +306,17 @@ fn catches_a_break_that_trusts_its_create() {
 }
 
 #[test]
+fn catches_a_release_by_key_that_ends_another_sessions_tenure() {
+    // A session's end by key (a file it renamed) that ends whatever is newest:
+    // its second round lands on another session's tenure of the file.
+    catches(
+        &planted::SERIES_RELEASE_WITHOUT_PROOF,
+        "session_end_by_key",
+        0,
+    );
+}
+
+#[test]
 fn catches_tickets_removed_by_a_removal_thread() {
     // Tickets removed through `remove_superseded`, which the model defers as the
     // fs backend's removal thread does: a ticket whose waiter left the queue stays
@@ -429,6 +440,10 @@ fn survey() {
             &planted::TORN_AGED_AFTER_THE_READ,
         ),
         ("BREAK_SKIPS_CONFIRM", &planted::BREAK_SKIPS_CONFIRM),
+        (
+            "SERIES_RELEASE_WITHOUT_PROOF",
+            &planted::SERIES_RELEASE_WITHOUT_PROOF,
+        ),
     ] {
         if let Ok(only) = std::env::var("FENCEPOST_PLANTED")
             && only != name

@@ -467,6 +467,12 @@ pub mod planted {
     /// is reported as a break while the tenure goes on.
     pub static BREAK_SKIPS_CONFIRM: AtomicBool = AtomicBool::new(false);
 
+    /// A session's release by key (`Store::release_session_series`) ends whatever
+    /// live tenure is newest in the series, without asking whether it is the
+    /// session's: a session's end then ends another session's claim of a file it
+    /// renamed or deleted.
+    pub static SERIES_RELEASE_WITHOUT_PROOF: AtomicBool = AtomicBool::new(false);
+
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)
     }

@@ -109,6 +109,7 @@ pub fn entry_session(entry: &fencepost::StatusEntry) -> Option<String> {
 pub fn release_all(store: &Store, session: &str) -> Result<usize, Error> {
     let mut released = 0;
     let mut seen = std::collections::HashSet::new();
+    let mut counted = std::collections::HashSet::new();
     for entry in store.status()? {
         if !entry.live || entry.session.as_ref() != Some(&SessionTag::of(session)) {
             continue;
@@ -126,9 +127,22 @@ pub fn release_all(store: &Store, session: &str) -> Result<usize, Error> {
             Ok(lease) => {
                 store.release(&lease)?;
                 released += 1;
+                counted.insert(entry.resource.clone());
             }
             Err(Error::Backend(e)) => return Err(Error::Backend(e)),
             Err(_) => {}
+        }
+    }
+    // What the resources did not lead to: the file-id series of a file the session
+    // renamed or deleted (its path now names another file, or none), ended by key
+    // (a breaker: it stayed held for the ttl, refusing the renamed file).
+    for entry in store.status()? {
+        if entry.live
+            && entry.session.as_ref() == Some(&SessionTag::of(session))
+            && store.release_session_series(&entry.key, session)?
+            && counted.insert(entry.resource.clone())
+        {
+            released += 1;
         }
     }
     Ok(released)

@@ -637,6 +637,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::dead_run_group,
     },
     Schedule {
+        name: "session_end_by_key",
+        about: "a session's end releases its claim of a file key by key (as for a file it renamed) while the holder renews, the session claims again and another session waits: only the session's tenures end",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::session_end_by_key,
+    },
+    Schedule {
         name: "session_simultaneous",
         about: "two processes of one session claim a lock at the same instant: exactly one says it began the tenure",
         snapshot_listing: true,

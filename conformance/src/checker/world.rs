@@ -97,6 +97,9 @@ struct Tenure {
     /// The resource's primary key (for a shared tenure, not among `keys`, which
     /// are its participant series).
     claim: Key,
+    /// The tag of the session that claimed it, if one did: a release by key for
+    /// that session ends its promise ([`Ctx::release_session_series`]).
+    session: Option<fencepost::SessionTag>,
 }
 
 /// The primary key of the resource `lease` holds: its own for an exclusive tenure,
@@ -1196,6 +1199,7 @@ impl World {
                     above,
                     shared: lease.shared(),
                     claim,
+                    session: lease.session_tag().cloned(),
                 },
             );
         }
@@ -2463,6 +2467,52 @@ impl Ctx {
             self.world
                 .proved(&self.name, "release", lease, lease.secret());
         }
+    }
+
+    /// Ends `session`'s tenure in the series `key` alone
+    /// ([`Store::release_session_series`]), as a session's end does for a file it
+    /// renamed. Naming the session is holding its secret; the promise of every
+    /// tenure of the session in that series ends when the call starts, as a
+    /// release's does. True when the call says it ended one.
+    pub fn release_session_series(&self, key: &Key, session: &str) -> bool {
+        let tag = fencepost::SessionTag::of(session);
+        let now = self.world.now();
+        self.world.log(format!(
+            "release by key {} for session {}",
+            short(key),
+            tag.as_str()
+        ));
+        let actor = current_actor();
+        {
+            let mut oracle = lock(&self.world.oracle);
+            for t in oracle.tenures.values_mut() {
+                if t.session.as_ref() == Some(&tag) && t.keys.contains(key) {
+                    t.end = t.end.min(now);
+                }
+            }
+            if let Some(me) = actor {
+                oracle
+                    .session_secrets
+                    .entry(me)
+                    .or_default()
+                    .insert(fencepost::Secret::for_session(session).sha256());
+            }
+        }
+        if let Some(actor) = actor {
+            lock(&self.world.releasing).insert(actor);
+        }
+        let outcome = self.store.release_session_series(key, session);
+        if let Some(actor) = actor {
+            lock(&self.world.releasing).remove(&actor);
+        }
+        self.world.log(format!(
+            "release by key -> {}",
+            match &outcome {
+                Ok(ended) => format!("ok, ended: {ended}"),
+                Err(e) => kind(e),
+            }
+        ));
+        matches!(outcome, Ok(true))
     }
 
     /// Resumes the tenure `handle` names (another process of the holder, or

@@ -655,3 +655,96 @@ pub(super) fn slots_contend_processes<S: LeaseStore + Clone + 'static>(
     );
     Ok(())
 }
+
+/// A session's tenure ended by key alone (`release_session_series`): the file-id
+/// series of a file the session renamed after claiming it, which a release through
+/// the resource no longer reaches. Another session, a tenure without a session, a
+/// released and an expired tenure are left alone, with nothing written.
+pub(super) fn session_series_released_by_key<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let clock = ManualClock::new(START_MS);
+    let store = f.store_with_clock(clock.clone());
+    let released = |key: &fencepost::Key, session: &str| {
+        store
+            .release_session_series(key, session)
+            .map_err(|e| fail("release_session_series", e))
+    };
+
+    // Left alone: another session's tenure, one without a session.
+    let lock = Resource::lock("session-series");
+    let key = key_of(&lock)?;
+    for (options, session) in [
+        (opts("a").session("agent-8"), "agent-7"),
+        (opts("a"), "agent-7"),
+    ] {
+        let lease = acquire(&store, &lock, &options)?;
+        let before = newest_generation(f.raw(), &key)?;
+        ensure!(
+            !released(&key, session)?,
+            "{session} ended a tenure not its own"
+        );
+        ensure!(
+            newest_generation(f.raw(), &key)? == before,
+            "a refused release by key wrote a record"
+        );
+        ensure!(check(&store, &lock, lease.token())?, "the tenure was ended");
+        store.release(&lease).map_err(|e| fail("release", e))?;
+    }
+    // Ended: the session's own, once; then nothing more to end.
+    let lease = acquire(&store, &lock, &opts("a").session("agent-7"))?;
+    ensure!(
+        released(&key, "agent-7")?,
+        "the session's own tenure was not ended"
+    );
+    ensure!(
+        !check(&store, &lock, lease.token())?,
+        "ended by key, its token still passes"
+    );
+    ensure!(
+        !released(&key, "agent-7")?,
+        "a released tenure was ended again"
+    );
+    // Expired: not the session's any more; nothing written.
+    let lapsed = acquire(&store, &lock, &opts("a").session("agent-7"))?;
+    clock.advance_ms(TTL_MS);
+    let before = newest_generation(f.raw(), &key)?;
+    ensure!(!released(&key, "agent-7")?, "an expired tenure was ended");
+    ensure!(
+        newest_generation(f.raw(), &key)? == before && lapsed.token() > lease.token(),
+        "an expired tenure's release by key wrote a record"
+    );
+
+    // A file renamed by the session: its file-id series (where the platform has
+    // file ids) is reached by key, and the renamed file is free for another session.
+    let path = f.scratch_file("series-renamed.txt");
+    std::fs::write(&path, b"x").map_err(|e| fail("write", e))?;
+    let file = Resource::file(&path);
+    let Some(file_id) = file.identity().map_err(|e| fail("identity", e))?.file_id else {
+        return Ok(());
+    };
+    let held = acquire(&store, &file, &opts("a").session("agent-7"))?;
+    let moved = f.scratch_file("series-moved.txt");
+    std::fs::rename(&path, &moved).map_err(|e| fail("rename", e))?;
+    let last = store
+        .resume_session(&file, "agent-7")
+        .map_err(|e| fail("resume_session", e))?;
+    store.release(&last).map_err(|e| fail("release", e))?;
+    let renamed = Resource::file(&moved);
+    match store.try_acquire(&renamed, &opts("b").session("agent-8")) {
+        Ok(TryAcquire::Held(holder)) if holder.token == held.token() => {}
+        other => {
+            return Err(format!(
+                "the renamed file was not held by its file-id series before the release by key: {other:?}"
+            )
+            .into());
+        }
+    }
+    ensure!(
+        released(&file_id, "agent-7")?,
+        "the file-id series was not ended"
+    );
+    let next = acquire(&store, &renamed, &opts("b").session("agent-8"))?;
+    store.release(&next).map_err(|e| fail("release", e))?;
+    Ok(())
+}

@@ -225,6 +225,60 @@ pub(super) fn session_file_race(setup: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// A session's end, key by key (`release_session_series`, what the agent hook's
+/// SessionEnd does for a file the session renamed or deleted): a process of
+/// session `s` claims an existing file (two keys) and keeps it; the session's end
+/// releases its file-id key and then its path key, twice (the second time after
+/// another session may hold); a later process of `s` claims again; a process of
+/// session `t` waits for the file. The oracles judge that a release by key ends
+/// only tenures of its session (the secret oracle: a tombstone written over
+/// another session's tenure) and never lets two hold. Planted bug
+/// `SERIES_RELEASE_WITHOUT_PROOF` (a release by key that ends whatever is newest).
+pub(super) fn session_end_by_key(setup: &Setup) -> Vec<Actor> {
+    let file = setup.dir.join("renamed.rs");
+    let _ = std::fs::write(&file, b"x");
+    let identity = Resource::file(&file).identity().ok();
+    // File-id key first, as the session's end reaches it (after the path's).
+    let keys: Vec<fencepost::Key> = identity
+        .map(|i| i.file_id.into_iter().chain([i.key]).collect())
+        .unwrap_or_default();
+    let (holder_file, again_file, waiter_file) = (file.clone(), file.clone(), file);
+    vec![
+        Actor::new("s-holder", move |ctx: &Ctx| {
+            let options = for_session(ctx, Some("s"), 0);
+            if let Some(mut lease) = ctx.acquire_with(&Resource::file(&holder_file), &options) {
+                ctx.keep(&mut lease, 3);
+            }
+        }),
+        Actor::new("s-end", move |ctx: &Ctx| {
+            for pause in [TTL_MS / 3, TTL_MS] {
+                ctx.sleep(pause);
+                for key in &keys {
+                    ctx.release_session_series(key, "s");
+                }
+            }
+        }),
+        Actor::new("s-again", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 2);
+            let options = for_session(ctx, Some("s"), TTL_MS);
+            if let Some(mut lease) = ctx.acquire_with(&Resource::file(&again_file), &options)
+                && ctx.keep(&mut lease, 1)
+            {
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("t", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 6);
+            let options = for_session(ctx, Some("t"), 3 * TTL_MS);
+            if let Some(mut lease) = ctx.acquire_with(&Resource::file(&waiter_file), &options)
+                && ctx.keep(&mut lease, 2)
+            {
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
 /// Three processes of session `s` claim one existing file (two keys) at once,
 /// without waiting, and keep it for a renewal; reads and listings may stall. A
 /// process that finds the first key taken by a sibling re-enters that sibling's

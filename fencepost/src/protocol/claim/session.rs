@@ -5,7 +5,7 @@
 use crate::proof::{LeaseHandle, Secret, SessionTag};
 use crate::protocol::{AcquireOptions, Lease, Store, is_loss};
 use crate::record::{self, Decoded};
-use crate::{Error, Resource, Result};
+use crate::{Error, Key, Resource, Result};
 
 /// Longest session id, in characters: it is shown in `status` and in messages.
 const SESSION_MAX_CHARS: usize = 256;
@@ -81,6 +81,94 @@ impl Store {
                 })
             }
         }
+    }
+
+    /// Ends `session`'s tenure in the one series `key` (a tombstone, as
+    /// [`Store::release`] writes), for a series no [`Resource`] leads to any more:
+    /// the file-id series of a file the session renamed or deleted after claiming it.
+    /// A release through the resource rebuilds its keys from the path as it is now,
+    /// so it ends the path's series and leaves that one held for its ttl, refusing
+    /// the renamed file (or a new file that reuses the inode) to everyone else.
+    /// `key` comes from [`Store::status`] ([`StatusEntry::key`]).
+    ///
+    /// Returns `true` when this call ended the tenure, `false` when the series'
+    /// newest record is not a live tenure of `session` (nothing of the session's to
+    /// end: another's tenure, released, broken, expired, or ended meanwhile). The
+    /// proof is the session id, as for [`Store::resume_session`]; a tenure claimed
+    /// without a session or by another session is never touched.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a malformed session id, [`Error::Backend`] as
+    /// for every operation.
+    ///
+    /// Pinned by the conformance scenario `session_series_released_by_key` and
+    /// `cli/tests/agent_hooks.rs::session_end_releases_a_claim_of_a_file_it_renamed`.
+    ///
+    /// [`StatusEntry::key`]: crate::StatusEntry::key
+    pub fn release_session_series(&self, key: &Key, session: &str) -> Result<bool> {
+        check_session(session)?;
+        let secret = Secret::for_session(session);
+        let newest = self.read_newest(key)?;
+        let now = self.clock.wall_ms();
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::SERIES_RELEASE_WITHOUT_PROOF) {
+            return self.planted_release_newest(key, &newest, now);
+        }
+        let (label, token) = match newest.decoded() {
+            Some(Decoded::Record(r))
+                if r.session.as_ref() == Some(&SessionTag::of(session))
+                    && secret.proves(r.secret_sha256.as_deref())
+                    && !r.released
+                    && r.broken.is_none()
+                    && record::is_live(&r.envelope(), now) =>
+            {
+                (r.label.to_string(), r.token)
+            }
+            _ => return Ok(false),
+        };
+        match self.release_tenure_to(key, &label, token, &secret, self.backend.notifies_changes()) {
+            Ok(()) => Ok(true),
+            // Ended or taken over between the read and the tombstone: not ours now.
+            Err(e) if is_loss(&e) || matches!(e, Error::NotHolder { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Planted bug `SERIES_RELEASE_WITHOUT_PROOF`: a tombstone over whatever live
+    /// tenure is newest, the session unasked.
+    #[cfg(feature = "planted-bugs")]
+    fn planted_release_newest(
+        &self,
+        key: &Key,
+        newest: &crate::protocol::series::Newest,
+        now: u64,
+    ) -> Result<bool> {
+        let Some(Decoded::Record(r)) = newest.decoded() else {
+            return Ok(false);
+        };
+        if r.released || !record::is_live(&r.envelope(), now) {
+            return Ok(false);
+        }
+        let generation = newest.generation + 1;
+        let tombstone = crate::record::Record {
+            generation,
+            granted_at_ms: now,
+            expires_at_ms: now,
+            ttl_ms: 0,
+            released: true,
+            next: None,
+            ..r.clone()
+        };
+        Ok(matches!(
+            self.backend.create(
+                key,
+                generation,
+                &tombstone.encode_owned(),
+                crate::Durability::Unflushed
+            ),
+            Ok(crate::CreateOutcome::Created)
+        ))
     }
 
     /// Re-entry: when `options.session` holds `resource` with a live tenure, that
