@@ -1028,6 +1028,60 @@ mod layout_changes {
         (main, one, two)
     }
 
+    /// A holder tied to its process (`claim --hold`) of a nested repository's
+    /// subtree, in that repository's store, SIGKILLed; then a `.fencepost` made
+    /// above: a subtree claim over it, made in the marker's store and asking the
+    /// nested store, takes over the dead holder at once, as a claim in the dead
+    /// holder's own store would, instead of waiting out its ttl, and the dead
+    /// holder's token no longer passes `check` there (a breaker: the waiter waited
+    /// the whole ttl while `status` said the next claim takes over at once).
+    #[test]
+    fn a_killed_holder_in_another_store_is_taken_over_at_once() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["d/x/r/a.txt"]);
+        git(&main.join("d/x/r"), &["init", "-q"]);
+        let mut hold = std::process::Command::new(crate::util::bin());
+        hold.current_dir(&main)
+            .env("XDG_STATE_HOME", s.user_state())
+            .env_remove("FENCEPOST_STORE")
+            .env_remove("FENCEPOST_SESSION")
+            .args(["claim", "--dir", "d/x/r", "--ttl", "120000", "--hold"])
+            .stdout(std::process::Stdio::piped());
+        let mut hold = crate::util::Background::spawn(&mut hold);
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(hold.0.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let dead_token = line.trim().split_once('.').unwrap().0.to_string();
+        hold.kill_and_reap();
+        fs::create_dir_all(main.join(".fencepost")).unwrap();
+
+        let started = std::time::Instant::now();
+        let taken = claim(&s, &main, &["--dir", "d", "--wait", "60000", "--json"], 0);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "waited {:?} for a dead holder (its ttl is 120 s)",
+            started.elapsed()
+        );
+        assert_eq!(
+            store_of(&taken),
+            main.join(".fencepost").display().to_string()
+        );
+        let nested = main.join("d/x/r/.git/fencepost").display().to_string();
+        let checked = run(
+            &s,
+            &main,
+            &["--store", &nested, "check", "--dir", "d/x/r", &dead_token],
+        );
+        assert!(
+            !checked.status.success() && one_line_stderr(&checked).contains("superseded"),
+            "the dead holder's token still passes: {checked:?}"
+        );
+    }
+
     /// A `.fencepost` directory moved away and back: while it was away the file was
     /// claimed in the repository's store, so both stores hold a claim of it. The
     /// claim stranded in the repository's store is shown by `status`, released by

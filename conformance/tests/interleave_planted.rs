@@ -317,6 +317,13 @@ fn catches_a_release_by_key_that_ends_another_sessions_tenure() {
 }
 
 #[test]
+fn catches_a_dead_holder_in_another_store_passed_over_unfenced() {
+    // A claim made beside another store ignores a dead holder there without
+    // fencing it: the dead tenure's token still passes `check` in its store.
+    catches(&planted::BESIDE_DEAD_UNFENCED, "dead_beside", 0);
+}
+
+#[test]
 fn catches_tickets_removed_by_a_removal_thread() {
     // Tickets removed through `remove_superseded`, which the model defers as the
     // fs backend's removal thread does: a ticket whose waiter left the queue stays
@@ -444,6 +451,7 @@ fn survey() {
             "SERIES_RELEASE_WITHOUT_PROOF",
             &planted::SERIES_RELEASE_WITHOUT_PROOF,
         ),
+        ("BESIDE_DEAD_UNFENCED", &planted::BESIDE_DEAD_UNFENCED),
     ] {
         if let Ok(only) = std::env::var("FENCEPOST_PLANTED")
             && only != name

@@ -473,6 +473,11 @@ pub mod planted {
     /// renamed or deleted.
     pub static SERIES_RELEASE_WITHOUT_PROOF: AtomicBool = AtomicBool::new(false);
 
+    /// A claim made beside another store passes over a holder there whose
+    /// process provably ended without fencing it: its tenure stands in that store,
+    /// and its token passes `check` there while the claimant holds.
+    pub static BESIDE_DEAD_UNFENCED: AtomicBool = AtomicBool::new(false);
+
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)
     }

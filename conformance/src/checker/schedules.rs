@@ -650,6 +650,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::session_end_by_key,
     },
     Schedule {
+        name: "dead_beside",
+        about: "a tied holder of a file in one store is SIGKILLed; a claim of the file made in another store beside it waits: it must fence the dead holder there and get in before its ttl, and never while it lives",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::dead_beside,
+    },
+    Schedule {
         name: "session_simultaneous",
         about: "two processes of one session claim a lock at the same instant: exactly one says it began the tenure",
         snapshot_listing: true,

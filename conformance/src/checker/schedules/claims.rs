@@ -1013,6 +1013,121 @@ pub(super) fn subtree_intent(setup: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// A killed holder in another store (`Store::claim_beside`): "holder" claims a
+/// file in the model store tied to its process (pid 3), renews once and is
+/// SIGKILLed. "beside" claims the file in a second store, asking the model store
+/// (as after a layout change), tied to pid 4 and waiting two ttls. Its own
+/// oracles: it never holds while the holder lives; once it holds, the dead
+/// holder's token fails `check` in the model store (the dead tenure was fenced
+/// there, not passed over); and it does not wait out the dead holder's ttl when
+/// the holder died a poll and more before its lease would have ended. Planted bug
+/// `BESIDE_DEAD_UNFENCED` (the dead holder passed over without a fence).
+pub(crate) fn dead_beside(setup: &Setup) -> Vec<Actor> {
+    let file = Resource::file(setup.dir.join("dead.txt"));
+    let _ = std::fs::write(setup.dir.join("dead.txt"), b"x");
+    let (running, probe) = local_processes(&[3, 4]);
+    let (holder_probe, beside_probe, side_probe) = (probe(3), probe(4), probe(4));
+    let table = Arc::clone(&running);
+    // The holder's state as "beside" judges it: (alive and holding, token, when
+    // it died, when its lease ends), on the model clock.
+    #[derive(Default)]
+    struct Held {
+        holding: bool,
+        token: u64,
+        died_at: Option<u64>,
+        expires_at: u64,
+    }
+    let held: Arc<Mutex<Held>> = Arc::default();
+    let judged = Arc::clone(&held);
+    let holder_file = file.clone();
+    vec![
+        Actor::new("holder", move |ctx: &Ctx| {
+            let ctx = ctx.with_store(ctx.store.clone().with_liveness(holder_probe));
+            let options = for_session(&ctx, None, 0).tied_to_process(true);
+            let Some(mut lease) = ctx.acquire_with(&holder_file, &options) else {
+                return;
+            };
+            {
+                let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+                held.holding = true;
+                held.token = lease.token();
+                held.expires_at = lease.expires_at_ms();
+            }
+            if ctx.keep(&mut lease, 1) {
+                let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+                held.expires_at = lease.expires_at_ms();
+                held.holding = false;
+                held.died_at = Some(ctx.world.now());
+                lock_set(&table).remove(&3);
+                drop(held);
+                ctx.die(&lease);
+            } else {
+                held.lock().unwrap_or_else(|e| e.into_inner()).holding = false;
+            }
+        }),
+        Actor::new("beside", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 6);
+            let side = super::super::side::side_store(&ctx.world).with_liveness(side_probe);
+            let model = ctx.store.clone().with_liveness(beside_probe);
+            let options = AcquireOptions::new(TTL_MS)
+                .owner("beside")
+                .wait_ms(2 * TTL_MS)
+                .tied_to_process(true);
+            let outcome = side.claim_beside(
+                std::slice::from_ref(&file),
+                &options,
+                || Ok(vec![model.clone()]),
+                |options| {
+                    Ok(match side.try_acquire(&file, options)? {
+                        fencepost::TryAcquire::Acquired(lease) => Ok(vec![lease]),
+                        fencepost::TryAcquire::Held(holder) => Err(holder),
+                    })
+                },
+            );
+            let now = ctx.world.now();
+            let held = judged.lock().unwrap_or_else(|e| e.into_inner());
+            match outcome {
+                Ok(fencepost::Beside::Taken(leases)) => {
+                    ctx.world
+                        .log(format!("beside: holds (token {})", leases[0].token()));
+                    if held.holding {
+                        ctx.violate(format!(
+                            "beside holds {} while the holder (token {}) lives and holds it in the other store",
+                            file.target(),
+                            held.token
+                        ));
+                    }
+                    if held.token > 0 {
+                        let token = held.token;
+                        drop(held);
+                        if matches!(ctx.store.check(&file, token), Ok(true)) {
+                            ctx.violate(format!(
+                                "beside holds {} while the dead holder's token {token} still passes check in its store (never fenced)",
+                                file.target()
+                            ));
+                        }
+                        let held = judged.lock().unwrap_or_else(|e| e.into_inner());
+                        if let Some(died) = held.died_at
+                            && died + 2 * fencepost::BESIDE_POLL_MS <= held.expires_at
+                            && now >= held.expires_at
+                        {
+                            ctx.violate(format!(
+                                "beside waited until +{now}ms, past the dead holder's lease end (+{}ms), though it died at +{died}ms",
+                                held.expires_at
+                            ));
+                        }
+                    }
+                }
+                Ok(fencepost::Beside::Held(holder))
+                | Ok(fencepost::Beside::Elsewhere { holder, .. }) => {
+                    ctx.world.log(format!("beside: held by {}", holder.owner));
+                }
+                Err(e) => ctx.world.log(format!("beside: error {e}")),
+            }
+        }),
+    ]
+}
+
 /// Two claims of one file made in two stores, as after a layout change (a
 /// repository initialised around the file between the two claims): "old-layout"
 /// claims in the model store beside the second store, "new-layout" in the second

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use super::subtree::FENCE_ATTEMPTS;
 use crate::{AcquireOptions, Holder, Lease, Resource, Result, Store};
 
 /// How often (ms) a claim turned away by a claim in another store tries again:
@@ -51,12 +52,18 @@ impl Store {
     /// again only when the way is clear, so a wait burns no tokens and shows no
     /// passing holder here; the look after the claim still decides.
     ///
+    /// A claim in the way whose holder's process provably ended (with
+    /// `options.dead_holder_takeover`) is fenced in its store — its key claimed
+    /// and given back there, so its token never passes again — and is then not in
+    /// the way: a killed holder in another store is taken over at once, as one in
+    /// this store is.
+    ///
     /// Both sides of a race write first and read second, so two claims of one
     /// resource in two stores never both stand; both may give back, and the one
     /// that waits gets in on its next try. Explored by the interleaving checker
-    /// (`two_stores`, `store_appears` and `store_below`, with the planted bugs
+    /// (`two_stores`, `store_appears`, `store_below` and `dead_beside`, with the planted bugs
     /// `ELSEWHERE_LOOKED_BEFORE_CLAIM`, `OTHERS_LISTED_BEFORE_CLAIM`,
-    /// `ELSEWHERE_NOT_DOWN` and `BESIDE_TRUSTS_ITS_LOOK`), pinned
+    /// `ELSEWHERE_NOT_DOWN`, `BESIDE_TRUSTS_ITS_LOOK` and `BESIDE_DEAD_UNFENCED`), pinned
     /// with real git by `cli/tests/store_location.rs` (`layout_changes`).
     ///
     /// # Errors
@@ -180,7 +187,9 @@ impl Store {
 }
 
 /// The first live claim in `others` in the way of one of `resources`, with the
-/// locator of the store it is in.
+/// locator of the store it is in. With `options.dead_holder_takeover`, a claim
+/// there whose holder's process provably ended is fenced in its store first
+/// (`Store::fence_dead`) and is then not in the way.
 fn elsewhere(
     others: &[Store],
     resources: &[Resource],
@@ -188,8 +197,34 @@ fn elsewhere(
 ) -> Result<Option<(String, Resource, Holder)>> {
     for other in others {
         for resource in resources {
-            if let Some(holder) = other.conflict(resource, options)? {
-                return Ok(Some((other.backend().locator(), resource.clone(), holder)));
+            let mut way = other.conflict_way(resource, options)?;
+            // A holder there whose process provably ended is fenced there (its key
+            // claimed and given back, so its token never passes again) and the
+            // look repeated: a killed holder in another store is taken over at
+            // once, as one in this store is, not waited out for its ttl. The same
+            // bound as a subtree's look (`look_tree`).
+            for _ in 0..FENCE_ATTEMPTS {
+                match &way {
+                    Some(dead) if dead.dead && options.dead_holder_takeover => {
+                        #[cfg(feature = "planted-bugs")]
+                        if crate::planted::on(&crate::planted::BESIDE_DEAD_UNFENCED) {
+                            way = None;
+                            break;
+                        }
+                        if !other.fence_dead(dead, options)? {
+                            break;
+                        }
+                        way = other.conflict_way(resource, options)?;
+                    }
+                    _ => break,
+                }
+            }
+            if let Some(way) = way {
+                return Ok(Some((
+                    other.backend().locator(),
+                    resource.clone(),
+                    way.holder,
+                )));
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Asking whether a claim is still held: check, check_lease, watch, holder, resume.
 
 use crate::proof::LeaseHandle;
+use crate::protocol::claim::subtree::InTheWay;
 use crate::protocol::series::ended;
 use crate::protocol::{HeldKey, Lease, Store, Written};
 use crate::record::{self, Decoded};
@@ -334,6 +335,17 @@ impl Store {
         resource: &Resource,
         options: &crate::AcquireOptions,
     ) -> Result<Option<Holder>> {
+        Ok(self.conflict_way(resource, options)?.map(|way| way.holder))
+    }
+
+    /// [`Store::conflict`], with what is in the way: its series and whether its
+    /// holder's process provably ended (so that a claim made beside this store can
+    /// fence it here, [`Store::fence_dead`]).
+    pub(crate) fn conflict_way(
+        &self,
+        resource: &Resource,
+        options: &crate::AcquireOptions,
+    ) -> Result<Option<InTheWay>> {
         let secret = options
             .session
             .as_deref()
@@ -344,11 +356,11 @@ impl Store {
         let chain = resource.tree_chain()?;
         if options.shared {
             let (way, _) = self.exclusive_in_way(&keys, chain.as_ref(), "", proof)?;
-            return Ok(way.map(|way| way.holder));
+            return Ok(way);
         }
         for key in &keys {
             if let Some(way) = self.live_other(key, &resource.target(), "", proof, true)? {
-                return Ok(Some(way.holder));
+                return Ok(Some(way));
             }
         }
         if let Some(chain) = &chain {
@@ -356,7 +368,7 @@ impl Store {
             #[cfg(feature = "planted-bugs")]
             let down = down && !crate::planted::on(&crate::planted::ELSEWHERE_NOT_DOWN);
             if let Some(way) = self.tree_conflict(chain, "", proof, down, true, false)? {
-                return Ok(Some(way.holder));
+                return Ok(Some(way));
             }
         }
         Ok(None)
