@@ -1254,9 +1254,52 @@ mod layout_changes {
         fs::set_permissions(main.join("locked"), fs::Permissions::from_mode(0o777)).unwrap();
         assert_eq!(claim.status.code(), Some(1), "{claim:?}");
         assert!(
-            one_line_stderr(&claim).contains("cannot look below"),
+            one_line_stderr(&claim).contains("cannot look below")
+                && one_line_stderr(&claim).contains("make it readable"),
             "{claim:?}"
         );
+    }
+
+    /// A directory below a subtree whose path is too long to list: the claim is
+    /// refused, and the advice is not to make it readable (it is; that would not
+    /// help).
+    #[cfg(unix)]
+    #[test]
+    fn a_path_too_long_to_list_below_a_subtree_is_not_called_unreadable() {
+        let s = Scratch::new();
+        let main = top(&s).join("main");
+        repository(&main, &["a.txt"]);
+        fs::create_dir_all(main.join(".fencepost")).unwrap();
+        // Made one level at a time from inside (no single path names the deepest).
+        let name = "d".repeat(250);
+        let c_name = std::ffi::CString::new(name.clone()).unwrap();
+        let top_dir = std::ffi::CString::new(main.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: plain system calls on descriptors this test opens and closes.
+        unsafe {
+            let mut fd = libc::open(top_dir.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY);
+            assert!(fd >= 0);
+            for _ in 0..20 {
+                assert_eq!(libc::mkdirat(fd, c_name.as_ptr(), 0o755), 0);
+                let next = libc::openat(fd, c_name.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY);
+                assert!(next >= 0);
+                libc::close(fd);
+                fd = next;
+            }
+            libc::close(fd);
+        }
+        let claim = claim(&s, &main, &["--dir", "."], 1);
+        let message = one_line_stderr(&claim);
+        assert!(
+            message.contains("cannot look below") && !message.contains("make it readable"),
+            "{message}"
+        );
+        // Leave nothing the scratch directory's removal could not take away.
+        let status = std::process::Command::new("rm")
+            .current_dir(&main)
+            .args(["-rf", &name])
+            .status()
+            .unwrap();
+        assert!(status.success());
     }
 
     /// `status` in a repository made since a claim of one of its files shows that

@@ -139,10 +139,10 @@ pub enum LocateError {
     /// repository or store below it holds claims of its own cannot be seen.
     #[error(
         "cannot look below dir {} at {} ({reason}): a subtree claim must see every \
-         repository and store below it, whose claims could stand beside it; make it \
-         readable, claim a smaller directory, or name one store with --store or \
-         FENCEPOST_STORE",
-        .dir.display(), .below.display()
+         repository and store below it, whose claims could stand beside it; {}, claim \
+         a smaller directory, or name one store with --store or FENCEPOST_STORE",
+        .dir.display(), .below.display(),
+        if *.denied { "make it readable" } else { "fix or remove what cannot be listed" }
     )]
     Unreadable {
         /// The subtree's directory.
@@ -151,6 +151,10 @@ pub enum LocateError {
         below: PathBuf,
         /// Why.
         reason: String,
+        /// The listing was refused for lack of permission (the advice is then to
+        /// make it readable; for another cause, a path too long to list say, that
+        /// would not help).
+        denied: bool,
     },
 }
 

@@ -234,6 +234,7 @@ fn walk(
             dir: dir.clone(),
             below: current.clone(),
             reason: e.to_string(),
+            denied: e.kind() == std::io::ErrorKind::PermissionDenied,
         };
         let entries = match std::fs::read_dir(&current) {
             Ok(entries) => entries,
