@@ -433,6 +433,53 @@ fn a_break_ends_every_reader() {
     s.claim("doc", &["--wait", "0"]);
 }
 
+/// `status` after every shared tenure of a lock ended shows how the last one ended
+/// — broken, with the break's reason, or released — as it does for an exclusive
+/// tenure (a breaker: the row vanished, and a reader whose lease was broken found
+/// nothing in `status` to say so).
+#[test]
+fn status_shows_how_the_last_shared_tenure_ended() {
+    let s = Scratch::new();
+    let row = |s: &Scratch| {
+        let output = s.cmd().args(["status", "--json"]).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let rows: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == "lock:doc")
+            .cloned()
+    };
+    s.claim("doc", &["--shared", "--owner", "reader-a"]);
+    s.claim("doc", &["--shared", "--owner", "reader-b"]);
+    let broke = s
+        .cmd()
+        .args(["break", "--lock", "doc", "--reason", "readers stuck"])
+        .output()
+        .unwrap();
+    assert_eq!(broke.status.code(), Some(0), "{broke:?}");
+    let broken = row(&s).expect("a row for the broken lock");
+    assert_eq!(broken["state"], "broken", "{broken}");
+    assert_eq!(broken["live"], false, "{broken}");
+    assert!(broken.to_string().contains("readers stuck"), "{broken}");
+    let text = s.cmd().arg("status").output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("broken"),
+        "{text:?}"
+    );
+
+    let (_, handle) = s.claim_handle("doc", &["--shared", "--owner", "reader-c"]);
+    let released = s
+        .cmd()
+        .args(["release", "--lock", "doc", &handle])
+        .output()
+        .unwrap();
+    assert_eq!(released.status.code(), Some(0), "{released:?}");
+    let ended = row(&s).expect("a row for the released lock");
+    assert_eq!(ended["state"], "released", "{ended}");
+    assert_eq!(ended["owner"], "reader-c", "{ended}");
+}
+
 /// An exclusive claim refused by several readers names the reader whose lease ends
 /// last and how many hold beside it: its "until" is when the last reader's lease
 /// ends, which is when the claim can first get in. Before, the refusal named the

@@ -108,6 +108,37 @@ impl StatusEntry {
     }
 }
 
+/// The row of a resource whose shared tenures all ended: what the one that ended
+/// last says (broken, released or expired), listed under its participant index.
+fn ended_shared_row(resource: &str, index: &Key, r: &crate::record::Record) -> StatusEntry {
+    StatusEntry {
+        resource: resource.to_string(),
+        key: index.clone(),
+        label: resource
+            .split_once(':')
+            .map_or(resource, |(_, label)| label)
+            .to_string(),
+        state: if r.broken.is_some() {
+            ClaimState::Broken
+        } else if r.released {
+            ClaimState::Released
+        } else {
+            ClaimState::Expired
+        },
+        live: false,
+        token: r.token,
+        generation: r.generation,
+        owner: r.owner.to_string(),
+        pid: r.pid,
+        host: r.host.to_string(),
+        expires_at_ms: r.expires_at_ms,
+        broken: r.broken.clone(),
+        session: None,
+        shared: Vec::new(),
+        holder_ended: false,
+    }
+}
+
 /// `lock:NAME` or `file:PATH` for a record's label under `key` (a file-id key names
 /// a file too).
 pub(crate) fn resource_of(key: &Key, label: &str) -> String {
@@ -179,7 +210,19 @@ impl Store {
                 entries.push(entry);
             }
         }
-        for (resource, index, holders) in self.shared_holders()? {
+        for shared in self.shared_holders()? {
+            let (resource, index, holders) = (shared.resource, shared.index, shared.holders);
+            if holders.is_empty() {
+                // No live reader: the one that ended last, as an exclusive tenure's
+                // tombstone shows (a breaker: a broken or released shared claim
+                // left no row, and `status` said nothing of the break).
+                if let Some(r) = shared.ended
+                    && !entries.iter().any(|e| e.resource == resource)
+                {
+                    entries.push(ended_shared_row(&resource, &index, &r));
+                }
+                continue;
+            }
             let row = match entries.iter_mut().position(|e| e.resource == resource) {
                 Some(i) => &mut entries[i],
                 None => {

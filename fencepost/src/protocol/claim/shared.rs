@@ -571,12 +571,26 @@ impl Store {
     }
 }
 
+/// A resource's shared tenures as `status` shows them ([`Store::shared_holders`]).
+pub(crate) struct SharedRow {
+    /// `lock:NAME`, `file:PATH` or `dir:PATH`.
+    pub(crate) resource: String,
+    /// Its participant index.
+    pub(crate) index: Key,
+    /// Its live shared holders.
+    pub(crate) holders: Vec<Holder>,
+    /// The newest record of the shared tenure that ended last, when one did.
+    pub(crate) ended: Option<crate::record::Record>,
+}
+
 impl Store {
-    /// Every resource with live shared tenures: its name as `status` shows it
-    /// (`lock:NAME`, `file:PATH`, `dir:PATH`), its participant index, and the
-    /// holders.
-    pub(crate) fn shared_holders(&self) -> Result<Vec<(String, Key, Vec<Holder>)>> {
-        let mut found: Vec<(String, Key, Vec<Holder>)> = Vec::new();
+    /// Every resource with shared tenures in its participant index: its name as
+    /// `status` shows it (`lock:NAME`, `file:PATH`, `dir:PATH`), its participant
+    /// index, the live holders, and — for `status` to show when none is live — the
+    /// record of the shared tenure that ended last (released, broken or expired;
+    /// the one whose newest record was written last).
+    pub(crate) fn shared_holders(&self) -> Result<Vec<SharedRow>> {
+        let mut found: Vec<SharedRow> = Vec::new();
         let now = self.clock.wall_ms();
         for index in self.backend.keys()? {
             if !index.as_str().starts_with("shares-") {
@@ -587,19 +601,37 @@ impl Store {
                 let live = newest
                     .envelope()
                     .is_some_and(|envelope| record::is_live(&envelope, now));
-                let Some(holder) = newest.holder().filter(|_| live) else {
-                    return Ok(None::<()>);
-                };
                 // An existing file's participant is in both of its keys' indexes.
-                match found.iter_mut().find(|(name, _, _)| *name == entry.label) {
-                    Some((_, _, holders)) => {
-                        if !holders.iter().any(|h| h.holder_id == holder.holder_id) {
-                            holders.push(holder);
+                let row = match found.iter().position(|row| row.resource == entry.label) {
+                    Some(i) => &mut found[i],
+                    None => {
+                        found.push(SharedRow {
+                            resource: entry.label.clone(),
+                            index: index.clone(),
+                            holders: Vec::new(),
+                            ended: None,
+                        });
+                        found.last_mut().expect("just pushed")
+                    }
+                };
+                match newest.holder().filter(|_| live) {
+                    Some(holder) => {
+                        if !row.holders.iter().any(|h| h.holder_id == holder.holder_id) {
+                            row.holders.push(holder);
                         }
                     }
-                    None => found.push((entry.label.clone(), index.clone(), vec![holder])),
+                    None => {
+                        if let Some(crate::record::Decoded::Record(r)) = newest.decoded()
+                            && row
+                                .ended
+                                .as_ref()
+                                .is_none_or(|last| r.granted_at_ms > last.granted_at_ms)
+                        {
+                            row.ended = Some(r.clone());
+                        }
+                    }
                 }
-                Ok(None)
+                Ok(None::<()>)
             })?;
         }
         Ok(found)
