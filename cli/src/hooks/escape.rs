@@ -51,7 +51,9 @@ fn escape_within(command: &str, depth: usize) -> Option<&'static str> {
         return Some(what);
     }
     let found = ESCAPES.iter().find(|(needle, _)| {
-        if needle.starts_with("--") {
+        if *needle == "core.hookspath" {
+            hooks_path_moved(&words)
+        } else if needle.starts_with("--") {
             // A flag: a word of its own (not inside `grep no-verify`, nor inside a
             // quoted commit message that mentions it), or an abbreviation git
             // takes for it (`--no-veri`: `--no-ver` could be `--no-verbose`).
@@ -253,6 +255,46 @@ fn commit_no_verify(words: &[String]) -> bool {
     false
 }
 
+/// True when `words` set git's `core.hooksPath` (lowercased words): `git -c
+/// core.hooksPath=…`, the key given to git's environment (`GIT_CONFIG_KEY_0=…`,
+/// `--config-env`), or `git config [set] core.hooksPath VALUE`. Reading it (`git
+/// config --get core.hooksPath`, `grep hooksPath .git/config`, `echo`) or unsetting
+/// it (which puts git's own hooks back) moves nothing (a breaker: every mention
+/// was blocked, an agent looking into why a commit was refused among them).
+fn hooks_path_moved(words: &[String]) -> bool {
+    const KEY: &str = "core.hookspath";
+    if words
+        .iter()
+        .any(|w| w.contains("core.hookspath=") || w.contains("=core.hookspath"))
+    {
+        return true;
+    }
+    commands_of(words, "git").into_iter().any(|command| {
+        let Some(config) = command.iter().position(|w| w == "config") else {
+            return false;
+        };
+        let args = &command[config + 1..];
+        let Some(key) = args.iter().position(|w| w == KEY) else {
+            return false;
+        };
+        let reading = args[..key].iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "--get"
+                    | "--get-all"
+                    | "--get-regexp"
+                    | "--unset"
+                    | "--unset-all"
+                    | "get"
+                    | "unset"
+                    | "--list"
+                    | "-l"
+            )
+        });
+        !reading && args[key + 1..].iter().any(|w| !w.starts_with('-'))
+    })
+}
+
 /// `fencepost break` or `fencepost hooks uninstall` with options between
 /// (`fencepost --store DIR break`, as the refusals print it for a human): the
 /// override, if any (a breaker: only the contiguous spelling was caught).
@@ -300,6 +342,14 @@ mod tests {
             "fencepost  break --lock l --reason r",
             "fencepost --store=/x break --lock l",
             "fencepost --store /x hooks uninstall",
+            "git config core.hooksPath /dev/null",
+            "git config --local core.hooksPath .nohooks",
+            "git config set core.hooksPath /tmp/x",
+            "git -c core.hooksPath=/dev/null commit -m x",
+            "git -c Core.HooksPath=/x push",
+            "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.hooksPath GIT_CONFIG_VALUE_0=/x git commit",
+            "git --config-env=core.hooksPath=NOHOOKS commit -m x",
+            "sh -c 'git config core.hooksPath x'",
         ] {
             assert!(guard_escape(command).is_some(), "{command}");
         }
@@ -320,6 +370,13 @@ mod tests {
             "grep -n foo src",
             "git commit -m x -- -n",
             "git commit --no-ver",
+            "echo core.hooksPath",
+            "git config --get core.hooksPath",
+            "git config core.hooksPath",
+            "git config get core.hooksPath",
+            "git config --unset core.hooksPath",
+            "grep -n hooksPath .git/config",
+            "git config core.hooksPath; git status",
         ] {
             assert_eq!(guard_escape(command), None, "{command}");
         }
