@@ -161,8 +161,42 @@ fn shell_words(command: &str) -> Vec<String> {
         }
     }
     end(&mut word, &mut in_word, &mut words);
-    words
+    // Brace expansion, as the shell makes it: `{--no-verify,}` is `--no-verify`
+    // and an empty word (a breaker's spelling). Quoted braces are expanded too,
+    // which at worst blocks a quoted message spelling an escape in braces.
+    words.into_iter().flat_map(braces_expanded).collect()
 }
+
+/// The words a shell's brace expansion makes of `word` (`a{b,c}d`: `abd`, `acd`),
+/// at most [`BRACE_WORDS_MAX`] of them; a word without a `{…,…}` is itself.
+fn braces_expanded(word: String) -> Vec<String> {
+    let mut done = Vec::new();
+    let mut pending = vec![word];
+    while let Some(word) = pending.pop() {
+        let group = word.find('{').and_then(|open| {
+            let close = open + word[open..].find('}')?;
+            word[open..close].contains(',').then_some((open, close))
+        });
+        match group {
+            Some((open, close)) if done.len() + pending.len() < BRACE_WORDS_MAX => {
+                for alternative in word[open + 1..close].split(',') {
+                    pending.push(format!(
+                        "{}{alternative}{}",
+                        &word[..open],
+                        &word[close + 1..]
+                    ));
+                }
+            }
+            _ => done.push(word),
+        }
+    }
+    done.reverse();
+    done
+}
+
+/// How many words one word's brace expansion may make before the rest is left as
+/// typed (a command is a line an agent typed, not a generator).
+const BRACE_WORDS_MAX: usize = 64;
 
 /// The commands among `words` that run `program` (a word that is it, or a path
 /// ending in it): for each, the words after it up to the end of its command.
@@ -350,6 +384,9 @@ mod tests {
             "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.hooksPath GIT_CONFIG_VALUE_0=/x git commit",
             "git --config-env=core.hooksPath=NOHOOKS commit -m x",
             "sh -c 'git config core.hooksPath x'",
+            "git commit {--no-verify,} -m x",
+            "git commit -m x {-n,}",
+            "git push --no-{verify,thing}",
         ] {
             assert!(guard_escape(command).is_some(), "{command}");
         }
