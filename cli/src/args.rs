@@ -649,6 +649,11 @@ pub struct RunArgs {
 pub struct BreakArgs {
     #[command(flatten)]
     pub target: Target,
+    /// Instead of one resource: every lease in the store of the session with this
+    /// tag (as `status` shows it) or this session id, for an agent that ended
+    /// without releasing (its CLI crashed, so its session's end never ran)
+    #[arg(long, value_name = "TAG|ID", group = "resource")]
+    pub session: Option<String>,
     /// Why, in one line; recorded and shown to the holder and in `status`
     #[arg(long, value_name = "TEXT")]
     pub reason: String,

@@ -771,6 +771,9 @@ fn current_elsewhere(
 }
 
 pub fn break_lease(ctx: &Context, args: &BreakArgs) -> Result<ExitCode, Failure> {
+    if let Some(session) = &args.session {
+        return break_session(ctx, args, session);
+    }
     let resource = args.target.resource();
     let name = resource_label(&resource)?;
     let by = breaker(&args.owner);
@@ -823,6 +826,86 @@ pub fn break_lease(ctx: &Context, args: &BreakArgs) -> Result<ExitCode, Failure>
         }
         Err(error) => Err(Failure::from(error)),
     }
+}
+
+/// `break --session TAG|ID`: every lease of the session in the store. The text is
+/// taken for a tag as `status` shows it, and then for a session id.
+fn break_session(ctx: &Context, args: &BreakArgs, session: &str) -> Result<ExitCode, Failure> {
+    let by = breaker(&args.owner);
+    let tags: Vec<fencepost::SessionTag> = fencepost::SessionTag::parse(session)
+        .into_iter()
+        .chain(
+            fencepost::check_session(session)
+                .is_ok()
+                .then(|| fencepost::SessionTag::of(session)),
+        )
+        .collect();
+    let mut outcome = Err(Error::NotHeld {
+        label: format!("session {}", printable(session)),
+    });
+    for tag in &tags {
+        outcome = ctx.store.break_session(tag, &by, &args.reason);
+        if !matches!(outcome, Err(Error::NotHeld { .. })) {
+            break;
+        }
+    }
+    let broken = match outcome {
+        Ok(broken) => broken,
+        Err(Error::NotHeld { .. }) => {
+            let message = format!(
+                "session {} holds no live lease in the store {}; nothing was broken (`fencepost status` shows each lease's session tag; a session's claims in another store are broken there, with --store)",
+                printable(session),
+                printable(&ctx.locator)
+            );
+            if args.json {
+                emit_json(&VerdictJson {
+                    ok: false,
+                    resource: format!("session:{}", printable(session)),
+                    token: None,
+                    reason: Some("not_held"),
+                    holder: None,
+                    message: Some(&message),
+                    store: &ctx.locator,
+                })?;
+                return Ok(ExitCode::from(3));
+            }
+            return Err(Failure::Refused(message));
+        }
+        Err(error) => return Err(Failure::from(error)),
+    };
+    let each: Vec<String> = broken
+        .iter()
+        .map(|(resource, holder)| {
+            format!(
+                "{} (token {}, {})",
+                printable(resource),
+                holder.token,
+                printable(&holder.owner)
+            )
+        })
+        .collect();
+    let message = format!(
+        "broke {} lease{} of session {}: {}; each token never passes again, each holder is told why at its next renew, check or write, and the next claim of each gets a higher token",
+        broken.len(),
+        if broken.len() == 1 { "" } else { "s" },
+        broken[0].1.session.as_deref().map_or("?", |t| t.as_str()),
+        each.join(", ")
+    );
+    if args.json {
+        emit_json(&serde_json::json!({
+            "ok": true,
+            "session": broken[0].1.session.as_deref().map(|t| t.as_str()),
+            "broken": broken
+                .iter()
+                .map(|(resource, holder)| serde_json::json!({"resource": resource, "holder": holder}))
+                .collect::<Vec<_>>(),
+            "message": message,
+            "store": ctx.locator,
+        }))?;
+    } else {
+        emit(&message)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Who breaks: the owner name, and the login name when it says more.

@@ -247,7 +247,11 @@ fn open_store(cli: &Cli) -> Result<Context, Failure> {
         Command::Release(args) => (Some(args.target.resource()), Access::Existing),
         Command::Renew(args) => (Some(args.target.resource()), Access::Existing),
         // Nothing to break in a store that does not exist (exit 3, "not held").
-        Command::Break(args) => (Some(args.target.resource()), Access::Existing),
+        // `--session`: the store of the working directory, as `status` reads.
+        Command::Break(args) => (
+            args.session.is_none().then(|| args.target.resource()),
+            Access::Existing,
+        ),
         Command::Status(_)
         | Command::Completions(_)
         | Command::Man(_)

@@ -541,3 +541,78 @@ fn parallel_claims_of_one_file_by_one_session_are_never_refused_by_the_session()
         assert_eq!(released.status.code(), Some(0), "{released:?}");
     }
 }
+
+/// `break --session` (an agent whose CLI crashed, so its session's end never ran):
+/// every live lease of the session in the store is broken — named by the tag
+/// `status` shows, or by the session id — and nothing of another session or
+/// claimed without one; a second break finds nothing (exit 3, one line saying so).
+#[test]
+fn break_session_ends_every_claim_of_the_session_and_nothing_else() {
+    let s = Scratch::new();
+    let claimed = |lock: &str, extra: &[&str]| s.claim_handle(lock, extra);
+    let (a, a_handle) = claimed("a", &["--session", "agent-1"]);
+    let (b, _) = claimed("b", &["--session", "agent-1"]);
+    let (c, _) = claimed("c", &["--session", "agent-2"]);
+    let (d, _) = claimed("d", &[]);
+    let tag = s
+        .status()
+        .into_iter()
+        .find(|e| e["label"] == "a")
+        .and_then(|e| e["session"].as_str().map(str::to_string))
+        .unwrap();
+    let broke = s
+        .cmd()
+        .args(["break", "--session", &tag, "--reason", "agent crashed"])
+        .output()
+        .unwrap();
+    assert_eq!(broke.status.code(), Some(0), "{broke:?}");
+    let said = String::from_utf8_lossy(&broke.stdout);
+    assert!(said.contains("broke 2 leases of session"), "{said}");
+    let passes = |lock: &str, token: u64| {
+        s.cmd()
+            .args(["check", "--lock", lock, &token.to_string()])
+            .output()
+            .unwrap()
+            .status
+            .code()
+            == Some(0)
+    };
+    assert!(
+        !passes("a", a) && !passes("b", b),
+        "the session's tokens still pass"
+    );
+    assert!(
+        passes("c", c) && passes("d", d),
+        "another session's or a plain lease was broken"
+    );
+    let renew = s
+        .cmd()
+        .args(["renew", "--lock", "a", &a_handle])
+        .output()
+        .unwrap();
+    assert_eq!(renew.status.code(), Some(3), "{renew:?}");
+    assert!(
+        one_line_stderr(&renew).contains("agent crashed"),
+        "{renew:?}"
+    );
+
+    let again = s
+        .cmd()
+        .args(["break", "--session", &tag, "--reason", "again"])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(3), "{again:?}");
+    assert!(
+        one_line_stderr(&again).contains("nothing was broken"),
+        "{again:?}"
+    );
+
+    // By the session id, as the agent knows it.
+    let by_id = s
+        .cmd()
+        .args(["break", "--session", "agent-2", "--reason", "agent crashed"])
+        .output()
+        .unwrap();
+    assert_eq!(by_id.status.code(), Some(0), "{by_id:?}");
+    assert!(!passes("c", c) && passes("d", d));
+}

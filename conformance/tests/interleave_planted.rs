@@ -324,6 +324,13 @@ fn catches_a_dead_holder_in_another_store_passed_over_unfenced() {
 }
 
 #[test]
+fn catches_a_session_break_that_breaks_another_sessions_tenure() {
+    // A break of session s's claims that breaks whatever is newest in each series
+    // it listed: t, which took `a` after s released it, is broken too.
+    catches(&planted::BREAK_SESSION_UNFILTERED, "break_session", 13);
+}
+
+#[test]
 fn catches_tickets_removed_by_a_removal_thread() {
     // Tickets removed through `remove_superseded`, which the model defers as the
     // fs backend's removal thread does: a ticket whose waiter left the queue stays
@@ -452,6 +459,10 @@ fn survey() {
             &planted::SERIES_RELEASE_WITHOUT_PROOF,
         ),
         ("BESIDE_DEAD_UNFENCED", &planted::BESIDE_DEAD_UNFENCED),
+        (
+            "BREAK_SESSION_UNFILTERED",
+            &planted::BREAK_SESSION_UNFILTERED,
+        ),
     ] {
         if let Ok(only) = std::env::var("FENCEPOST_PLANTED")
             && only != name

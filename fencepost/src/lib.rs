@@ -478,6 +478,11 @@ pub mod planted {
     /// and its token passes `check` there while the claimant holds.
     pub static BESIDE_DEAD_UNFENCED: AtomicBool = AtomicBool::new(false);
 
+    /// A break of a session's claims breaks whatever live tenure is newest in each
+    /// series it listed, not only the session's: one that another session began
+    /// after the listing is broken too.
+    pub static BREAK_SESSION_UNFILTERED: AtomicBool = AtomicBool::new(false);
+
     pub(crate) fn on(switch: &AtomicBool) -> bool {
         switch.load(std::sync::atomic::Ordering::SeqCst)
     }

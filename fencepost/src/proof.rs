@@ -161,6 +161,15 @@ impl SessionTag {
         SessionTag(hex(&hasher.finalize()[..8]))
     }
 
+    /// A tag as `status` prints it: 16 hex digits (either case); `None` for any
+    /// other text. For an operator naming a session by what `status` showed
+    /// ([`crate::Store::break_session`]).
+    pub fn parse(text: &str) -> Option<SessionTag> {
+        let text = text.trim().to_ascii_lowercase();
+        (text.len() == 16 && text.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then_some(SessionTag(text))
+    }
+
     /// The tag's text (16 lowercase hex digits in records this crate writes; a
     /// record from elsewhere may carry other text, which matches no session).
     pub fn as_str(&self) -> &str {

@@ -663,6 +663,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::dead_beside,
     },
     Schedule {
+        name: "break_session",
+        about: "an operator breaks a session's claims while one of them is released and taken by another session: only the session's tenures are broken",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::break_session,
+    },
+    Schedule {
         name: "session_simultaneous",
         about: "two processes of one session claim a lock at the same instant: exactly one says it began the tenure",
         snapshot_listing: true,

@@ -273,7 +273,7 @@ impl Store {
     }
 
     /// Each key's entry and the holder id of its newest record, when it has one.
-    fn key_rows(&self) -> Result<Vec<(StatusEntry, Option<String>)>> {
+    pub(crate) fn key_rows(&self) -> Result<Vec<(StatusEntry, Option<String>)>> {
         let now = self.clock.wall_ms();
         let mut rows = Vec::new();
         // Subtree indexes and their markers hold no tenure (design-05 §2).

@@ -1013,6 +1013,66 @@ pub(super) fn subtree_intent(setup: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// An operator's break of every claim of session `s` (`Store::break_session`, the
+/// override for an agent whose CLI crashed) while `s` releases one of them and a
+/// process of session `t` that waited takes it: "s-lock" claims lock `a` and
+/// releases it as the first break runs, "s-keep" claims lock `b` and keeps it, "t" waits
+/// for `a`; "operator" breaks session `s` twice. Its own oracle: every holder the
+/// break reports broken is of session `s` (a tenure `t` began after the break
+/// listed the store is never broken). Planted bug `BREAK_SESSION_UNFILTERED`.
+pub(super) fn break_session(_: &Setup) -> Vec<Actor> {
+    let tag = fencepost::SessionTag::of("s");
+    vec![
+        Actor::new("s-lock", |ctx: &Ctx| {
+            let options = for_session(ctx, Some("s"), 0);
+            if let Some(lease) = ctx.acquire_with(&Resource::lock("a"), &options) {
+                // Released as the operator's first break runs: the break may list
+                // `a` held by `s` and reach it after `t` took it.
+                ctx.sleep(TTL_MS / 4);
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("s-keep", |ctx: &Ctx| {
+            let options = for_session(ctx, Some("s"), 0);
+            if let Some(mut lease) = ctx.acquire_with(&Resource::lock("b"), &options) {
+                ctx.keep(&mut lease, 3);
+            }
+        }),
+        Actor::new("t", |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 6);
+            let options = for_session(ctx, Some("t"), 2 * TTL_MS);
+            if let Some(mut lease) = ctx.acquire_with(&Resource::lock("a"), &options)
+                && ctx.keep(&mut lease, 2)
+            {
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("operator", move |ctx: &Ctx| {
+            for pause in [TTL_MS / 4, TTL_MS / 4] {
+                ctx.sleep(pause);
+                ctx.world.log("operator: break session s");
+                match ctx.store.break_session(&tag, "operator", "agent crashed") {
+                    Ok(broken) => {
+                        for (resource, holder) in broken {
+                            ctx.world.log(format!(
+                                "operator: broke {resource} (token {}, {})",
+                                holder.token, holder.owner
+                            ));
+                            if holder.session.as_deref() != Some(&tag) {
+                                ctx.violate(format!(
+                                    "a break of session s broke {resource} held by {} (token {}), not of session s",
+                                    holder.owner, holder.token
+                                ));
+                            }
+                        }
+                    }
+                    Err(e) => ctx.world.log(format!("operator: break -> {e}")),
+                }
+            }
+        }),
+    ]
+}
+
 /// A killed holder in another store (`Store::claim_beside`): "holder" claims a
 /// file in the model store tied to its process (pid 3), renews once and is
 /// SIGKILLed. "beside" claims the file in a second store, asking the model store

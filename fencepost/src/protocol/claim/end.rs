@@ -69,29 +69,8 @@ impl Store {
     ///   characters, or a reason longer than 1000 characters.
     /// - [`Error::InvalidResource`] and [`Error::Backend`] as for every operation.
     pub fn break_lease(&self, resource: &Resource, by: &str, reason: &str) -> Result<Holder> {
-        for (what, text) in [("breaker's name", by), ("reason", reason)] {
-            if text.trim().is_empty() {
-                return Err(Error::InvalidArgument(format!(
-                    "the {what} is empty; say who breaks the lease and why"
-                )));
-            }
-            if text.chars().any(char::is_control) {
-                return Err(Error::InvalidArgument(format!(
-                    "the {what} contains control characters; use one line of printable text"
-                )));
-            }
-        }
-        if reason.chars().count() > BREAK_REASON_MAX_CHARS {
-            return Err(Error::InvalidArgument(format!(
-                "the reason is longer than {BREAK_REASON_MAX_CHARS} characters; keep it to one sentence"
-            )));
-        }
+        let note = self.break_note(by, reason)?;
         let identity = resource.identity()?;
-        let note = BreakNote {
-            by: by.trim().to_string(),
-            at_ms: self.clock.wall_ms(),
-            reason: reason.trim().to_string(),
-        };
         // The file-id key before the path key: a holder renews its other keys first,
         // so once the file id is broken it can no longer renew either.
         let mut broken = None;
@@ -130,6 +109,94 @@ impl Store {
         let readers = self.break_readers(&identity, &note)?;
         broken.or(readers).ok_or(Error::NotHeld {
             label: resource.target(),
+        })
+    }
+
+    /// Breaks every live tenure of the session tagged `session` in this store, as
+    /// [`Store::break_lease`] breaks one: the operator's override for an agent
+    /// that ended without releasing (its CLI crashed, so its session's end never
+    /// ran, and its claims would hold for their ttl). Each series is broken only
+    /// while its newest record is still that very tenure's: a tenure that ended
+    /// meanwhile, and one another session began in its place, are left alone.
+    /// Writing intents (`want-` series of a waiting writer) hold nothing and are
+    /// left to their waiter. Returns each resource broken, as `status` names it
+    /// (`lock:NAME`, `file:PATH`, …), with the holder broken there; an existing
+    /// file's two series are one resource.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NotHeld`] when the session holds nothing live in this store.
+    /// - [`Error::InvalidArgument`] for `by` or `reason` as [`Store::break_lease`]
+    ///   refuses them.
+    /// - [`Error::Backend`] as for every operation.
+    ///
+    /// Pinned by the checker's `break_session` (planted bug
+    /// `BREAK_SESSION_UNFILTERED`) and `cli/tests/sessions.rs`
+    /// (`break_session_ends_every_claim_of_the_session_and_nothing_else`).
+    pub fn break_session(
+        &self,
+        session: &crate::SessionTag,
+        by: &str,
+        reason: &str,
+    ) -> Result<Vec<(String, Holder)>> {
+        let note = self.break_note(by, reason)?;
+        let mut broken: Vec<(String, Holder)> = Vec::new();
+        for (entry, holder_id) in self.key_rows()? {
+            let Some(holder_id) = holder_id else {
+                continue;
+            };
+            if !entry.live
+                || entry.session.as_ref() != Some(session)
+                || entry.key.as_str().starts_with("want-")
+            {
+                continue;
+            }
+            #[cfg(feature = "planted-bugs")]
+            let only = (!crate::planted::on(&crate::planted::BREAK_SESSION_UNFILTERED))
+                .then_some(holder_id.as_str());
+            #[cfg(not(feature = "planted-bugs"))]
+            let only = Some(holder_id.as_str());
+            if let Some(holder) = self.break_key_of(&entry.key, &note, only)?
+                && !broken
+                    .iter()
+                    .any(|(resource, _)| *resource == entry.resource)
+            {
+                broken.push((entry.resource, holder));
+            }
+        }
+        if broken.is_empty() {
+            return Err(Error::NotHeld {
+                label: format!("session {}", session.as_str()),
+            });
+        }
+        Ok(broken)
+    }
+
+    /// The note a break records: `by` and `reason` checked (one line of printable
+    /// text each, the reason at most [`BREAK_REASON_MAX_CHARS`] characters), the
+    /// time now.
+    fn break_note(&self, by: &str, reason: &str) -> Result<BreakNote> {
+        for (what, text) in [("breaker's name", by), ("reason", reason)] {
+            if text.trim().is_empty() {
+                return Err(Error::InvalidArgument(format!(
+                    "the {what} is empty; say who breaks the lease and why"
+                )));
+            }
+            if text.chars().any(char::is_control) {
+                return Err(Error::InvalidArgument(format!(
+                    "the {what} contains control characters; use one line of printable text"
+                )));
+            }
+        }
+        if reason.chars().count() > BREAK_REASON_MAX_CHARS {
+            return Err(Error::InvalidArgument(format!(
+                "the reason is longer than {BREAK_REASON_MAX_CHARS} characters; keep it to one sentence"
+            )));
+        }
+        Ok(BreakNote {
+            by: by.trim().to_string(),
+            at_ms: self.clock.wall_ms(),
+            reason: reason.trim().to_string(),
         })
     }
 
