@@ -108,6 +108,19 @@ impl StatusEntry {
     }
 }
 
+/// What record `r` says of its tenure, `live` by the liveness rule.
+fn state_of(r: &crate::record::Record, live: bool) -> ClaimState {
+    if r.broken.is_some() {
+        ClaimState::Broken
+    } else if r.released {
+        ClaimState::Released
+    } else if live {
+        ClaimState::Held
+    } else {
+        ClaimState::Expired
+    }
+}
+
 /// The row of a resource whose shared tenures all ended: what the one that ended
 /// last says (broken, released or expired), listed under its participant index.
 fn ended_shared_row(resource: &str, index: &Key, r: &crate::record::Record) -> StatusEntry {
@@ -118,13 +131,7 @@ fn ended_shared_row(resource: &str, index: &Key, r: &crate::record::Record) -> S
             .split_once(':')
             .map_or(resource, |(_, label)| label)
             .to_string(),
-        state: if r.broken.is_some() {
-            ClaimState::Broken
-        } else if r.released {
-            ClaimState::Released
-        } else {
-            ClaimState::Expired
-        },
+        state: state_of(r, false),
         live: false,
         token: r.token,
         generation: r.generation,
@@ -303,15 +310,7 @@ impl Store {
                         resource: resource_of(&key, &r.label),
                         key: key.clone(),
                         label: r.label.to_string(),
-                        state: if r.broken.is_some() {
-                            ClaimState::Broken
-                        } else if r.released {
-                            ClaimState::Released
-                        } else if live {
-                            ClaimState::Held
-                        } else {
-                            ClaimState::Expired
-                        },
+                        state: state_of(r, live),
                         live,
                         token: r.token,
                         generation: newest.generation,
