@@ -7,7 +7,7 @@
 # sections never overlapped and that the tokens strictly increase.
 set -euo pipefail
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
-echo "building the fencepost binary (release; the first build took about 45 s on 2 cores with the crates already downloaded, longer while cargo downloads them)..."
+echo "building the fencepost binary (release; the first build takes the longest, more while cargo downloads the crates)..."
 cargo build --release --quiet --manifest-path "$repo_root/Cargo.toml" -p fencepost-cli
 target_dir=${CARGO_TARGET_DIR:-$repo_root/target}   # cargo puts the binary under CARGO_TARGET_DIR when set
 case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
