@@ -458,6 +458,24 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
                 );
             }
         }
+        // Held shared only, every reader gone since: `status` shows how the last
+        // one ended (a new user was told "it has never been claimed" of a shared
+        // token just released).
+        if let Some(ended) = store.status().ok().and_then(|rows| {
+            rows.into_iter()
+                .find(|e| e.label == identity.label && e.key.as_str().starts_with("shares-"))
+        }) {
+            return format!(
+                "it was only ever held shared, and check passes exclusive tokens only; its last reader, {}, {} (token {}; `fencepost status` shows it)",
+                printable(&ended.owner),
+                match ended.state {
+                    fencepost::ClaimState::Broken => "was broken",
+                    fencepost::ClaimState::Released => "released it",
+                    _ => "let it expire",
+                },
+                ended.token
+            );
+        }
         return format!("it has never been claimed in the store {}", ctx.locator);
     };
     // The same file held through another hard link: the rival's row in `status` is

@@ -478,6 +478,20 @@ fn status_shows_how_the_last_shared_tenure_ended() {
     let ended = row(&s).expect("a row for the released lock");
     assert_eq!(ended["state"], "released", "{ended}");
     assert_eq!(ended["owner"], "reader-c", "{ended}");
+    // `check` of the ended shared token agrees (a new user was told "it has never
+    // been claimed").
+    let token = handle.split_once('.').unwrap().0;
+    let check = s
+        .cmd()
+        .args(["check", "--lock", "doc", token])
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(3), "{check:?}");
+    let said = one_line_stderr(&check);
+    assert!(
+        said.contains("only ever held shared") && said.contains("released it"),
+        "{said}"
+    );
 }
 
 /// An exclusive claim refused by several readers names the reader whose lease ends
