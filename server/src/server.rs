@@ -1280,10 +1280,23 @@ impl Inner {
             .filter(|(_, k)| !k.is_lost())
             .map(|(key, k)| (key.clone(), k.token()))
             .collect();
+        // A shared lease's own series is its participant's, which `status` folds
+        // into its resource's row: matched by the resource as the row names it (a
+        // new user saw this server's own reader lease marked as someone else's).
+        let shared_held: std::collections::HashSet<String> = self
+            .leases()
+            .values()
+            .filter(|k| !k.is_lost())
+            .map(|k| k.lease())
+            .filter(|lease| lease.shared())
+            .map(|lease| format!("{}:{}", lease.resource().kind(), lease.label()))
+            .collect();
         let claims = entries
             .into_iter()
             .map(|entry| StatusClaim {
-                held_by_this_server: entry.live && held.get(&entry.key) == Some(&entry.token),
+                held_by_this_server: entry.live
+                    && (held.get(&entry.key) == Some(&entry.token)
+                        || (!entry.shared.is_empty() && shared_held.contains(&entry.resource))),
                 // A file's file-id series is a file too: the schema has two kinds
                 // (core `Store::status` already folds a tenure's two series into one
                 // row).

@@ -35,6 +35,45 @@ async fn status_has_one_row_per_claimed_file_and_agrees_with_its_schema() {
     server.disconnect().await;
 }
 
+/// A shared lease of this server is its own in `status` (a new user saw
+/// `held_by_this_server: false` beside the server's own reader lease), for a file
+/// and for a lock; another server's reader is not.
+#[tokio::test]
+async fn status_marks_this_servers_shared_lease_as_its_own() {
+    let tree = Tree::new();
+    std::fs::write(tree.root.join("a.txt"), "a").unwrap();
+    let server = Server::start(&tree, "agent").await;
+    let other = Server::start(&tree, "other").await;
+    for resource in [file("a.txt"), json!({"kind": "lock", "target": "docs"})] {
+        server
+            .call(
+                "claim",
+                json!({"resource": resource, "shared": true, "ttl_ms": 60000}),
+            )
+            .await
+            .unwrap();
+    }
+    other
+        .call(
+            "claim",
+            json!({"resource": json!({"kind": "lock", "target": "docs"}), "shared": true, "ttl_ms": 60000}),
+        )
+        .await
+        .unwrap();
+    for (who, expected) in [(&server, true), (&other, false)] {
+        let status = who.call("status", json!({})).await.unwrap();
+        for row in status["claims"].as_array().unwrap() {
+            let mine = row["held_by_this_server"] == true;
+            let is_a = row["resource"].as_str().unwrap().ends_with("a.txt");
+            // `other` holds a reader of `docs` too: its own there, not of a.txt.
+            let want = if expected { true } else { !is_a };
+            assert_eq!(mine, want, "{row}");
+        }
+    }
+    server.disconnect().await;
+    other.disconnect().await;
+}
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 
