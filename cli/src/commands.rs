@@ -620,7 +620,7 @@ pub fn renew(ctx: &Context, args: &RenewArgs) -> Result<ExitCode, Failure> {
             ctx,
             args.json,
             (name, &resource, token),
-            matches!(proof, Proof::Handle(_)),
+            Some(&proof),
             error,
         )),
     }
@@ -689,7 +689,7 @@ pub fn release(ctx: &Context, args: &ReleaseArgs) -> Result<ExitCode, Failure> {
             ctx,
             args.json,
             (name, &resource, token),
-            matches!(proof, Proof::Handle(_)),
+            Some(&proof),
             error,
         )),
     }
@@ -840,7 +840,7 @@ pub fn break_lease(ctx: &Context, args: &BreakArgs) -> Result<ExitCode, Failure>
             Ok(ExitCode::SUCCESS)
         }
         Err(error @ Error::NotHeld { .. }) => {
-            Err(refuse(ctx, args.json, (name, &resource, 0), false, error))
+            Err(refuse(ctx, args.json, (name, &resource, 0), None, error))
         }
         Err(error) => Err(Failure::from(error)),
     }
@@ -946,9 +946,10 @@ fn refuse(
     ctx: &Context,
     json: bool,
     (name, resource, token): (String, &Resource, u64),
-    handle_given: bool,
+    proof: Option<&Proof>,
     error: Error,
 ) -> Failure {
+    let handle_given = matches!(proof, Some(Proof::Handle(_)));
     let Some(reason) = refusal_reason(&error) else {
         return Failure::from(error);
     };
@@ -988,11 +989,29 @@ fn refuse(
             } else {
                 "claim it again for a new token"
             };
-            format!(
-                "token {token} does not hold {}: {why}; {next}",
-                resource.target()
-            )
+            match proof {
+                // Named by the session, not by a token the user typed (a new user
+                // was told "token 3 does not hold" after a second release).
+                Some(Proof::Session(session)) => format!(
+                    "session {}'s lease of {} (token {token}) is not current: {why}; {next}",
+                    printable(session),
+                    resource.target()
+                ),
+                _ => format!(
+                    "token {token} does not hold {}: {why}; {next}",
+                    resource.target()
+                ),
+            }
         }
+        // Named by the session: say so, not "token N" the user never typed (a new
+        // user's second `release --session`).
+        Error::Released { label, token } => match proof {
+            Some(Proof::Session(session)) => format!(
+                "session {}'s lease of {label} (token {token}) was already released by its holder; nothing was changed; claim it with --session for a new lease",
+                printable(session)
+            ),
+            _ => crate::output::describe_error_for(&error, resource),
+        },
         _ => crate::output::describe_error_for(&error, resource),
     };
     if json {

@@ -616,3 +616,31 @@ fn break_session_ends_every_claim_of_the_session_and_nothing_else() {
     assert_eq!(by_id.status.code(), Some(0), "{by_id:?}");
     assert!(!passes("c", c) && passes("d", d));
 }
+
+/// A second `release --session` (or `renew --session`) of a lease the session
+/// already released names the session, not a token the user never typed.
+#[test]
+fn a_refusal_by_session_names_the_session() {
+    let s = Scratch::new();
+    s.claim("q", &["--session", "agent-9"]);
+    let release = || {
+        s.cmd()
+            .args(["release", "--lock", "q", "--session", "agent-9"])
+            .output()
+            .unwrap()
+    };
+    assert_eq!(release().status.code(), Some(0));
+    for args in [
+        ["release", "--lock", "q", "--session", "agent-9"],
+        ["renew", "--lock", "q", "--session", "agent-9"],
+    ] {
+        let again = s.cmd().args(args).output().unwrap();
+        assert_eq!(again.status.code(), Some(3), "{again:?}");
+        let said = one_line_stderr(&again);
+        assert!(
+            said.starts_with("fencepost: session agent-9's lease of q")
+                && said.contains("released"),
+            "{said}"
+        );
+    }
+}
