@@ -163,7 +163,8 @@ impl SessionTag {
 
     /// A tag as `status` prints it: 16 hex digits (either case); `None` for any
     /// other text. For an operator naming a session by what `status` showed
-    /// ([`crate::Store::break_session`]).
+    /// ([`crate::Store::break_session`]). Pinned by
+    /// `a_tag_parses_as_status_prints_it_and_nothing_else_does`.
     pub fn parse(text: &str) -> Option<SessionTag> {
         let text = text.trim().to_ascii_lowercase();
         (text.len() == 16 && text.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -317,6 +318,22 @@ mod tests {
         assert_eq!(Secret::for_session("agent-7"), secret);
         assert_ne!(Secret::for_session("agent-8"), secret);
         assert!(secret.expose().parse::<Secret>().is_ok());
+    }
+
+    #[test]
+    fn a_tag_parses_as_status_prints_it_and_nothing_else_does() {
+        let tag = SessionTag::of("agent-7");
+        assert_eq!(SessionTag::parse(tag.as_str()), Some(tag.clone()));
+        assert_eq!(SessionTag::parse(&tag.as_str().to_uppercase()), Some(tag));
+        for other in [
+            "agent-7",
+            "",
+            "0123456789abcde",
+            "0123456789abcdefa",
+            "0123456789abcdeg",
+        ] {
+            assert_eq!(SessionTag::parse(other), None, "{other:?}");
+        }
     }
 
     #[test]
