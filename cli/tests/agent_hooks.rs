@@ -1013,3 +1013,67 @@ fn session_end_releases_a_claim_of_a_file_it_renamed() {
         "claude-code",
     );
 }
+
+/// Another file moved onto a path the session claimed (a write to a temporary
+/// file, moved over the original: a common agent pattern), then the session's
+/// end: nothing of the session stays held, the old file (kept by a hard link)
+/// included (a breaker: "released 2 claims" with one still held, refusing the
+/// next session for the ttl).
+#[test]
+fn session_end_releases_a_claim_whose_path_another_file_was_moved_onto() {
+    let repo = Repo::new();
+    let (a, backup, tmp) = (
+        repo.root.join("src/a.rs"),
+        repo.root.join("src/backup.rs"),
+        repo.root.join("src/tmp.rs"),
+    );
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+    std::fs::hard_link(&a, &backup).unwrap();
+    std::fs::write(&tmp, "fn new() {}\n").unwrap();
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/tmp.rs"),
+        "claude-code",
+    );
+    std::fs::rename(&tmp, &a).unwrap();
+    let end = fixture("claude-code-SessionEnd.json", "s1", &repo.root, "");
+    assert_allowed(
+        &repo.hook_in(&repo.root, "claude-code", &end, &[]),
+        "claude-code",
+    );
+    let live: Vec<_> = repo
+        .status()
+        .into_iter()
+        .filter(|e| e["live"] == true)
+        .collect();
+    assert!(
+        live.is_empty(),
+        "still held after the session's end: {live:?}"
+    );
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s2", "src/backup.rs"),
+        "claude-code",
+    );
+}
+
+/// A session renames a file it edited (`git mv`) and edits it under its new name:
+/// its own claim of the old path does not block it, and the renamed file is then
+/// the session's, refused to another session (a breaker: blocked for the ttl, told
+/// another session — its own — held it).
+#[test]
+fn a_session_edits_a_file_it_renamed() {
+    let repo = Repo::new();
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+    std::fs::rename(repo.root.join("src/a.rs"), repo.root.join("src/b.rs")).unwrap();
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/b.rs"),
+        "claude-code",
+    );
+    let said = assert_blocked(&repo.edit("claude-code-Edit.json", "s2", "src/b.rs"));
+    assert!(said.contains("src/b.rs"), "{said}");
+}

@@ -64,11 +64,35 @@ pub fn claim(
     // the id: whoever knows the id can act as the session, docs/protocol.md §11,
     // "Sessions"), and `status` and block messages show both.
     let options = AcquireOptions::new(ttl_ms).owner(agent).session(session);
+    let claimed = claim_once(store, elsewhere, resource, &options)?;
+    // Held by the session itself in the file's file-id series alone: a tenure of
+    // the path the file had before the session renamed it (`git mv`, a write to a
+    // temporary file moved over it). The file is the session's; that stale series
+    // is ended by key and the claim made again, once (a breaker: the session was
+    // blocked from its own renamed file, told another session held it).
+    if let Claimed::Theirs(holder) = &claimed
+        && holder.session.as_deref() == Some(&SessionTag::of(session))
+        && let Ok(identity) = resource.identity()
+        && let Some(file_id) = identity.file_id
+        && store.release_session_series(&file_id, session)?
+    {
+        return claim_once(store, elsewhere, resource, &options);
+    }
+    Ok(claimed)
+}
+
+/// One claim of `resource` with `options`, beside the other stores on its path.
+fn claim_once(
+    store: &Store,
+    elsewhere: &crate::elsewhere::Elsewhere,
+    resource: &Resource,
+    options: &AcquireOptions,
+) -> Result<Claimed, Error> {
     // Beside the other stores on the file's path: a live claim of it in one of
     // them (the layout changed since) is another's too.
     let outcome = store.claim_beside(
         std::slice::from_ref(resource),
-        &options,
+        options,
         || elsewhere.list(),
         |options| {
             Ok(match store.try_acquire(resource, options)? {
@@ -135,8 +159,11 @@ pub fn release_all(store: &Store, session: &str) -> Result<usize, Error> {
     }
     // What the resources did not lead to: the file-id series of a file the session
     // renamed or deleted (its path now names another file, or none), ended by key
-    // (a breaker: it stayed held for the ttl, refusing the renamed file).
-    for entry in store.status()? {
+    // (a breaker: it stayed held for the ttl, refusing the renamed file). Every
+    // series, as listed now: `status` folds a file-id series into a live path row
+    // of the same tenure, and a path whose resume failed (another file moved onto
+    // it) left that row live (a breaker: "released 2 claims", one still held).
+    for entry in store.key_status()? {
         if entry.live
             && entry.session.as_ref() == Some(&SessionTag::of(session))
             && store.release_session_series(&entry.key, session)?
