@@ -1058,10 +1058,11 @@ fn session_end_releases_a_claim_whose_path_another_file_was_moved_onto() {
     );
 }
 
-/// A session renames a file it edited (`git mv`) and edits it under its new name:
-/// its own claim of the old path does not block it, and the renamed file is then
-/// the session's, refused to another session (a breaker: blocked for the ttl, told
-/// another session — its own — held it).
+/// A session renames a file it edited (`git mv`) and edits it under its new name,
+/// then moves a temporary file it wrote over it and edits it again: its own stale
+/// claims do not block it, and the file is then the session's, refused to another
+/// session (a breaker: blocked for the ttl, told another session — its own — held
+/// it).
 #[test]
 fn a_session_edits_a_file_it_renamed() {
     let repo = Repo::new();
@@ -1076,4 +1077,17 @@ fn a_session_edits_a_file_it_renamed() {
     );
     let said = assert_blocked(&repo.edit("claude-code-Edit.json", "s2", "src/b.rs"));
     assert!(said.contains("src/b.rs"), "{said}");
+    // A write to a temporary file the session moves over one it edited.
+    let tmp = repo.root.join("src/tmp.rs");
+    std::fs::write(&tmp, "fn tmp() {}\n").unwrap();
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/tmp.rs"),
+        "claude-code",
+    );
+    std::fs::rename(&tmp, repo.root.join("src/b.rs")).unwrap();
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/b.rs"),
+        "claude-code",
+    );
+    assert_blocked(&repo.edit("claude-code-Edit.json", "s2", "src/b.rs"));
 }

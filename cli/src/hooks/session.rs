@@ -65,18 +65,25 @@ pub fn claim(
     // "Sessions"), and `status` and block messages show both.
     let options = AcquireOptions::new(ttl_ms).owner(agent).session(session);
     let claimed = claim_once(store, elsewhere, resource, &options)?;
-    // Held by the session itself in the file's file-id series alone: a tenure of
-    // the path the file had before the session renamed it (`git mv`, a write to a
-    // temporary file moved over it). The file is the session's; that stale series
-    // is ended by key and the claim made again, once (a breaker: the session was
-    // blocked from its own renamed file, told another session held it).
+    // Held by the session itself, by tenures that no longer agree with the file:
+    // one of the path the file had before the session renamed it (`git mv`), in
+    // the file-id series alone, or one of this path whose file was replaced by
+    // another the session claimed (a write to a temporary file moved over it),
+    // fenced by that file's file-id series. The file is the session's; those
+    // series are ended by key and the claim made again, once (a breaker: the
+    // session was blocked from its own file, told another session held it).
     if let Claimed::Theirs(holder) = &claimed
         && holder.session.as_deref() == Some(&SessionTag::of(session))
         && let Ok(identity) = resource.identity()
-        && let Some(file_id) = identity.file_id
-        && store.release_session_series(&file_id, session)?
+        && identity.file_id.is_some()
     {
-        return claim_once(store, elsewhere, resource, &options);
+        let mut ended = false;
+        for key in identity.file_id.iter().chain([&identity.key]) {
+            ended |= store.release_session_series(key, session)?;
+        }
+        if ended {
+            return claim_once(store, elsewhere, resource, &options);
+        }
     }
     Ok(claimed)
 }
