@@ -850,6 +850,12 @@ pub fn break_lease(ctx: &Context, args: &BreakArgs) -> Result<ExitCode, Failure>
 /// taken for a tag as `status` shows it, and then for a session id.
 fn break_session(ctx: &Context, args: &BreakArgs, session: &str) -> Result<ExitCode, Failure> {
     let by = breaker(&args.owner);
+    // Neither a tag nor a session id (empty, control characters): bad input, exit 1.
+    if fencepost::SessionTag::parse(session).is_none()
+        && let Err(error) = fencepost::check_session(session)
+    {
+        return Err(Failure::from(error));
+    }
     let tags: Vec<fencepost::SessionTag> = fencepost::SessionTag::parse(session)
         .into_iter()
         .chain(

@@ -1058,11 +1058,10 @@ fn session_end_releases_a_claim_whose_path_another_file_was_moved_onto() {
     );
 }
 
-/// A session renames a file it edited (`git mv`) and edits it under its new name,
-/// then moves a temporary file it wrote over it and edits it again: its own stale
-/// claims do not block it, and the file is then the session's, refused to another
-/// session (a breaker: blocked for the ttl, told another session — its own — held
-/// it).
+/// A session renames a file it edited (`git mv`) and edits it under its new name:
+/// its own stale claim of the old path does not block it, and the file is then the
+/// session's, refused to another session (a breaker: blocked for the ttl, told
+/// another session — its own — held it).
 #[test]
 fn a_session_edits_a_file_it_renamed() {
     let repo = Repo::new();
@@ -1077,17 +1076,72 @@ fn a_session_edits_a_file_it_renamed() {
     );
     let said = assert_blocked(&repo.edit("claude-code-Edit.json", "s2", "src/b.rs"));
     assert!(said.contains("src/b.rs"), "{said}");
-    // A write to a temporary file the session moves over one it edited.
-    let tmp = repo.root.join("src/tmp.rs");
-    std::fs::write(&tmp, "fn tmp() {}\n").unwrap();
-    assert_allowed(
-        &repo.edit("claude-code-Edit.json", "s1", "src/tmp.rs"),
-        "claude-code",
+}
+
+/// The session's own current tenure of a file, held by another of its processes
+/// (a `claim --session`, as its `run` or MCP server holds one) through one hard
+/// link, is not taken for stale when the hook edits the file through another link:
+/// it stays current (a breaker: the session's `run` was stopped as superseded).
+#[test]
+fn a_sessions_current_claim_through_another_hard_link_is_not_ended() {
+    let repo = Repo::new();
+    std::fs::hard_link(repo.root.join("src/a.rs"), repo.root.join("src/h.rs")).unwrap();
+    let claim = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args([
+            "claim",
+            "--file",
+            "src/a.rs",
+            "--session",
+            "claude-code:s1",
+            "--ttl",
+            "60000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(claim.status.code(), Some(0), "{claim:?}");
+    let token = String::from_utf8_lossy(&claim.stdout)
+        .split('.')
+        .next()
+        .unwrap()
+        .to_string();
+    let _ = repo.edit("claude-code-Edit.json", "s1", "src/h.rs");
+    let check = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args(["check", "--file", "src/a.rs", &token])
+        .output()
+        .unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "the session's current claim was ended: {check:?}"
     );
-    std::fs::rename(&tmp, repo.root.join("src/b.rs")).unwrap();
-    assert_allowed(
-        &repo.edit("claude-code-Edit.json", "s1", "src/b.rs"),
-        "claude-code",
-    );
-    assert_blocked(&repo.edit("claude-code-Edit.json", "s2", "src/b.rs"));
+}
+
+/// Several hook runs of one session at once on a file it renamed: none is blocked
+/// by the session itself (a breaker: a run that found the stale tenures already
+/// ended by its sibling gave up, naming its own session).
+#[test]
+fn parallel_edits_of_a_renamed_file_by_one_session_are_all_allowed() {
+    let repo = Repo::new();
+    for round in 0..6 {
+        let (old, new) = (format!("src/r{round}.rs"), format!("src/s{round}.rs"));
+        std::fs::write(repo.root.join(&old), "x\n").unwrap();
+        assert_allowed(
+            &repo.edit("claude-code-Edit.json", "s1", &old),
+            "claude-code",
+        );
+        std::fs::rename(repo.root.join(&old), repo.root.join(&new)).unwrap();
+        let outputs: Vec<_> = std::thread::scope(|scope| {
+            let runs: Vec<_> = (0..3)
+                .map(|_| scope.spawn(|| repo.edit("claude-code-Edit.json", "s1", &new)))
+                .collect();
+            runs.into_iter().map(|run| run.join().unwrap()).collect()
+        });
+        for output in &outputs {
+            assert_allowed(output, "claude-code");
+        }
+    }
 }

@@ -615,6 +615,20 @@ fn break_session_ends_every_claim_of_the_session_and_nothing_else() {
         .unwrap();
     assert_eq!(by_id.status.code(), Some(0), "{by_id:?}");
     assert!(!passes("c", c) && passes("d", d));
+
+    // Neither a tag nor a session id: bad input, one line, exit 1.
+    for bad in ["", " ", "a\u{7}b"] {
+        let refused = s
+            .cmd()
+            .args(["break", "--session", bad, "--reason", "r"])
+            .output()
+            .unwrap();
+        assert_eq!(refused.status.code(), Some(1), "{bad:?}: {refused:?}");
+        assert!(
+            one_line_stderr(&refused).contains("session id"),
+            "{refused:?}"
+        );
+    }
 }
 
 /// A second `release --session` (or `renew --session`) of a lease the session

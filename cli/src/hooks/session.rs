@@ -64,28 +64,60 @@ pub fn claim(
     // the id: whoever knows the id can act as the session, docs/protocol.md §11,
     // "Sessions"), and `status` and block messages show both.
     let options = AcquireOptions::new(ttl_ms).owner(agent).session(session);
-    let claimed = claim_once(store, elsewhere, resource, &options)?;
-    // Held by the session itself, by tenures that no longer agree with the file:
-    // one of the path the file had before the session renamed it (`git mv`), in
-    // the file-id series alone, or one of this path whose file was replaced by
-    // another the session claimed (a write to a temporary file moved over it),
-    // fenced by that file's file-id series. The file is the session's; those
-    // series are ended by key and the claim made again, once (a breaker: the
-    // session was blocked from its own file, told another session held it).
-    if let Claimed::Theirs(holder) = &claimed
-        && holder.session.as_deref() == Some(&SessionTag::of(session))
-        && let Ok(identity) = resource.identity()
-        && identity.file_id.is_some()
-    {
-        let mut ended = false;
-        for key in identity.file_id.iter().chain([&identity.key]) {
-            ended |= store.release_session_series(key, session)?;
-        }
-        if ended {
-            return claim_once(store, elsewhere, resource, &options);
+    let mut claimed = claim_once(store, elsewhere, resource, &options)?;
+    // Refused by the session itself, through a tenure that no longer agrees with
+    // the file: the session renamed it after editing it (`git mv`). That stale
+    // series is ended by key and the claim made again; a few times, since a sibling process of the session may be doing
+    // the same at once (a breaker: a session was blocked from its own renamed
+    // file, told another session held it). A current tenure of the session's —
+    // its `run` or MCP server holding the file through another hard link — is not
+    // stale, and is never ended here.
+    for _ in 0..STALE_RETRIES {
+        match &claimed {
+            Claimed::Theirs(holder)
+                if holder.session.as_deref() == Some(&SessionTag::of(session)) =>
+            {
+                end_stale_series(store, resource, session)?;
+                claimed = claim_once(store, elsewhere, resource, &options)?;
+            }
+            _ => break,
         }
     }
     Ok(claimed)
+}
+
+/// How many times a claim refused by its own session's stale tenures is made again.
+const STALE_RETRIES: usize = 3;
+
+/// Ends `session`'s tenure of the file `resource` names in its file-id series when
+/// it was claimed through a path that no longer leads to this file (renamed since).
+/// A tenure of this very path, a sibling's claim in progress among them, is never
+/// ended; nor is one through another hard link that still leads here. Returns
+/// whether one was ended.
+fn end_stale_series(store: &Store, resource: &Resource, session: &str) -> Result<bool, Error> {
+    let identity = resource.identity()?;
+    let Some(file_id) = identity.file_id.clone() else {
+        return Ok(false);
+    };
+    let tag = SessionTag::of(session);
+    let rows = store.key_status()?;
+    let own = |key: &fencepost::Key| {
+        rows.iter()
+            .find(|e| e.key == *key)
+            .filter(|e| e.live && e.session.as_ref() == Some(&tag))
+    };
+    let mut ended = false;
+    if let Some(row) = own(&file_id) {
+        let leads_here = Resource::file(&row.label)
+            .identity()
+            .ok()
+            .and_then(|i| i.file_id)
+            == Some(file_id.clone());
+        if !leads_here {
+            ended |= store.release_session_series(&file_id, session)?;
+        }
+    }
+    Ok(ended)
 }
 
 /// One claim of `resource` with `options`, beside the other stores on its path.
