@@ -125,6 +125,24 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// SessionEnd of claude-code session `session` from the repository's root,
+/// asserted allowed, and nothing left held in the store; its output.
+fn end_session(repo: &Repo, session: &str) -> Output {
+    let end = fixture("claude-code-SessionEnd.json", session, &repo.root, "");
+    let out = repo.hook_in(&repo.root, "claude-code", &end, &[]);
+    assert_allowed(&out, "claude-code");
+    let live: Vec<_> = repo
+        .status()
+        .into_iter()
+        .filter(|e| e["live"] == true)
+        .collect();
+    assert!(
+        live.is_empty(),
+        "still held after the session's end: {live:?}"
+    );
+    out
+}
+
 fn assert_allowed(output: &Output, agent: &str) {
     assert_eq!(output.status.code(), Some(0), "not allowed: {output:?}");
     let expected = if agent == "gemini" { "{}\n" } else { "" };
@@ -995,19 +1013,8 @@ fn session_end_releases_a_claim_of_a_file_it_renamed() {
     }
     std::fs::rename(repo.root.join("src/a.rs"), repo.root.join("src/b.rs")).unwrap();
     std::fs::remove_file(repo.root.join("src/c.rs")).unwrap();
-    let end = fixture("claude-code-SessionEnd.json", "s1", &repo.root, "");
-    let out = repo.hook_in(&repo.root, "claude-code", &end, &[]);
-    assert_allowed(&out, "claude-code");
+    let out = end_session(&repo, "s1");
     assert!(stderr(&out).contains("released 2 claims"), "{out:?}");
-    let live: Vec<_> = repo
-        .status()
-        .into_iter()
-        .filter(|e| e["live"] == true)
-        .collect();
-    assert!(
-        live.is_empty(),
-        "still held after the session's end: {live:?}"
-    );
     assert_allowed(
         &repo.edit("claude-code-Edit.json", "s2", "src/b.rs"),
         "claude-code",
@@ -1038,20 +1045,7 @@ fn session_end_releases_a_claim_whose_path_another_file_was_moved_onto() {
         "claude-code",
     );
     std::fs::rename(&tmp, &a).unwrap();
-    let end = fixture("claude-code-SessionEnd.json", "s1", &repo.root, "");
-    assert_allowed(
-        &repo.hook_in(&repo.root, "claude-code", &end, &[]),
-        "claude-code",
-    );
-    let live: Vec<_> = repo
-        .status()
-        .into_iter()
-        .filter(|e| e["live"] == true)
-        .collect();
-    assert!(
-        live.is_empty(),
-        "still held after the session's end: {live:?}"
-    );
+    end_session(&repo, "s1");
     assert_allowed(
         &repo.edit("claude-code-Edit.json", "s2", "src/backup.rs"),
         "claude-code",

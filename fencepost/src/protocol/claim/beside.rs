@@ -8,7 +8,6 @@
 
 use std::time::Duration;
 
-use super::subtree::FENCE_ATTEMPTS;
 use crate::{AcquireOptions, Holder, Lease, Resource, Result, Store};
 
 /// How often (ms) a claim turned away by a claim in another store tries again:
@@ -197,28 +196,19 @@ fn elsewhere(
 ) -> Result<Option<(String, Resource, Holder)>> {
     for other in others {
         for resource in resources {
-            let mut way = other.conflict_way(resource, options)?;
             // A holder there whose process provably ended is fenced there (its key
             // claimed and given back, so its token never passes again) and the
             // look repeated: a killed holder in another store is taken over at
-            // once, as one in this store is, not waited out for its ttl. The same
-            // bound as a subtree's look (`look_tree`).
-            for _ in 0..FENCE_ATTEMPTS {
-                match &way {
-                    Some(dead) if dead.dead && options.dead_holder_takeover => {
-                        #[cfg(feature = "planted-bugs")]
-                        if crate::planted::on(&crate::planted::BESIDE_DEAD_UNFENCED) {
-                            way = None;
-                            break;
-                        }
-                        if !other.fence_dead(dead, options)? {
-                            break;
-                        }
-                        way = other.conflict_way(resource, options)?;
-                    }
-                    _ => break,
-                }
-            }
+            // once, as one in this store is, not waited out for its ttl.
+            let look = || other.conflict_way(resource, options);
+            #[cfg(feature = "planted-bugs")]
+            let way = if crate::planted::on(&crate::planted::BESIDE_DEAD_UNFENCED) {
+                look()?.filter(|way| !(way.dead && options.dead_holder_takeover))
+            } else {
+                other.look_fencing_dead(options, look)?
+            };
+            #[cfg(not(feature = "planted-bugs"))]
+            let way = other.look_fencing_dead(options, look)?;
             if let Some(way) = way {
                 return Ok(Some((
                     other.backend().locator(),

@@ -220,19 +220,31 @@ impl Store {
         readers: bool,
         options: &AcquireOptions,
     ) -> Result<Option<Holder>> {
+        let look = || self.tree_conflict(chain, holder_id, proof, down, readers, true);
+        Ok(self.look_fencing_dead(options, look)?.map(|way| way.holder))
+    }
+
+    /// What `look` finds in the way in this store, a holder whose process provably
+    /// died fenced first ([`Store::fence_dead`]) and the look repeated, at most
+    /// [`FENCE_ATTEMPTS`] times; with `options.dead_holder_takeover` only. Shared by
+    /// a subtree's look before claiming and a claim's look at another store
+    /// (`Store::claim_beside`).
+    pub(crate) fn look_fencing_dead(
+        &self,
+        options: &AcquireOptions,
+        mut look: impl FnMut() -> Result<Option<InTheWay>>,
+    ) -> Result<Option<InTheWay>> {
         for _ in 0..FENCE_ATTEMPTS {
-            match self.tree_conflict(chain, holder_id, proof, down, readers, true)? {
+            match look()? {
                 Some(way) if way.dead && options.dead_holder_takeover => {
                     if !self.fence_dead(&way, options)? {
-                        return Ok(Some(way.holder));
+                        return Ok(Some(way));
                     }
                 }
-                other => return Ok(other.map(|way| way.holder)),
+                other => return Ok(other),
             }
         }
-        Ok(self
-            .tree_conflict(chain, holder_id, proof, down, readers, true)?
-            .map(|way| way.holder))
+        look()
     }
 
     /// Takes over the key of a dead holder in the way and gives it back at once
