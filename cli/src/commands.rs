@@ -413,13 +413,18 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
     // Held by readers only: `check` judges exclusive tokens, so a shared token
     // never passes it (both a new user and a breaker were told "it has never been
     // claimed" of a resource `status` showed held shared).
-    let readers = (!entries.iter().any(|e| e.key == key && e.live))
+    // Its row in `status` when it has shared tenures (held, or how the last one
+    // ended), read once.
+    let shared_row = (!entries.iter().any(|e| e.key == key && e.live))
         .then(|| store.status().ok())
         .flatten()
         .unwrap_or_default()
         .into_iter()
-        .find(|e| e.label == identity.label && e.live && !e.shared.is_empty());
-    if let Some(readers) = readers {
+        .find(|e| {
+            e.label == identity.label
+                && ((e.live && !e.shared.is_empty()) || e.key.as_str().starts_with("shares-"))
+        });
+    if let Some(readers) = shared_row.as_ref().filter(|row| row.live) {
         return format!(
             "it is held shared (by {}), and check passes exclusive tokens only; a shared lease shows in `fencepost status`, and its holder renews it with its handle",
             crate::output::printable(&readers.shared.join(", "))
@@ -461,10 +466,7 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
         // Held shared only, every reader gone since: `status` shows how the last
         // one ended (a new user was told "it has never been claimed" of a shared
         // token just released).
-        if let Some(ended) = store.status().ok().and_then(|rows| {
-            rows.into_iter()
-                .find(|e| e.label == identity.label && e.key.as_str().starts_with("shares-"))
-        }) {
+        if let Some(ended) = shared_row.filter(|row| !row.live) {
             return format!(
                 "it was only ever held shared, and check passes exclusive tokens only; its last reader, {}, {} (token {}; `fencepost status` shows it)",
                 printable(&ended.owner),
@@ -850,20 +852,12 @@ pub fn break_lease(ctx: &Context, args: &BreakArgs) -> Result<ExitCode, Failure>
 /// taken for a tag as `status` shows it, and then for a session id.
 fn break_session(ctx: &Context, args: &BreakArgs, session: &str) -> Result<ExitCode, Failure> {
     let by = breaker(&args.owner);
-    // Neither a tag nor a session id (empty, control characters): bad input, exit 1.
-    if fencepost::SessionTag::parse(session).is_none()
-        && let Err(error) = fencepost::check_session(session)
-    {
-        return Err(Failure::from(error));
-    }
-    let tags: Vec<fencepost::SessionTag> = fencepost::SessionTag::parse(session)
-        .into_iter()
-        .chain(
-            fencepost::check_session(session)
-                .is_ok()
-                .then(|| fencepost::SessionTag::of(session)),
-        )
-        .collect();
+    let as_id = fencepost::check_session(session).map(|()| fencepost::SessionTag::of(session));
+    let tags: Vec<fencepost::SessionTag> = match (fencepost::SessionTag::parse(session), as_id) {
+        // Neither a tag nor a session id (empty, control characters): bad input.
+        (None, Err(error)) => return Err(Failure::from(error)),
+        (tag, id) => tag.into_iter().chain(id.ok()).collect(),
+    };
     let mut outcome = Err(Error::NotHeld {
         label: format!("session {}", printable(session)),
     });
