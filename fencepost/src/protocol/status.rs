@@ -121,16 +121,20 @@ fn state_of(r: &crate::record::Record, live: bool) -> ClaimState {
     }
 }
 
+/// The label of a resource as `status` names it (`lock:NAME` → `NAME`).
+fn label_of(resource: &str) -> &str {
+    resource
+        .split_once(':')
+        .map_or(resource, |(_, label)| label)
+}
+
 /// The row of a resource whose shared tenures all ended: what the one that ended
 /// last says (broken, released or expired), listed under its participant index.
 fn ended_shared_row(resource: &str, index: &Key, r: &crate::record::Record) -> StatusEntry {
     StatusEntry {
         resource: resource.to_string(),
         key: index.clone(),
-        label: resource
-            .split_once(':')
-            .map_or(resource, |(_, label)| label)
-            .to_string(),
+        label: label_of(resource).to_string(),
         state: state_of(r, false),
         live: false,
         token: r.token,
@@ -235,10 +239,7 @@ impl Store {
                 None => {
                     let mut row = StatusEntry::unreadable(&index, 0);
                     row.resource = resource.clone();
-                    row.label = resource
-                        .split_once(':')
-                        .map_or(resource.as_str(), |(_, l)| l)
-                        .to_string();
+                    row.label = label_of(&resource).to_string();
                     entries.push(row);
                     entries.last_mut().expect("just pushed")
                 }
