@@ -1139,3 +1139,41 @@ fn parallel_edits_of_a_renamed_file_by_one_session_are_all_allowed() {
         }
     }
 }
+
+/// A path the session moved another of its files onto stays refused by its own
+/// claim of the file replaced (until the session's end or the ttl), and the
+/// reason says so: the session's own claim, never "another agent session" (a
+/// breaker: the model was told someone else was editing the file).
+#[test]
+fn a_path_the_session_moved_another_file_onto_is_refused_as_its_own() {
+    let repo = Repo::new();
+    let (a, tmp) = (repo.root.join("src/a.rs"), repo.root.join("src/tmp.rs"));
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+    std::fs::write(&tmp, "fn new() {}\n").unwrap();
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/tmp.rs"),
+        "claude-code",
+    );
+    std::fs::rename(&tmp, &a).unwrap();
+    let said = assert_blocked(&repo.edit("claude-code-Edit.json", "s1", "src/a.rs"));
+    assert!(said.contains("src/a.rs"), "names the path: {said}");
+    assert!(
+        said.contains("this same session"),
+        "says it is its own: {said}"
+    );
+    assert!(
+        !said.contains("another agent session"),
+        "not another's: {said}"
+    );
+    assert!(
+        said.contains("try this edit again after"),
+        "gives a next step: {said}"
+    );
+    assert!(
+        !said.contains("--holder"),
+        "never suggests acting as a holder: {said}"
+    );
+}

@@ -150,6 +150,34 @@ pub fn held_reason(path: &Path, holder: &Holder, now: u64) -> String {
     )
 }
 
+/// The reason given when the editing session's own claim refuses the edit: one it
+/// cannot renew for the file now at the path (another of its files was moved or
+/// renamed onto the path after it edited the one there, or it holds the file
+/// through another hard link, or in another store). It is the session's own, so
+/// it never says "another agent session" (a breaker: the model was told someone
+/// else was editing its file), and it never suggests ending the claim itself.
+/// Pinned by `cli/tests/agent_hooks.rs::a_path_the_session_moved_another_file_onto_is_refused_as_its_own`.
+pub fn own_claim_reason(path: &Path, holder: &Holder, now: u64) -> String {
+    let until = fencepost::utc_timestamp(holder.expires_at_ms);
+    let tag = session::holder_session(holder).unwrap_or_default();
+    let held = match holder.in_the_way.as_deref() {
+        Some(other) => format!("{} with everything below it", printable(&other.target())),
+        None => "it".to_string(),
+    };
+    format!(
+        "fencepost: {} is held by an earlier claim of this same session ({}) that cannot be \
+         renewed for the file now at this path: another file was moved or renamed onto it \
+         after this session edited the one there, or this session holds {held} through \
+         another path or store. The claim lasts until {until} ({}). This edit was blocked so \
+         that the file replaced is not taken for the one now here. Do not write this file \
+         another way (a shell command, another tool). Work on other files meanwhile, try this \
+         edit again after {until}, or ask the human to end this session's claims.",
+        printable(&path.display().to_string()),
+        printable(&tag),
+        expiry_phrase(holder.expires_at_ms, now),
+    )
+}
+
 fn decide(store_flag: Option<&Path>, args: &HookArgs) -> Result<Decision, String> {
     let agent = args.agent;
     let mut payload = Vec::new();
@@ -323,7 +351,12 @@ fn edit(
                 }
             }
             Claimed::Theirs(holder) => {
-                return Ok(Decision::Block(held_reason(&location, &holder, now_ms())));
+                let reason = if session::holder_session(&holder) == Some(session::tag(&session)) {
+                    own_claim_reason(&location, &holder, now_ms())
+                } else {
+                    held_reason(&location, &holder, now_ms())
+                };
+                return Ok(Decision::Block(reason));
             }
         }
     }
@@ -483,10 +516,15 @@ mod tests {
             &holder,
             1_796_135_405_000 - 29 * 60_000 - 5_000,
         );
+        let own = own_claim_reason(
+            Path::new("/repo/src/auth.rs"),
+            &holder,
+            1_796_135_405_000 - 29 * 60_000 - 5_000,
+        );
         let closed = fail_closed(
             "the hook payload on stdin is not JSON (expected value at line 1 column 1)",
         );
-        for reason in [held, closed] {
+        for reason in [held, own, closed] {
             assert!(
                 readme.contains(&reason),
                 "README lacks the reason:\n{reason}"
