@@ -1100,7 +1100,11 @@ fn a_sessions_current_claim_through_another_hard_link_is_not_ended() {
         .next()
         .unwrap()
         .to_string();
-    let _ = repo.edit("claude-code-Edit.json", "s1", "src/h.rs");
+    // The edit through the other link is refused by the session's own claim, and
+    // the reason says it is the session's own (a breaker: it said another session).
+    let said = assert_blocked(&repo.edit("claude-code-Edit.json", "s1", "src/h.rs"));
+    assert!(said.contains("this same session"), "{said}");
+    assert!(!said.contains("another agent session"), "{said}");
     let check = repo
         .scratch
         .bare_cmd(&repo.root)
