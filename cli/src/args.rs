@@ -657,8 +657,8 @@ pub struct BreakArgs {
     /// Why, in one line; recorded and shown to the holder and in `status`
     #[arg(long, value_name = "TEXT")]
     pub reason: String,
-    /// Who breaks it, recorded with the reason (the login name is added when it
-    /// differs)
+    /// Who breaks it, recorded with the reason (the login name, from $USER,
+    /// $LOGNAME or %USERNAME%, is added when it differs)
     #[arg(
         long,
         env = "FENCEPOST_OWNER",

@@ -926,9 +926,11 @@ fn break_session(ctx: &Context, args: &BreakArgs, session: &str) -> Result<ExitC
     Ok(ExitCode::SUCCESS)
 }
 
-/// Who breaks: the owner name, and the login name when it says more.
+/// Who breaks: the owner name, and the login name when it says more (from the
+/// environment: `USER`, `LOGNAME`, or `USERNAME` on Windows; none set, none added).
 fn breaker(owner: &str) -> String {
     let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
         .or_else(|_| std::env::var("USERNAME"))
         .ok()
         .filter(|u| !u.trim().is_empty() && !u.chars().any(char::is_control));

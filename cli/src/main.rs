@@ -113,9 +113,10 @@ fn run() -> Result<ExitCode, Failure> {
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand
             ) =>
         {
+            let (path, names) = named_command();
             return Err(Failure::Error(format!(
-                "no command given; use one of {}; see 'fencepost --help'",
-                subcommand_names().join(", ")
+                "no command given; use one of {}; see '{path} --help'",
+                names.join(", ")
             )));
         }
         Err(error) if is_hook_invocation() => {
@@ -378,11 +379,7 @@ fn usage_error_line(error: &clap::Error) -> String {
     }
     let mut parts = Vec::new();
     // Errors about a value carry no usage block; name the subcommand from argv.
-    let names = subcommand_names();
-    let mut command_path = std::env::args_os()
-        .skip(1)
-        .find_map(|arg| names.iter().find(|name| arg == name.as_str()).cloned())
-        .map_or_else(|| "fencepost".to_string(), |sub| format!("fencepost {sub}"));
+    let mut command_path = named_command().0;
     for raw in rendered.lines() {
         let line = raw.trim();
         if let Some(usage) = line.strip_prefix("Usage:") {
@@ -461,12 +458,32 @@ fn usage_error_line(error: &clap::Error) -> String {
 }
 
 /// The names of the subcommands, for messages.
-fn subcommand_names() -> Vec<String> {
-    Cli::command()
+fn names_below(command: &clap::Command) -> Vec<String> {
+    command
         .get_subcommands()
         .map(|sub| sub.get_name().to_string())
         .filter(|name| name != "help")
         .collect()
+}
+
+/// The (sub)command the command line names, as `fencepost hooks install`, and the
+/// subcommands below it: `fencepost hooks` alone is told its own (install,
+/// uninstall, status), not the top level's (a new user's find).
+fn named_command() -> (String, Vec<String>) {
+    let mut command = Cli::command();
+    let mut path = vec!["fencepost".to_string()];
+    for arg in std::env::args_os().skip(1) {
+        let Some(sub) = command
+            .get_subcommands()
+            .find(|sub| sub.get_name() != "help" && arg == sub.get_name())
+            .cloned()
+        else {
+            continue;
+        };
+        path.push(sub.get_name().to_string());
+        command = sub;
+    }
+    (path.join(" "), names_below(&command))
 }
 
 #[cfg(test)]

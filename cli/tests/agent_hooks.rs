@@ -1181,3 +1181,65 @@ fn a_path_the_session_moved_another_file_onto_is_refused_as_its_own() {
         "never suggests acting as a holder: {said}"
     );
 }
+
+/// A record of the session's claim that cannot be read, above its live record (a
+/// torn write, a corrupted file), ends the claim's renewals: the session's next
+/// edit is refused until the ttl, and told the claim is its own (a breaker: it was
+/// told another file had been moved onto the path). Another session stays blocked
+/// meanwhile, and the way out the reason names — the human's `break --session` of
+/// this session — lets the session edit again.
+#[test]
+fn a_torn_record_above_the_sessions_claim_is_refused_as_its_own() {
+    let repo = Repo::new();
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+    let row = repo
+        .status()
+        .into_iter()
+        .find(|row| {
+            row["resource"]
+                .as_str()
+                .is_some_and(|r| r.ends_with("src/a.rs"))
+        })
+        .expect("the session's claim of src/a.rs");
+    let key = row["key"].as_str().unwrap();
+    let series = repo.root.join(".git/fencepost/claims").join(key);
+    assert!(series.join("g00000001.json").exists(), "{series:?}");
+    std::fs::write(series.join("g00000009.json"), "garbage\n").unwrap();
+    let said = assert_blocked(&repo.edit("claude-code-Edit.json", "s1", "src/a.rs"));
+    assert!(said.contains("src/a.rs"), "names the path: {said}");
+    assert!(
+        said.contains("this same session"),
+        "says it is its own: {said}"
+    );
+    assert!(
+        said.contains("cannot read"),
+        "names the unreadable record: {said}"
+    );
+    assert!(
+        !said.contains("another agent session"),
+        "not another's: {said}"
+    );
+    let other = assert_blocked(&repo.edit("claude-code-Edit.json", "s2", "src/a.rs"));
+    assert!(other.contains("another agent session"), "{other}");
+    // The way out the reason names: the human breaks this session's claims.
+    let tag = said
+        .split("break --session ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the reason names the session's break")
+        .to_string();
+    let broke = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args(["break", "--session", &tag, "--reason", "torn record"])
+        .output()
+        .unwrap();
+    assert_eq!(broke.status.code(), Some(0), "{broke:?}");
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+}

@@ -357,3 +357,26 @@ fn a_hold_released_through_its_handle_ends_quietly() {
     let stderr = std::io::read_to_string(hold.0.stderr.take().unwrap()).unwrap();
     assert!(stderr.is_empty(), "{stderr:?}");
 }
+
+/// `break --owner` records the login name beside the owner when it says more, from
+/// `$USER`, else `$LOGNAME` (a new user's find: with only `LOGNAME` set, none was
+/// recorded, though the help promised it).
+#[test]
+fn a_break_records_the_login_name_from_logname_too() {
+    let s = Scratch::new();
+    s.claim_handle("x", &["--owner", "agent-a"]);
+    let broke = s
+        .cmd()
+        .env_remove("USER")
+        .env_remove("USERNAME")
+        .env("LOGNAME", "alice")
+        .args([
+            "break", "--lock", "x", "--owner", "ops", "--reason", "wedged",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(broke.status.code(), Some(0), "{broke:?}");
+    let entry = s.entry("x").unwrap();
+    assert_eq!(entry["state"], "broken");
+    assert_eq!(entry["broken"]["by"], "ops (user alice)", "{entry}");
+}

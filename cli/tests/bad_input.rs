@@ -174,6 +174,19 @@ fn unknown_commands_and_flags_are_usage_errors() {
     let output = s.bare_cmd(s.path()).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(one_line_stderr(&output).contains("no command given"));
+    // A command with subcommands, named alone, is told its own (a new user's find:
+    // `fencepost hooks` listed the top level's), and a bad value below it points at
+    // the help that documents it.
+    rejects(
+        &s,
+        &["hooks"],
+        "use one of install, uninstall, status; see 'fencepost hooks --help'",
+    );
+    rejects(
+        &s,
+        &["hooks", "install", "--agent", "codex"],
+        "see 'fencepost hooks install --help'",
+    );
 }
 
 /// docs/protocol.md §5: an unusable store is an I/O error, exit 1, never "held".

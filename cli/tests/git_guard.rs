@@ -359,6 +359,15 @@ fn install_outside_git_writes_nothing_half() {
             "{written} was written by a failed install"
         );
     }
+    // `status`, which writes nothing anyway, says what it did not do (a new user's
+    // find: it said "nothing was installed or removed").
+    let out = repo.hooks(&repo.root, &["status", "--project", &dir]);
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("no hook was looked at") && !said.contains("installed"),
+        "{said}"
+    );
     let out = repo.hooks(
         &repo.root,
         &[

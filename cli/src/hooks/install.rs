@@ -74,8 +74,13 @@ pub fn run(command: &HooksCommand) -> Result<std::process::ExitCode, Failure> {
     let hooks = if git {
         Some(git::hooks_dir(&project).map_err(|e| {
             Failure::Error(if everything {
+                let nothing = match command {
+                    HooksCommand::Install(_) => "nothing was installed",
+                    HooksCommand::Uninstall(_) => "nothing was removed",
+                    HooksCommand::Status(_) => "no hook was looked at",
+                };
                 format!(
-                    "{e}; nothing was installed or removed. Run it inside the repository, pass \
+                    "{e}; {nothing}. Run it inside the repository, pass \
                      --project DIR, or name the agents alone (--agent claude-code --agent gemini) \
                      for a project without git"
                 )

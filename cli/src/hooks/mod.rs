@@ -152,28 +152,31 @@ pub fn held_reason(path: &Path, holder: &Holder, now: u64) -> String {
 
 /// The reason given when the editing session's own claim refuses the edit: one it
 /// cannot renew for the file now at the path (another of its files was moved or
-/// renamed onto the path after it edited the one there, or it holds the file
-/// through another hard link, or in another store). It is the session's own, so
-/// it never says "another agent session" (a breaker: the model was told someone
-/// else was editing its file), and it never suggests ending the claim itself.
-/// Pinned by `cli/tests/agent_hooks.rs::a_path_the_session_moved_another_file_onto_is_refused_as_its_own`.
+/// renamed onto the path after it edited the one there; it holds the file through
+/// another hard link or in another store; or a record of the claim in the store
+/// cannot be read, which ends its renewals until the ttl). It is the session's
+/// own, so it never says "another agent session" (a breaker: the model was told
+/// someone else was editing its file); the way out it names is the human's
+/// `break --session` of this very session, never acting as another holder.
+/// Pinned by `cli/tests/agent_hooks.rs::a_path_the_session_moved_another_file_onto_is_refused_as_its_own`
+/// and `a_torn_record_above_the_sessions_claim_is_refused_as_its_own`.
 pub fn own_claim_reason(path: &Path, holder: &Holder, now: u64) -> String {
     let until = fencepost::utc_timestamp(holder.expires_at_ms);
-    let tag = session::holder_session(holder).unwrap_or_default();
+    let tag = printable(&session::holder_session(holder).unwrap_or_default());
     let held = match holder.in_the_way.as_deref() {
         Some(other) => format!("{} with everything below it", printable(&other.target())),
         None => "it".to_string(),
     };
     format!(
-        "fencepost: {} is held by an earlier claim of this same session ({}) that cannot be \
-         renewed for the file now at this path: another file was moved or renamed onto it \
-         after this session edited the one there, or this session holds {held} through \
-         another path or store. The claim lasts until {until} ({}). This edit was blocked so \
-         that the file replaced is not taken for the one now here. Do not write this file \
-         another way (a shell command, another tool). Work on other files meanwhile, try this \
-         edit again after {until}, or ask the human to end this session's claims.",
+        "fencepost: {} is held by an earlier claim of this same session ({tag}) that cannot be \
+         renewed for this edit: another file was moved or renamed onto this path after this \
+         session edited the one there, this session holds {held} through another path or \
+         store, or the store has a record of the claim it cannot read. The claim lasts until \
+         {until} ({}). This edit was blocked so that no edit lands under a claim that cannot \
+         be renewed. Do not write this file another way (a shell command, another tool). Work \
+         on other files meanwhile, try this edit again after {until}, or ask the human to end \
+         this session's claims (`fencepost break --session {tag} --reason ...`).",
         printable(&path.display().to_string()),
-        printable(&tag),
         expiry_phrase(holder.expires_at_ms, now),
     )
 }
