@@ -156,6 +156,28 @@ fn assert_blocked(output: &Output) -> String {
     stderr(output)
 }
 
+/// A reason that refuses an edit by the session's own claim: names the path, says
+/// the claim is this session's, never another's, and gives a next step.
+fn assert_refused_as_own(said: &str, path: &str) {
+    assert!(said.contains(path), "names the path: {said}");
+    assert!(
+        said.contains("this same session"),
+        "says it is its own: {said}"
+    );
+    assert!(
+        !said.contains("another agent session"),
+        "not another's: {said}"
+    );
+    assert!(
+        said.contains("try this edit again after"),
+        "a next step: {said}"
+    );
+    assert!(
+        !said.contains("--holder"),
+        "never acting as a holder: {said}"
+    );
+}
+
 #[test]
 fn every_edit_tool_claims_for_its_session_and_blocks_other_sessions() {
     for (agent, name) in EDIT_FIXTURES {
@@ -1103,8 +1125,7 @@ fn a_sessions_current_claim_through_another_hard_link_is_not_ended() {
     // The edit through the other link is refused by the session's own claim, and
     // the reason says it is the session's own (a breaker: it said another session).
     let said = assert_blocked(&repo.edit("claude-code-Edit.json", "s1", "src/h.rs"));
-    assert!(said.contains("this same session"), "{said}");
-    assert!(!said.contains("another agent session"), "{said}");
+    assert_refused_as_own(&said, "src/h.rs");
     let check = repo
         .scratch
         .bare_cmd(&repo.root)
@@ -1163,23 +1184,7 @@ fn a_path_the_session_moved_another_file_onto_is_refused_as_its_own() {
     );
     std::fs::rename(&tmp, &a).unwrap();
     let said = assert_blocked(&repo.edit("claude-code-Edit.json", "s1", "src/a.rs"));
-    assert!(said.contains("src/a.rs"), "names the path: {said}");
-    assert!(
-        said.contains("this same session"),
-        "says it is its own: {said}"
-    );
-    assert!(
-        !said.contains("another agent session"),
-        "not another's: {said}"
-    );
-    assert!(
-        said.contains("try this edit again after"),
-        "gives a next step: {said}"
-    );
-    assert!(
-        !said.contains("--holder"),
-        "never suggests acting as a holder: {said}"
-    );
+    assert_refused_as_own(&said, "src/a.rs");
 }
 
 /// A record of the session's claim that cannot be read, above its live record (a
@@ -1209,18 +1214,10 @@ fn a_torn_record_above_the_sessions_claim_is_refused_as_its_own() {
     assert!(series.join("g00000001.json").exists(), "{series:?}");
     std::fs::write(series.join("g00000009.json"), "garbage\n").unwrap();
     let said = assert_blocked(&repo.edit("claude-code-Edit.json", "s1", "src/a.rs"));
-    assert!(said.contains("src/a.rs"), "names the path: {said}");
-    assert!(
-        said.contains("this same session"),
-        "says it is its own: {said}"
-    );
+    assert_refused_as_own(&said, "src/a.rs");
     assert!(
         said.contains("cannot read"),
         "names the unreadable record: {said}"
-    );
-    assert!(
-        !said.contains("another agent session"),
-        "not another's: {said}"
     );
     let other = assert_blocked(&repo.edit("claude-code-Edit.json", "s2", "src/a.rs"));
     assert!(other.contains("another agent session"), "{other}");
