@@ -1240,3 +1240,45 @@ fn a_torn_record_above_the_sessions_claim_is_refused_as_its_own() {
         "claude-code",
     );
 }
+
+/// The README's hand-fed payloads do what its comments say: session s1's edit is
+/// allowed, s2's blocked, and s1's SessionEnd releases the file (so s2 may edit).
+#[test]
+fn the_readmes_hand_fed_payloads_do_what_it_says() {
+    let repo = Repo::new();
+    let readme = include_str!("../../README.md");
+    let root = repo.root.display().to_string();
+    let outcomes: Vec<(String, Option<i32>)> = readme
+        .lines()
+        .filter(|line| {
+            line.starts_with("echo '{\"session_id\"")
+                && line.contains("| fencepost hook claude-code")
+        })
+        .map(|line| {
+            let payload = line
+                .strip_prefix("echo '")
+                .and_then(|rest| rest.split("' | fencepost hook").next())
+                .unwrap()
+                .replace("'$PWD'", &root);
+            let said = line.split("# exit ").nth(1).unwrap().to_string();
+            let code = repo
+                .hook_in(&repo.root, "claude-code", &payload, &[])
+                .status
+                .code();
+            (said, code)
+        })
+        .collect();
+    assert_eq!(
+        outcomes.len(),
+        3,
+        "the README's three payloads: {outcomes:?}"
+    );
+    for (said, code) in &outcomes {
+        let expected: i32 = said[..1].parse().unwrap();
+        assert_eq!(*code, Some(expected), "README says exit {said}");
+    }
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s2", "src/a.rs"),
+        "claude-code",
+    );
+}
