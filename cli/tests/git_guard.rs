@@ -661,3 +661,75 @@ fn the_guard_sees_claims_in_every_store_on_the_path() {
         );
     }
 }
+
+/// A staged entry that is a directory — a submodule's new commit, a symbolic link
+/// to a directory — is checked as a subtree, not refused as a file that cannot be
+/// one (a breaker: every submodule bump failed "cannot check this commit: … is a
+/// directory", and an agent cannot skip the guard). A subtree claim of the
+/// submodule by another session refuses its bump.
+#[test]
+fn a_staged_submodule_or_directory_link_is_checked_as_a_subtree() {
+    let repo = guarded_repo();
+    repo.hold("s9", "src/b.rs"); // the repository's store exists
+    let upstream = tempfile::tempdir().unwrap();
+    git(upstream.path(), &["init", "-q"]);
+    std::fs::write(upstream.path().join("f"), "1\n").unwrap();
+    git(upstream.path(), &["add", "f"]);
+    git(upstream.path(), &["commit", "-qm", "1"]);
+    let url = upstream.path().display().to_string();
+    git(
+        &repo.root,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            &url,
+            "s",
+        ],
+    );
+    let out = repo.git_with_hooks(&repo.root, &["commit", "-qm", "add s"], &[]);
+    assert_eq!(out.status.code(), Some(0), "adding the submodule: {out:?}");
+    // Git runs the submodule's own hooks inside it: install and status say so.
+    let out = repo.hooks(&repo.root, &["status", "--git"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("run `fencepost hooks status --git` inside each submodule"),
+        "{out:?}"
+    );
+    std::fs::create_dir(repo.root.join("d")).unwrap();
+    std::fs::write(repo.root.join("d/x"), "x\n").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("d", repo.root.join("lnk")).unwrap();
+    let out = repo.commit_all(&repo.root, &[]);
+    assert_eq!(out.status.code(), Some(0), "a link to a directory: {out:?}");
+    let bump = |n: &str| {
+        let sub = repo.root.join("s");
+        std::fs::write(sub.join("f"), n).unwrap();
+        git(&sub, &["commit", "-qam", n]);
+        git(&repo.root, &["add", "s"]);
+        repo.git_with_hooks(&repo.root, &["commit", "-qm", "bump"], &[])
+    };
+    let out = bump("2\n");
+    assert_eq!(out.status.code(), Some(0), "a submodule bump: {out:?}");
+    let claim = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args([
+            "claim",
+            "--dir",
+            "s",
+            "--session",
+            "claude-code:s1",
+            "--ttl",
+            "60000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(claim.status.code(), Some(0), "{claim:?}");
+    let out = bump("3\n");
+    let lines = refusals(&out);
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(lines[0].contains("which holds the directory"), "{lines:?}");
+}

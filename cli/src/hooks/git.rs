@@ -226,8 +226,10 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
     for rel in &paths {
         let file = top.join(rel);
         // The file's own claim, else a subtree claim of a directory above it.
+        // A staged directory (a submodule's commit) is refused by a subtree claim
+        // of itself too.
         let found = std::iter::once(("file", file.as_path()))
-            .chain(file.ancestors().skip(1).map(|dir| ("dir", dir)))
+            .chain(file.ancestors().map(|dir| ("dir", dir)))
             .find_map(|(kind, path)| held.get(&(kind, fold(path, ignore_case))));
         let Some(holder) = found else {
             continue;
@@ -386,13 +388,25 @@ fn held_files(
     let mut held = HashMap::new();
     for rel in paths {
         let file = top.join(rel);
-        let dir = file.parent().unwrap_or(top).to_path_buf();
+        // A staged entry that is a directory — a submodule's commit, a symbolic
+        // link to a directory, a file replaced by a directory — is no file: its
+        // stores are those of a subtree claim of it (a breaker: the guard refused
+        // every submodule bump, "is a directory"). Its parent's are found by the
+        // stores on its path.
+        let (dir, resource) = if file.is_dir() {
+            (file.clone(), Resource::dir(&file))
+        } else {
+            (
+                file.parent().unwrap_or(top).to_path_buf(),
+                Resource::file(&file),
+            )
+        };
         if located.contains_key(&dir) {
             continue;
         }
         let opened = crate::store::open(
             store_flag,
-            Some(&Resource::file(&file)),
+            Some(&resource),
             top,
             crate::store::Access::Existing,
         )?;
@@ -401,7 +415,7 @@ fn held_files(
         // The other stores on the directory's path too: the layout may have
         // changed since a file here was claimed (docs/format-v1.md §1.1, rule 5),
         // and one directory's files may have their claims in different stores.
-        let others = fencepost_fs::other_stores(store_flag, &Resource::file(&file), top, &locator)
+        let others = fencepost_fs::other_stores(store_flag, &resource, top, &locator)
             .map_err(|e| format!("cannot choose a store for {}: {e}", file.display()))?;
         let mut backends: Vec<(PathBuf, Box<dyn fencepost::LeaseStore>)> = Vec::new();
         if opened.exists {

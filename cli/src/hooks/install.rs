@@ -113,7 +113,7 @@ pub fn run(command: &HooksCommand) -> Result<std::process::ExitCode, Failure> {
     // The git hooks first: their directory is the likelier to refuse a write (a
     // core.hooksPath naming a file), and a refusal then leaves the agents'
     // settings untouched (a breaker: they were written before the failure).
-    let git_line = match hooks {
+    let mut git_line = match hooks {
         Some(hooks) => Some(
             match command {
                 HooksCommand::Install(_) => git::install(&hooks),
@@ -175,6 +175,23 @@ pub fn run(command: &HooksCommand) -> Result<std::process::ExitCode, Failure> {
                 return Err(failure);
             }
         }
+    }
+    // Git runs a submodule's hooks from its own git directory: the guard installed
+    // here does not see commits made inside one (a breaker: a held file in a
+    // submodule was committed there, and `hooks status` said "installed").
+    if git_line.is_some() && project.join(".gitmodules").is_file() {
+        let verb = match command {
+            HooksCommand::Install(_) => "install",
+            HooksCommand::Uninstall(_) => "uninstall",
+            HooksCommand::Status(_) => "status",
+        };
+        git_line = git_line.map(|line| {
+            format!(
+                "{line}; this repository has submodules (.gitmodules), and git runs each \
+                 submodule's own hooks for commits and pushes made inside it: run `fencepost \
+                 hooks {verb} --git` inside each submodule for those"
+            )
+        });
     }
     lines.extend(git_line);
     for line in lines {
