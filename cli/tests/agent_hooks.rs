@@ -448,14 +448,26 @@ fn a_linked_worktree_claims_into_the_shared_store() {
         reason.contains(fencepost::SessionTag::of("gemini:g1").as_str()),
         "{reason}"
     );
-    // From the main checkout the worktree is outside the project: not claimed from
-    // there, but not written over the claim either.
+    // From the main checkout the worktree is outside the project, but its files'
+    // claims belong in the shared store, which exists: claimed there all the same
+    // (a breaker: unclaimed, the worktree's own session was let edit it at once),
+    // and never written over the claim.
     let from_main = fixture("claude-code-Edit.json", "c1", &repo.root, "../wt/src/b.rs");
     assert_allowed(
         &repo.hook_in(&repo.root, "claude-code", &from_main, &[]),
         "claude-code",
     );
-    assert!(repo.claim_on(&wt.join("src/b.rs")).is_none());
+    assert!(
+        repo.claim_on(&wt.join("src/b.rs")).is_some(),
+        "{:?}",
+        repo.status()
+    );
+    let in_wt = fixture("gemini-replace.json", "g1", &wt, "src/b.rs");
+    let reason = assert_blocked(&repo.hook_in(&wt, "gemini", &in_wt, &[]));
+    assert!(
+        reason.contains(fencepost::SessionTag::of("claude-code:c1").as_str()),
+        "{reason}"
+    );
     let from_main = fixture("claude-code-Edit.json", "c1", &repo.root, "../wt/src/a.rs");
     let reason = assert_blocked(&repo.hook_in(&repo.root, "claude-code", &from_main, &[]));
     assert!(
@@ -1280,5 +1292,51 @@ fn the_readmes_hand_fed_payloads_do_what_it_says() {
     assert_allowed(
         &repo.edit("claude-code-Edit.json", "s2", "src/a.rs"),
         "claude-code",
+    );
+}
+
+/// A session's first edit, of another worktree's file, before any claim made the
+/// repository's store: claimed all the same (the store is made), so that
+/// worktree's own session is blocked; a file outside every repository is still
+/// neither claimed nor given a store.
+#[test]
+fn another_worktrees_file_is_claimed_before_the_store_exists() {
+    let repo = Repo::new();
+    git(&repo.root, &["add", "."]);
+    git(&repo.root, &["commit", "-qm", "init"]);
+    let wt = repo.scratch.path().canonicalize().unwrap().join("wt");
+    git(&repo.root, &["worktree", "add", "-q", wt.to_str().unwrap()]);
+    assert!(repo.status().is_empty());
+    let from_main = fixture("claude-code-Edit.json", "c1", &repo.root, "../wt/src/a.rs");
+    assert_allowed(
+        &repo.hook_in(&repo.root, "claude-code", &from_main, &[]),
+        "claude-code",
+    );
+    assert!(
+        repo.claim_on(&wt.join("src/a.rs")).is_some(),
+        "{:?}",
+        repo.status()
+    );
+    let in_wt = fixture("claude-code-Edit.json", "c2", &wt, "src/a.rs");
+    assert_blocked(&repo.hook_in(&wt, "claude-code", &in_wt, &[]));
+    let loose = repo
+        .scratch
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join("loose.txt");
+    let loose = fixture(
+        "claude-code-Write.json",
+        "c1",
+        &repo.root,
+        loose.to_str().unwrap(),
+    );
+    assert_allowed(
+        &repo.hook_in(&repo.root, "claude-code", &loose, &[]),
+        "claude-code",
+    );
+    assert!(
+        !repo.scratch.user_state().join("fencepost/claims").exists(),
+        "a store was made for a file outside every repository"
     );
 }

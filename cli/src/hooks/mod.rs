@@ -284,10 +284,14 @@ fn edit(
             return Ok(Decision::Block(reason));
         }
         let resource = Resource::file(&location);
-        if !location.starts_with(&root) {
-            // Outside the project: not claimed (docs), but still not written over
-            // another session's claim (another worktree's file, seen from here).
-            let opened = store::open(store_flag, Some(&resource), &cwd, Access::Existing)?;
+        let opened = (!location.starts_with(&root))
+            .then(|| store::open(store_flag, Some(&resource), &cwd, Access::Existing))
+            .transpose()?
+            .filter(|opened| !claimed_outside(opened));
+        if let Some(opened) = opened {
+            // Outside the project and outside every repository: not claimed, no
+            // store made for it (docs), but still not written over another
+            // session's claim.
             let locator = opened.backend.locator();
             let mut stores = Vec::new();
             if opened.exists {
@@ -368,6 +372,20 @@ fn edit(
     Ok(Decision::Allow(
         (!notes.is_empty()).then(|| notes.join("; ")),
     ))
+}
+
+/// Whether a file outside the project is claimed all the same: when its claims
+/// belong in a tree's own store — its repository's (another worktree of this
+/// repository shares it), a `.fencepost` directory's, the one its claims were kept
+/// in, or the store named for the hook — made if need be, so that a session
+/// editing another worktree's file holds it as that worktree's session would (a
+/// breaker: a session in one worktree editing the other's file claimed nothing,
+/// and the other worktree's session was let edit it at once). Only a file whose
+/// claims would go to the per-user store (outside every repository) is left
+/// unclaimed, and no store is made for it.
+/// Pinned by `cli/tests/agent_hooks.rs::a_linked_worktree_claims_into_the_shared_store`.
+fn claimed_outside(opened: &store::Opened) -> bool {
+    !matches!(opened.scope, Some(fencepost_fs::StoreScope::User))
 }
 
 /// Why an edit of `location` (resolved) is refused when it lies inside a `.git` or
