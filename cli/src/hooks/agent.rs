@@ -120,9 +120,19 @@ pub fn parse(agent: AgentName, payload: &[u8]) -> Result<Event, String> {
     let Some(event) = text("hook_event_name") else {
         return Err("the hook payload has no hook_event_name".into());
     };
-    let session = || match text("session_id") {
-        Some(id) if !id.trim().is_empty() => Ok(id.to_string()),
-        _ => Err(format!(
+    let session = || match fields.get("session_id") {
+        Some(Value::String(id)) if !id.trim().is_empty() => Ok(id.to_string()),
+        // Said as it is: a number is not "no session_id" (a breaker's find).
+        Some(Value::String(_)) => Err(format!(
+            "the {event} payload's session_id is blank, so fencepost cannot tell whose edit \
+             this is"
+        )),
+        Some(other) => Err(format!(
+            "the {event} payload's session_id is not a string ({}), so fencepost cannot tell \
+             whose edit this is",
+            json_kind(other)
+        )),
+        None => Err(format!(
             "the {event} payload has no session_id, so fencepost cannot tell whose edit this is"
         )),
     };
@@ -232,6 +242,29 @@ mod tests {
         let no_session = br#"{"hook_event_name":"BeforeTool","tool_name":"replace","tool_input":{"file_path":"a"}}"#;
         assert!(parse(AgentName::Gemini, no_session).is_err());
         assert!(parse(AgentName::Gemini, b"[1]").is_err());
+    }
+
+    /// A session_id of the wrong kind is said to be that, not missing (a
+    /// breaker's find: a number read "has no session_id").
+    #[test]
+    fn a_session_id_that_is_no_string_is_said_to_be_so() {
+        let edit = |id: &str| {
+            format!(
+                r#"{{"session_id":{id},"cwd":"/p","hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{{"file_path":"a"}}}}"#
+            )
+        };
+        let said = |id: &str| parse(AgentName::ClaudeCode, edit(id).as_bytes()).unwrap_err();
+        assert!(
+            said("5").contains("session_id is not a string (a number)"),
+            "{}",
+            said("5")
+        );
+        assert!(said("null").contains("(null)"), "{}", said("null"));
+        assert!(
+            said(r#""  ""#).contains("session_id is blank"),
+            "{}",
+            said(r#""  ""#)
+        );
     }
 
     #[test]
