@@ -72,6 +72,18 @@ impl Repo {
         self.hook_in(&self.root, agent, &payload, &[])
     }
 
+    /// `fencepost claim ARGS --session SESSION --ttl 60000` from the root: a claim
+    /// another process of a session makes (its `run`, its MCP server).
+    pub fn claim_for(&self, args: &[&str], session: &str) -> Output {
+        self.scratch
+            .bare_cmd(&self.root)
+            .arg("claim")
+            .args(args)
+            .args(["--session", session, "--ttl", "60000"])
+            .output()
+            .unwrap()
+    }
+
     /// `status --json` of the repository's store.
     pub fn status(&self) -> Vec<serde_json::Value> {
         let output = self
@@ -698,20 +710,7 @@ fn each_edit_renews_the_claim_and_session_end_releases_it() {
 #[test]
 fn the_hook_and_the_cli_agree_on_the_session() {
     let repo = Repo::new();
-    let claim = repo
-        .scratch
-        .bare_cmd(&repo.root)
-        .args([
-            "claim",
-            "--file",
-            "src/a.rs",
-            "--session",
-            "claude-code:s1",
-            "--ttl",
-            "60000",
-        ])
-        .output()
-        .unwrap();
+    let claim = repo.claim_for(&["--file", "src/a.rs"], "claude-code:s1");
     assert_eq!(claim.status.code(), Some(0), "{claim:?}");
     let token: u64 = String::from_utf8_lossy(&claim.stdout)
         .split('.')
@@ -773,20 +772,7 @@ fn shell_commands_taking_the_humans_escapes_are_blocked() {
 #[test]
 fn a_subtree_another_session_holds_blocks_edits_below_it() {
     let repo = Repo::new();
-    let claim = repo
-        .scratch
-        .bare_cmd(&repo.root)
-        .args([
-            "claim",
-            "--dir",
-            "src",
-            "--session",
-            "claude-code:s1",
-            "--ttl",
-            "60000",
-        ])
-        .output()
-        .unwrap();
+    let claim = repo.claim_for(&["--dir", "src"], "claude-code:s1");
     assert_eq!(claim.status.code(), Some(0), "{claim:?}");
     // The block names the directory held, not "this file" (which nobody holds),
     // and the holder by its session's tag (a CLI claim with --session is a
@@ -1114,20 +1100,7 @@ fn a_session_edits_a_file_it_renamed() {
 fn a_sessions_current_claim_through_another_hard_link_is_not_ended() {
     let repo = Repo::new();
     std::fs::hard_link(repo.root.join("src/a.rs"), repo.root.join("src/h.rs")).unwrap();
-    let claim = repo
-        .scratch
-        .bare_cmd(&repo.root)
-        .args([
-            "claim",
-            "--file",
-            "src/a.rs",
-            "--session",
-            "claude-code:s1",
-            "--ttl",
-            "60000",
-        ])
-        .output()
-        .unwrap();
+    let claim = repo.claim_for(&["--file", "src/a.rs"], "claude-code:s1");
     assert_eq!(claim.status.code(), Some(0), "{claim:?}");
     let token = String::from_utf8_lossy(&claim.stdout)
         .split('.')

@@ -565,20 +565,7 @@ fn local_settings_and_git_hooks_install_from_a_worktree() {
 #[test]
 fn a_subtree_another_session_holds_refuses_commits_below_it() {
     let repo = guarded_repo();
-    let claim = repo
-        .scratch
-        .bare_cmd(&repo.root)
-        .args([
-            "claim",
-            "--dir",
-            "src",
-            "--session",
-            "claude-code:s1",
-            "--ttl",
-            "60000",
-        ])
-        .output()
-        .unwrap();
+    let claim = repo.claim_for(&["--dir", "src"], "claude-code:s1");
     assert_eq!(claim.status.code(), Some(0), "{claim:?}");
     std::fs::write(repo.root.join("src/a.rs"), "changed\n").unwrap();
     let out = repo.commit_all(&repo.root, &[]);
@@ -713,20 +700,7 @@ fn a_staged_submodule_or_directory_link_is_checked_as_a_subtree() {
     };
     let out = bump("2\n");
     assert_eq!(out.status.code(), Some(0), "a submodule bump: {out:?}");
-    let claim = repo
-        .scratch
-        .bare_cmd(&repo.root)
-        .args([
-            "claim",
-            "--dir",
-            "s",
-            "--session",
-            "claude-code:s1",
-            "--ttl",
-            "60000",
-        ])
-        .output()
-        .unwrap();
+    let claim = repo.claim_for(&["--dir", "s"], "claude-code:s1");
     assert_eq!(claim.status.code(), Some(0), "{claim:?}");
     let out = bump("3\n");
     let lines = refusals(&out);
