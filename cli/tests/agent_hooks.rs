@@ -1220,10 +1220,84 @@ fn a_torn_record_above_the_sessions_claim_is_refused_as_its_own() {
         .output()
         .unwrap();
     assert_eq!(broke.status.code(), Some(0), "{broke:?}");
+    // Told once that its claim was broken (the file may have changed since), then
+    // let edit under its new claim.
+    let told = assert_blocked(&repo.edit("claude-code-Edit.json", "s1", "src/a.rs"));
+    assert!(told.contains("was broken by"), "{told}");
     assert_allowed(
         &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
         "claude-code",
     );
+}
+
+/// A session whose claim a human broke (`fencepost break --session`) is told so at
+/// its next edit of the file, once: another session may have changed the file
+/// since, so the edit is refused for the model to read the file again, and the file
+/// is claimed for the session anew, so the edit made again passes. Had another
+/// session claimed the file meanwhile, that session's claim refuses it as before
+/// (a breaker: after the break, the session's next edit re-claimed the file in
+/// silence, and the model never learnt that its claim had ended).
+#[test]
+fn an_edit_after_a_break_of_the_sessions_claim_is_refused_once() {
+    let repo = Repo::new();
+    let a = repo.root.join("src/a.rs");
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+    let tag = |path: &Path| {
+        repo.status()
+            .into_iter()
+            .find(|e| e["label"] == path.display().to_string() && e["live"] == true)
+            .and_then(|e| e["session"].as_str().map(str::to_string))
+            .expect("a live claim of the file with a session")
+    };
+    let s1 = tag(&a);
+    let (old_token, _) = repo.claim_on(&a).unwrap();
+    let brk = |session: &str| {
+        let output = repo
+            .scratch
+            .bare_cmd(&repo.root)
+            .args(["break", "--session", session, "--reason", "stuck in a loop"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+    };
+    brk(&s1);
+    assert_eq!(repo.claim_on(&a), None, "the break ended the claim");
+    let said = assert_blocked(&repo.edit("claude-code-Edit.json", "s1", "src/a.rs"));
+    for part in [
+        a.display().to_string(),
+        format!("token {old_token}"),
+        "was broken by".to_string(),
+        "stuck in a loop".to_string(),
+        "read ".to_string(),
+        "make this edit again".to_string(),
+    ] {
+        assert!(said.contains(&part), "says {part:?}: {said}");
+    }
+    assert!(!said.contains("another agent session"), "{said}");
+    assert!(!said.contains("--holder"), "{said}");
+    let (new_token, who) = repo.claim_on(&a).expect("claimed for the session anew");
+    assert!(new_token > old_token, "{new_token} > {old_token}");
+    assert!(who.contains(&s1), "{who}");
+    assert!(said.contains(&format!("token {new_token}")), "{said}");
+    // Once: the edit made again passes, and so does the next.
+    for _ in 0..2 {
+        assert_allowed(
+            &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+            "claude-code",
+        );
+    }
+    // Broken again, and another session claims the file first: its claim refuses
+    // the edit, as any other session's claim does.
+    brk(&s1);
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s2", "src/a.rs"),
+        "claude-code",
+    );
+    let held = assert_blocked(&repo.edit("claude-code-Edit.json", "s1", "src/a.rs"));
+    assert!(held.contains("another agent session"), "{held}");
 }
 
 /// The README's hand-fed payloads do what its comments say: session s1's edit is

@@ -181,6 +181,35 @@ pub fn own_claim_reason(path: &Path, holder: &Holder, now: u64) -> String {
     )
 }
 
+/// The reason given when the session's last claim of the file was broken
+/// (`fencepost break`, by a human or a tool) and the file is now claimed for it
+/// again: `old` is the broken claim's token and the break's note, `new` the new
+/// claim's token and end. Another session may have edited the file between the
+/// break and now, so the edit is refused once, for the model to read the file
+/// again; the edit made again passes under the new claim (a breaker: after
+/// `break --session` the session's next edit re-claimed the file in silence).
+/// Pinned by `cli/tests/agent_hooks.rs::an_edit_after_a_break_of_the_sessions_claim_is_refused_once`.
+pub fn broken_reason(
+    path: &Path,
+    tag: &str,
+    (old_token, note): (u64, &fencepost::record::BreakNote),
+    (token, expires_at_ms): (u64, u64),
+) -> String {
+    let shown = printable(&path.display().to_string());
+    format!(
+        "fencepost: this session's claim of {shown} (session {}, token {old_token}) was broken \
+         by {} at {} (reason: {}), so another session may have changed the file since this \
+         session last read it. This edit was blocked so that it does not overwrite that work. \
+         The file is claimed for this session again (token {token}) until {}: read {shown} \
+         again, then make this edit again.",
+        printable(tag),
+        printable(&note.by),
+        fencepost::utc_timestamp(note.at_ms),
+        printable(&note.reason),
+        fencepost::utc_timestamp(expires_at_ms),
+    )
+}
+
 fn decide(store_flag: Option<&Path>, args: &HookArgs) -> Result<Decision, String> {
     let agent = args.agent;
     let mut payload = Vec::new();
@@ -276,6 +305,7 @@ fn edit(
     let cwd = payload_cwd(cwd)?;
     let root = project_root(&cwd)?;
     let mut notes = Vec::new();
+    let mut broken = Vec::new();
     for path in paths {
         let target = cwd.join(path);
         let location = location(&target)
@@ -330,6 +360,10 @@ fn edit(
         );
         let claimed_in = opened.backend.locator();
         let store = fencepost::Store::new(opened.backend);
+        // Read before the claim, which writes over it: the session's last claim of
+        // the file was broken by someone (`fencepost break`), so the file may have
+        // been changed by another session since the model last read it.
+        let broken_claim = session::broken_claim(&store, &resource, &session);
         match session::claim(
             &store,
             &elsewhere,
@@ -344,14 +378,24 @@ fn edit(
                 token,
                 expires_at_ms,
             } => {
+                // So that the session's end finds it (a submodule's store, say).
+                let noted = session::note_store(store_flag, &cwd, &claimed_in, &session);
+                if let Some((old_token, note)) = broken_claim {
+                    broken.push(broken_reason(
+                        &location,
+                        &session::tag(&session),
+                        (old_token, &note),
+                        (token, expires_at_ms),
+                    ));
+                    continue;
+                }
                 notes.push(format!(
                     "{} is held by this session ({}, token {token}) until {}",
                     printable(&location.display().to_string()),
                     session::tag(&session),
                     fencepost::utc_timestamp(expires_at_ms)
                 ));
-                // So that the session's end finds it (a submodule's store, say).
-                if let Err(e) = session::note_store(store_flag, &cwd, &claimed_in, &session) {
+                if let Err(e) = noted {
                     notes.push(format!(
                         "the session's end will not release it ({e}): it ends by its ttl"
                     ));
@@ -366,6 +410,11 @@ fn edit(
                 return Ok(Decision::Block(reason));
             }
         }
+    }
+    // Every file is claimed first, so that the edit made again after reading the
+    // files passes.
+    if !broken.is_empty() {
+        return Ok(Decision::Block(broken.join(" ")));
     }
     // For the human's transcript (both agents show a hook's stderr on exit 0 only
     // in their verbose views).
@@ -545,7 +594,18 @@ mod tests {
         let closed = fail_closed(
             "the hook payload on stdin is not JSON (expected value at line 1 column 1)",
         );
-        for reason in [held, own, closed] {
+        let note = fencepost::record::BreakNote {
+            by: "alice".into(),
+            at_ms: 1_796_135_405_000 - 31 * 60_000,
+            reason: "session stuck".into(),
+        };
+        let broken = broken_reason(
+            Path::new("/repo/src/auth.rs"),
+            "0ed754fc9054df0b",
+            (7, &note),
+            (12, 1_796_135_405_000 + 30 * 60_000),
+        );
+        for reason in [held, own, closed, broken] {
             assert!(
                 readme.contains(&reason),
                 "README lacks the reason:\n{reason}"

@@ -86,6 +86,21 @@ pub fn claim(
     Ok(claimed)
 }
 
+/// The token and break note of `session`'s tenure of `resource` when the newest
+/// record of its series is that tenure broken (`fencepost break`, `break --session`):
+/// read before a hook's claim, which writes over it. Anything else — held, released,
+/// another's, unreadable, an error — is `None` (the claim that follows decides).
+pub fn broken_claim(
+    store: &Store,
+    resource: &Resource,
+    session: &str,
+) -> Option<(u64, fencepost::record::BreakNote)> {
+    match store.resume_session(resource, session) {
+        Err(Error::Broken { token, note, .. }) => Some((token, note)),
+        _ => None,
+    }
+}
+
 /// How many times a claim refused by its own session's stale tenures is made again.
 const STALE_RETRIES: usize = 3;
 
