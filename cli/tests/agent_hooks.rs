@@ -526,6 +526,48 @@ fn an_edit_outside_the_project_meets_a_claim_in_another_store_on_its_path() {
     );
 }
 
+/// A file outside every repository inside another session's subtree claim is
+/// refused as inside that directory, naming it, not as the file being edited (a
+/// breaker: the reason said the file itself was being edited).
+#[test]
+fn an_edit_outside_every_repository_under_a_subtree_claim_names_the_directory() {
+    let repo = Repo::new();
+    let plain = repo.root.parent().unwrap().join("plain");
+    std::fs::create_dir_all(plain.join("docs")).unwrap();
+    let claimed = repo
+        .scratch
+        .bare_cmd(&plain)
+        .args([
+            "claim",
+            "--dir",
+            "docs",
+            "--session",
+            "gemini:g2",
+            "--ttl",
+            "60000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(claimed.status.code(), Some(0), "{claimed:?}");
+    let payload = fixture(
+        "claude-code-Write.json",
+        "c1",
+        &repo.root,
+        "../plain/docs/new.md",
+    );
+    let reason = assert_blocked(&repo.hook_in(&repo.root, "claude-code", &payload, &[]));
+    let dir = plain.join("docs").display().to_string();
+    assert!(
+        reason.contains(&format!("is inside {dir}")),
+        "names the directory: {reason}"
+    );
+    assert!(!reason.contains("is being edited"), "{reason}");
+    assert!(
+        reason.contains(fencepost::SessionTag::of("gemini:g2").as_str()),
+        "{reason}"
+    );
+}
+
 #[test]
 fn fencepost_session_names_the_session_for_every_process_of_the_agent() {
     let repo = Repo::new();

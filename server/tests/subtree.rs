@@ -64,7 +64,14 @@ async fn a_subtree_lease_writes_below_its_directory_and_excludes_files_there() {
         )
         .await
         .unwrap_err();
-    assert!(refused.contains("is held by agent-a"), "{refused}");
+    // Naming the subtree in the way, as the claim's refusal does.
+    assert!(
+        refused.contains(&format!(
+            "is held by a lease on dir {}, held by agent-a",
+            src.display()
+        )),
+        "{refused}"
+    );
     assert_eq!(
         std::fs::read_to_string(tree.root.join("src/auth/new.rs")).unwrap(),
         "A"

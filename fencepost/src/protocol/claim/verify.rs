@@ -379,15 +379,20 @@ impl Store {
     /// `options.dead_holder_takeover`, because the single acquire would take it
     /// over. The compositions' look-first step uses this, so a set or a slot whose
     /// holder was killed is taken over at once, as one resource is, instead of
-    /// waited out for its ttl.
+    /// waited out for its ttl. A subtree claim of a directory above `resource` is
+    /// named in [`Holder::in_the_way`], as a claim refused by it is (a breaker: a
+    /// hook refusing a file inside another session's subtree said the file itself
+    /// was being edited).
     pub(crate) fn holder_in_the_way(
         &self,
         resource: &Resource,
         options: Option<&crate::AcquireOptions>,
     ) -> Result<Option<Holder>> {
         let now = self.clock.wall_ms();
+        let own = resource.identity()?.keys();
         let above = resource.subtree_keys_above()?;
-        for key in resource.identity()?.keys().into_iter().chain(above) {
+        let own_keys = own.len();
+        for (i, key) in own.into_iter().chain(above).enumerate() {
             let newest = self.read_newest(&key)?;
             if !newest.envelope().is_some_and(|e| record::is_live(&e, now)) {
                 continue;
@@ -398,7 +403,14 @@ impl Store {
                     .and_then(|r| r.process.as_ref())
                     .is_some_and(|evidence| self.provably_dead(evidence));
             if !dead {
-                return Ok(newest.holder());
+                let mut holder = newest.holder();
+                if let Some((holder, record)) = holder.as_mut().zip(newest.claim())
+                    && i >= own_keys
+                {
+                    let dir = std::path::PathBuf::from(&*record.label);
+                    holder.in_the_way = Some(Box::new(Resource::Dir(dir)));
+                }
+                return Ok(holder);
             }
         }
         Ok(None)
