@@ -117,6 +117,38 @@ fn one_held_resource_refuses_the_claim_and_nothing_is_taken() {
         .code(9);
 }
 
+/// A subtree and something inside it in one claim is refused up front, with or
+/// without a session, and nothing is written (a breaker: the claim met its own
+/// subtree claim, blamed itself as the holder and burnt a token per round until its
+/// wait ran out).
+#[test]
+fn a_subtree_and_a_path_inside_it_in_one_claim_are_refused() {
+    let s = Scratch::new();
+    std::fs::create_dir_all(s.path().join("d/x")).unwrap();
+    std::fs::write(s.path().join("d/f"), "f").unwrap();
+    for (args, inner) in [
+        (vec!["--dir", "d", "--file", "d/f", "--wait", "2000"], "d/f"),
+        (
+            vec!["--file", "d/f", "--dir", "d", "--session", "s1"],
+            "d/f",
+        ),
+        (vec!["--dir", "d/x", "--dir", "d"], "d/x"),
+    ] {
+        let output = s.cmd().arg("claim").args(&args).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        let line = one_line_stderr(&output);
+        assert!(
+            line.contains(&format!("{inner} is inside d, which this claim also names")),
+            "{line}"
+        );
+    }
+    assert_eq!(
+        s.status(),
+        Vec::<serde_json::Value>::new(),
+        "nothing claimed"
+    );
+}
+
 #[test]
 fn bad_sets_are_one_clear_line() {
     let s = Scratch::new();

@@ -50,7 +50,7 @@ impl Store {
     /// - [`Error::InvalidArgument`] for a shared claim ([`AcquireOptions::shared`]:
     ///   several resources are claimed exclusively only), an empty list, a ttl of 0, or two entries
     ///   that are one resource (the same lock spelled twice, one file by two paths
-    ///   or hard links).
+    ///   or hard links), or a subtree and something inside it.
     /// - As [`Store::acquire`] otherwise; on an error nothing is left held (best
     ///   effort, as a crashed holder's claims expire with their ttl).
     pub fn acquire_all(
@@ -235,6 +235,24 @@ fn canonical_order(resources: &[Resource]) -> Result<Vec<usize>> {
                     "{} and {} are one resource (the same lock or file, spelled or linked twice); name it once",
                     resources[first].target(),
                     resources[*i].target()
+                )));
+            }
+        }
+    }
+    // A subtree covers what is below it: taking both in one claim would meet its
+    // own subtree claim as another tenure's and give everything back, round after
+    // round (a breaker: `claim --dir d --file d/f` blamed itself and burnt a token
+    // per round until its wait ran out, or forever).
+    for (i, resource) in resources.iter().enumerate() {
+        for key in resource.subtree_keys_above()? {
+            if let Some(&dir) = seen.get(&key) {
+                return Err(Error::InvalidArgument(format!(
+                    "{} is inside {}, which this claim also names, and a subtree claim covers \
+                     everything below it; name {} alone, or claim {} on its own",
+                    resources[i].target(),
+                    resources[dir].target(),
+                    resources[dir].target(),
+                    resources[i].target()
                 )));
             }
         }
