@@ -568,6 +568,60 @@ fn an_edit_outside_every_repository_under_a_subtree_claim_names_the_directory() 
     );
 }
 
+/// An agent's edit tool never writes a lease store — the named one, the per-user
+/// store, a bare repository's store inside the project — nor makes a directory a
+/// git directory (which moves the store of every file below it): each is refused
+/// with a reason that names it (a breaker: every one of them was allowed).
+#[test]
+fn edits_into_any_store_or_making_a_git_directory_are_refused() {
+    let repo = Repo::new();
+    let scratch = repo.scratch.path().canonicalize().unwrap();
+    let record = "claims/lock-x/g00000099.json";
+    let write = |path: &Path, env: &[(&str, &str)]| {
+        let payload = fixture(
+            "claude-code-Write.json",
+            "s2",
+            &repo.root,
+            &path.display().to_string(),
+        );
+        repo.hook_in(&repo.root, "claude-code", &payload, env)
+    };
+    let named = scratch.join("named");
+    let named_env = named.display().to_string();
+    let user = repo.scratch.user_state().canonicalize().ok();
+    let user = user.unwrap_or_else(|| scratch.join("user-state"));
+    let bare = repo.root.join("fx.git");
+    std::fs::create_dir_all(bare.join("objects")).unwrap();
+    std::fs::create_dir_all(bare.join("refs")).unwrap();
+    std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    for (path, env) in [
+        (
+            named.join(record),
+            vec![("FENCEPOST_STORE", named_env.as_str())],
+        ),
+        (user.join("fencepost").join(record), vec![]),
+        (bare.join("fencepost").join(record), vec![]),
+    ] {
+        let said = assert_blocked(&write(&path, &env));
+        assert!(said.contains("lies in the lease store"), "{path:?}: {said}");
+        assert!(said.contains("do not write it another way"), "{said}");
+    }
+    // Beside the bare repository's store, its own files are still edited.
+    assert_allowed(&write(&bare.join("description"), &[]), "claude-code");
+    // Three writes that would make `x` a git directory: the last is refused.
+    let x = repo.root.join("x");
+    for part in ["HEAD", "objects/.keep"] {
+        assert_allowed(&write(&x.join(part), &[]), "claude-code");
+        std::fs::create_dir_all(x.join(part).parent().unwrap()).unwrap();
+        std::fs::write(x.join(part), "").unwrap();
+    }
+    let said = assert_blocked(&write(&x.join("refs/.keep"), &[]));
+    assert!(
+        said.contains(&format!("would make {} a git directory", x.display())),
+        "{said}"
+    );
+}
+
 #[test]
 fn fencepost_session_names_the_session_for_every_process_of_the_agent() {
     let repo = Repo::new();

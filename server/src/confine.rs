@@ -38,6 +38,16 @@ pub enum Refusal {
         /// The store directory.
         store: PathBuf,
     },
+    /// Writing the resolved location would make a directory a git directory (or
+    /// write a git directory's `commondir`): the location rule would then put the
+    /// lease store of every file below it elsewhere
+    /// ([`fencepost_fs::git_dir_made_by_write`]).
+    MakesRepository {
+        /// The path as given.
+        path: String,
+        /// The directory that would become (or stop being) a git directory.
+        dir: PathBuf,
+    },
     /// The resolved location lies in version-control metadata (`.git`, `.hg`,
     /// `.svn`, `.jj`, at any depth), which only the version-control tool writes.
     IntoVcs {
@@ -94,6 +104,11 @@ impl fmt::Display for Refusal {
                 f,
                 "refused path {path:?}: it lies in the lease store {} (a `.fencepost` directory is a store for the files around it), which only fencepost writes",
                 store.display()
+            ),
+            Refusal::MakesRepository { path, dir } => write!(
+                f,
+                "refused path {path:?}: writing it would make {} a git directory (a HEAD file with objects/ and refs/ directories) or change its commondir, which moves the lease store of every file below it and splits their claims; nothing was written. Ask the human to set up a repository",
+                dir.display()
             ),
             Refusal::IntoVcs { path, metadata } => write!(
                 f,
@@ -155,6 +170,23 @@ impl Confinement {
     /// The store directory (canonical when it exists).
     pub fn store(&self) -> &Path {
         &self.store
+    }
+
+    /// [`Confinement::resolve`] for a write: also refused when writing the file
+    /// would make a directory a git directory ([`Refusal::MakesRepository`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Confinement::resolve`], and [`Refusal::MakesRepository`].
+    pub fn resolve_for_write(&self, relative: &str) -> Result<PathBuf, Refusal> {
+        let resolved = self.resolve(relative)?;
+        if let Some(dir) = fencepost_fs::git_dir_made_by_write(&resolved) {
+            return Err(Refusal::MakesRepository {
+                path: relative.to_string(),
+                dir,
+            });
+        }
+        Ok(resolved)
     }
 
     /// Resolves `relative` against the root and checks where it lands.
@@ -252,6 +284,15 @@ impl Confinement {
                     store,
                 });
             }
+        }
+        // And every other store a record could be written into: one at or above it
+        // under another layout, a bare repository's inside the root, the per-user
+        // store (the agent hooks refuse the same paths).
+        if let Some(store) = fencepost_fs::store_holding(&resolved, None) {
+            return Err(Refusal::IntoStore {
+                path: relative.to_string(),
+                store,
+            });
         }
         let below_root = resolved.strip_prefix(&self.root).unwrap_or(&resolved);
         let mut metadata = self.root.clone();
@@ -477,6 +518,38 @@ mod tests {
         for fine in [".fencepostrc", "fencepost/x", "src/.fencepost-notes"] {
             assert!(c.resolve(fine).is_ok(), "{fine:?} was refused");
         }
+    }
+
+    /// A bare repository inside the root is a repository to the location rule:
+    /// its store (made inside it) is refused, its own files are not; and a write
+    /// that would make a directory a git directory is refused as a write (a
+    /// breaker, through the agent hooks, which refuse the same).
+    #[test]
+    fn a_bare_repositorys_store_and_a_write_making_a_git_directory_are_refused() {
+        let (_dir, c) = setup();
+        let bare = c.root().join("fx.git");
+        std::fs::create_dir_all(bare.join("objects")).unwrap();
+        std::fs::create_dir_all(bare.join("refs")).unwrap();
+        std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert!(
+            matches!(
+                c.resolve("fx.git/fencepost/claims/lock-x/g00000002.json"),
+                Err(Refusal::IntoStore { .. })
+            ),
+            "{:?}",
+            c.resolve("fx.git/fencepost/claims/lock-x/g00000002.json")
+        );
+        assert!(c.resolve_for_write("fx.git/description").is_ok());
+        let x = c.root().join("x");
+        std::fs::create_dir_all(x.join("objects")).unwrap();
+        std::fs::write(x.join("HEAD"), "").unwrap();
+        assert!(matches!(
+            c.resolve_for_write("x/refs/heads/main"),
+            Err(Refusal::MakesRepository { .. })
+        ));
+        // A claim of it writes nothing.
+        assert!(c.resolve("x/refs/heads/main").is_ok());
+        assert!(c.resolve_for_write("x/objects/ab").is_ok());
     }
 
     #[cfg(unix)]

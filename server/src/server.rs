@@ -1116,7 +1116,7 @@ impl Inner {
         }
         let target = self
             .confinement
-            .resolve(&args.path)
+            .resolve_for_write(&args.path)
             .map_err(|e| e.to_string())?;
         if target.is_dir() {
             return Err(refuse_directory(format!(

@@ -1319,3 +1319,99 @@ fn session_notes_make_nothing_through_a_planted_link() {
     assert!(noted.is_err(), "{noted:?}");
     assert_eq!(names_in(&elsewhere), Vec::<String>::new());
 }
+
+/// Every store a record file could be written into is found: the named one, a
+/// `.fencepost` directory's, a repository's, a bare repository's inside a work
+/// tree, the per-user store (existing or not); a file beside them is not.
+#[test]
+fn a_write_into_any_store_is_found() {
+    use fencepost_fs::store_holding;
+    let tmp = tempfile::tempdir().unwrap();
+    let top = tmp.path().canonicalize().unwrap();
+    let record = "claims/lock-x/g00000099.json";
+    // Named (it need not exist), whatever the case of its spelling.
+    let named = top.join("named");
+    assert_eq!(
+        store_holding(&named.join(record), Some(&named)),
+        Some(named.clone())
+    );
+    assert_eq!(
+        store_holding(&top.join("NAMED").join(record), Some(&named)),
+        Some(named.clone())
+    );
+    // A marker directory's.
+    fs::create_dir_all(top.join("m/.fencepost")).unwrap();
+    assert_eq!(
+        store_holding(&top.join("m/.fencepost").join(record), None),
+        Some(top.join("m/.fencepost"))
+    );
+    // A repository's, and a bare repository's inside a work tree (its store is
+    // made inside it).
+    fs::create_dir_all(top.join("r/.git/objects")).unwrap();
+    fs::create_dir_all(top.join("r/.git/refs")).unwrap();
+    write_new(&top.join("r/.git/HEAD"), b"ref: refs/heads/main\n");
+    assert_eq!(
+        store_holding(&top.join("r/.git/fencepost").join(record), None),
+        Some(top.join("r/.git/fencepost"))
+    );
+    let bare = top.join("r/fx.git");
+    fs::create_dir_all(bare.join("objects")).unwrap();
+    fs::create_dir_all(bare.join("refs")).unwrap();
+    write_new(&bare.join("HEAD"), b"ref: refs/heads/main\n");
+    assert_eq!(
+        store_holding(&bare.join("fencepost").join(record), None),
+        Some(bare.join("fencepost"))
+    );
+    // The per-user store, existing or not.
+    if let Some(user) = fencepost_fs::user_store() {
+        assert!(store_holding(&user.join(record), None).is_some());
+    }
+    // Files beside stores are no store's.
+    for beside in ["r/src/a.rs", "r/fx.git/config", "m/a.txt", "named.txt"] {
+        assert_eq!(
+            store_holding(&top.join(beside), Some(&named)),
+            None,
+            "{beside}"
+        );
+    }
+}
+
+/// A write that completes a git directory (its `HEAD`, `objects/` or `refs/`),
+/// or writes a git directory's `commondir`, is found; other writes are not.
+#[test]
+fn a_write_that_makes_a_git_directory_is_found() {
+    use fencepost_fs::git_dir_made_by_write;
+    let tmp = tempfile::tempdir().unwrap();
+    let top = tmp.path().canonicalize().unwrap();
+    let x = top.join("x");
+    fs::create_dir_all(&x).unwrap();
+    // Nothing there yet: one part alone makes nothing.
+    for part in ["HEAD", "objects/.keep", "refs/.keep"] {
+        assert_eq!(git_dir_made_by_write(&x.join(part)), None, "{part}");
+    }
+    write_new(&x.join("HEAD"), b"ref: refs/heads/main\n");
+    fs::create_dir_all(x.join("objects")).unwrap();
+    // The last part, whichever it is, is found; in another case too.
+    assert_eq!(
+        git_dir_made_by_write(&x.join("refs/.keep")),
+        Some(x.clone())
+    );
+    assert_eq!(
+        git_dir_made_by_write(&x.join("Refs/heads/main")),
+        Some(x.clone())
+    );
+    assert_eq!(
+        git_dir_made_by_write(&x.join("refs")),
+        None,
+        "a file named refs"
+    );
+    fs::create_dir_all(x.join("refs")).unwrap();
+    // Already a git directory: writing inside it moves nothing, but its
+    // `commondir` would.
+    assert_eq!(git_dir_made_by_write(&x.join("config")), None);
+    assert_eq!(git_dir_made_by_write(&x.join("commondir")), Some(x.clone()));
+    fs::remove_file(x.join("HEAD")).unwrap();
+    assert_eq!(git_dir_made_by_write(&x.join("HEAD")), Some(x.clone()));
+    assert_eq!(git_dir_made_by_write(&x.join("sub/HEAD")), None);
+    assert_eq!(git_dir_made_by_write(&top.join("a.txt")), None);
+}

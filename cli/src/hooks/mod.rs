@@ -310,7 +310,9 @@ fn edit(
         let target = cwd.join(path);
         let location = location(&target)
             .map_err(|e| format!("cannot resolve {tool}'s path {path:?} ({e})"))?;
-        if let Some(reason) = into_metadata(&root, &location, tool) {
+        if let Some(reason) = into_metadata(&root, &location, tool)
+            .or_else(|| into_store(store_flag.map(|p| cwd.join(p)).as_deref(), &location, tool))
+        {
             return Ok(Decision::Block(reason));
         }
         let resource = Resource::file(&location);
@@ -472,6 +474,36 @@ fn into_metadata(root: &Path, location: &Path, tool: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Why an edit of `location` (resolved) is refused when it lies in a lease store
+/// (`named`, the `--store` or `FENCEPOST_STORE` one, or any store the location rule
+/// could pick: a bare repository's inside the project, the per-user store), or
+/// when writing it would make a directory a git directory: a record written there
+/// could forge or end any claim, and a new git directory moves the store of every
+/// file below it (a breaker: each was allowed). The MCP server's `write` refuses
+/// the same paths. Pinned by
+/// `cli/tests/agent_hooks.rs::edits_into_any_store_or_making_a_git_directory_are_refused`.
+fn into_store(named: Option<&Path>, location: &Path, tool: &str) -> Option<String> {
+    let shown = printable(&location.display().to_string());
+    if let Some(store) = fencepost_fs::store_holding(location, named) {
+        return Some(format!(
+            "fencepost: refused: {shown} lies in the lease store {} — {tool} does not write \
+             there: a record written there could forge or end any session's claim. Leave the \
+             store to fencepost (`fencepost status` shows its claims), and do not write it \
+             another way (a shell command, another tool).",
+            printable(&store.display().to_string())
+        ));
+    }
+    let dir = fencepost_fs::git_dir_made_by_write(location)?;
+    Some(format!(
+        "fencepost: refused: writing {shown} would make {} a git directory (a HEAD file with \
+         objects/ and refs/ directories) or change its commondir, which moves the lease store \
+         of every file below it and splits their claims. Do not make or change a repository \
+         this way, nor another way (a shell command, another tool); if one is needed, ask the \
+         human to set it up.",
+        printable(&dir.display().to_string())
+    ))
 }
 
 /// The project a payload's `cwd` belongs to: the git work tree containing it (the

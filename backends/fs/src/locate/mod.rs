@@ -412,6 +412,108 @@ fn anchor(resource: Option<&Resource>, cwd: &Path) -> Result<PathBuf, LocateErro
     Ok(std::fs::canonicalize(cwd).map_or_else(|_| cwd.to_path_buf(), sys::plain))
 }
 
+/// The lease store a write of the file `path` (absolute, resolved) would land in,
+/// if any: the store `named` (`--store`, `FENCEPOST_STORE`), a `.fencepost`
+/// directory or repository store at or above it, the store the rule picks for a
+/// file there (existing or not), or the per-user store (existing or not). Only
+/// fencepost writes a store: an agent's edit tool that wrote a record there could
+/// forge or end any claim (a breaker: Write of a record file in the per-user store,
+/// a named store and a bare repository's store inside the work tree were allowed).
+/// Compared component by component, ASCII case folded (a store on a
+/// case-insensitive filesystem under another spelling is the same store).
+///
+/// Pinned by `backends/fs/tests/fs.rs::a_write_into_any_store_is_found`.
+pub fn store_holding(path: &Path, named: Option<&Path>) -> Option<PathBuf> {
+    let parent = path.parent().unwrap_or(path);
+    let env = |name: &str| std::env::var_os(name);
+    // The nearest existing directory above the file: the store rules look there.
+    let existing = parent
+        .ancestors()
+        .find(|dir| dir.is_dir())
+        .unwrap_or(parent);
+    let mut candidates: Vec<PathBuf> = named
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .into_iter()
+        .collect();
+    // Every store at or above it, existing or not (a record written into a store
+    // not made yet would be found by the first claim there).
+    for dir in existing.ancestors() {
+        candidates.push(dir.join(STORE_DIR_NAME));
+        let repository =
+            std::fs::symlink_metadata(dir.join(".git")).is_ok() || git::is_git_dir(dir);
+        if repository && let Ok(Some(common)) = git::common_dir(dir) {
+            candidates.push(common.join(REPOSITORY_STORE_NAME));
+        }
+    }
+    if let Ok(picked) = discover(existing, &env) {
+        candidates.push(picked.path);
+    }
+    candidates.extend(user_store());
+    candidates.into_iter().find_map(|store| {
+        let resolved = store_identity(&store);
+        [resolved, store]
+            .into_iter()
+            .find(|store| starts_with_ascii_folded(path, store))
+    })
+}
+
+/// The directory a write creating the file `path` (and any directory missing
+/// above it) would turn into a git directory (a `HEAD` file with `objects/` and
+/// `refs/` directories), or whose `commondir` it would write: either moves the
+/// lease store of every file below that directory (the location rule treats a git
+/// directory as a repository), splitting their claims between two stores (a
+/// breaker: three allowed Writes, `x/HEAD`, `x/objects/.keep` and `x/refs/.keep`,
+/// made `x` a repository). `None` when the write changes no directory's part in
+/// the rule.
+///
+/// Pinned by `backends/fs/tests/fs.rs::a_write_that_makes_a_git_directory_is_found`.
+pub fn git_dir_made_by_write(path: &Path) -> Option<PathBuf> {
+    let named = |name: &std::ffi::OsStr, expected: &str| {
+        name.to_str()
+            .is_some_and(|name| name.eq_ignore_ascii_case(expected))
+    };
+    for dir in path.ancestors().skip(1) {
+        let Ok(rest) = path.strip_prefix(dir) else {
+            continue;
+        };
+        let mut components = rest.components();
+        let Some(child) = components.next().map(|c| c.as_os_str()) else {
+            continue;
+        };
+        // The write makes `dir/child` a file when it is the path itself, else a
+        // directory on the way to it.
+        let child_is_file = components.next().is_none();
+        if git::is_git_dir(dir) {
+            if child_is_file && named(child, "commondir") {
+                return Some(dir.to_path_buf());
+            }
+            continue;
+        }
+        let head = dir.join("HEAD").is_file() || (child_is_file && named(child, "HEAD"));
+        let objects = dir.join("objects").is_dir() || (!child_is_file && named(child, "objects"));
+        let refs = dir.join("refs").is_dir() || (!child_is_file && named(child, "refs"));
+        if head && objects && refs {
+            return Some(dir.to_path_buf());
+        }
+    }
+    None
+}
+
+/// `path.starts_with(prefix)` with each component compared ASCII case folded.
+fn starts_with_ascii_folded(path: &Path, prefix: &Path) -> bool {
+    let mut path = path.components();
+    prefix.components().all(|p| {
+        path.next().is_some_and(|c| {
+            let (c, p) = (c.as_os_str(), p.as_os_str());
+            c == p
+                || c.to_str()
+                    .zip(p.to_str())
+                    .is_some_and(|(c, p)| c.eq_ignore_ascii_case(p))
+        })
+    })
+}
+
 /// True when `path` lies in a git work tree (below a directory holding a `.git`
 /// entry) and not inside that `.git` itself: a store created there needs a
 /// `.gitignore`, or `git add -A` would commit it.
