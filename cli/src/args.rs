@@ -156,8 +156,9 @@ pub enum Command {
     /// environment the agent was started from) turns the hook off.
     #[command(after_help = STORE_RULE)]
     Hook(HookArgs),
-    /// A git hook: refuse a commit (pre-commit) or push (pre-push) that changes a
-    /// file another session holds
+    /// A git hook: refuse a commit (pre-commit; a merge's, pre-merge-commit; `git
+    /// am`'s, pre-applypatch) or push (pre-push) that changes a file another session
+    /// holds
     ///
     /// Installed by `fencepost hooks install --git`. The committer's session is
     /// FENCEPOST_SESSION (or, inside Claude Code, its session id); with none, every
@@ -295,6 +296,10 @@ pub const DEFAULT_HOOK_TTL_MS: u64 = 30 * 60 * 1000;
 pub enum GitHook {
     /// Check the staged paths (both names of a rename, deletions too)
     PreCommit,
+    /// As pre-commit, for the commit `git merge` makes (git runs no pre-commit then)
+    PreMergeCommit,
+    /// As pre-commit, for each commit `git am` makes (git runs no pre-commit then)
+    PreApplypatch,
     /// Check the paths of the commits being pushed (read from stdin as git gives them)
     PrePush,
 }
@@ -333,8 +338,8 @@ pub struct HooksArgs {
     /// --agent nor --git: every agent and git)
     #[arg(long, value_enum, value_name = "AGENT")]
     pub agent: Vec<AgentName>,
-    /// The git pre-commit and pre-push hooks (in the repository's hooks directory,
-    /// shared by every worktree)
+    /// The git pre-commit, pre-merge-commit, pre-applypatch and pre-push hooks (in
+    /// the repository's hooks directory, shared by every worktree)
     #[arg(long)]
     pub git: bool,
     /// Claude Code: write .claude/settings.local.json (not committed) instead of

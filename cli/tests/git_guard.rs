@@ -79,6 +79,58 @@ fn guarded_repo() -> Repo {
     repo
 }
 
+/// The commits `git merge` and `git am` make run no pre-commit, only their own
+/// hooks, which the install guards too: a merge or an applied patch that changes a
+/// file another session holds is refused, and one that does not lands (a breaker:
+/// both committed the held file).
+#[test]
+fn a_merge_or_an_applied_patch_of_a_held_file_is_refused() {
+    let repo = guarded_repo();
+    let root = &repo.root;
+    let branch = git(root, &["rev-parse", "--abbrev-ref", "HEAD"]);
+    let branch = branch.trim();
+    // A side branch changes a.rs; the current branch moves on, so the merge commits.
+    git(root, &["checkout", "-qb", "side"]);
+    std::fs::write(root.join("src/a.rs"), "side\n").unwrap();
+    git(root, &["commit", "-nqam", "side changes a.rs"]);
+    let patch = root.parent().unwrap().join("side.patch");
+    let formatted = git(root, &["format-patch", "-1", "--stdout", "side"]);
+    std::fs::write(&patch, formatted).unwrap();
+    git(root, &["checkout", "-q", branch]);
+    std::fs::write(root.join("src/free.rs"), "main\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-nqm", "main moves on"]);
+    repo.hold("s1", "src/a.rs");
+    let s2 = [("FENCEPOST_SESSION", "claude-code:s2")];
+    let head = || git(root, &["rev-parse", "HEAD"]);
+    let before = head();
+    let merged = repo.git_with_hooks(root, &["merge", "--no-edit", "side"], &s2);
+    assert_ne!(merged.status.code(), Some(0), "{merged:?}");
+    let lines = refusals(&merged);
+    assert!(
+        lines.len() == 1
+            && lines[0].contains("refusing to commit src/a.rs")
+            && lines[0].contains("git merge --abort"),
+        "{merged:?}"
+    );
+    assert_eq!(head(), before, "nothing was committed");
+    git(root, &["merge", "--abort"]);
+    let applied = repo.git_with_hooks(root, &["am", "-q", patch.to_str().unwrap()], &s2);
+    assert_ne!(applied.status.code(), Some(0), "{applied:?}");
+    let lines = refusals(&applied);
+    assert!(
+        lines.len() == 1 && lines[0].contains("git am --abort"),
+        "{applied:?}"
+    );
+    assert_eq!(head(), before, "nothing was committed");
+    git(root, &["am", "--abort"]);
+    // The holder's own session merges.
+    let own = [("FENCEPOST_SESSION", "claude-code:s1")];
+    let merged = repo.git_with_hooks(root, &["merge", "--no-edit", "side"], &own);
+    assert_eq!(merged.status.code(), Some(0), "{merged:?}");
+    assert_ne!(head(), before);
+}
+
 #[test]
 fn a_commit_of_a_file_another_session_holds_is_refused() {
     let repo = guarded_repo();

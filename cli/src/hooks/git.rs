@@ -49,7 +49,17 @@ pub fn script(hook: &str) -> String {
     )
 }
 
-const HOOKS: [&str; 2] = ["pre-commit", "pre-push"];
+/// The hooks installed: a commit that `git merge` or `git am` makes runs no
+/// pre-commit, only its own hook, so each is guarded as a commit (a breaker: a
+/// merge, and an applied patch, committed a file another session held).
+/// `git cherry-pick` and `git rebase` run no hook that can refuse a commit; their
+/// commits are refused at pre-push.
+const HOOKS: [&str; 4] = [
+    "pre-commit",
+    "pre-merge-commit",
+    "pre-applypatch",
+    "pre-push",
+];
 
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
     let output = Command::new("git")
@@ -212,7 +222,9 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
         .map(|out| text(out) == "true")
         .unwrap_or(false);
     let paths = match args.hook {
-        GitHook::PreCommit => staged(&top).map_err(fail)?,
+        GitHook::PreCommit | GitHook::PreMergeCommit | GitHook::PreApplypatch => {
+            staged(&top).map_err(fail)?
+        }
         GitHook::PrePush => pushed(&top, &args.args).map_err(fail)?,
     };
     if paths.is_empty() {
@@ -261,6 +273,9 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
         // A commit can leave a file out; a push cannot leave out commits already made.
         let leave_out = match args.hook {
             GitHook::PreCommit => "leave it out of this commit",
+            // A merge or an applied patch cannot leave one file out.
+            GitHook::PreMergeCommit => "merge later (`git merge --abort` undoes this merge)",
+            GitHook::PreApplypatch => "apply this patch later (`git am --abort` stops applying)",
             GitHook::PrePush => "push only commits that do not change it",
         };
         crate::output::report(&format!(
@@ -281,7 +296,7 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
 
 fn what(hook: GitHook) -> &'static str {
     match hook {
-        GitHook::PreCommit => "commit",
+        GitHook::PreCommit | GitHook::PreMergeCommit | GitHook::PreApplypatch => "commit",
         GitHook::PrePush => "push",
     }
 }
