@@ -292,6 +292,9 @@ pub struct HookArgs {
 pub const DEFAULT_HOOK_TTL_MS: u64 = 30 * 60 * 1000;
 
 /// Which git hook `guard` runs as.
+// The variants are git's hook names (clap derives the values from them), all
+// "pre-" something.
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum GitHook {
     /// Check the staged paths (both names of a rename, deletions too)
