@@ -366,8 +366,28 @@ fn next_steps_for(
             "{wait}: the waiting claim goes first and this one after it; or work on something else meanwhile"
         );
     }
+    if let Some(v) = holder.newer_format() {
+        return newer_format_steps(v, wait_ms);
+    }
     let command = break_command_in(holder.in_the_way.as_deref().unwrap_or(resource), store);
     next_steps_with(&command, wait_ms)
+}
+
+/// What a caller refused by a record of a newer format `v` can do: wait, do other
+/// work, or have it ended by the newer fencepost that wrote it (this version's
+/// `break` refuses it). Pinned by
+/// `cli/tests/bad_input.rs::a_newer_format_holder_is_not_sent_to_break`.
+fn newer_format_steps(v: u64, wait_ms: u64) -> String {
+    let wait = if wait_ms == 0 {
+        "pass --wait MS to wait for it"
+    } else {
+        "wait longer with --wait MS or --wait forever"
+    };
+    format!(
+        "{wait}, work on something else meanwhile, or, if it must end sooner, ask a human to \
+         end it with the newer fencepost that wrote it (format v{v}; this version's `fencepost \
+         break` cannot)"
+    )
 }
 
 /// What a caller refused by a live holder can do: wait, do other work, or ask a

@@ -358,3 +358,53 @@ fn a_renewal_under_an_unreadable_record_says_so_without_a_negative_time() {
     );
     assert!(!line.contains(" -"), "a negative time: {line}");
 }
+
+/// A lease written by a newer fencepost (a record of a higher format version) is
+/// honoured while live, and this version cannot break it: a claim it refuses says
+/// so and never sends anyone to `fencepost break`, and `break` says why it cannot,
+/// naming no raw key (a breaker: the claim said to break it, the break refused,
+/// naming `lock-…`).
+#[test]
+fn a_newer_format_holder_is_not_sent_to_break() {
+    let s = Scratch::new();
+    let (_, handle) = s.claim_handle("v2", &["--ttl", "60000"]);
+    s.cmd()
+        .args(["release", &handle, "--lock", "v2"])
+        .assert()
+        .code(0);
+    let dir = s.only_key_dir();
+    let key = dir.file_name().unwrap().to_str().unwrap().to_string();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    std::fs::write(
+        dir.join("g00000009.json"),
+        format!(
+            r#"{{"v":2,"key":"{key}","token":9,"generation":9,"granted_at_ms":{now},"expires_at_ms":{}}}"#,
+            now + 600_000
+        ),
+    )
+    .unwrap();
+    let refused = s.cmd().args(["claim", "--lock", "v2"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    let line = one_line_stderr(&refused);
+    assert!(
+        line.contains("a writer of format v2")
+            && line.contains("end it with the newer fencepost that wrote it (format v2"),
+        "{line}"
+    );
+    assert!(!line.contains("run `fencepost break"), "{line}");
+    let broke = s
+        .cmd()
+        .args(["break", "--lock", "v2", "--reason", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(broke.status.code(), Some(1), "{broke:?}");
+    let line = one_line_stderr(&broke);
+    assert!(
+        line.contains("written by a newer fencepost (format v2), which this version cannot break"),
+        "{line}"
+    );
+    assert!(!line.contains(&key), "names the raw key: {line}");
+}

@@ -75,7 +75,22 @@ impl Holder {
     pub fn session_to_show(&self) -> Option<&crate::SessionTag> {
         session_to_show(&self.owner, self.session.as_deref())
     }
+
+    /// The format version of the record this holder was read from, when a newer
+    /// fencepost wrote it (docs/format-v1.md §3.1): this version honours it while
+    /// it is live but cannot break it, so a refusal by it must not send anyone to
+    /// `fencepost break` (a breaker: the claim said to break it, and the break
+    /// refused). `None` for a record of this format.
+    pub fn newer_format(&self) -> Option<u64> {
+        if !self.holder_id.is_empty() {
+            return None;
+        }
+        self.owner.strip_prefix(NEWER_FORMAT_OWNER)?.parse().ok()
+    }
 }
+
+/// How a holder read from a newer format's record is named: `a writer of format vN`.
+pub(crate) const NEWER_FORMAT_OWNER: &str = "a writer of format v";
 
 fn session_to_show<'a>(
     owner: &str,

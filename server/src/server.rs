@@ -320,7 +320,16 @@ fn describe(error: Error) -> String {
                  for it, work on something else meanwhile, or, if its holder is gone or stuck, ask \
                  the human operator to run `fencepost break` on {other} (not on {label})"
             ),
-            (None, false) => format!("held: {label} is held by {holder}; {NEXT_STEPS}"),
+            (None, false) => match holder.newer_format() {
+                // This version's `break` cannot end it (docs/format-v1.md §3.1).
+                Some(v) => format!(
+                    "held: {label} is held by {holder}, a lease a newer fencepost wrote (format \
+                     v{v}); claim with wait_ms to wait for it, work on something else \
+                     meanwhile, or, if it must end sooner, ask the human operator to end it \
+                     with that newer fencepost"
+                ),
+                None => format!("held: {label} is held by {holder}; {NEXT_STEPS}"),
+            },
         },
         Error::Broken { .. } => format!("lost: {error}; claim it again for a new token"),
         Error::Superseded { .. } | Error::Expired { .. } | Error::Released { .. } => {

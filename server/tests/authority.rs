@@ -392,3 +392,45 @@ fn tool_descriptions_say_tokens_are_not_passwords() {
         assert!(!description.contains("release it yourself"), "{name}");
     }
 }
+
+/// A lease a newer fencepost wrote (a record of a higher format version) holds the
+/// resource, and the refusal does not send the agent's human to a `fencepost
+/// break` this version cannot do (a breaker, through the CLI).
+#[tokio::test]
+async fn a_newer_format_holder_is_not_sent_to_break() {
+    let tree = Tree::new();
+    let a = Server::start(&tree, "agent-a").await;
+    let token = a.claim_lock("v2", 600_000).await;
+    a.call("release", json!({"resource": lock("v2"), "token": token}))
+        .await
+        .unwrap();
+    let claims = tree.store.join("claims");
+    let dir = std::fs::read_dir(&claims)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .next()
+        .unwrap();
+    let key = dir.file_name().unwrap().to_str().unwrap().to_string();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    std::fs::write(
+        dir.join("g00000009.json"),
+        format!(
+            r#"{{"v":2,"key":"{key}","token":9,"generation":9,"granted_at_ms":{now},"expires_at_ms":{}}}"#,
+            now + 600_000
+        ),
+    )
+    .unwrap();
+    let refused = a
+        .call("claim", json!({"resource": lock("v2"), "ttl_ms": 60_000}))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.contains("a lease a newer fencepost wrote (format v2)")
+            && refused.contains("end it with that newer fencepost"),
+        "{refused}"
+    );
+    assert!(!refused.contains("`fencepost break`"), "{refused}");
+}

@@ -73,7 +73,7 @@ impl Newest {
         match self.decoded() {
             Some(Decoded::Record(record)) => Some(holder_of(record)),
             Some(Decoded::Newer { v, envelope }) => Some(Holder {
-                owner: format!("a writer of format v{v}"),
+                owner: format!("{}{v}", crate::error::NEWER_FORMAT_OWNER),
                 holder_id: String::new(),
                 pid: 0,
                 token: envelope.token,

@@ -490,7 +490,10 @@ impl Store {
             Some(Decoded::Record(_)) if holder_id.is_some() => return Ok(None),
             Some(Decoded::Newer { v, envelope }) if record::is_live(envelope, now) => {
                 return Err(Error::InvalidArgument(format!(
-                    "the lease on {key} was written by a newer fencepost (format v{v}); break it with that version"
+                    "the live lease there was written by a newer fencepost (format v{v}), which this \
+                     version cannot break; end it with that version, or wait until it expires \
+                     at {}",
+                    crate::utc_timestamp(envelope.expires_at_ms)
                 )));
             }
             _ => return Ok(None),
