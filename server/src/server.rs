@@ -584,11 +584,12 @@ impl Inner {
                     .resolve(&arg.target)
                     .map_err(|e| e.to_string())?,
             ),
-            (Kind::Dir, None) => Resource::dir(
-                self.confinement
-                    .resolve(&arg.target)
-                    .map_err(|e| e.to_string())?,
-            ),
+            // The root itself is a directory a subtree claim may cover, as the
+            // CLI's `claim --dir .` does (a breaker: refused as "not a file").
+            (Kind::Dir, None) => Resource::dir(match self.confinement.resolve(&arg.target) {
+                Err(crate::confine::Refusal::Root(_)) => self.confinement.root().to_path_buf(),
+                resolved => resolved.map_err(|e| e.to_string())?,
+            }),
         };
         let key = resource.identity().map_err(describe)?.key;
         Ok((resource, key))

@@ -96,3 +96,42 @@ async fn a_subtree_lease_writes_below_its_directory_and_excludes_files_there() {
     .await
     .unwrap();
 }
+
+/// The root itself may be claimed as a subtree (`.` or `./`), as the CLI's
+/// `claim --dir .` is: the lease writes any file below it, and another server's
+/// file claim there is refused (a breaker: refused as "the root directory itself,
+/// not a file").
+#[tokio::test]
+async fn the_root_is_claimed_as_a_subtree() {
+    let tree = Tree::new();
+    let a = Server::start(&tree, "agent-a").await;
+    let b = Server::start(&tree, "agent-b").await;
+    for target in [".", "./"] {
+        let claimed = a
+            .call("claim", json!({"resource": dir(target), "ttl_ms": 60_000}))
+            .await
+            .unwrap();
+        let token = claimed["token"].as_u64().unwrap();
+        a.call(
+            "write",
+            json!({"resource": dir(target), "token": token, "path": "deep/x.txt", "content": "A"}),
+        )
+        .await
+        .unwrap();
+        let held = b
+            .call(
+                "claim",
+                json!({"resource": file("deep/x.txt"), "ttl_ms": 60_000}),
+            )
+            .await
+            .unwrap_err();
+        assert!(held.contains("agent-a"), "{held}");
+        a.call("release", json!({"resource": dir(target), "token": token}))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("deep/x.txt")).unwrap(),
+        "A"
+    );
+}
