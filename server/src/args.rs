@@ -80,6 +80,22 @@ pub(crate) fn in_range(name: &str, value: i64, min: i64, max: i64) -> Result<u64
 /// Checks a fencing token argument: tokens start at 1 and are u64s (read as i128 so
 /// a token above i64::MAX is a token, and a negative one gets this message instead
 /// of serde's "expected u64").
+/// A token as any JSON number: a whole one within i128 as it is (its range is
+/// judged by [`token`]), a fraction or one beyond 64 bits (which JSON parsers read
+/// as a float) as an error that says what a token is (a breaker got "invalid type:
+/// floating point `1.8446744073709552e+19`, expected i128").
+fn whole_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i128, D::Error> {
+    let number = serde_json::Number::deserialize(deserializer)?;
+    match (number.as_u64(), number.as_i64()) {
+        (Some(u), _) => Ok(i128::from(u)),
+        (None, Some(i)) => Ok(i128::from(i)),
+        (None, None) => Err(serde::de::Error::custom(format!(
+            "a token is a whole number from 1 to {}, got {number}",
+            u64::MAX
+        ))),
+    }
+}
+
 pub(crate) fn token(value: i128) -> Result<u64, String> {
     if value >= 1 {
         u64::try_from(value).map_err(|_| {
@@ -202,6 +218,7 @@ pub(crate) struct TokenArgs {
     pub(crate) resource: ResourceArg,
     /// The fencing token `claim` returned (a whole number from 1 to 2^64-1).
     #[schemars(range(min = 1, max = 18_446_744_073_709_551_615u64))]
+    #[serde(deserialize_with = "whole_number")]
     pub(crate) token: i128,
 }
 
@@ -216,6 +233,7 @@ pub(crate) struct WriteArgs {
     /// The fencing token `claim` returned for `resource` (a whole number from 1 to
     /// 2^64-1).
     #[schemars(range(min = 1, max = 18_446_744_073_709_551_615u64))]
+    #[serde(deserialize_with = "whole_number")]
     pub(crate) token: i128,
     /// The file to write, relative to the server's root. Missing parent directories
     /// are created. Refused: absolute paths, paths that leave the root (`..`, or a
@@ -408,6 +426,25 @@ mod tests {
             e.starts_with("invalid arguments: token: invalid type: string"),
             "{e}"
         );
+        for (big, shown) in [
+            (
+                serde_json::json!(18_446_744_073_709_551_616.0f64),
+                "1.8446744073709552e+19",
+            ),
+            (serde_json::json!(1.5), "1.5"),
+        ] {
+            let e = parse_value::<TokenArgs>(serde_json::json!({
+                "resource": {"kind": "lock", "target": "x"}, "token": big
+            }))
+            .unwrap_err();
+            assert!(
+                e.starts_with(&format!(
+                    "invalid arguments: token: a token is a whole number from 1 to {}, got {shown}",
+                    u64::MAX
+                )),
+                "{e}"
+            );
+        }
         let e = parse_value::<TokenArgs>(serde_json::json!({"token": 1})).unwrap_err();
         assert_eq!(e, "invalid arguments: missing field `resource`");
         let e = parse_value::<ClaimArgs>(serde_json::json!({
