@@ -363,6 +363,9 @@ fn one_store(
     Ok(())
 }
 
+/// The most characters of a bad value a usage error shows.
+const SHOWN_VALUE_MAX_CHARS: usize = 64;
+
 /// Clap's usage error on one line: its message (and tip, if any) without the usage
 /// block, plus where to read the usage. Clap renders several lines; scripts and
 /// agents read one.
@@ -373,9 +376,17 @@ fn usage_error_line(error: &clap::Error) -> String {
     // clauses ("invalid value 'a; b'").
     if let Some(clap::error::ContextValue::String(value)) =
         error.get(clap::error::ContextKind::InvalidValue)
-        && value.contains(char::is_control)
     {
-        rendered = rendered.replace(value.as_str(), &output::printable(value));
+        // A long value is shown by its start and its length: the whole of it (a
+        // 100 KB argument) made a 100 KB line (a breaker).
+        let chars = value.chars().count();
+        if chars > SHOWN_VALUE_MAX_CHARS {
+            let start: String = value.chars().take(SHOWN_VALUE_MAX_CHARS).collect();
+            let shown = format!("{}… ({chars} characters)", output::printable(&start));
+            rendered = rendered.replace(value.as_str(), &shown);
+        } else if value.contains(char::is_control) {
+            rendered = rendered.replace(value.as_str(), &output::printable(value));
+        }
     }
     let mut parts = Vec::new();
     // Errors about a value carry no usage block; name the subcommand from argv.

@@ -408,3 +408,24 @@ fn a_newer_format_holder_is_not_sent_to_break() {
     );
     assert!(!line.contains(&key), "names the raw key: {line}");
 }
+
+/// A long bad value is shown by its start and length, not whole (a breaker: a
+/// 100 KB handle made a 100 KB error line).
+#[test]
+fn a_long_bad_value_is_shown_by_its_start() {
+    let s = Scratch::new();
+    let handle = "x".repeat(100_000);
+    let output = s
+        .cmd()
+        .args(["release", "--lock", "a", &handle])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let line = one_line_stderr(&output);
+    assert!(line.len() < 1000, "{} bytes", line.len());
+    assert!(line.contains("… (100000 characters)"), "{line}");
+    assert!(
+        line.contains("a lease handle is <token>.<secret>"),
+        "{line}"
+    );
+}
