@@ -210,7 +210,11 @@ impl<'a> LeaseJson<'a> {
             holder: lease.holder_id(),
             granted_at_ms: lease.granted_at_ms(),
             expires_at_ms: lease.expires_at_ms(),
-            ttl_ms: lease.ttl_ms(),
+            // What the newest record grants: a session's renewal keeps a longer
+            // end a sibling was promised, so the ttl asked for may be shorter (a
+            // new user: `renew --session --ttl 1000 --json` said 1000 with the
+            // lease ending in 60 s).
+            ttl_ms: lease.expires_at_ms().saturating_sub(lease.granted_at_ms()),
             session: lease.session(),
             reentered: lease.reentered(),
             slot: lease.slot(),

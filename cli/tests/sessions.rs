@@ -658,3 +658,43 @@ fn a_refusal_by_session_names_the_session() {
         );
     }
 }
+
+/// A session's renewal, or a re-entering claim, asked for a shorter ttl keeps the
+/// end its sibling was promised, and `--json` reports the ttl the lease has (its
+/// end less its grant), not the one asked for (a new user: it said 1000 with the
+/// lease ending in 60 s).
+#[test]
+fn a_sessions_renewal_reports_the_ttl_it_kept() {
+    let s = Scratch::new();
+    claim_json(&s, &["--session", "q9", "--ttl", "60000"]);
+    for args in [
+        vec![
+            "renew",
+            "--lock",
+            "x",
+            "--session",
+            "q9",
+            "--ttl",
+            "1000",
+            "--json",
+        ],
+        vec![
+            "claim",
+            "--lock",
+            "x",
+            "--session",
+            "q9",
+            "--ttl",
+            "1000",
+            "--json",
+        ],
+    ] {
+        let output = s.cmd().args(&args).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        let json = json_of(&output);
+        let span =
+            json["expires_at_ms"].as_u64().unwrap() - json["granted_at_ms"].as_u64().unwrap();
+        assert_eq!(json["ttl_ms"].as_u64().unwrap(), span, "{json}");
+        assert!(span > 50_000, "the promised end was kept: {json}");
+    }
+}

@@ -269,8 +269,10 @@ pub(crate) struct ClaimResult {
     /// The resource as recorded: the lock name, or the file's absolute path.
     pub(crate) label: String,
     /// The session the lease was claimed for: this server's (`--session`,
-    /// `FENCEPOST_SESSION`, or its own fresh id).
-    pub(crate) session: String,
+    /// `FENCEPOST_SESSION`, or its own fresh id). Absent for a shared claim, which
+    /// this server holds alone (a new user got `"session": ""`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) session: Option<String>,
     /// True when this server's session already held the resource: the same lease
     /// (same token) was returned, renewed, instead of a new one.
     pub(crate) reentered: bool,
@@ -291,7 +293,7 @@ impl ClaimResult {
             holder: lease.holder_id().to_string(),
             owner: lease.owner().to_string(),
             label: lease.label().to_string(),
-            session: lease.session().unwrap_or_default().to_string(),
+            session: lease.session().map(str::to_string),
             reentered: lease.reentered(),
             slot: lease.slot(),
             shared: lease.shared(),

@@ -629,6 +629,21 @@ impl Inner {
             .map_err(describe)?;
         match outcome {
             fencepost::Beside::Taken(leases) => Ok(leases),
+            // This server's own shared lease is in the way (a subtree claim over a
+            // file it reads): it renews that lease, so waiting cannot help, and a
+            // break would end its own lease (a new user was told to do both).
+            fencepost::Beside::Held(Error::Held { label, holder }) if self.own_shared(&holder) => {
+                let what = holder
+                    .in_the_way
+                    .as_deref()
+                    .map_or_else(|| label.clone(), |other| other.to_string());
+                Err(format!(
+                    "held: {label} is blocked by this server's own shared lease on {what} \
+                     (token {}); release that shared lease first (this server renews it, so \
+                     waiting would not help), then claim again",
+                    holder.token
+                ))
+            }
             fencepost::Beside::Held(error) => Err(describe(error)),
             fencepost::Beside::Elsewhere {
                 store,

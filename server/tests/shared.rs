@@ -16,6 +16,8 @@ async fn a_shared_lease_reads_never_writes_and_excludes_writers() {
     let shared = json!({"resource": file("notes.md"), "ttl_ms": 600_000, "shared": true});
     let claimed = a.call("claim", shared.clone()).await.unwrap();
     assert_eq!(claimed["shared"], true, "{claimed}");
+    // Claimed by this server alone: no session, not an empty one.
+    assert!(claimed.get("session").is_none(), "{claimed}");
     let token = claimed["token"].as_u64().unwrap();
     let second = b.call("claim", shared.clone()).await.unwrap();
     assert_eq!(second["shared"], true, "a second shared holder: {second}");
@@ -105,4 +107,50 @@ async fn a_shared_lease_reads_never_writes_and_excludes_writers() {
         std::fs::read_to_string(tree.root.join("notes.md")).unwrap(),
         "C"
     );
+}
+
+/// A subtree claim over a file this very server holds shared is refused by its
+/// own lease, and told so: release the shared lease first (waiting cannot help, as
+/// the server renews it), never a break (a new user was told to wait or to ask
+/// for a break of the server's own lease).
+#[tokio::test]
+async fn a_claim_blocked_by_the_servers_own_shared_lease_says_so() {
+    let tree = Tree::new();
+    std::fs::create_dir_all(tree.root.join("docs")).unwrap();
+    std::fs::write(tree.root.join("docs/api.md"), "api").unwrap();
+    let a = Server::start(&tree, "agent-a").await;
+    let shared = a
+        .call(
+            "claim",
+            json!({"resource": file("docs/api.md"), "ttl_ms": 600_000, "shared": true}),
+        )
+        .await
+        .unwrap();
+    let token = shared["token"].as_u64().unwrap();
+    let refused = a
+        .call(
+            "claim",
+            json!({"resource": {"kind": "dir", "target": "docs"}, "ttl_ms": 60_000}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        refused.contains("this server's own shared lease on")
+            && refused.contains(&format!("(token {token})"))
+            && refused.contains("release that shared lease first"),
+        "{refused}"
+    );
+    assert!(!refused.contains("break"), "{refused}");
+    a.call(
+        "release",
+        json!({"resource": file("docs/api.md"), "token": token}),
+    )
+    .await
+    .unwrap();
+    a.call(
+        "claim",
+        json!({"resource": {"kind": "dir", "target": "docs"}, "ttl_ms": 60_000}),
+    )
+    .await
+    .unwrap();
 }
