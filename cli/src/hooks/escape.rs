@@ -32,6 +32,9 @@ const ESCAPES: [(&str, &str); 6] = [
     ),
 ];
 
+/// The programs that run git's commands, and so take its `--no-verify`.
+const GIT_PROGRAMS: [&str; 2] = ["git", "hub"];
+
 /// How deep `sh -c '…'` and `eval …` are looked into.
 const NESTING: usize = 4;
 
@@ -54,12 +57,22 @@ fn escape_within(command: &str, depth: usize) -> Option<&'static str> {
         if *needle == "core.hookspath" {
             hooks_path_moved(&words)
         } else if needle.starts_with("--") {
-            // A flag: a word of its own (not inside `grep no-verify`, nor inside a
-            // quoted commit message that mentions it), or an abbreviation git
-            // takes for it (`--no-veri`: `--no-ver` could be `--no-verbose`).
-            words.iter().any(|word| {
-                word == needle || (word.len() >= 9 && needle.starts_with(word.as_str()))
+            // A flag of a git command: a word of its own (not inside `grep
+            // no-verify`, nor inside a quoted commit message that mentions it), or
+            // an abbreviation git takes for it (`--no-veri`: `--no-ver` could be
+            // `--no-verbose`). Only git's skips the guard: `cargo package
+            // --no-verify` and `grep --no-verify README.md` were blocked (a new
+            // user).
+            GIT_PROGRAMS.iter().any(|program| {
+                commands_of(&words, program).iter().any(|command| {
+                    command.iter().any(|word| {
+                        word == needle || (word.len() >= 9 && needle.starts_with(word.as_str()))
+                    })
+                })
             })
+        } else if needle.starts_with("fencepost ") {
+            // Judged on its words by `fencepost_override` (its help is no escape).
+            false
         } else {
             lower.contains(needle)
         }
@@ -338,7 +351,11 @@ fn fencepost_override(words: &[String]) -> Option<&'static str> {
         while i < command.len() && command[i].starts_with('-') {
             i += if command[i] == "--store" { 2 } else { 1 };
         }
+        // Reading its help changes nothing (a new user: `fencepost break --help`
+        // was blocked).
+        let help = command[i..].iter().any(|w| w == "--help" || w == "-h");
         match command.get(i).map(String::as_str) {
+            _ if help => {}
             Some("break") => return Some(ESCAPES[5].1),
             Some("hooks") if command.get(i + 1).is_some_and(|w| w == "uninstall") => {
                 return Some(ESCAPES[4].1);
@@ -387,6 +404,9 @@ mod tests {
             "git commit {--no-verify,} -m x",
             "git commit -m x {-n,}",
             "git push --no-{verify,thing}",
+            "hub commit --no-verify -m x",
+            "cargo fmt && git commit --no-verify -m x",
+            "xargs git commit --no-verify",
         ] {
             assert!(guard_escape(command).is_some(), "{command}");
         }
@@ -414,6 +434,15 @@ mod tests {
             "git config --unset core.hooksPath",
             "grep -n hooksPath .git/config",
             "git config core.hooksPath; git status",
+            // Other programs' --no-verify, and fencepost's help (a new user found
+            // each blocked).
+            "cargo package --no-verify",
+            "cargo publish --no-verify && git status",
+            "grep --no-verify README.md",
+            "fencepost break --help",
+            "fencepost break -h",
+            "fencepost hooks uninstall --help",
+            "echo 'run fencepost break to end it'",
         ] {
             assert_eq!(guard_escape(command), None, "{command}");
         }
