@@ -450,11 +450,13 @@ pub fn store_holding(path: &Path, named: Option<&Path>) -> Option<PathBuf> {
         candidates.push(picked.path);
     }
     candidates.extend(user_store());
+    // Spelt alike on Windows (no `\\?\` prefix), whichever way each was resolved.
+    let path = sys::plain(path.to_path_buf());
     candidates.into_iter().find_map(|store| {
-        let resolved = store_identity(&store);
-        [resolved, store]
+        let resolved = sys::plain(store_identity(&store));
+        [resolved, sys::plain(store)]
             .into_iter()
-            .find(|store| starts_with_ascii_folded(path, store))
+            .find(|store| starts_with_ascii_folded(&path, store))
     })
 }
 
