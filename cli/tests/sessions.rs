@@ -667,9 +667,9 @@ fn a_refusal_by_session_names_the_session() {
 fn a_sessions_renewal_reports_the_ttl_it_kept() {
     let s = Scratch::new();
     claim_json(&s, &["--session", "q9", "--ttl", "60000"]);
-    for args in [
-        vec![
-            "renew",
+    for command in ["renew", "claim"] {
+        let args = [
+            command,
             "--lock",
             "x",
             "--session",
@@ -677,18 +677,7 @@ fn a_sessions_renewal_reports_the_ttl_it_kept() {
             "--ttl",
             "1000",
             "--json",
-        ],
-        vec![
-            "claim",
-            "--lock",
-            "x",
-            "--session",
-            "q9",
-            "--ttl",
-            "1000",
-            "--json",
-        ],
-    ] {
+        ];
         let output = s.cmd().args(&args).output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
         let json = json_of(&output);
