@@ -1423,5 +1423,16 @@ fn a_write_that_makes_a_git_directory_is_found() {
     fs::remove_file(x.join("HEAD")).unwrap();
     assert_eq!(git_dir_made_by_write(&x.join("HEAD")), Some(x.clone()));
     assert_eq!(git_dir_made_by_write(&x.join("sub/HEAD")), None);
+    // A `HEAD` and a `commondir`, in either order: whatever the commondir names,
+    // the second write is refused (a breaker moved a directory's store this way).
+    let w = top.join("w");
+    fs::create_dir_all(&w).unwrap();
+    assert_eq!(git_dir_made_by_write(&w.join("HEAD")), None);
+    assert_eq!(git_dir_made_by_write(&w.join("commondir")), None);
+    write_new(&w.join("HEAD"), b"ref: refs/heads/main\n");
+    assert_eq!(git_dir_made_by_write(&w.join("commondir")), Some(w.clone()));
+    fs::remove_file(w.join("HEAD")).unwrap();
+    write_new(&w.join("commondir"), b"../x\n");
+    assert_eq!(git_dir_made_by_write(&w.join("HEAD")), Some(w.clone()));
     assert_eq!(git_dir_made_by_write(&top.join("a.txt")), None);
 }

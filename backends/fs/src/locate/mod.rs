@@ -462,7 +462,8 @@ pub fn store_holding(path: &Path, named: Option<&Path>) -> Option<PathBuf> {
 
 /// The directory a write creating the file `path` (and any directory missing
 /// above it) would turn into a git directory (a `HEAD` file with `objects/` and
-/// `refs/` directories), or whose `commondir` it would write: either moves the
+/// `refs/` directories, or with a `commondir` file naming a directory that has
+/// them), or whose `commondir` it would write: either moves the
 /// lease store of every file below that directory (the location rule treats a git
 /// directory as a repository), splitting their claims between two stores (a
 /// breaker: three allowed Writes, `x/HEAD`, `x/objects/.keep` and `x/refs/.keep`,
@@ -495,7 +496,13 @@ pub fn git_dir_made_by_write(path: &Path) -> Option<PathBuf> {
         let head = dir.join("HEAD").is_file() || (child_is_file && named(child, "HEAD"));
         let objects = dir.join("objects").is_dir() || (!child_is_file && named(child, "objects"));
         let refs = dir.join("refs").is_dir() || (!child_is_file && named(child, "refs"));
-        if head && objects && refs {
+        // A `HEAD` with a `commondir` is a git directory when the directory it
+        // names has the rest, which the content being written decides: refused
+        // whatever it names (a breaker: `w/HEAD` and then `w/commondir` naming
+        // another repository's `.git` moved `w`'s claims into that store).
+        let commondir =
+            dir.join("commondir").is_file() || (child_is_file && named(child, "commondir"));
+        if head && (commondir || (objects && refs)) {
             return Some(dir.to_path_buf());
         }
     }
