@@ -678,7 +678,7 @@ fn a_sessions_renewal_reports_the_ttl_it_kept() {
             "1000",
             "--json",
         ];
-        let output = s.cmd().args(&args).output().unwrap();
+        let output = s.cmd().args(args).output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
         let json = json_of(&output);
         let span =
