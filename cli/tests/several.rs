@@ -142,6 +142,20 @@ fn a_subtree_and_a_path_inside_it_in_one_claim_are_refused() {
             "{line}"
         );
     }
+    // One path, as a directory and as a file (it need not exist).
+    for path in ["zz", "d/new"] {
+        let output = s
+            .cmd()
+            .args(["claim", "--dir", path, "--file", path, "--wait", "2000"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{path}: {output:?}");
+        let line = one_line_stderr(&output);
+        assert!(
+            line.contains("name one path as a directory and as a file"),
+            "{line}"
+        );
+    }
     assert_eq!(
         s.status(),
         Vec::<serde_json::Value>::new(),

@@ -243,6 +243,32 @@ fn canonical_order(resources: &[Resource]) -> Result<Vec<usize>> {
     // own subtree claim as another tenure's and give everything back, round after
     // round (a breaker: `claim --dir d --file d/f` blamed itself and burnt a token
     // per round until its wait ran out, or forever).
+    // One path named as a directory and as a file: the two claims exclude each
+    // other, so the set met its own claim the same way (a breaker: `--dir zz
+    // --file zz`).
+    let paths: Vec<Option<std::path::PathBuf>> = resources
+        .iter()
+        .map(|r| match r {
+            Resource::Dir(_) | Resource::File(_) => r.identity().map(|i| i.path),
+            _ => Ok(None),
+        })
+        .collect::<Result<_>>()?;
+    for (i, resource) in resources.iter().enumerate() {
+        if let Resource::Dir(_) = resource
+            && let Some(j) = (0..resources.len()).find(|&j| {
+                matches!(resources[j], Resource::File(_))
+                    && paths[j].is_some()
+                    && paths[j] == paths[i]
+            })
+        {
+            return Err(Error::InvalidArgument(format!(
+                "{} and {} name one path as a directory and as a file, and the two claims \
+                 exclude each other; claim it as one of them",
+                resources[i].target(),
+                resources[j].target()
+            )));
+        }
+    }
     for (i, resource) in resources.iter().enumerate() {
         for key in resource.subtree_keys_above()? {
             if let Some(&dir) = seen.get(&key) {
