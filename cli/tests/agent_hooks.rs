@@ -622,6 +622,47 @@ fn edits_into_any_store_or_making_a_git_directory_are_refused() {
     );
 }
 
+/// A relative FENCEPOST_STORE names another store from each directory the agent
+/// `cd`s to, so two sessions could both hold a file: the hook blocks (fails
+/// closed) and says it must be absolute; an absolute one is used (a breaker: two
+/// sessions, from the root and from a subdirectory, both held one file).
+#[test]
+fn a_relative_store_in_the_environment_blocks_and_says_so() {
+    let repo = Repo::new();
+    let sub = repo.root.join("src");
+    let payload = fixture("claude-code-Edit.json", "s1", &sub, "a.rs");
+    let said = assert_blocked(&repo.hook_in(
+        &sub,
+        "claude-code",
+        &payload,
+        &[("FENCEPOST_STORE", "leases")],
+    ));
+    assert!(
+        said.contains("FENCEPOST_STORE (or --store) is the relative path leases")
+            && said.contains("must be an absolute path"),
+        "{said}"
+    );
+    assert!(!sub.join("leases").exists() && !repo.root.join("leases").exists());
+    // A store URL is no relative path (whatever else it fails on here).
+    let url = repo.hook_in(
+        &sub,
+        "claude-code",
+        &payload,
+        &[("FENCEPOST_STORE", "etcd://127.0.0.1:9/x")],
+    );
+    assert!(!stderr(&url).contains("relative path"), "{url:?}");
+    let absolute = repo.root.join("leases").display().to_string();
+    assert_allowed(
+        &repo.hook_in(
+            &sub,
+            "claude-code",
+            &payload,
+            &[("FENCEPOST_STORE", &absolute)],
+        ),
+        "claude-code",
+    );
+}
+
 #[test]
 fn fencepost_session_names_the_session_for_every_process_of_the_agent() {
     let repo = Repo::new();

@@ -301,6 +301,20 @@ fn edit(
     tool: &str,
     paths: &[String],
 ) -> Result<Decision, String> {
+    // The hook runs in whichever directory the agent `cd`ed to: a relative store
+    // would be another store from each, and two sessions could both hold a file
+    // (a breaker). The CLI takes it against its working directory, the MCP server
+    // against its root; the hook has neither to offer, so it says so.
+    // (A store URL, `etcd://…`, is no path.)
+    let url = |flag: &Path| flag.to_string_lossy().contains("://");
+    if let Some(flag) = store_flag.filter(|flag| flag.is_relative() && !url(flag)) {
+        return Err(format!(
+            "FENCEPOST_STORE (or --store) is the relative path {}, and the hook runs in \
+             whichever directory the agent is in, so it would name another store from each \
+             directory; it must be an absolute path",
+            printable(&flag.display().to_string())
+        ));
+    }
     let session = session::hook_session(agent.name(), payload_session);
     let cwd = payload_cwd(cwd)?;
     let root = project_root(&cwd)?;
