@@ -606,6 +606,15 @@ fn edits_into_any_store_or_making_a_git_directory_are_refused() {
         assert!(said.contains("lies in the lease store"), "{path:?}: {said}");
         assert!(said.contains("do not write it another way"), "{said}");
     }
+    // Through a dangling symbolic link to a record not written yet (a breaker).
+    for (link, target) in [
+        ("dl-user", user.join("fencepost").join(record)),
+        ("dl-repo", repo.root.join(".git/fencepost").join(record)),
+    ] {
+        std::os::unix::fs::symlink(&target, repo.root.join(link)).unwrap();
+        let said = assert_blocked(&write(&repo.root.join(link), &[]));
+        assert!(said.contains("lies in the lease store"), "{link}: {said}");
+    }
     // Beside the bare repository's store, its own files are still edited.
     assert_allowed(&write(&bare.join("description"), &[]), "claude-code");
     // Three writes that would make `x` a git directory: the last is refused.

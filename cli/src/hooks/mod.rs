@@ -499,6 +499,20 @@ fn into_metadata(root: &Path, location: &Path, tool: &str) -> Option<String> {
 /// the same paths. Pinned by
 /// `cli/tests/agent_hooks.rs::edits_into_any_store_or_making_a_git_directory_are_refused`.
 fn into_store(named: Option<&Path>, location: &Path, tool: &str) -> Option<String> {
+    // A dangling symbolic link is written through: where it leads is judged too,
+    // as file identity follows it (a breaker: a link to a record not yet written
+    // in the store was allowed).
+    let leads_to = Resource::file(location)
+        .identity()
+        .ok()
+        .and_then(|identity| identity.path)
+        .filter(|path| path != location);
+    into_store_at(named, location, tool)
+        .or_else(|| leads_to.and_then(|path| into_store_at(named, &path, tool)))
+}
+
+/// [`into_store`] for one resolved location.
+fn into_store_at(named: Option<&Path>, location: &Path, tool: &str) -> Option<String> {
     let shown = printable(&location.display().to_string());
     if let Some(store) = fencepost_fs::store_holding(location, named) {
         return Some(format!(
