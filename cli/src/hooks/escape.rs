@@ -88,9 +88,18 @@ fn escape_within(command: &str, depth: usize) -> Option<&'static str> {
     for (at, word) in cased.iter().enumerate() {
         let name = word.rsplit('/').next().unwrap_or(word);
         let inner = match name {
+            // `-c`, alone or among other short options (`bash -lc`, `sh -ec`: a
+            // breaker; agents' shells run commands as `bash -lc`).
             "sh" | "bash" | "zsh" | "dash" | "ksh" => cased
                 .get(at + 1..)
-                .and_then(|rest| rest.iter().position(|w| w == "-c").map(|c| at + 1 + c + 1))
+                .and_then(|rest| {
+                    rest.iter()
+                        .position(|w| {
+                            w.strip_prefix('-')
+                                .is_some_and(|o| !o.starts_with('-') && o.contains('c'))
+                        })
+                        .map(|c| at + 1 + c + 1)
+                })
                 .and_then(|i| cased.get(i))
                 .cloned(),
             "eval" => Some(cased[at + 1..].join(" ")),
@@ -158,9 +167,50 @@ fn shell_words(command: &str) -> Vec<String> {
                     }
                 }
             }
+            // A backslash before a newline joins the lines (a breaker: `git
+            // commit \<newline> --no-verify` was two commands).
+            '\\' if chars.peek() == Some(&'\n') => {
+                chars.next();
+            }
             '\\' => {
                 in_word = true;
                 word.extend(chars.next());
+            }
+            // A comment, to the end of its line: an apostrophe in it opens no quote
+            // (a breaker: `# it's fine` hid the next line's command).
+            '#' if !in_word => while chars.next_if(|&c| c != '\n').is_some() {},
+            '<' if !in_word && chars.peek() == Some(&'<') => {
+                // A here-document: its body, from the next line to its delimiter,
+                // is text, not commands (a breaker: "Don't" in a commit message
+                // opened a quote that hid `git push --no-verify` after it).
+                chars.next();
+                chars.next_if_eq(&'-');
+                let mut rest: String = chars.clone().collect();
+                let line_end = rest.find('\n').unwrap_or(rest.len());
+                let delimiter = rest[..line_end]
+                    .split_whitespace()
+                    .next()
+                    .map(|d| d.trim_matches(['\'', '"']).to_string())
+                    .filter(|d| !d.is_empty() && !d.starts_with('<'));
+                if let Some(delimiter) = delimiter {
+                    // The rest of this line stays a command; the body is dropped.
+                    let body_start = (line_end + 1).min(rest.len());
+                    let body_end = rest[body_start..]
+                        .split_inclusive('\n')
+                        .scan(body_start, |at, line| {
+                            let start = *at;
+                            *at += line.len();
+                            Some((start, *at, line.trim() == delimiter))
+                        })
+                        .find(|(_, _, last)| *last)
+                        .map_or(rest.len(), |(_, end, _)| end);
+                    rest.replace_range(body_start..body_end, "");
+                    end(&mut word, &mut in_word, &mut words);
+                    let mut done: Vec<String> =
+                        words.into_iter().flat_map(braces_expanded).collect();
+                    done.append(&mut shell_words(&rest));
+                    return done;
+                }
             }
             ';' | '&' | '|' | '\n' | '(' | ')' | '`' => {
                 end(&mut word, &mut in_word, &mut words);
@@ -407,6 +457,16 @@ mod tests {
             "hub commit --no-verify -m x",
             "cargo fmt && git commit --no-verify -m x",
             "xargs git commit --no-verify",
+            // Plain spellings a breaker found going through.
+            "git commit \\\n  --no-verify -m x",
+            "git commit -a \\\n  -n -m x",
+            "bash -lc 'git commit --no-verify -m x'",
+            "sh -ec 'git commit --no-verify -m x'",
+            "# commit what we have, it's fine\ngit commit --no-verify -m wip",
+            "git commit -F - <<'EOF'\nDon't break it\nEOF\ngit push --no-verify",
+            "cat <<EOF > msg\nit's\nEOF\ngit commit -n -F msg",
+            "# it's stuck\nfencepost break --session abc --reason x",
+            "git config \\\n core.hooksPath /dev/null",
         ] {
             assert!(guard_escape(command).is_some(), "{command}");
         }
@@ -443,6 +503,8 @@ mod tests {
             "fencepost break -h",
             "fencepost hooks uninstall --help",
             "echo 'run fencepost break to end it'",
+            "git commit -F - <<'EOF'\nfix: handle --no-verify in our own tool\nEOF",
+            "echo hi # git commit --no-verify",
         ] {
             assert_eq!(guard_escape(command), None, "{command}");
         }
