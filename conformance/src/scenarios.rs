@@ -85,7 +85,7 @@ scenarios! {
     40 session_reclaim_is_reentrant None "sessions: a claim by the holding session keeps its token, renewed; anyone else is held";
     41 session_acts_without_the_handle None "sessions: any handle of the session renews and releases; other sessions refused; no revival";
     42 session_reentry_across_processes SharedAcrossProcesses "sessions: a second process of the holding session keeps the token; another session is refused";
-    43 several_resources_all_or_nothing None "several resources: one lease each, all or nothing; nothing held after a refusal; one resource named twice is refused";
+    43 several_resources_all_or_nothing None "several resources: one lease each, all or nothing; nothing held after a refusal; one resource named twice, or a subtree with a path inside it, is refused";
     44 several_resources_contend_threads None "several resources: {a, b} and {b, a} in threads never deadlock, never both hold b";
     46 several_resources_give_back_on_a_rival None "several resources: a rival arriving between look and take makes the claim give back what it took";
     47 slots_hold_at_most_n None "slots: at most N holders, each slot its own fenced tenure; the result says which slot";

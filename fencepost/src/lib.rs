@@ -297,6 +297,10 @@ pub mod planted {
     /// that the first one taken is still live when the last is (a pause or slow
     /// creates in between hand out an expired lease).
     pub static SEVERAL_SKIPS_ALL_LIVE: AtomicBool = AtomicBool::new(false);
+    /// A claim of several resources takes a subtree and a path inside it (or one
+    /// path as a directory and as a file) in one set: it meets its own subtree
+    /// claim as another tenure's and gives everything back, round after round.
+    pub static SEVERAL_NESTED_UNCHECKED: AtomicBool = AtomicBool::new(false);
     /// A slot claim tries one slot past the last (`0..=slots` where `1..=slots`
     /// was meant): with every slot held, one more claimer gets in.
     pub static SLOT_PAST_THE_LAST: AtomicBool = AtomicBool::new(false);

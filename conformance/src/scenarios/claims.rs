@@ -306,12 +306,32 @@ pub(super) fn several_resources_all_or_nothing<S: LeaseStore + Clone + 'static>(
         "a's next tenure did not get a higher token"
     );
 
+    // A subtree and a path inside it, or one path as a directory and as a file:
+    // the set would meet its own subtree claim as another tenure's, round after
+    // round (planted bug `SEVERAL_NESTED_UNCHECKED`).
+    let tree = f.scratch_file("several-tree");
+    let series = || -> Result<usize, Failed> {
+        Ok(store.key_status().map_err(|e| fail("status", e))?.len())
+    };
+    let before = series()?;
     for (what, resources) in [
         (
             "one lock spelled twice",
             vec![Resource::lock("Dup"), Resource::lock(" dup")],
         ),
         ("nothing", vec![]),
+        (
+            "a subtree and a file inside it",
+            vec![Resource::dir(&tree), Resource::file(tree.join("f.txt"))],
+        ),
+        (
+            "a subtree and a subtree inside it",
+            vec![Resource::dir(tree.join("in")), Resource::dir(&tree)],
+        ),
+        (
+            "one path as a directory and as a file",
+            vec![Resource::dir(&tree), Resource::file(&tree)],
+        ),
     ] {
         match store.acquire_all(&resources, &opts("x")) {
             Err(Error::InvalidArgument(_)) => {}
@@ -324,6 +344,12 @@ pub(super) fn several_resources_all_or_nothing<S: LeaseStore + Clone + 'static>(
             .map_err(|e| fail("holder", e))?
             .is_none(),
         "a refused claim took something"
+    );
+    let after = series()?;
+    ensure!(
+        after == before,
+        "the refused sets wrote {} series",
+        after.saturating_sub(before)
     );
     Ok(())
 }

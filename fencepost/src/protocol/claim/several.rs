@@ -243,6 +243,11 @@ fn canonical_order(resources: &[Resource]) -> Result<Vec<usize>> {
     // own subtree claim as another tenure's and give everything back, round after
     // round (a breaker: `claim --dir d --file d/f` blamed itself and burnt a token
     // per round until its wait ran out, or forever).
+    #[cfg(feature = "planted-bugs")]
+    if crate::planted::on(&crate::planted::SEVERAL_NESTED_UNCHECKED) {
+        keyed.sort();
+        return Ok(keyed.into_iter().map(|(_, i)| i).collect());
+    }
     // One path named as a directory and as a file: the two claims exclude each
     // other, so the set met its own claim the same way (a breaker: `--dir zz
     // --file zz`).
