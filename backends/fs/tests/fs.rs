@@ -1320,19 +1320,25 @@ fn session_notes_make_nothing_through_a_planted_link() {
     assert_eq!(names_in(&elsewhere), Vec::<String>::new());
 }
 
+/// A temporary directory and its path resolved, as the hook resolves paths
+/// (Windows: without the `\\?\` prefix).
+fn resolved_tempdir() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let top = if cfg!(windows) {
+        tmp.path().to_path_buf()
+    } else {
+        tmp.path().canonicalize().unwrap()
+    };
+    (tmp, top)
+}
+
 /// Every store a record file could be written into is found: the named one, a
 /// `.fencepost` directory's, a repository's, a bare repository's inside a work
 /// tree, the per-user store (existing or not); a file beside them is not.
 #[test]
 fn a_write_into_any_store_is_found() {
     use fencepost_fs::store_holding;
-    let tmp = tempfile::tempdir().unwrap();
-    // Resolved, as the hook resolves paths (Windows: without the `\\?\` prefix).
-    let top = if cfg!(windows) {
-        tmp.path().to_path_buf()
-    } else {
-        tmp.path().canonicalize().unwrap()
-    };
+    let (_tmp, top) = resolved_tempdir();
     let record = "claims/lock-x/g00000099.json";
     // Named (it need not exist), whatever the case of its spelling.
     let named = top.join("named");
@@ -1386,13 +1392,7 @@ fn a_write_into_any_store_is_found() {
 #[test]
 fn a_write_that_makes_a_git_directory_is_found() {
     use fencepost_fs::git_dir_made_by_write;
-    let tmp = tempfile::tempdir().unwrap();
-    // Resolved, as the hook resolves paths (Windows: without the `\\?\` prefix).
-    let top = if cfg!(windows) {
-        tmp.path().to_path_buf()
-    } else {
-        tmp.path().canonicalize().unwrap()
-    };
+    let (_tmp, top) = resolved_tempdir();
     let x = top.join("x");
     fs::create_dir_all(&x).unwrap();
     // Nothing there yet: one part alone makes nothing.

@@ -325,7 +325,7 @@ fn edit(
         let location = location(&target)
             .map_err(|e| format!("cannot resolve {tool}'s path {path:?} ({e})"))?;
         if let Some(reason) = into_metadata(&root, &location, tool)
-            .or_else(|| into_store(store_flag.map(|p| cwd.join(p)).as_deref(), &location, tool))
+            .or_else(|| into_store(store_flag, &location, tool))
         {
             return Ok(Decision::Block(reason));
         }
@@ -502,9 +502,10 @@ fn into_store(named: Option<&Path>, location: &Path, tool: &str) -> Option<Strin
     // A dangling symbolic link is written through: where it leads is judged too,
     // as file identity follows it (a breaker: a link to a record not yet written
     // in the store was allowed).
-    let leads_to = Resource::file(location)
-        .identity()
-        .ok()
+    let link = std::fs::symlink_metadata(location).is_ok_and(|m| m.file_type().is_symlink());
+    let leads_to = link
+        .then(|| Resource::file(location).identity().ok())
+        .flatten()
         .and_then(|identity| identity.path)
         .filter(|path| path != location);
     into_store_at(named, location, tool)

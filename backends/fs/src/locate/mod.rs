@@ -414,8 +414,9 @@ fn anchor(resource: Option<&Resource>, cwd: &Path) -> Result<PathBuf, LocateErro
 
 /// The lease store a write of the file `path` (absolute, resolved) would land in,
 /// if any: the store `named` (`--store`, `FENCEPOST_STORE`), a `.fencepost`
-/// directory or repository store at or above it, the store the rule picks for a
-/// file there (existing or not), or the per-user store (existing or not). Only
+/// directory or repository store at or above it, existing or not (the store the
+/// rule picks for a file there is one of them), or the per-user store (existing or
+/// not). Only
 /// fencepost writes a store: an agent's edit tool that wrote a record there could
 /// forge or end any claim (a breaker: Write of a record file in the per-user store,
 /// a named store and a bare repository's store inside the work tree were allowed).
@@ -425,7 +426,6 @@ fn anchor(resource: Option<&Resource>, cwd: &Path) -> Result<PathBuf, LocateErro
 /// Pinned by `backends/fs/tests/fs.rs::a_write_into_any_store_is_found`.
 pub fn store_holding(path: &Path, named: Option<&Path>) -> Option<PathBuf> {
     let parent = path.parent().unwrap_or(path);
-    let env = |name: &str| std::env::var_os(name);
     // The nearest existing directory above the file: the store rules look there.
     let existing = parent
         .ancestors()
@@ -446,9 +446,8 @@ pub fn store_holding(path: &Path, named: Option<&Path>) -> Option<PathBuf> {
             candidates.push(common.join(REPOSITORY_STORE_NAME));
         }
     }
-    if let Ok(picked) = discover(existing, &env) {
-        candidates.push(picked.path);
-    }
+    // (What the rule picks is among these: the nearest marker, the nearest
+    // repository's store, else the per-user store.)
     candidates.extend(user_store());
     // Spelt alike on Windows (no `\\?\` prefix), whichever way each was resolved.
     let path = sys::plain(path.to_path_buf());

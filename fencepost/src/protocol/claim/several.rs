@@ -223,9 +223,15 @@ fn canonical_order(resources: &[Resource]) -> Result<Vec<usize>> {
         ));
     }
     let mut keyed = Vec::with_capacity(resources.len());
+    // Each file's or directory's resolved path, from the same identity.
+    let mut paths = Vec::with_capacity(resources.len());
     for (i, resource) in resources.iter().enumerate() {
         let identity = resource.identity()?;
         keyed.push((identity.keys(), i));
+        paths.push(match resource {
+            Resource::Dir(_) | Resource::File(_) => identity.path,
+            _ => None,
+        });
     }
     let mut seen = std::collections::HashMap::new();
     for (keys, i) in &keyed {
@@ -239,25 +245,13 @@ fn canonical_order(resources: &[Resource]) -> Result<Vec<usize>> {
             }
         }
     }
-    // A subtree covers what is below it: taking both in one claim would meet its
-    // own subtree claim as another tenure's and give everything back, round after
-    // round (a breaker: `claim --dir d --file d/f` blamed itself and burnt a token
-    // per round until its wait ran out, or forever).
     #[cfg(feature = "planted-bugs")]
     if crate::planted::on(&crate::planted::SEVERAL_NESTED_UNCHECKED) {
         keyed.sort();
         return Ok(keyed.into_iter().map(|(_, i)| i).collect());
     }
     // One path named as a directory and as a file: the two claims exclude each
-    // other, so the set met its own claim the same way (a breaker: `--dir zz
-    // --file zz`).
-    let paths: Vec<Option<std::path::PathBuf>> = resources
-        .iter()
-        .map(|r| match r {
-            Resource::Dir(_) | Resource::File(_) => r.identity().map(|i| i.path),
-            _ => Ok(None),
-        })
-        .collect::<Result<_>>()?;
+    // other, so the set would meet its own claim (a breaker: `--dir zz --file zz`).
     for (i, resource) in resources.iter().enumerate() {
         if let Resource::Dir(_) = resource
             && let Some(j) = (0..resources.len()).find(|&j| {
@@ -274,6 +268,10 @@ fn canonical_order(resources: &[Resource]) -> Result<Vec<usize>> {
             )));
         }
     }
+    // A subtree covers what is below it: taking both in one claim would meet its
+    // own subtree claim as another tenure's and give everything back, round after
+    // round (a breaker: `claim --dir d --file d/f` blamed itself and burnt a token
+    // per round until its wait ran out, or forever).
     for (i, resource) in resources.iter().enumerate() {
         for key in resource.subtree_keys_above()? {
             if let Some(&dir) = seen.get(&key) {
