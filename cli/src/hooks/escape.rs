@@ -63,13 +63,7 @@ fn escape_within(command: &str, depth: usize) -> Option<&'static str> {
             // `--no-verbose`). Only git's skips the guard: `cargo package
             // --no-verify` and `grep --no-verify README.md` were blocked (a new
             // user).
-            GIT_PROGRAMS.iter().any(|program| {
-                commands_of(&words, program).iter().any(|command| {
-                    command.iter().any(|word| {
-                        word == needle || (word.len() >= 9 && needle.starts_with(word.as_str()))
-                    })
-                })
-            })
+            git_no_verify(&cased, needle)
         } else if needle.starts_with("fencepost ") {
             // Judged on its words by `fencepost_override` (its help is no escape).
             false
@@ -284,16 +278,6 @@ fn commands_of<'a>(words: &'a [String], program: &str) -> Vec<&'a [String]> {
 /// option (`-m -n`, `--message -ignore`) is skipped. A new user's find: `git
 /// commit -n` went through.
 fn commit_no_verify(words: &[String]) -> bool {
-    // git's own options whose value is the next word.
-    const GIT_VALUED: [&str; 7] = [
-        "-C",
-        "-c",
-        "--git-dir",
-        "--work-tree",
-        "--namespace",
-        "--super-prefix",
-        "--config-env",
-    ];
     // Commit's short options that take a value (in the same word, or the next).
     const VALUED: &str = "mFcCtSu";
     // Commit's long options whose value may be the next word.
@@ -351,6 +335,111 @@ fn commit_no_verify(words: &[String]) -> bool {
     }
     false
 }
+
+/// True when a git command among `words` (as typed) is given `needle`, git's
+/// `--no-verify`, as an option: a word of its own or an abbreviation git takes
+/// for it (`--no-veri`; `--no-ver` could be `--no-verbose`). Not after `--` (a
+/// path), not as an option's value (`-m --no-verify`), and not for a command
+/// that runs no hook (`git grep -e --no-verify`, `git stash push -m …`: a
+/// breaker found each blocked). An unknown command may be an alias of `commit`,
+/// so it is looked into.
+fn git_no_verify(words: &[String], needle: &str) -> bool {
+    // Commands that run none of the guarded hooks and take no `--no-verify`.
+    const HOOKLESS: [&str; 24] = [
+        "grep",
+        "log",
+        "show",
+        "diff",
+        "status",
+        "stash",
+        "add",
+        "rm",
+        "mv",
+        "branch",
+        "tag",
+        "checkout",
+        "switch",
+        "restore",
+        "reset",
+        "fetch",
+        "clone",
+        "init",
+        "blame",
+        "describe",
+        "rev-parse",
+        "ls-files",
+        "notes",
+        "help",
+    ];
+    // Options whose value is the next word, across the commands that take the flag.
+    const VALUED: [&str; 21] = [
+        "-m",
+        "-F",
+        "-C",
+        "-c",
+        "-t",
+        "-s",
+        "-X",
+        "-o",
+        "--message",
+        "--file",
+        "--author",
+        "--date",
+        "--template",
+        "--reuse-message",
+        "--reedit-message",
+        "--fixup",
+        "--squash",
+        "--cleanup",
+        "--trailer",
+        "--strategy",
+        "--push-option",
+    ];
+    GIT_PROGRAMS.iter().any(|program| {
+        commands_of(words, program).into_iter().any(|command| {
+            let mut i = 0;
+            while i < command.len() && command[i].starts_with('-') {
+                i += if GIT_VALUED.contains(&command[i].as_str()) {
+                    2
+                } else {
+                    1
+                };
+            }
+            if command
+                .get(i)
+                .is_some_and(|w| HOOKLESS.contains(&w.as_str()))
+            {
+                return false;
+            }
+            let mut args = command.iter().skip(i + 1);
+            while let Some(word) = args.next() {
+                if word == "--" {
+                    return false;
+                }
+                if VALUED.contains(&word.as_str()) {
+                    args.next();
+                    continue;
+                }
+                let word = word.to_lowercase();
+                if word == needle || (word.len() >= 9 && needle.starts_with(word.as_str())) {
+                    return true;
+                }
+            }
+            false
+        })
+    })
+}
+
+/// git's own options whose value is the next word.
+const GIT_VALUED: [&str; 7] = [
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--super-prefix",
+    "--config-env",
+];
 
 /// True when `words` set git's `core.hooksPath` (lowercased words): `git -c
 /// core.hooksPath=…`, the key given to git's environment (`GIT_CONFIG_KEY_0=…`,
@@ -467,6 +556,10 @@ mod tests {
             "cat <<EOF > msg\nit's\nEOF\ngit commit -n -F msg",
             "# it's stuck\nfencepost break --session abc --reason x",
             "git config \\\n core.hooksPath /dev/null",
+            "git merge --no-verify topic",
+            "git -C sub push --no-verify origin main",
+            "git ci --no-verify -m x",
+            "git commit -m x --no-verify -- a",
         ] {
             assert!(guard_escape(command).is_some(), "{command}");
         }
@@ -505,6 +598,14 @@ mod tests {
             "echo 'run fencepost break to end it'",
             "git commit -F - <<'EOF'\nfix: handle --no-verify in our own tool\nEOF",
             "echo hi # git commit --no-verify",
+            // A path, an option's value, a command that runs no hook (a breaker
+            // found each blocked).
+            "git commit -m x -- --no-verify",
+            "git commit -m --no-verify",
+            "git grep -e --no-verify",
+            "git grep --no-verify",
+            "git stash push -m --no-verify",
+            "git log --grep --no-verify",
         ] {
             assert_eq!(guard_escape(command), None, "{command}");
         }
