@@ -631,6 +631,40 @@ fn edits_into_any_store_or_making_a_git_directory_are_refused() {
     );
 }
 
+/// A hard link to a lease record, made beside the store by a shell command, is
+/// not edited through: the edit would change the record in the store (a breaker:
+/// it was allowed). A copy of the record is a plain file.
+#[test]
+fn an_edit_of_a_hard_link_to_a_record_is_refused() {
+    let repo = Repo::new();
+    let claimed = repo.claim_for(&["--lock", "deploy"], "s1");
+    assert!(claimed.status.success(), "{claimed:?}");
+    let claims = repo.root.join(".git/fencepost/claims");
+    let key_dir = std::fs::read_dir(&claims)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("lock-"))
+        .unwrap()
+        .path();
+    let record = std::fs::read_dir(&key_dir)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    std::fs::hard_link(&record, repo.root.join("src/notes.json")).unwrap();
+    std::fs::copy(&record, repo.root.join("src/copy.json")).unwrap();
+    for fixture_name in ["claude-code-Write.json", "claude-code-Edit.json"] {
+        let said = assert_blocked(&repo.edit(fixture_name, "s2", "src/notes.json"));
+        assert!(said.contains("(a hard link) of a lease record"), "{said}");
+        assert!(said.contains("ask the human to remove the link"), "{said}");
+    }
+    assert_allowed(
+        &repo.edit("claude-code-Write.json", "s2", "src/copy.json"),
+        "claude-code",
+    );
+}
+
 /// A relative FENCEPOST_STORE names another store from each directory the agent
 /// `cd`s to, so two sessions could both hold a file: the hook blocks (fails
 /// closed) and says it must be absolute; an absolute one is used (a breaker: two

@@ -359,6 +359,20 @@ fn push_nested<T: Serialize>(out: &mut Vec<u8>, name: &[u8], value: Option<&T>) 
     }
 }
 
+/// True when `bytes` are a lease store record of any format version: a JSON object
+/// whose `v` is a whole number and whose `key` is a store key ([`crate::Key::parse`]).
+/// Wherever it was found (a hard link out of a store reaches a record under any
+/// name). Pinned by `record::tests::a_record_is_told_from_other_json`.
+pub fn is_record(bytes: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Named {
+        v: u64,
+        key: String,
+    }
+    serde_json::from_slice::<Named>(bytes)
+        .is_ok_and(|named| named.v >= 1 && crate::Key::parse(&named.key).is_some())
+}
+
 /// Decodes `bytes` read as generation `generation` of `key`.
 ///
 /// A record whose `key` or `generation` disagrees with where it was found is torn:
@@ -587,6 +601,26 @@ mod tests {
 
     fn decode_sample(bytes: &[u8]) -> Decoded {
         decode(bytes, &sample().key, 4)
+    }
+
+    /// A record of this version or a newer one is a record under any name; other
+    /// JSON, a key that is no store key, and other text are not.
+    #[test]
+    fn a_record_is_told_from_other_json() {
+        assert!(is_record(&sample().encode()));
+        assert!(is_record(
+            br#"{"v":7,"key":"lock-0123456789abcdef0123456789abcdef","x":1}"#
+        ));
+        for other in [
+            &br#"{"v":1,"key":"hello"}"#[..],
+            br#"{"key":"lock-0123456789abcdef0123456789abcdef"}"#,
+            br#"{"v":0,"key":"lock-0123456789abcdef0123456789abcdef"}"#,
+            br#"{"name":"package","version":"1.0.0"}"#,
+            b"fn main() {}\n",
+            b"",
+        ] {
+            assert!(!is_record(other), "{}", String::from_utf8_lossy(other));
+        }
     }
 
     /// Bytes just encoded or decoded come back from the recent-record cache as the

@@ -48,6 +48,10 @@ pub enum Refusal {
         /// The directory that would become (or stop being) a git directory.
         dir: PathBuf,
     },
+    /// The file has another name and holds a lease store record: a hard link to a
+    /// record ([`fencepost_fs::store_record_linked_at`]); a write would change the
+    /// record in the store.
+    LinkedRecord(String),
     /// The resolved location lies in version-control metadata (`.git`, `.hg`,
     /// `.svn`, `.jj`, at any depth), which only the version-control tool writes.
     IntoVcs {
@@ -109,6 +113,10 @@ impl fmt::Display for Refusal {
                 f,
                 "refused path {path:?}: writing it would make {} a git directory (a HEAD file with objects/ and refs/ directories) or change its commondir, which moves the lease store of every file below it and splits their claims; nothing was written. Ask the human to set up a repository",
                 dir.display()
+            ),
+            Refusal::LinkedRecord(path) => write!(
+                f,
+                "refused path {path:?}: it is another name (a hard link) of a lease record in a store, which only fencepost writes; a write would forge or end a claim. Nothing was written. Leave it alone, and ask the human to remove the link"
             ),
             Refusal::IntoVcs { path, metadata } => write!(
                 f,
@@ -173,13 +181,18 @@ impl Confinement {
     }
 
     /// [`Confinement::resolve`] for a write: also refused when writing the file
-    /// would make a directory a git directory ([`Refusal::MakesRepository`]).
+    /// would make a directory a git directory ([`Refusal::MakesRepository`]), and
+    /// when the file is a hard link to a lease record ([`Refusal::LinkedRecord`]).
     ///
     /// # Errors
     ///
-    /// As [`Confinement::resolve`], and [`Refusal::MakesRepository`].
+    /// As [`Confinement::resolve`], [`Refusal::MakesRepository`] and
+    /// [`Refusal::LinkedRecord`].
     pub fn resolve_for_write(&self, relative: &str) -> Result<PathBuf, Refusal> {
         let resolved = self.resolve(relative)?;
+        if fencepost_fs::store_record_linked_at(&resolved) {
+            return Err(Refusal::LinkedRecord(relative.to_string()));
+        }
         if let Some(dir) = fencepost_fs::git_dir_made_by_write(&resolved) {
             return Err(Refusal::MakesRepository {
                 path: relative.to_string(),
@@ -550,6 +563,45 @@ mod tests {
         // A claim of it writes nothing.
         assert!(c.resolve("x/refs/heads/main").is_ok());
         assert!(c.resolve_for_write("x/objects/ab").is_ok());
+    }
+
+    /// A hard link to a lease record, made beside the store, is refused as a
+    /// write (a breaker found one editable through the agent hooks, which refuse
+    /// the same); a copy of it is a plain file.
+    #[test]
+    fn a_hard_link_to_a_record_is_refused_as_a_write() {
+        let (_dir, c) = setup();
+        let store = fencepost::Store::new(fencepost_fs::FsStore::open(c.store()).unwrap());
+        let _lease = store
+            .acquire(
+                &fencepost::Resource::lock("linked"),
+                &fencepost::AcquireOptions::new(60_000),
+            )
+            .unwrap();
+        let claims = c.store().join("claims");
+        let key_dir = std::fs::read_dir(&claims)
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("lock-"))
+            .unwrap()
+            .path();
+        let record = std::fs::read_dir(&key_dir)
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path();
+        std::fs::hard_link(&record, c.root().join("notes.json")).unwrap();
+        std::fs::copy(&record, c.root().join("copy.json")).unwrap();
+        assert!(matches!(
+            c.resolve_for_write("notes.json"),
+            Err(Refusal::LinkedRecord(_))
+        ));
+        assert!(
+            c.resolve("notes.json").is_ok(),
+            "claiming it writes nothing"
+        );
+        assert!(c.resolve_for_write("copy.json").is_ok());
     }
 
     #[cfg(unix)]

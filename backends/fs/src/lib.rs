@@ -121,8 +121,8 @@ use fencepost::{BackendError, ChangeWatch, CreateOutcome, Durability, Key, Lease
 pub use locate::{
     LocateError, REPOSITORY_STORE_NAME, SPLIT_SCAN_LIMIT, STORE_DIR_NAME, StoreLocation,
     StoreScope, SubtreeSplit, git_dir_made_by_write, locate_by_layout, locate_store, locate_with,
-    other_stores, store_holding, store_identity, stores_below, stores_on_the_path, subtree_split,
-    subtree_split_within, user_store,
+    other_stores, store_holding, store_identity, store_record_linked_at, stores_below,
+    stores_on_the_path, subtree_split, subtree_split_within, user_store,
 };
 
 use layout::{CLAIMS_DIR, STALE_STAGING_AGE};

@@ -1332,6 +1332,55 @@ fn resolved_tempdir() -> (tempfile::TempDir, PathBuf) {
     (tmp, top)
 }
 
+/// A hard link to a store record, made beside the store, is found under its other
+/// name; a copy (one name), a hard link to other JSON, and the record in the store
+/// alone are not a record linked elsewhere.
+#[test]
+fn a_hard_link_to_a_record_is_found() {
+    use fencepost_fs::store_record_linked_at;
+    let (_tmp, top) = resolved_tempdir();
+    let store = Store::new(FsStore::open(top.join("store")).unwrap());
+    let _lease = store
+        .acquire(&Resource::lock("linked"), &AcquireOptions::new(60_000))
+        .unwrap();
+    let record = walk_files(&top.join("store"))
+        .into_iter()
+        .find(|path| {
+            path.to_string_lossy().contains("lock-")
+                && path.extension().is_some_and(|e| e == "json")
+        })
+        .expect("the claim's record");
+    assert!(
+        !store_record_linked_at(&record),
+        "one name: the record itself"
+    );
+    let work = top.join("work");
+    fs::create_dir_all(&work).unwrap();
+    fs::hard_link(&record, work.join("notes.json")).unwrap();
+    assert!(store_record_linked_at(&work.join("notes.json")));
+    assert!(store_record_linked_at(&record), "now it has two names");
+    write_new(&work.join("copy.json"), &fs::read(&record).unwrap());
+    assert!(!store_record_linked_at(&work.join("copy.json")));
+    write_new(&work.join("package.json"), br#"{"v":1,"key":"not-a-key"}"#);
+    fs::hard_link(work.join("package.json"), work.join("package2.json")).unwrap();
+    assert!(!store_record_linked_at(&work.join("package2.json")));
+    assert!(!store_record_linked_at(&work.join("missing.json")));
+}
+
+/// Every file below `dir`.
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk_files(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
 /// Every store a record file could be written into is found: the named one, a
 /// `.fencepost` directory's, a repository's, a bare repository's inside a work
 /// tree, the per-user store (existing or not); a file beside them is not.

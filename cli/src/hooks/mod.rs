@@ -493,7 +493,8 @@ fn into_metadata(root: &Path, location: &Path, tool: &str) -> Option<String> {
 /// Why an edit of `location` (resolved) is refused when it lies in a lease store
 /// (`named`, the `--store` or `FENCEPOST_STORE` one, or any store the location rule
 /// could pick: a bare repository's inside the project, the per-user store), or
-/// when writing it would make a directory a git directory: a record written there
+/// when writing it would make a directory a git directory, or when it is a hard
+/// link to a record (`an_edit_of_a_hard_link_to_a_record_is_refused`): a record written there
 /// could forge or end any claim, and a new git directory moves the store of every
 /// file below it (a breaker: each was allowed). The MCP server's `write` refuses
 /// the same paths. Pinned by
@@ -522,6 +523,14 @@ fn into_store_at(named: Option<&Path>, location: &Path, tool: &str) -> Option<St
              store to fencepost (`fencepost status` shows its claims), and do not write it \
              another way (a shell command, another tool).",
             printable(&store.display().to_string())
+        ));
+    }
+    if fencepost_fs::store_record_linked_at(location) {
+        return Some(format!(
+            "fencepost: refused: {shown} is another name (a hard link) of a lease record in a \
+             store — {tool} does not write it: the write would change the record and could \
+             forge or end a session's claim. Leave it alone, do not write it another way (a \
+             shell command, another tool), and ask the human to remove the link."
         ));
     }
     let dir = fencepost_fs::git_dir_made_by_write(location)?;

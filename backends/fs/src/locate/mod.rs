@@ -459,6 +459,23 @@ pub fn store_holding(path: &Path, named: Option<&Path>) -> Option<PathBuf> {
     })
 }
 
+/// True when the file at `path` has another name and holds a lease store record:
+/// a hard link to a record, made beside the store (a shell command's `ln`). An
+/// edit through it would change the record in the store, forging or ending a
+/// claim; a record the store has since removed has one name left, and is a plain
+/// file again. A symbolic link is not followed (judge where it leads separately).
+///
+/// Pinned by `backends/fs/tests/fs.rs::a_hard_link_to_a_record_is_found`.
+pub fn store_record_linked_at(path: &Path) -> bool {
+    let is_file = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file());
+    is_file
+        && crate::sys::link_count(path).is_some_and(|names| names >= 2)
+        && crate::sys::read_record(path)
+            .ok()
+            .flatten()
+            .is_some_and(|bytes| fencepost::record::is_record(&bytes))
+}
+
 /// The directory a write creating the file `path` (and any directory missing
 /// above it) would turn into a git directory (a `HEAD` file with `objects/` and
 /// `refs/` directories, or with a `commondir` file naming a directory that has
