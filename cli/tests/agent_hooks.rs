@@ -658,6 +658,7 @@ fn an_edit_of_a_hard_link_to_a_record_is_refused() {
         let said = assert_blocked(&repo.edit(fixture_name, "s2", "src/notes.json"));
         assert!(said.contains("(a hard link) of a lease record"), "{said}");
         assert!(said.contains("ask the human to remove the link"), "{said}");
+        assert!(!said.contains("  "), "one line, single spaces: {said}");
     }
     assert_allowed(
         &repo.edit("claude-code-Write.json", "s2", "src/copy.json"),
@@ -1408,6 +1409,100 @@ fn a_torn_record_above_the_sessions_claim_is_refused_as_its_own() {
         &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
         "claude-code",
     );
+}
+
+/// A session's claim of a file that ended without its knowing — broken, and then
+/// another session claimed the file (whose sweep removed the break) and let it go —
+/// refuses the session's next edit once, naming who came after it; the file is
+/// claimed for the session again, so the edit made again passes. A claim that ran
+/// out with nobody after it, and a first claim after another session's, pass at
+/// once (a breaker: the notice was lost once another session had claimed the file).
+#[test]
+fn an_edit_after_another_session_held_the_file_is_refused_once() {
+    let repo = Repo::new();
+    let a = repo.root.join("src/a.rs");
+    let edit = |session: &str| repo.edit("claude-code-Edit.json", session, "src/a.rs");
+    let tag = || {
+        repo.status()
+            .into_iter()
+            .find(|e| e["label"] == a.display().to_string() && e["live"] == true)
+            .and_then(|e| e["session"].as_str().map(str::to_string))
+            .expect("a live claim of the file with a session")
+    };
+    assert_allowed(&edit("s1"), "claude-code");
+    let s1 = tag();
+    let output = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args(["break", "--session", &s1, "--reason", "stuck"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    // Another session claims the file (its sweep removes the break) and ends.
+    assert_allowed(&edit("s2"), "claude-code");
+    let (s2_token, s2) = (repo.claim_on(&a).unwrap().0, tag());
+    end_session(&repo, "s2");
+    let said = assert_blocked(&edit("s1"));
+    for part in [
+        a.display().to_string(),
+        "ended without this session releasing it".to_string(),
+        s2.clone(),
+        format!("token {s2_token}"),
+        "read ".to_string(),
+        "make this edit again".to_string(),
+    ] {
+        assert!(said.contains(&part), "says {part:?}: {said}");
+    }
+    assert!(!said.contains("--holder"), "{said}");
+    assert!(!said.contains("  "), "single spaces: {said}");
+    let (token, who) = repo.claim_on(&a).expect("claimed for the session anew");
+    assert!(who.contains(&s1) && token > s2_token, "{who} {token}");
+    assert!(said.contains(&format!("token {token}")), "{said}");
+    for _ in 0..2 {
+        assert_allowed(&edit("s1"), "claude-code");
+    }
+    // The sessions' ends forget their notes; a session that never held the file
+    // claims it after s1's at once.
+    let sessions = repo.root.join(".git/fencepost/sessions");
+    let tenure_notes = || {
+        std::fs::read_dir(&sessions)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|dir| {
+                std::fs::read_dir(dir.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+            })
+            .filter(|note| note.file_name().to_string_lossy().starts_with("tenure-"))
+            .count()
+    };
+    assert_eq!(
+        tenure_notes(),
+        1,
+        "s1's note (s2's was forgotten at its end)"
+    );
+    end_session(&repo, "s1");
+    assert_eq!(tenure_notes(), 0);
+    assert_allowed(&edit("s3"), "claude-code");
+    // A claim that ran out with nobody after it: the next edit passes.
+    let short = |session: &str| {
+        let payload = fixture("claude-code-Edit.json", session, &repo.root, "src/a.rs");
+        let mut cmd = repo.scratch.bare_cmd(&repo.root);
+        cmd.args(["hook", "claude-code", "--ttl", "200"])
+            .write_stdin(payload)
+            .env_remove("FENCEPOST_HOOKS")
+            .env_remove("FENCEPOST_SESSION")
+            .env_remove("CLAUDECODE")
+            .env_remove("CLAUDE_CODE_SESSION_ID");
+        cmd.output().unwrap()
+    };
+    end_session(&repo, "s3");
+    assert_allowed(&short("s4"), "claude-code");
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    assert_eq!(repo.claim_on(&a), None, "the claim ran out");
+    assert_allowed(&short("s4"), "claude-code");
 }
 
 /// A session whose claim a human broke (`fencepost break --session`) is told so at

@@ -11,13 +11,20 @@
 //!
 //! ```text
 //! <root>/sessions/<session tag>/<32 hex digits>   one per other store; holds its path
+//! <root>/sessions/<session tag>/tenure-<key>      the session claimed the key here
 //! ```
+//!
+//! A tenure note says that the session held a claim of the key in this store (the
+//! claim's own store): when the session claims the key again and finds that another
+//! holder's record came after its own, its claim ended without its knowing (broken,
+//! or expired and taken), and the hook tells the model to read the file again. Lost,
+//! that notice is not given; it never decides who holds what either.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use fencepost::{BackendError, SessionTag};
+use fencepost::{BackendError, Key, SessionTag};
 use sha2::{Digest, Sha256};
 
 use crate::FsStore;
@@ -145,6 +152,66 @@ impl FsStore {
         }
     }
 
+    /// Notes in this store that the session tagged `session` claimed `key` here (an
+    /// empty file, `sessions/<tag>/tenure-<key>`). Idempotent; never flushed.
+    ///
+    /// # Errors
+    ///
+    /// A [`BackendError`] with operation `note session tenure` when the directory or
+    /// the note cannot be created. Pinned by `tenure_notes_are_kept_per_key_and_forgotten`.
+    pub fn note_session_tenure(&self, session: &SessionTag, key: &Key) -> Result<(), BackendError> {
+        let dir = self.session_dir(session)?;
+        let fail =
+            |at: &Path, e: io::Error| BackendError::new("note session tenure", at.display(), e);
+        fs::create_dir_all(self.root()).map_err(|e| fail(self.root(), e))?;
+        let sessions = dir.parent().unwrap_or(&dir);
+        for at in [sessions, dir.as_path()] {
+            match fs::create_dir(at) {
+                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(fail(at, e)),
+                _ => check_real_dir(at).map_err(|e| fail(at, e))?,
+            }
+        }
+        let note = dir.join(tenure_name(key));
+        match OpenOptions::new().write(true).create_new(true).open(&note) {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(fail(&note, e)),
+        }
+    }
+
+    /// Whether [`FsStore::note_session_tenure`] noted `key` for the session tagged
+    /// `session` (and it was not forgotten since). A note that is not a regular file
+    /// is not one; an unreadable directory reads as none.
+    pub fn session_tenure_noted(&self, session: &SessionTag, key: &Key) -> bool {
+        let Ok(dir) = self.session_dir(session) else {
+            return false;
+        };
+        real_dirs(&dir).is_ok()
+            && fs::symlink_metadata(dir.join(tenure_name(key))).is_ok_and(|m| m.is_file())
+    }
+
+    /// Removes the tenure notes of the session tagged `session` in this store, best
+    /// effort (the session ended: a note left behind would only give a later session
+    /// of the same id one notice too many).
+    pub fn forget_session_tenures(&self, session: &SessionTag) {
+        if let Ok(dir) = self.session_dir(session)
+            && real_dirs(&dir).is_ok()
+            && let Ok(entries) = fs::read_dir(&dir)
+        {
+            for entry in entries.flatten() {
+                if entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(TENURE_PREFIX))
+                {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+            // Gone once empty (the stores' notes, if any, keep it).
+            let _ = fs::remove_dir(&dir);
+        }
+    }
+
     fn session_dir(&self, session: &SessionTag) -> Result<PathBuf, BackendError> {
         let tag = session.as_str();
         // Tags this crate's core makes are 16 lowercase hex digits; anything else
@@ -158,6 +225,15 @@ impl FsStore {
         }
         Ok(self.root().join(SESSIONS_DIR).join(tag))
     }
+}
+
+/// How a tenure note's name begins.
+const TENURE_PREFIX: &str = "tenure-";
+
+/// A tenure note's file name: the key is lowercase letters, digits and `-` (as
+/// [`Key::parse`] accepts), so it is a safe name on every platform.
+fn tenure_name(key: &Key) -> String {
+    format!("{TENURE_PREFIX}{}", key.as_str())
 }
 
 /// The note's file name for a store at `path`: the first 16 bytes of SHA-256 over

@@ -1256,6 +1256,34 @@ fn subtree_split_stops_at_its_limit_and_follows_no_link() {
     }
 }
 
+/// A session's tenure notes (docs/format-v1.md §1.3): per session and key, beside
+/// its store notes without being taken for one, forgotten at the session's end
+/// while the store notes stay.
+#[test]
+fn tenure_notes_are_kept_per_key_and_forgotten() {
+    let (dir, store) = fresh();
+    let session = fencepost::SessionTag::of("claude-code:s1");
+    let other = fencepost::SessionTag::of("claude-code:s2");
+    let a = Resource::lock("a").identity().unwrap().key;
+    let b = Resource::lock("b").identity().unwrap().key;
+    assert!(!store.session_tenure_noted(&session, &a));
+    store.note_session_tenure(&session, &a).unwrap();
+    store.note_session_tenure(&session, &a).unwrap();
+    assert!(store.session_tenure_noted(&session, &a));
+    assert!(!store.session_tenure_noted(&session, &b));
+    assert!(!store.session_tenure_noted(&other, &a));
+    let elsewhere = dir.path().join("b/.fencepost");
+    store.note_session_store(&session, &elsewhere).unwrap();
+    assert_eq!(
+        store.session_stores(&session).unwrap(),
+        vec![elsewhere.clone()],
+        "a tenure note names no store"
+    );
+    store.forget_session_tenures(&session);
+    assert!(!store.session_tenure_noted(&session, &a));
+    assert_eq!(store.session_stores(&session).unwrap(), vec![elsewhere]);
+}
+
 /// A session's notes of the other stores it claimed in (docs/format-v1.md §1.3):
 /// each store once, read back as written, forgotten on request; a planted note
 /// that does not match its own name, or a link, names nothing.

@@ -210,6 +210,40 @@ pub fn broken_reason(
     )
 }
 
+/// Why an edit is refused once when the session's earlier claim of the file ended
+/// without the session releasing it (its ttl ran out, or it was broken and the
+/// break is no longer the newest record) and another holder's claim came after it
+/// (`after`: the series' status as it was read before this claim, when it could
+/// be); the file is now claimed for the session again (`token`, until
+/// `expires_at_ms`). Pinned by
+/// `cli/tests/agent_hooks.rs::an_edit_after_another_session_held_the_file_is_refused_once`.
+pub fn ended_reason(
+    path: &Path,
+    tag: &str,
+    after: Option<&fencepost::StatusEntry>,
+    (token, expires_at_ms): (u64, u64),
+) -> String {
+    let shown = printable(&path.display().to_string());
+    let who = after.map_or_else(
+        || "another holder claimed the file after it".to_string(),
+        |entry| {
+            format!(
+                "{} claimed the file after it (token {})",
+                printable(&entry.who()),
+                entry.token
+            )
+        },
+    );
+    format!(
+        "fencepost: this session's earlier claim of {shown} (session {}) ended without this \
+         session releasing it (its ttl ran out, or it was broken), and {who}, so the file may have changed since this session last read it. This edit was \
+         blocked so that it does not overwrite that work. The file is claimed for this session \
+         again (token {token}) until {}: read {shown} again, then make this edit again.",
+        printable(tag),
+        fencepost::utc_timestamp(expires_at_ms),
+    )
+}
+
 fn decide(store_flag: Option<&Path>, args: &HookArgs) -> Result<Decision, String> {
     let agent = args.agent;
     let mut payload = Vec::new();
@@ -377,9 +411,11 @@ fn edit(
         let claimed_in = opened.backend.locator();
         let store = fencepost::Store::new(opened.backend);
         // Read before the claim, which writes over it: the session's last claim of
-        // the file was broken by someone (`fencepost break`), so the file may have
-        // been changed by another session since the model last read it.
-        let broken_claim = session::broken_claim(&store, &resource, &session);
+        // the file was broken by someone (`fencepost break`), or ended and another
+        // holder came after it, so the file may have been changed by another
+        // session since the model last read it.
+        let noted = session::tenure_noted(&claimed_in, &resource, &session);
+        let prior = session::prior_claim(&store, &resource, &session, noted);
         match session::claim(
             &store,
             &elsewhere,
@@ -395,15 +431,28 @@ fn edit(
                 expires_at_ms,
             } => {
                 // So that the session's end finds it (a submodule's store, say).
-                let noted = session::note_store(store_flag, &cwd, &claimed_in, &session);
-                if let Some((old_token, note)) = broken_claim {
-                    broken.push(broken_reason(
-                        &location,
-                        &session::tag(&session),
-                        (old_token, &note),
-                        (token, expires_at_ms),
-                    ));
-                    continue;
+                let noted_store = session::note_store(store_flag, &cwd, &claimed_in, &session);
+                session::note_tenure(&claimed_in, &resource, &session);
+                match prior {
+                    session::Prior::Broken(old_token, note) => {
+                        broken.push(broken_reason(
+                            &location,
+                            &session::tag(&session),
+                            (old_token, &note),
+                            (token, expires_at_ms),
+                        ));
+                        continue;
+                    }
+                    session::Prior::NotOurs(after) if noted => {
+                        broken.push(ended_reason(
+                            &location,
+                            &session::tag(&session),
+                            after.as_deref(),
+                            (token, expires_at_ms),
+                        ));
+                        continue;
+                    }
+                    _ => {}
                 }
                 notes.push(format!(
                     "{} is held by this session ({}, token {token}) until {}",
@@ -411,7 +460,7 @@ fn edit(
                     session::tag(&session),
                     fencepost::utc_timestamp(expires_at_ms)
                 ));
-                if let Err(e) = noted {
+                if let Err(e) = noted_store {
                     notes.push(format!(
                         "the session's end will not release it ({e}): it ends by its ttl"
                     ));
@@ -675,7 +724,30 @@ mod tests {
             (7, &note),
             (12, 1_796_135_405_000 + 30 * 60_000),
         );
-        for reason in [held, own, closed, broken] {
+        let after = fencepost::StatusEntry {
+            resource: "file:/repo/src/auth.rs".into(),
+            key: fencepost::Key::parse("file-0123456789abcdef0123456789abcdef").unwrap(),
+            label: "/repo/src/auth.rs".into(),
+            state: fencepost::ClaimState::Released,
+            live: false,
+            token: 14,
+            generation: 15,
+            owner: "gemini-cli".into(),
+            pid: 4242,
+            host: "vm".into(),
+            expires_at_ms: 0,
+            broken: None,
+            session: Some(fencepost::SessionTag::parse("9c1f0e4b7a2d3e58").unwrap()),
+            shared: Vec::new(),
+            holder_ended: false,
+        };
+        let ended = ended_reason(
+            Path::new("/repo/src/auth.rs"),
+            "0ed754fc9054df0b",
+            Some(&after),
+            (16, 1_796_135_405_000 + 30 * 60_000),
+        );
+        for reason in [held, own, closed, broken, ended] {
             assert!(
                 readme.contains(&reason),
                 "README lacks the reason:\n{reason}"

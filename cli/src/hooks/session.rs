@@ -86,18 +86,67 @@ pub fn claim(
     Ok(claimed)
 }
 
-/// The token and break note of `session`'s tenure of `resource` when the newest
-/// record of its series is that tenure broken (`fencepost break`, `break --session`):
-/// read before a hook's claim, which writes over it. Anything else — held, released,
-/// another's, unreadable, an error — is `None` (the claim that follows decides).
-pub fn broken_claim(
-    store: &Store,
-    resource: &Resource,
-    session: &str,
-) -> Option<(u64, fencepost::record::BreakNote)> {
+/// What the newest record of a file's series said of a session, read before a
+/// hook's claim (which writes over it).
+#[derive(Debug)]
+pub enum Prior {
+    /// The session's own tenure: live (the claim re-enters), or ended by its ttl or
+    /// its own release with nobody after it. Also what an error reads as: the claim
+    /// that follows decides.
+    Ours,
+    /// The session's tenure broken (`fencepost break`, `break --session`): its
+    /// token and the break's note.
+    Broken(u64, fencepost::record::BreakNote),
+    /// Another holder's record, or none: if the session held the file before (a
+    /// tenure note says so), its claim ended and someone came after it. The status
+    /// entry of the series, when it could be read: who came after.
+    NotOurs(Option<Box<fencepost::StatusEntry>>),
+}
+
+/// [`Prior`] of `resource` for `session` in `store`; `noted` says whether the
+/// session's tenure note of it is there (only then is the series' status read, to
+/// name who came after).
+pub fn prior_claim(store: &Store, resource: &Resource, session: &str, noted: bool) -> Prior {
     match store.resume_session(resource, session) {
-        Err(Error::Broken { token, note, .. }) => Some((token, note)),
-        _ => None,
+        Err(Error::Broken { token, note, .. }) => Prior::Broken(token, note),
+        Err(Error::NotSessionHolder { .. }) => {
+            let key = resource.identity().ok().map(|identity| identity.key);
+            let entry = noted
+                .then(|| store.status().ok())
+                .flatten()
+                .and_then(|entries| entries.into_iter().find(|e| Some(&e.key) == key.as_ref()));
+            Prior::NotOurs(entry.map(Box::new))
+        }
+        _ => Prior::Ours,
+    }
+}
+
+/// The directory store at `claimed_in` (a hook's claim's own store), for its
+/// tenure notes; `None` for an etcd store or one that cannot be opened.
+fn tenure_notes(claimed_in: &str) -> Option<fencepost_fs::FsStore> {
+    if claimed_in.contains("://") {
+        return None;
+    }
+    fencepost_fs::FsStore::open_existing(claimed_in).ok()
+}
+
+/// Whether `session` noted a tenure of `resource` in the store at `claimed_in`
+/// ([`note_tenure`]).
+pub fn tenure_noted(claimed_in: &str, resource: &Resource, session: &str) -> bool {
+    let Ok(identity) = resource.identity() else {
+        return false;
+    };
+    tenure_notes(claimed_in)
+        .is_some_and(|store| store.session_tenure_noted(&SessionTag::of(session), &identity.key))
+}
+
+/// Notes that `session` holds `resource` in the store at `claimed_in`, so that a
+/// later claim of it that finds another holder's record after the session's own
+/// tells the model that its claim ended. Best effort: a note not made only loses
+/// that notice.
+pub fn note_tenure(claimed_in: &str, resource: &Resource, session: &str) {
+    if let (Some(store), Ok(identity)) = (tenure_notes(claimed_in), resource.identity()) {
+        let _ = store.note_session_tenure(&SessionTag::of(session), &identity.key);
     }
 }
 
@@ -290,10 +339,17 @@ pub fn release_everywhere(store_flag: Option<&Path>, cwd: &Path, session: &str) 
             crate::output::describe_error(&e)
         )),
     };
+    let tag = SessionTag::of(session);
+    let forget_tenures = |at: &str| {
+        if let Some(store) = tenure_notes(at) {
+            store.forget_session_tenures(&tag);
+        }
+    };
     let here = match crate::store::open(store_flag, None, cwd, crate::store::Access::Existing) {
         Ok(opened) => {
             let here = opened.backend.locator();
             release_in(Store::new(opened.backend), &here, &mut ended);
+            forget_tenures(&here);
             Some(PathBuf::from(here))
         }
         Err(e) => {
@@ -304,7 +360,6 @@ pub fn release_everywhere(store_flag: Option<&Path>, cwd: &Path, session: &str) 
     let Some(notes) = notes_store(store_flag, cwd) else {
         return ended;
     };
-    let tag = SessionTag::of(session);
     let Ok(notes) = fencepost_fs::FsStore::open_existing(&notes) else {
         return ended;
     };
@@ -325,11 +380,14 @@ pub fn release_everywhere(store_flag: Option<&Path>, cwd: &Path, session: &str) 
     {
         let before = ended.problems.len();
         match fencepost_fs::FsStore::open_existing(&other) {
-            Ok(backend) => release_in(
-                Store::new(backend),
-                &other.display().to_string(),
-                &mut ended,
-            ),
+            Ok(backend) => {
+                release_in(
+                    Store::new(backend),
+                    &other.display().to_string(),
+                    &mut ended,
+                );
+                forget_tenures(&other.display().to_string());
+            }
             // A store removed since holds nothing to release.
             Err(_) if std::fs::symlink_metadata(&other).is_err() => {}
             // One that is there but cannot be used still holds claims (a
