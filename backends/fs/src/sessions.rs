@@ -63,16 +63,7 @@ impl FsStore {
         };
         let fail =
             |at: &Path, e: io::Error| BackendError::new("note session store", at.display(), e);
-        // One level at a time, each checked before the next is made in it: a
-        // `sessions` planted as a link must not get a directory made through it.
-        fs::create_dir_all(self.root()).map_err(|e| fail(self.root(), e))?;
-        let sessions = dir.parent().unwrap_or(&dir);
-        for at in [sessions, dir.as_path()] {
-            match fs::create_dir(at) {
-                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(fail(at, e)),
-                _ => check_real_dir(at).map_err(|e| fail(at, e))?,
-            }
-        }
+        self.make_session_dir(&dir, "note session store")?;
         let note = dir.join(note_name(text));
         // The name is the path's digest: a note that exists already names it.
         let mut file = match OpenOptions::new().write(true).create_new(true).open(&note) {
@@ -161,21 +152,12 @@ impl FsStore {
     /// the note cannot be created. Pinned by `tenure_notes_are_kept_per_key_and_forgotten`.
     pub fn note_session_tenure(&self, session: &SessionTag, key: &Key) -> Result<(), BackendError> {
         let dir = self.session_dir(session)?;
-        let fail =
-            |at: &Path, e: io::Error| BackendError::new("note session tenure", at.display(), e);
-        fs::create_dir_all(self.root()).map_err(|e| fail(self.root(), e))?;
-        let sessions = dir.parent().unwrap_or(&dir);
-        for at in [sessions, dir.as_path()] {
-            match fs::create_dir(at) {
-                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(fail(at, e)),
-                _ => check_real_dir(at).map_err(|e| fail(at, e))?,
-            }
-        }
+        self.make_session_dir(&dir, "note session tenure")?;
         let note = dir.join(tenure_name(key));
         match OpenOptions::new().write(true).create_new(true).open(&note) {
             Ok(_) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-            Err(e) => Err(fail(&note, e)),
+            Err(e) => Err(BackendError::new("note session tenure", note.display(), e)),
         }
     }
 
@@ -210,6 +192,22 @@ impl FsStore {
             // Gone once empty (the stores' notes, if any, keep it).
             let _ = fs::remove_dir(&dir);
         }
+    }
+
+    /// Makes this store's root, `sessions/` and the session's directory `dir` as
+    /// needed, one level at a time, each checked before the next is made in it: a
+    /// `sessions` planted as a link must not get a directory made through it.
+    fn make_session_dir(&self, dir: &Path, operation: &'static str) -> Result<(), BackendError> {
+        let fail = |at: &Path, e: io::Error| BackendError::new(operation, at.display(), e);
+        fs::create_dir_all(self.root()).map_err(|e| fail(self.root(), e))?;
+        let sessions = dir.parent().unwrap_or(dir);
+        for at in [sessions, dir] {
+            match fs::create_dir(at) {
+                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(fail(at, e)),
+                _ => check_real_dir(at).map_err(|e| fail(at, e))?,
+            }
+        }
+        Ok(())
     }
 
     fn session_dir(&self, session: &SessionTag) -> Result<PathBuf, BackendError> {

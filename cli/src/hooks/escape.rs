@@ -280,29 +280,8 @@ fn commands_of<'a>(words: &'a [String], program: &str) -> Vec<&'a [String]> {
 fn commit_no_verify(words: &[String]) -> bool {
     // Commit's short options that take a value (in the same word, or the next).
     const VALUED: &str = "mFcCtSu";
-    // Commit's long options whose value may be the next word.
-    const LONG_VALUED: [&str; 11] = [
-        "--message",
-        "--file",
-        "--author",
-        "--date",
-        "--template",
-        "--reuse-message",
-        "--reedit-message",
-        "--fixup",
-        "--squash",
-        "--cleanup",
-        "--trailer",
-    ];
     for command in commands_of(words, "git") {
-        let mut i = 0;
-        while i < command.len() && command[i].starts_with('-') {
-            i += if GIT_VALUED.contains(&command[i].as_str()) {
-                2
-            } else {
-                1
-            };
-        }
+        let i = subcommand_at(command);
         if command.get(i).is_none_or(|w| w != "commit") {
             continue;
         }
@@ -311,7 +290,7 @@ fn commit_no_verify(words: &[String]) -> bool {
             if word == "--" {
                 break;
             }
-            if LONG_VALUED.contains(&word.as_str()) {
+            if COMMIT_LONG_VALUED.contains(&word.as_str()) {
                 words.next();
                 continue;
             }
@@ -371,8 +350,9 @@ fn git_no_verify(words: &[String], needle: &str) -> bool {
         "notes",
         "help",
     ];
-    // Options whose value is the next word, across the commands that take the flag.
-    const VALUED: [&str; 21] = [
+    // Options whose value is the next word, across the commands that take the flag
+    // (beside commit's long ones).
+    const VALUED: [&str; 10] = [
         "-m",
         "-F",
         "-C",
@@ -381,30 +361,12 @@ fn git_no_verify(words: &[String], needle: &str) -> bool {
         "-s",
         "-X",
         "-o",
-        "--message",
-        "--file",
-        "--author",
-        "--date",
-        "--template",
-        "--reuse-message",
-        "--reedit-message",
-        "--fixup",
-        "--squash",
-        "--cleanup",
-        "--trailer",
         "--strategy",
         "--push-option",
     ];
     GIT_PROGRAMS.iter().any(|program| {
         commands_of(words, program).into_iter().any(|command| {
-            let mut i = 0;
-            while i < command.len() && command[i].starts_with('-') {
-                i += if GIT_VALUED.contains(&command[i].as_str()) {
-                    2
-                } else {
-                    1
-                };
-            }
+            let i = subcommand_at(command);
             if command
                 .get(i)
                 .is_some_and(|w| HOOKLESS.contains(&w.as_str()))
@@ -416,7 +378,7 @@ fn git_no_verify(words: &[String], needle: &str) -> bool {
                 if word == "--" {
                     return false;
                 }
-                if VALUED.contains(&word.as_str()) {
+                if VALUED.contains(&word.as_str()) || COMMIT_LONG_VALUED.contains(&word.as_str()) {
                     args.next();
                     continue;
                 }
@@ -429,6 +391,35 @@ fn git_no_verify(words: &[String], needle: &str) -> bool {
         })
     })
 }
+
+/// Where git's subcommand is among a git command's words: past git's own options
+/// (and the values of those that take the next word).
+fn subcommand_at(command: &[String]) -> usize {
+    let mut i = 0;
+    while i < command.len() && command[i].starts_with('-') {
+        i += if GIT_VALUED.contains(&command[i].as_str()) {
+            2
+        } else {
+            1
+        };
+    }
+    i
+}
+
+/// Commit's long options whose value may be the next word.
+const COMMIT_LONG_VALUED: [&str; 11] = [
+    "--message",
+    "--file",
+    "--author",
+    "--date",
+    "--template",
+    "--reuse-message",
+    "--reedit-message",
+    "--fixup",
+    "--squash",
+    "--cleanup",
+    "--trailer",
+];
 
 /// git's own options whose value is the next word.
 const GIT_VALUED: [&str; 7] = [
