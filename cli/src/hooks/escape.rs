@@ -206,6 +206,13 @@ fn shell_words(command: &str) -> Vec<String> {
                     return done;
                 }
             }
+            // A redirection ends the word before it (`--no-verify>/dev/null`, a
+            // breaker); `>&` and `<&` name a descriptor, not a new command.
+            '>' | '<' => {
+                end(&mut word, &mut in_word, &mut words);
+                chars.next_if(|&c| c == '&' || c == '>' || c == '|');
+                words.push(c.to_string());
+            }
             ';' | '&' | '|' | '\n' | '(' | ')' | '`' => {
                 end(&mut word, &mut in_word, &mut words);
                 words.push(c.to_string());
@@ -257,16 +264,41 @@ const BRACE_WORDS_MAX: usize = 64;
 
 /// The commands among `words` that run `program` (a word that is it, or a path
 /// ending in it): for each, the words after it up to the end of its command.
-fn commands_of<'a>(words: &'a [String], program: &str) -> Vec<&'a [String]> {
+/// A command substitution inside the command (`$(…)`, or backquotes when the
+/// command is not itself inside them) is one word of it and does not end it
+/// (a breaker: `git push origin $(git branch --show-current) --no-verify` hid the
+/// flag); the command inside is found as a command of its own.
+fn commands_of(words: &[String], program: &str) -> Vec<Vec<String>> {
     let mut found = Vec::new();
     for (at, word) in words.iter().enumerate() {
         if word.rsplit('/').next() == Some(program) {
-            let rest = &words[at + 1..];
-            let len = rest
-                .iter()
-                .position(|w| ends_command(w))
-                .unwrap_or(rest.len());
-            found.push(&rest[..len]);
+            // Inside backquotes itself: the next backquote closes it.
+            let inside_ticks = words[..at].iter().filter(|w| *w == "`").count() % 2 == 1;
+            let (mut depth, mut in_ticks) = (0usize, false);
+            let mut command = Vec::new();
+            for w in &words[at + 1..] {
+                match w.as_str() {
+                    // One word in its place: it may be an option's value.
+                    "(" if depth == 0 && !in_ticks => {
+                        depth = 1;
+                        command.push("$(…)".to_string());
+                    }
+                    "(" => depth += 1,
+                    ")" if depth > 0 => depth -= 1,
+                    "`" if !inside_ticks && depth == 0 => {
+                        in_ticks = !in_ticks;
+                        if in_ticks {
+                            command.push("`…`".to_string());
+                        }
+                    }
+                    _ if depth > 0 || in_ticks => {}
+                    w if ends_command(w) => break,
+                    // The `$` of a `$(`.
+                    "$" => {}
+                    _ => command.push(w.clone()),
+                }
+            }
+            found.push(command);
         }
     }
     found
@@ -281,7 +313,7 @@ fn commit_no_verify(words: &[String]) -> bool {
     // Commit's short options that take a value (in the same word, or the next).
     const VALUED: &str = "mFcCtSu";
     for command in commands_of(words, "git") {
-        let i = subcommand_at(command);
+        let i = subcommand_at(&command);
         if command.get(i).is_none_or(|w| w != "commit") {
             continue;
         }
@@ -323,8 +355,9 @@ fn commit_no_verify(words: &[String]) -> bool {
 /// breaker found each blocked). An unknown command may be an alias of `commit`,
 /// so it is looked into.
 fn git_no_verify(words: &[String], needle: &str) -> bool {
-    // Commands that run none of the guarded hooks and take no `--no-verify`.
-    const HOOKLESS: [&str; 24] = [
+    // Commands that run none of the guarded hooks (pre-commit, pre-push,
+    // pre-merge-commit, pre-applypatch), whatever their `--no-verify` skips.
+    const HOOKLESS: [&str; 36] = [
         "grep",
         "log",
         "show",
@@ -349,36 +382,33 @@ fn git_no_verify(words: &[String], needle: &str) -> bool {
         "ls-files",
         "notes",
         "help",
-    ];
-    // Options whose value is the next word, across the commands that take the flag
-    // (beside commit's long ones).
-    const VALUED: [&str; 10] = [
-        "-m",
-        "-F",
-        "-C",
-        "-c",
-        "-t",
-        "-s",
-        "-X",
-        "-o",
-        "--strategy",
-        "--push-option",
+        "rev-list",
+        "range-diff",
+        "rebase",
+        "cherry-pick",
+        "revert",
+        "shortlog",
+        "format-patch",
+        "clean",
+        "reflog",
+        "cat-file",
+        "ls-tree",
+        "submodule",
     ];
     GIT_PROGRAMS.iter().any(|program| {
         commands_of(words, program).into_iter().any(|command| {
-            let i = subcommand_at(command);
-            if command
-                .get(i)
-                .is_some_and(|w| HOOKLESS.contains(&w.as_str()))
-            {
+            let i = subcommand_at(&command);
+            let subcommand = command.get(i).map_or("", String::as_str);
+            if HOOKLESS.contains(&subcommand) {
                 return false;
             }
+            let valued = valued_options(subcommand);
             let mut args = command.iter().skip(i + 1);
             while let Some(word) = args.next() {
                 if word == "--" {
                     return false;
                 }
-                if VALUED.contains(&word.as_str()) || COMMIT_LONG_VALUED.contains(&word.as_str()) {
+                if valued.iter().any(|list| list.contains(&word.as_str())) {
                     args.next();
                     continue;
                 }
@@ -390,6 +420,46 @@ fn git_no_verify(words: &[String], needle: &str) -> bool {
             false
         })
     })
+}
+
+/// The options of git's `subcommand` whose value is the next word (so that a
+/// value spelt `--no-verify` is not taken for the flag). Options that take none
+/// (`commit -s`, `am -s`, `pull -t`) are not among them: the word after them is
+/// looked at (a breaker: `git commit -s --no-verify` went through when every
+/// command shared one list). An unknown command (an alias, say) skips nothing.
+fn valued_options(subcommand: &str) -> [&'static [&'static str]; 2] {
+    match subcommand {
+        "commit" => [&["-m", "-F", "-c", "-C", "-t"], &COMMIT_LONG_VALUED],
+        "push" => [
+            &["-o", "--push-option", "--repo", "--receive-pack", "--exec"],
+            &[],
+        ],
+        "merge" => [
+            &[
+                "-m",
+                "-F",
+                "-s",
+                "-X",
+                "--message",
+                "--file",
+                "--strategy",
+                "--strategy-option",
+            ],
+            &[],
+        ],
+        "pull" => [
+            &[
+                "-s",
+                "-X",
+                "--strategy",
+                "--strategy-option",
+                "--upload-pack",
+            ],
+            &[],
+        ],
+        "am" => [&["--patch-format", "--resolvemsg"], &[]],
+        _ => [&[], &[]],
+    }
 }
 
 /// Where git's subcommand is among a git command's words: past git's own options
@@ -551,6 +621,19 @@ mod tests {
             "git -C sub push --no-verify origin main",
             "git ci --no-verify -m x",
             "git commit -m x --no-verify -- a",
+            // After an option that takes no value, a substitution, a redirection
+            // (a breaker found each going through).
+            "git commit -s --no-verify -m fix",
+            "git commit -o --no-verify src/a.rs -m x",
+            "git am -s --no-verify x.patch",
+            "git pull -t --no-verify",
+            "git push origin $(git branch --show-current) --no-verify",
+            "git push origin `git branch --show-current` --no-verify",
+            "git commit -m $(date +%s) --no-verify",
+            "git commit -m wip --no-verify>/dev/null",
+            "git commit -m wip 2>&1 --no-verify",
+            "echo `git commit -n`",
+            "x=$(git commit --no-verify -m x)",
         ] {
             assert!(guard_escape(command).is_some(), "{command}");
         }
@@ -597,6 +680,11 @@ mod tests {
             "git grep --no-verify",
             "git stash push -m --no-verify",
             "git log --grep --no-verify",
+            "git rev-list --all --grep --no-verify",
+            "git range-diff --no-verify",
+            "git push -o --no-verify origin",
+            "git merge -s --no-verify",
+            "git commit -m \"$(git log -1 --format=%s)\" -- --no-verify",
         ] {
             assert_eq!(guard_escape(command), None, "{command}");
         }
