@@ -1415,8 +1415,9 @@ fn a_torn_record_above_the_sessions_claim_is_refused_as_its_own() {
 /// another session claimed the file (whose sweep removed the break) and let it go —
 /// refuses the session's next edit once, naming who came after it; the file is
 /// claimed for the session again, so the edit made again passes. A claim that ran
-/// out with nobody after it, and a first claim after another session's, pass at
-/// once (a breaker: the notice was lost once another session had claimed the file).
+/// out, or that another process of the session made anew, is told the same; a
+/// first claim after another session's passes at once (a breaker: the notice was
+/// lost once another session had claimed the file).
 #[test]
 fn an_edit_after_another_session_held_the_file_is_refused_once() {
     let repo = Repo::new();
@@ -1445,7 +1446,7 @@ fn an_edit_after_another_session_held_the_file_is_refused_once() {
     let said = assert_blocked(&edit("s1"));
     for part in [
         a.display().to_string(),
-        "ended without this session releasing it".to_string(),
+        "ended since this session last edited the file".to_string(),
         s2.clone(),
         format!("token {s2_token}"),
         "read ".to_string(),
@@ -1486,9 +1487,11 @@ fn an_edit_after_another_session_held_the_file_is_refused_once() {
     end_session(&repo, "s1");
     assert_eq!(tenure_notes(), 0);
     assert_allowed(&edit("s3"), "claude-code");
-    // A claim that ran out with nobody after it: the next edit passes.
-    let short = |session: &str| {
-        let payload = fixture("claude-code-Edit.json", session, &repo.root, "src/a.rs");
+    // A claim that ran out is told too: another session may have held the file
+    // through a claim of a directory above it (a breaker: silent), and the file's
+    // own records would not show it.
+    let short = |session: &str, path: &str| {
+        let payload = fixture("claude-code-Edit.json", session, &repo.root, path);
         let mut cmd = repo.scratch.bare_cmd(&repo.root);
         cmd.args(["hook", "claude-code", "--ttl", "200"])
             .write_stdin(payload)
@@ -1498,11 +1501,90 @@ fn an_edit_after_another_session_held_the_file_is_refused_once() {
             .env_remove("CLAUDE_CODE_SESSION_ID");
         cmd.output().unwrap()
     };
+    let run_out = || {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert_eq!(repo.claim_on(&a), None, "the claim ran out");
+    };
     end_session(&repo, "s3");
-    assert_allowed(&short("s4"), "claude-code");
-    std::thread::sleep(std::time::Duration::from_millis(600));
-    assert_eq!(repo.claim_on(&a), None, "the claim ran out");
-    assert_allowed(&short("s4"), "claude-code");
+    assert_allowed(&short("s4", "src/a.rs"), "claude-code");
+    run_out();
+    let cli = |args: &[&str]| {
+        let output = repo
+            .scratch
+            .bare_cmd(&repo.root)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+    };
+    cli(&[
+        "claim",
+        "--dir",
+        "src",
+        "--session",
+        "other",
+        "--ttl",
+        "60000",
+    ]);
+    cli(&["release", "--dir", "src", "--session", "other"]);
+    let said = assert_blocked(&short("s4", "src/a.rs"));
+    assert!(
+        said.contains("ended since this session last edited the file")
+            && said.contains("another session may have held the file meanwhile"),
+        "{said}"
+    );
+    assert!(!said.contains("  "), "single spaces: {said}");
+    assert_allowed(&short("s4", "src/a.rs"), "claude-code");
+    // Claimed anew by another process of the session (its MCP server, its `run`):
+    // the tenure the hook noted ended all the same (a breaker: silent).
+    run_out();
+    cli(&[
+        "claim",
+        "--file",
+        "src/a.rs",
+        "--session",
+        "claude-code:s4",
+        "--ttl",
+        "60000",
+    ]);
+    let said = assert_blocked(&short("s4", "src/a.rs"));
+    assert!(
+        said.contains("ended since this session last edited"),
+        "{said}"
+    );
+    assert_allowed(&short("s4", "src/a.rs"), "claude-code");
+    // The session's record torn since (emptied): no holder named from it (a
+    // breaker: an empty name and token 0).
+    end_session(&repo, "s4");
+    assert_allowed(&short("s5", "src/a.rs"), "claude-code");
+    run_out();
+    let key_dirs: Vec<_> = std::fs::read_dir(repo.root.join(".git/fencepost/claims"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("file-")
+        })
+        .collect();
+    for dir in key_dirs {
+        let newest = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('g') && n.ends_with(".json"))
+            .max_by_key(|n| n[1..n.len() - 5].parse::<u64>().unwrap())
+            .unwrap();
+        std::fs::write(dir.join(newest), "").unwrap();
+    }
+    let said = assert_blocked(&short("s5", "src/a.rs"));
+    assert!(
+        said.contains("another session may have held the file"),
+        "{said}"
+    );
+    assert!(!said.contains("token 0)") && !said.contains("  "), "{said}");
 }
 
 /// A session whose claim a human broke (`fencepost break --session`) is told so at

@@ -11,14 +11,15 @@
 //!
 //! ```text
 //! <root>/sessions/<session tag>/<32 hex digits>   one per other store; holds its path
-//! <root>/sessions/<session tag>/tenure-<key>      the session claimed the key here
+//! <root>/sessions/<session tag>/tenure-<key>      the token of the session's tenure of the key here
 //! ```
 //!
-//! A tenure note says that the session held a claim of the key in this store (the
-//! claim's own store): when the session claims the key again and finds that another
-//! holder's record came after its own, its claim ended without its knowing (broken,
-//! or expired and taken), and the hook tells the model to read the file again. Lost,
-//! that notice is not given; it never decides who holds what either.
+//! A tenure note keeps the token of the session's tenure of the key in this store
+//! (the claim's own store) as the agent hook last claimed or renewed it: a later
+//! claim through the hook that gets another token means the tenure ended in between
+//! without the hook's knowing (broken, run out, claimed anew), and the hook tells the
+//! model to read the file again. Lost, that notice is not given; it never decides
+//! who holds what either.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
@@ -143,33 +144,56 @@ impl FsStore {
         }
     }
 
-    /// Notes in this store that the session tagged `session` claimed `key` here (an
-    /// empty file, `sessions/<tag>/tenure-<key>`). Idempotent; never flushed.
+    /// Notes in this store that the session tagged `session` holds `key` here by
+    /// the tenure with fencing token `token` (`sessions/<tag>/tenure-<key>`, the
+    /// token in decimal), in place of any earlier note of the key. Never flushed. A
+    /// note is replaced by removing it and creating the new one (no rename: the
+    /// store's rule), so a crash between loses it, which only loses a notice.
     ///
     /// # Errors
     ///
     /// A [`BackendError`] with operation `note session tenure` when the directory or
-    /// the note cannot be created. Pinned by `tenure_notes_are_kept_per_key_and_forgotten`.
-    pub fn note_session_tenure(&self, session: &SessionTag, key: &Key) -> Result<(), BackendError> {
+    /// the note cannot be made or written. Pinned by
+    /// `tenure_notes_are_kept_per_key_and_forgotten`.
+    pub fn note_session_tenure(
+        &self,
+        session: &SessionTag,
+        key: &Key,
+        token: u64,
+    ) -> Result<(), BackendError> {
         let dir = self.session_dir(session)?;
         self.make_session_dir(&dir, "note session tenure")?;
         let note = dir.join(tenure_name(key));
+        let fail = |e: io::Error| BackendError::new("note session tenure", note.display(), e);
+        match fs::symlink_metadata(&note) {
+            Ok(meta) if meta.is_dir() => return Err(fail(io::ErrorKind::AlreadyExists.into())),
+            Ok(_) => fs::remove_file(&note).map_err(fail)?,
+            Err(_) => {}
+        }
         match OpenOptions::new().write(true).create_new(true).open(&note) {
-            Ok(_) => Ok(()),
+            Ok(mut file) => file.write_all(token.to_string().as_bytes()).map_err(fail),
+            // A sibling process of the session noted it meanwhile: the same tenure.
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-            Err(e) => Err(BackendError::new("note session tenure", note.display(), e)),
+            Err(e) => Err(fail(e)),
         }
     }
 
-    /// Whether [`FsStore::note_session_tenure`] noted `key` for the session tagged
-    /// `session` (and it was not forgotten since). A note that is not a regular file
-    /// is not one; an unreadable directory reads as none.
-    pub fn session_tenure_noted(&self, session: &SessionTag, key: &Key) -> bool {
-        let Ok(dir) = self.session_dir(session) else {
-            return false;
-        };
-        real_dirs(&dir).is_ok()
-            && fs::symlink_metadata(dir.join(tenure_name(key))).is_ok_and(|m| m.is_file())
+    /// The session's tenure note of `key` in this store: `None` when there is none,
+    /// `Some(None)` when there is one whose token cannot be read (not a regular
+    /// file, empty, not a number: a crash while it was written, or planted),
+    /// `Some(Some(token))` otherwise.
+    pub fn session_tenure(&self, session: &SessionTag, key: &Key) -> Option<Option<u64>> {
+        let dir = self.session_dir(session).ok()?;
+        real_dirs(&dir).ok()?;
+        let note = dir.join(tenure_name(key));
+        let meta = fs::symlink_metadata(&note).ok()?;
+        if !meta.is_file() {
+            return Some(None);
+        }
+        let mut text = String::new();
+        let read = fs::File::open(&note)
+            .and_then(|file| file.take(TOKEN_NOTE_MAX_BYTES).read_to_string(&mut text));
+        Some(read.ok().and_then(|_| text.trim().parse().ok()))
     }
 
     /// Removes the tenure notes of the session tagged `session` in this store, best
@@ -224,6 +248,9 @@ impl FsStore {
         Ok(self.root().join(SESSIONS_DIR).join(tag))
     }
 }
+
+/// The longest tenure note read: a token is at most 20 digits.
+const TOKEN_NOTE_MAX_BYTES: u64 = 32;
 
 /// How a tenure note's name begins.
 const TENURE_PREFIX: &str = "tenure-";

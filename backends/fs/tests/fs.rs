@@ -1266,12 +1266,17 @@ fn tenure_notes_are_kept_per_key_and_forgotten() {
     let other = fencepost::SessionTag::of("claude-code:s2");
     let a = Resource::lock("a").identity().unwrap().key;
     let b = Resource::lock("b").identity().unwrap().key;
-    assert!(!store.session_tenure_noted(&session, &a));
-    store.note_session_tenure(&session, &a).unwrap();
-    store.note_session_tenure(&session, &a).unwrap();
-    assert!(store.session_tenure_noted(&session, &a));
-    assert!(!store.session_tenure_noted(&session, &b));
-    assert!(!store.session_tenure_noted(&other, &a));
+    assert_eq!(store.session_tenure(&session, &a), None);
+    store.note_session_tenure(&session, &a, 7).unwrap();
+    assert_eq!(store.session_tenure(&session, &a), Some(Some(7)));
+    store.note_session_tenure(&session, &a, 12).unwrap();
+    assert_eq!(
+        store.session_tenure(&session, &a),
+        Some(Some(12)),
+        "replaced"
+    );
+    assert_eq!(store.session_tenure(&session, &b), None);
+    assert_eq!(store.session_tenure(&other, &a), None);
     let elsewhere = dir.path().join("b/.fencepost");
     store.note_session_store(&session, &elsewhere).unwrap();
     assert_eq!(
@@ -1279,8 +1284,13 @@ fn tenure_notes_are_kept_per_key_and_forgotten() {
         vec![elsewhere.clone()],
         "a tenure note names no store"
     );
+    // A note that cannot be read is a note of an unknown token.
+    let notes = store.root().join("sessions").join(session.as_str());
+    write_new(&notes.join(format!("tenure-{}", b.as_str())), b"x");
+    assert_eq!(store.session_tenure(&session, &b), Some(None));
     store.forget_session_tenures(&session);
-    assert!(!store.session_tenure_noted(&session, &a));
+    assert_eq!(store.session_tenure(&session, &a), None);
+    assert_eq!(store.session_tenure(&session, &b), None);
     assert_eq!(store.session_stores(&session).unwrap(), vec![elsewhere]);
 }
 

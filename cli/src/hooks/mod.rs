@@ -210,22 +210,29 @@ pub fn broken_reason(
     )
 }
 
-/// Why an edit is refused once when the session's earlier claim of the file ended
-/// without the session releasing it (its ttl ran out, or it was broken and the
-/// break is no longer the newest record) and another holder's claim came after it
-/// (`after`: the series' status as it was read before this claim, when it could
-/// be); the file is now claimed for the session again (`token`, until
-/// `expires_at_ms`). Pinned by
+/// Why an edit is refused once when the session's tenure of the file is another
+/// than the one its last hook claim of it noted: that tenure (`old_token`, when the
+/// note could be read) ended in between — its ttl ran out, it was broken and the
+/// break is no longer the newest record, or another process of the session claimed
+/// the file anew — and another holder may have had the file meanwhile (`after`: the
+/// holder whose record came after the session's, as the series' status read it
+/// before this claim, when it names one). The file is now claimed for the session
+/// again (`token`, until `expires_at_ms`). Pinned by
 /// `cli/tests/agent_hooks.rs::an_edit_after_another_session_held_the_file_is_refused_once`.
 pub fn ended_reason(
     path: &Path,
     tag: &str,
-    after: Option<&fencepost::StatusEntry>,
+    (old_token, after): (Option<u64>, Option<&fencepost::StatusEntry>),
     (token, expires_at_ms): (u64, u64),
 ) -> String {
     let shown = printable(&path.display().to_string());
-    let who = after.map_or_else(
-        || "another holder claimed the file after it".to_string(),
+    let old = old_token.map_or_else(String::new, |t| format!(", token {t}"));
+    let meanwhile = after.map_or_else(
+        || {
+            "another session may have held the file meanwhile (through a claim of a \
+             directory above it, say)"
+                .to_string()
+        },
         |entry| {
             format!(
                 "{} claimed the file after it (token {})",
@@ -235,10 +242,12 @@ pub fn ended_reason(
         },
     );
     format!(
-        "fencepost: this session's earlier claim of {shown} (session {}) ended without this \
-         session releasing it (its ttl ran out, or it was broken), and {who}, so the file may have changed since this session last read it. This edit was \
-         blocked so that it does not overwrite that work. The file is claimed for this session \
-         again (token {token}) until {}: read {shown} again, then make this edit again.",
+        "fencepost: this session's earlier claim of {shown} (session {}{old}) ended since this \
+         session last edited the file (its ttl ran out, it was broken, or it was claimed \
+         anew), and {meanwhile}, so the file may have changed since this session last read it. \
+         This edit was blocked so that it does not overwrite that work. The file is claimed \
+         for this session again (token {token}) until {}: read {shown} again, then make this \
+         edit again.",
         printable(tag),
         fencepost::utc_timestamp(expires_at_ms),
     )
@@ -414,8 +423,8 @@ fn edit(
         // the file was broken by someone (`fencepost break`), or ended and another
         // holder came after it, so the file may have been changed by another
         // session since the model last read it.
-        let noted = session::tenure_noted(&claimed_in, &resource, &session);
-        let prior = session::prior_claim(&store, &resource, &session, noted);
+        let noted = session::noted_tenure(&claimed_in, &resource, &session);
+        let prior = session::prior_claim(&store, &resource, &session, noted.is_some());
         match session::claim(
             &store,
             &elsewhere,
@@ -432,7 +441,13 @@ fn edit(
             } => {
                 // So that the session's end finds it (a submodule's store, say).
                 let noted_store = session::note_store(store_flag, &cwd, &claimed_in, &session);
-                session::note_tenure(&claimed_in, &resource, &session);
+                if noted != Some(Some(token)) {
+                    session::note_tenure(&claimed_in, &resource, &session, token);
+                }
+                // Another tenure than the one this session's last edit of the file
+                // noted: it ended in between (broken, run out, or claimed anew), and
+                // another session may have held the file meanwhile.
+                let changed = noted.is_some_and(|old| old != Some(token));
                 match prior {
                     session::Prior::Broken(old_token, note) => {
                         broken.push(broken_reason(
@@ -443,11 +458,15 @@ fn edit(
                         ));
                         continue;
                     }
-                    session::Prior::NotOurs(after) if noted => {
+                    _ if changed => {
+                        let after = match &prior {
+                            session::Prior::NotOurs(after) => after.as_deref(),
+                            _ => None,
+                        };
                         broken.push(ended_reason(
                             &location,
                             &session::tag(&session),
-                            after.as_deref(),
+                            (noted.flatten(), after),
                             (token, expires_at_ms),
                         ));
                         continue;
@@ -744,10 +763,16 @@ mod tests {
         let ended = ended_reason(
             Path::new("/repo/src/auth.rs"),
             "0ed754fc9054df0b",
-            Some(&after),
+            (Some(12), Some(&after)),
             (16, 1_796_135_405_000 + 30 * 60_000),
         );
-        for reason in [held, own, closed, broken, ended] {
+        let lapsed = ended_reason(
+            Path::new("/repo/src/auth.rs"),
+            "0ed754fc9054df0b",
+            (Some(12), None),
+            (16, 1_796_135_405_000 + 30 * 60_000),
+        );
+        for reason in [held, own, closed, broken, ended, lapsed] {
             assert!(
                 readme.contains(&reason),
                 "README lacks the reason:\n{reason}"

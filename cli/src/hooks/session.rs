@@ -97,9 +97,10 @@ pub enum Prior {
     /// The session's tenure broken (`fencepost break`, `break --session`): its
     /// token and the break's note.
     Broken(u64, fencepost::record::BreakNote),
-    /// Another holder's record, or none: if the session held the file before (a
-    /// tenure note says so), its claim ended and someone came after it. The status
-    /// entry of the series, when it could be read: who came after.
+    /// Another holder's record, or none. When the session held the file before (a
+    /// tenure note says so), its claim ended and someone came after it: the status
+    /// entry of the series, when it names a holder (not torn, not of a newer
+    /// format): who came after.
     NotOurs(Option<Box<fencepost::StatusEntry>>),
 }
 
@@ -114,7 +115,14 @@ pub fn prior_claim(store: &Store, resource: &Resource, session: &str, noted: boo
             let entry = noted
                 .then(|| store.status().ok())
                 .flatten()
-                .and_then(|entries| entries.into_iter().find(|e| Some(&e.key) == key.as_ref()));
+                .and_then(|entries| entries.into_iter().find(|e| Some(&e.key) == key.as_ref()))
+                .filter(|e| {
+                    !e.owner.is_empty()
+                        && !matches!(
+                            e.state,
+                            fencepost::ClaimState::Unreadable | fencepost::ClaimState::NewerFormat
+                        )
+                });
             Prior::NotOurs(entry.map(Box::new))
         }
         _ => Prior::Ours,
@@ -130,23 +138,21 @@ fn tenure_notes(claimed_in: &str) -> Option<fencepost_fs::FsStore> {
     fencepost_fs::FsStore::open_existing(claimed_in).ok()
 }
 
-/// Whether `session` noted a tenure of `resource` in the store at `claimed_in`
-/// ([`note_tenure`]).
-pub fn tenure_noted(claimed_in: &str, resource: &Resource, session: &str) -> bool {
-    let Ok(identity) = resource.identity() else {
-        return false;
-    };
-    tenure_notes(claimed_in)
-        .is_some_and(|store| store.session_tenure_noted(&SessionTag::of(session), &identity.key))
+/// The token of `session`'s tenure of `resource` as its last hook claim in the
+/// store at `claimed_in` noted it ([`note_tenure`]): `None` when none was noted,
+/// `Some(None)` when the note cannot be read.
+pub fn noted_tenure(claimed_in: &str, resource: &Resource, session: &str) -> Option<Option<u64>> {
+    let identity = resource.identity().ok()?;
+    tenure_notes(claimed_in)?.session_tenure(&SessionTag::of(session), &identity.key)
 }
 
-/// Notes that `session` holds `resource` in the store at `claimed_in`, so that a
-/// later claim of it that finds another holder's record after the session's own
-/// tells the model that its claim ended. Best effort: a note not made only loses
-/// that notice.
-pub fn note_tenure(claimed_in: &str, resource: &Resource, session: &str) {
+/// Notes that `session` holds `resource` in the store at `claimed_in` by the
+/// tenure with token `token`, so that a later hook claim that gets another token
+/// tells the model that the tenure ended in between. Best effort: a note not made
+/// only loses that notice.
+pub fn note_tenure(claimed_in: &str, resource: &Resource, session: &str, token: u64) {
     if let (Some(store), Ok(identity)) = (tenure_notes(claimed_in), resource.identity()) {
-        let _ = store.note_session_tenure(&SessionTag::of(session), &identity.key);
+        let _ = store.note_session_tenure(&SessionTag::of(session), &identity.key, token);
     }
 }
 
