@@ -858,6 +858,17 @@ fn break_session(ctx: &Context, args: &BreakArgs, session: &str) -> Result<ExitC
         (None, Err(error)) => return Err(Failure::from(error)),
         (tag, id) => tag.into_iter().chain(id.ok()).collect(),
     };
+    // An agent hook's session is `AGENT:ID`; a human knows the agent's own id (a new
+    // user: `break --session <uuid>` found nothing). Tried after the id as given.
+    let hook_tags = (!session.contains(':'))
+        .then(|| {
+            crate::args::AgentName::ALL
+                .map(|agent| fencepost::SessionTag::of(&format!("{}:{session}", agent.name())))
+        })
+        .into_iter()
+        .flatten()
+        .filter(|_| fencepost::check_session(session).is_ok());
+    let tags: Vec<fencepost::SessionTag> = tags.into_iter().chain(hook_tags).collect();
     let mut outcome = Err(Error::NotHeld {
         label: format!("session {}", printable(session)),
     });
@@ -871,7 +882,7 @@ fn break_session(ctx: &Context, args: &BreakArgs, session: &str) -> Result<ExitC
         Ok(broken) => broken,
         Err(Error::NotHeld { .. }) => {
             let message = format!(
-                "session {} holds no live lease in the store {}; nothing was broken (`fencepost status` shows each lease's session tag; a session's claims in another store are broken there, with --store)",
+                "session {} holds no live lease in the store {}; nothing was broken (`fencepost status` shows each lease's session tag; an agent hook's session id is AGENT:ID, such as claude-code:ID; a session's claims in another store are broken there, with --store)",
                 printable(session),
                 printable(&ctx.locator)
             );

@@ -544,7 +544,8 @@ fn parallel_claims_of_one_file_by_one_session_are_never_refused_by_the_session()
 
 /// `break --session` (an agent whose CLI crashed, so its session's end never ran):
 /// every live lease of the session in the store is broken — named by the tag
-/// `status` shows, or by the session id — and nothing of another session or
+/// `status` shows, by the session id, or by an agent hook's id without its
+/// `AGENT:` prefix — and nothing of another session or
 /// claimed without one; a second break finds nothing (exit 3, one line saying so).
 #[test]
 fn break_session_ends_every_claim_of_the_session_and_nothing_else() {
@@ -615,6 +616,24 @@ fn break_session_ends_every_claim_of_the_session_and_nothing_else() {
         .unwrap();
     assert_eq!(by_id.status.code(), Some(0), "{by_id:?}");
     assert!(!passes("c", c) && passes("d", d));
+
+    // An agent hook's session by the agent's own id, without its `AGENT:` prefix
+    // (a new user's try); the refusal of an id that holds nothing names the form.
+    let (e, _) = claimed("e", &["--session", "claude-code:0b7c-uuid"]);
+    let by_agent_id = s
+        .cmd()
+        .args([
+            "break",
+            "--session",
+            "0b7c-uuid",
+            "--reason",
+            "agent crashed",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(by_agent_id.status.code(), Some(0), "{by_agent_id:?}");
+    assert!(!passes("e", e) && passes("d", d));
+    assert!(one_line_stderr(&again).contains("AGENT:ID"), "{again:?}");
 
     // Neither a tag nor a session id: bad input, one line, exit 1.
     for bad in ["", " ", "a\u{7}b"] {

@@ -243,8 +243,8 @@ pub fn ended_reason(
     );
     format!(
         "fencepost: this session's earlier claim of {shown} (session {}{old}) ended since this \
-         session last edited the file (its ttl ran out, it was broken, or it was claimed \
-         anew), and {meanwhile}, so the file may have changed since this session last read it. \
+         session last edited the file (its ttl ran out, it was broken or released, or it was \
+         claimed anew), and {meanwhile}, so the file may have changed since this session last read it. \
          This edit was blocked so that it does not overwrite that work. The file is claimed \
          for this session again (token {token}) until {}: read {shown} again, then make this \
          edit again.",
@@ -751,7 +751,7 @@ mod tests {
             live: false,
             token: 14,
             generation: 15,
-            owner: "gemini-cli".into(),
+            owner: "gemini".into(),
             pid: 4242,
             host: "vm".into(),
             expires_at_ms: 0,
