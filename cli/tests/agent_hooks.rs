@@ -666,6 +666,37 @@ fn an_edit_of_a_hard_link_to_a_record_is_refused() {
     );
 }
 
+/// A shorter claim by another process of the session (its `fencepost claim`, its
+/// `run`) keeps the hook's longer end in both of the file's series — its path and
+/// its file id: when the shorter ttl has passed, the session still edits the file,
+/// and another session is still refused it through another hard link (a breaker:
+/// the file-id series was cut short, the session was refused its own file and the
+/// other session got it through the link).
+#[test]
+fn a_shorter_sibling_claim_keeps_the_sessions_end_in_every_series() {
+    let repo = Repo::new();
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+    let shorter = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args(["claim", "--file", "src/a.rs", "--session", "claude-code:s1"])
+        .args(["--ttl", "300"])
+        .output()
+        .unwrap();
+    assert!(shorter.status.success(), "{shorter:?}");
+    std::fs::hard_link(repo.root.join("src/a.rs"), repo.root.join("src/hl.rs")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let held = assert_blocked(&repo.edit("claude-code-Edit.json", "s2", "src/hl.rs"));
+    assert!(held.contains("another agent session"), "{held}");
+    assert_allowed(
+        &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
+        "claude-code",
+    );
+}
+
 /// A relative FENCEPOST_STORE names another store from each directory the agent
 /// `cd`s to, so two sessions could both hold a file: the hook blocks (fails
 /// closed) and says it must be absolute; an absolute one is used (a breaker: two

@@ -427,6 +427,7 @@ fn survey() {
         ("GROUP_TO_COME_IGNORED", &planted::GROUP_TO_COME_IGNORED),
         ("SIBLING_RENEWAL_IGNORED", &planted::SIBLING_RENEWAL_IGNORED),
         ("SIBLING_CLAIM_IGNORED", &planted::SIBLING_CLAIM_IGNORED),
+        ("OTHER_KEYS_CUT_SHORT", &planted::OTHER_KEYS_CUT_SHORT),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -554,6 +555,11 @@ fn catches_a_takeover_of_a_holder_whose_group_is_still_to_come() {
 #[test]
 fn catches_a_renewal_that_cuts_short_a_siblings_promise() {
     catches(&planted::SIBLING_RENEWAL_IGNORED, "session_sibling", 0);
+}
+
+#[test]
+fn catches_a_renewal_that_cuts_short_a_siblings_promise_in_the_file_id_series() {
+    catches(&planted::OTHER_KEYS_CUT_SHORT, "session_sibling_file", 0);
 }
 
 #[test]

@@ -383,6 +383,11 @@ pub mod planted {
     /// and re-enters: every process of the session then says it re-entered, and
     /// none releases the tenure at its end.
     pub static SIBLING_CLAIM_IGNORED: AtomicBool = AtomicBool::new(false);
+    /// A renewal through a sibling's handle keeps the sibling's later end in the
+    /// tenure's primary series only, and renews its other series (a file's file-id
+    /// series) with its own ttl: another hard link of the file is free to claim
+    /// while the session holds it.
+    pub static OTHER_KEYS_CUT_SHORT: AtomicBool = AtomicBool::new(false);
     /// A break through another hard link ends the tenure in the file's file-id
     /// series alone (not the path key of the link its holder claimed), and `check`
     /// and `resume` take the tenure's own tombstone there for no answer: its token

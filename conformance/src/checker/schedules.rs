@@ -698,6 +698,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::session_sibling,
     },
     Schedule {
+        name: "session_sibling_file",
+        about: "session_sibling for a file (two series: path and file id), the waiter claiming it through another hard link: the first process's renewals keep the sibling's end in every series",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::session_sibling_file,
+    },
+    Schedule {
         name: "dead_run_spawning",
         about: "a tied holder whose command's group is still to be named is SIGKILLed while its command runs; a tied waiter may take over only after the ttl",
         snapshot_listing: true,

@@ -73,7 +73,29 @@ pub(super) fn session_reentry(_: &Setup) -> Vec<Actor> {
 /// `SIBLING_RENEWAL_IGNORED`: the first process renews as if it had written the
 /// sibling's record, and the waiter takes over once it dies (found by a breaker).
 pub(super) fn session_sibling(_: &Setup) -> Vec<Actor> {
+    sibling_actors(lock(), lock())
+}
+
+/// As `session_sibling`, for an existing file, which a tenure holds in two series
+/// (its path and its file id), with the waiter claiming it through another hard
+/// link (another path key, the same file-id key). The first process's renewals
+/// must keep the sibling's later end in *every* series: one that kept it only in
+/// the path series cut the file-id series short to its own ttl, and the waiter
+/// got the file through the link while the session held it (found by a breaker;
+/// planted bug `OTHER_KEYS_CUT_SHORT`).
+pub(super) fn session_sibling_file(setup: &Setup) -> Vec<Actor> {
+    let file = setup.dir.join("sibling.rs");
+    let link = setup.dir.join("sibling-link.rs");
+    let _ = std::fs::write(&file, b"x");
+    let _ = std::fs::hard_link(&file, &link);
+    sibling_actors(Resource::file(&file), Resource::file(&link))
+}
+
+/// The actors of `session_sibling`: the session holds `held`, the waiter claims
+/// `waited` (the same resource, or another name of it).
+fn sibling_actors(held: Resource, waited: Resource) -> Vec<Actor> {
     let (running, probe) = local_processes(&[3, 4]);
+    let held_too = held.clone();
     let (first_probe, waiter_probe, table) = (probe(3), probe(4), Arc::clone(&running));
     // The end (true time) of what the sibling was promised, once it re-entered.
     let promised = Arc::new(Mutex::new(None::<u64>));
@@ -82,7 +104,7 @@ pub(super) fn session_sibling(_: &Setup) -> Vec<Actor> {
         Actor::new("s-first", move |ctx: &Ctx| {
             let ctx = ctx.with_store(ctx.store.clone().with_liveness(first_probe));
             let options = for_session(&ctx, Some("s"), 0).tied_to_process(true);
-            let Some(mut lease) = ctx.acquire_with(&lock(), &options) else {
+            let Some(mut lease) = ctx.acquire_with(&held, &options) else {
                 return;
             };
             if ctx.keep(&mut lease, 2) {
@@ -98,7 +120,7 @@ pub(super) fn session_sibling(_: &Setup) -> Vec<Actor> {
                 ttl_ms: 3 * TTL_MS,
                 ..for_session(ctx, Some("s"), 0)
             };
-            if let Some(lease) = ctx.acquire_with(&lock(), &options)
+            if let Some(lease) = ctx.acquire_with(&held_too, &options)
                 && lease.reentered()
             {
                 *promised.lock().unwrap_or_else(|e| e.into_inner()) = Some(began + 3 * TTL_MS);
@@ -110,7 +132,7 @@ pub(super) fn session_sibling(_: &Setup) -> Vec<Actor> {
             let ctx = ctx.with_store(ctx.store.clone().with_liveness(waiter_probe));
             ctx.sleep(TTL_MS / 3);
             let options = for_session(&ctx, Some("t"), 5 * TTL_MS).tied_to_process(true);
-            if let Some(lease) = ctx.acquire_with(&lock(), &options) {
+            if let Some(lease) = ctx.acquire_with(&waited, &options) {
                 let now = ctx.world.now();
                 let until = *judged.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(until) = until.filter(|until| now < *until) {

@@ -129,14 +129,23 @@ impl Store {
         lease: &Lease,
         evidence: &Option<ProcessEvidence>,
     ) -> Result<Vec<HeldKey>> {
+        // Each series as the primary: a renewal through a sibling's handle keeps
+        // the later end it finds, and carries no evidence, in every series of the
+        // tenure. Kept in the primary alone, it cut the file-id series short to
+        // this process's ttl, and another session claimed the file through another
+        // hard link while the session held it (found by a breaker; the checker's
+        // `session_sibling_file`, planted bug `OTHER_KEYS_CUT_SHORT`).
+        let siblings = lease.siblings;
+        #[cfg(feature = "planted-bugs")]
+        let siblings = siblings && !crate::planted::on(&crate::planted::OTHER_KEYS_CUT_SHORT);
         let renew = |h: &HeldKey| -> Result<HeldKey> {
-            let r = self.renew_tenure(
+            let (r, _) = self.renew_tenure_kept(
                 &h.key,
                 &lease.label,
-                h.token,
-                &lease.secret,
+                (h.token, &lease.secret),
                 lease.ttl_ms,
                 evidence.clone(),
+                (Some(h.generation), siblings),
             )?;
             Ok(HeldKey {
                 generation: r.generation,
