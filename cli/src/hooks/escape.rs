@@ -84,7 +84,7 @@ fn escape_within(command: &str, depth: usize) -> Option<&'static str> {
         let inner = match name {
             // `-c`, alone or among other short options (`bash -lc`, `sh -ec`: a
             // breaker; agents' shells run commands as `bash -lc`).
-            "sh" | "bash" | "zsh" | "dash" | "ksh" => cased
+            _ if SHELLS.contains(&name) => cased
                 .get(at + 1..)
                 .and_then(|rest| {
                     rest.iter()
@@ -96,7 +96,22 @@ fn escape_within(command: &str, depth: usize) -> Option<&'static str> {
                 })
                 .and_then(|i| cased.get(i))
                 .cloned(),
-            "eval" => Some(cased[at + 1..].join(" ")),
+            "eval" => Some(
+                cased[at + 1..]
+                    .iter()
+                    .map(|w| w.strip_prefix(OP).unwrap_or(w))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            // A command git runs for each submodule, or after each commit of a
+            // rebase (a breaker: `git submodule foreach 'git commit --no-verify'`
+            // and `git rebase --exec '…'` went through).
+            "foreach" => cased[at + 1..]
+                .iter()
+                .find(|w| !w.starts_with('-'))
+                .cloned(),
+            _ if word == "--exec" || word == "-x" => cased.get(at + 1).cloned(),
+            _ if word.starts_with("--exec=") => Some(word["--exec=".len()..].to_string()),
             _ => None,
         };
         if let Some(what) = inner.and_then(|inner| escape_within(&inner, depth - 1)) {
@@ -115,9 +130,29 @@ pub fn escape_reason(what: &str) -> String {
     )
 }
 
+/// The shells whose `-c` command, or here-document, is a command of its own.
+const SHELLS: [&str; 6] = ["sh", "bash", "zsh", "dash", "ksh", "fish"];
+
+/// What marks an operator among [`shell_words`]' words, so that a quoted `';'`
+/// (a word) is not taken for a `;` (a breaker: `git commit -m ';' --no-verify`).
+const OP: char = '\u{1}';
+
+/// The operator `c` as a word.
+fn op(c: char) -> String {
+    format!("{OP}{c}")
+}
+
+/// True when `word` is the operator `c`.
+fn is_op(word: &str, c: char) -> bool {
+    word.strip_prefix(OP)
+        .is_some_and(|rest| rest.len() == c.len_utf8() && rest.starts_with(c))
+}
+
 /// Words that end a command: what follows is another command.
 fn ends_command(word: &str) -> bool {
-    matches!(word, ";" | "&" | "|" | "\n" | "(" | ")" | "`")
+    [';', '&', '|', '\n', '(', ')', '`']
+        .iter()
+        .any(|&c| is_op(word, c))
 }
 
 /// `command` split into words as a POSIX shell splits them: on blanks outside
@@ -157,6 +192,16 @@ fn shell_words(command: &str) -> Vec<String> {
                     match c {
                         '"' => break,
                         '\\' => word.extend(chars.next()),
+                        // A command substitution is part of the quoted word, quotes
+                        // and here-documents inside it too (a breaker: Claude Code's
+                        // `-m "$(cat <<'EOF' … "head -n 5" … EOF )"` was split at
+                        // the inner quote, and `-n` taken for commit's).
+                        '$' if chars.peek() == Some(&'(') => {
+                            chars.next();
+                            word.push_str("$(");
+                            word.push_str(&substitution_text(&mut chars));
+                            word.push(')');
+                        }
                         c => word.push(c),
                     }
                 }
@@ -173,7 +218,7 @@ fn shell_words(command: &str) -> Vec<String> {
             // A comment, to the end of its line: an apostrophe in it opens no quote
             // (a breaker: `# it's fine` hid the next line's command).
             '#' if !in_word => while chars.next_if(|&c| c != '\n').is_some() {},
-            '<' if !in_word && chars.peek() == Some(&'<') => {
+            '<' if !in_word && chars.peek() == Some(&'<') && !shell_reads(&words) => {
                 // A here-document: its body, from the next line to its delimiter,
                 // is text, not commands (a breaker: "Don't" in a commit message
                 // opened a quote that hid `git push --no-verify` after it).
@@ -207,15 +252,22 @@ fn shell_words(command: &str) -> Vec<String> {
                 }
             }
             // A redirection ends the word before it (`--no-verify>/dev/null`, a
-            // breaker); `>&` and `<&` name a descriptor, not a new command.
+            // breaker); `>&`, `<&` and `&>` name a descriptor or both outputs, not
+            // a new command.
             '>' | '<' => {
                 end(&mut word, &mut in_word, &mut words);
                 chars.next_if(|&c| c == '&' || c == '>' || c == '|');
-                words.push(c.to_string());
+                words.push(op('>'));
+            }
+            '&' if chars.peek() == Some(&'>') => {
+                end(&mut word, &mut in_word, &mut words);
+                chars.next();
+                chars.next_if_eq(&'>');
+                words.push(op('>'));
             }
             ';' | '&' | '|' | '\n' | '(' | ')' | '`' => {
                 end(&mut word, &mut in_word, &mut words);
-                words.push(c.to_string());
+                words.push(op(c));
             }
             c if c.is_whitespace() => end(&mut word, &mut in_word, &mut words),
             c => {
@@ -229,6 +281,97 @@ fn shell_words(command: &str) -> Vec<String> {
     // and an empty word (a breaker's spelling). Quoted braces are expanded too,
     // which at worst blocks a quoted message spelling an escape in braces.
     words.into_iter().flat_map(braces_expanded).collect()
+}
+
+/// True when the command being split (the words since the last operator) runs a
+/// shell, whose here-document is its script: commands, not text (a breaker:
+/// `bash <<'EOF'` with `git commit --no-verify` in its body went through).
+fn shell_reads(words: &[String]) -> bool {
+    words
+        .iter()
+        .rev()
+        .take_while(|w| !ends_command(w))
+        .last()
+        .is_some_and(|first| SHELLS.contains(&first.rsplit('/').next().unwrap_or(first)))
+}
+
+/// The text of a command substitution inside double quotes, after its `$(`, up to
+/// its closing `)` (consumed, not returned): nested parentheses, quotes and
+/// here-document bodies are taken whole, so a quote or parenthesis in them closes
+/// nothing.
+fn substitution_text(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> String {
+    let mut text = String::new();
+    let mut depth = 1usize;
+    while let Some(c) = chars.next() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+            '\'' => {
+                text.push(c);
+                for c in chars.by_ref() {
+                    text.push(c);
+                    if c == '\'' {
+                        break;
+                    }
+                }
+                continue;
+            }
+            '"' => {
+                text.push(c);
+                while let Some(c) = chars.next() {
+                    text.push(c);
+                    match c {
+                        '\\' => text.extend(chars.next()),
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+                continue;
+            }
+            '\\' => {
+                text.push(c);
+                text.extend(chars.next());
+                continue;
+            }
+            '<' if chars.peek() == Some(&'<') => {
+                // A here-document: its delimiter line, then its body to the line
+                // that is the delimiter.
+                let mut line = String::from("<");
+                while let Some(c) = chars.next_if(|&c| c != '\n') {
+                    line.push(c);
+                }
+                let delimiter = line
+                    .trim_start_matches(['<', '-'])
+                    .split_whitespace()
+                    .next()
+                    .map(|d| d.trim_matches(['\'', '"']).to_string())
+                    .unwrap_or_default();
+                text.push_str(&line);
+                while let Some(c) = chars.next() {
+                    text.push(c);
+                    if c == '\n' {
+                        let mut body = String::new();
+                        while let Some(c) = chars.next_if(|&c| c != '\n') {
+                            body.push(c);
+                        }
+                        text.push_str(&body);
+                        if delimiter.is_empty() || body.trim() == delimiter {
+                            break;
+                        }
+                    }
+                }
+                continue;
+            }
+            _ => {}
+        }
+        text.push(c);
+    }
+    text
 }
 
 /// The words a shell's brace expansion makes of `word` (`a{b,c}d`: `abd`, `acd`),
@@ -273,19 +416,19 @@ fn commands_of(words: &[String], program: &str) -> Vec<Vec<String>> {
     for (at, word) in words.iter().enumerate() {
         if word.rsplit('/').next() == Some(program) {
             // Inside backquotes itself: the next backquote closes it.
-            let inside_ticks = words[..at].iter().filter(|w| *w == "`").count() % 2 == 1;
+            let inside_ticks = words[..at].iter().filter(|w| is_op(w, '`')).count() % 2 == 1;
             let (mut depth, mut in_ticks) = (0usize, false);
             let mut command = Vec::new();
             for w in &words[at + 1..] {
                 match w.as_str() {
                     // One word in its place: it may be an option's value.
-                    "(" if depth == 0 && !in_ticks => {
+                    w if is_op(w, '(') && depth == 0 && !in_ticks => {
                         depth = 1;
                         command.push("$(…)".to_string());
                     }
-                    "(" => depth += 1,
-                    ")" if depth > 0 => depth -= 1,
-                    "`" if !inside_ticks && depth == 0 => {
+                    w if is_op(w, '(') => depth += 1,
+                    w if is_op(w, ')') && depth > 0 => depth -= 1,
+                    w if is_op(w, '`') && !inside_ticks && depth == 0 => {
                         in_ticks = !in_ticks;
                         if in_ticks {
                             command.push("`…`".to_string());
@@ -634,6 +777,18 @@ mod tests {
             "git commit -m wip 2>&1 --no-verify",
             "echo `git commit -n`",
             "x=$(git commit --no-verify -m x)",
+            // A breaker's second round.
+            "bash <<'EOF'\ngit commit -am wip --no-verify\nEOF",
+            "sh -s <<EOF\ngit push --no-verify\nEOF",
+            "git submodule foreach 'git commit -am bump --no-verify'",
+            "git submodule foreach --recursive 'git commit -n -m x'",
+            "git rebase -i --exec 'git commit --amend --no-edit --no-verify' HEAD~3",
+            "git rebase -x 'git commit --amend -n' HEAD~2",
+            "git commit -m wip &>/dev/null --no-verify",
+            "git commit -m ';' --no-verify",
+            "git commit -m '|' -n",
+            "fish -c 'git commit --no-verify -m x'",
+            "git commit -m \"$(cat <<'EOF'\nSupport the 27\" display\nEOF\n)\" --no-verify",
         ] {
             assert!(guard_escape(command).is_some(), "{command}");
         }
@@ -685,6 +840,10 @@ mod tests {
             "git push -o --no-verify origin",
             "git merge -s --no-verify",
             "git commit -m \"$(git log -1 --format=%s)\" -- --no-verify",
+            // Claude Code's usual commit message (a breaker: blocked as `-n`).
+            "git commit -m \"$(cat <<'EOF'\nReplace \"head -n 5\" with a limit option\nEOF\n)\"",
+            "git commit -m \"$(cat <<'EOF'\nUse grep -rn and git push --no-verify in docs (ls -lan)\nEOF\n)\"",
+            "cat <<'EOF' | python3\nprint(\"git commit --no-verify\")\nEOF",
         ] {
             assert_eq!(guard_escape(command), None, "{command}");
         }
