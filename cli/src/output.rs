@@ -252,14 +252,26 @@ pub fn resource_name(kind: &str, label: &str) -> String {
 
 /// `text` with control characters escaped (`\u{1b}`): labels and owners come from
 /// records anyone could have written, and must not drive the reader's terminal
-/// (breaker trial: an owner with ANSI escapes was printed raw).
+/// (breaker trial: an owner with ANSI escapes was printed raw). So are the line and
+/// paragraph separators and the bidirectional controls, which break a one-line
+/// message or reorder what it shows (a breaker: an owner `ci\u{2028}bot` split a
+/// hook's refusal in two). Pinned by `output::tests::printable_escapes_what_breaks_a_line`.
 pub fn printable(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
+    let unsafe_char = |c: char| {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+            )
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c)
+    };
+    if !text.chars().any(unsafe_char) {
         return text.to_string();
     }
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            if unsafe_char(c) {
                 c.escape_unicode().to_string()
             } else {
                 c.to_string()
@@ -875,6 +887,27 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printable_escapes_what_breaks_a_line() {
+        assert_eq!(printable("src/a.rs"), "src/a.rs");
+        assert_eq!(printable("Straße ✓"), "Straße ✓");
+        for bad in [
+            "\n",
+            "\u{1b}",
+            "\u{2028}",
+            "\u{2029}",
+            "\u{202e}",
+            "\u{2067}",
+            "\u{200f}",
+        ] {
+            let shown = printable(&format!("ci{bad}bot"));
+            assert!(
+                shown.starts_with("ci\\u{") && shown.ends_with("}bot"),
+                "{shown}"
+            );
+        }
+    }
 
     /// A status row as the core reports it.
     fn row(resource: &str, owner: &str, session: Option<&str>, pid: u32) -> StatusEntry {
