@@ -893,13 +893,7 @@ mod tests {
         assert_eq!(printable("src/a.rs"), "src/a.rs");
         assert_eq!(printable("Straße ✓"), "Straße ✓");
         for bad in [
-            "\n",
-            "\u{1b}",
-            "\u{2028}",
-            "\u{2029}",
-            "\u{202e}",
-            "\u{2067}",
-            "\u{200f}",
+            "\n", "\u{1b}", "\u{2028}", "\u{2029}", "\u{202e}", "\u{2067}", "\u{200f}",
         ] {
             let shown = printable(&format!("ci{bad}bot"));
             assert!(

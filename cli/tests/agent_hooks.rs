@@ -1512,8 +1512,8 @@ fn an_edit_after_another_session_held_the_file_is_refused_once() {
     };
     assert_eq!(
         tenure_notes(),
-        1,
-        "s1's note (s2's was forgotten at its end)"
+        2,
+        "s1's notes, by the path and by the file id (s2's were forgotten at its end)"
     );
     end_session(&repo, "s1");
     assert_eq!(tenure_notes(), 0);
@@ -1616,6 +1616,36 @@ fn an_edit_after_another_session_held_the_file_is_refused_once() {
         "{said}"
     );
     assert!(!said.contains("token 0)") && !said.contains("  "), "{said}");
+    assert_allowed(&short("s5", "src/a.rs"), "claude-code");
+    // Renamed after the claim ran out, then held by another session under the new
+    // name: found by the file's own series (a breaker: the note was kept under the
+    // path alone).
+    run_out();
+    std::fs::rename(&a, repo.root.join("src/b.rs")).unwrap();
+    assert_allowed(&short("s6", "src/b.rs"), "claude-code");
+    end_session(&repo, "s6");
+    let said = assert_blocked(&short("s5", "src/b.rs"));
+    assert!(
+        said.contains("ended since this session last edited"),
+        "{said}"
+    );
+    assert_allowed(&short("s5", "src/b.rs"), "claude-code");
+    // A note that cannot be replaced (a directory planted in its place) tells
+    // nothing, and never refuses every edit (a breaker: it did).
+    for note in std::fs::read_dir(&sessions)
+        .unwrap()
+        .flatten()
+        .flat_map(|dir| std::fs::read_dir(dir.path()).unwrap().flatten())
+        .filter(|note| note.file_name().to_string_lossy().starts_with("tenure-"))
+    {
+        std::fs::remove_file(note.path()).unwrap();
+        std::fs::create_dir(note.path()).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(repo.claim_on(&repo.root.join("src/b.rs")), None, "ran out");
+    for _ in 0..2 {
+        assert_allowed(&short("s5", "src/b.rs"), "claude-code");
+    }
 }
 
 /// A session whose claim a human broke (`fencepost break --session`) is told so at

@@ -423,8 +423,8 @@ fn edit(
         // the file was broken by someone (`fencepost break`), or ended and another
         // holder came after it, so the file may have been changed by another
         // session since the model last read it.
-        let noted = session::noted_tenure(&claimed_in, &resource, &session);
-        let prior = session::prior_claim(&store, &resource, &session, noted.is_some());
+        let noted = session::noted_tenures(&claimed_in, &resource, &session);
+        let prior = session::prior_claim(&store, &resource, &session, !noted.is_empty());
         match session::claim(
             &store,
             &elsewhere,
@@ -441,13 +441,18 @@ fn edit(
             } => {
                 // So that the session's end finds it (a submodule's store, say).
                 let noted_store = session::note_store(store_flag, &cwd, &claimed_in, &session);
-                if noted != Some(Some(token)) {
-                    session::note_tenure(&claimed_in, &resource, &session, token);
-                }
+                session::note_tenure(&claimed_in, &resource, &session, token);
                 // Another tenure than the one this session's last edit of the file
-                // noted: it ended in between (broken, run out, or claimed anew), and
-                // another session may have held the file meanwhile.
-                let changed = noted.is_some_and(|old| old != Some(token));
+                // noted: it ended in between (broken, run out, released or claimed
+                // anew), and another session may have held the file meanwhile. A
+                // note that cannot be read tells nothing (tokens start at 1): told,
+                // a note that cannot be replaced either would refuse every edit (a
+                // breaker planted a directory in its place).
+                let old_token = noted
+                    .iter()
+                    .flatten()
+                    .copied()
+                    .find(|&old| old != token && old != 0);
                 match prior {
                     session::Prior::Broken(old_token, note) => {
                         broken.push(broken_reason(
@@ -458,7 +463,7 @@ fn edit(
                         ));
                         continue;
                     }
-                    _ if changed => {
+                    _ if old_token.is_some() => {
                         let after = match &prior {
                             session::Prior::NotOurs(after) => after.as_deref(),
                             _ => None,
@@ -466,7 +471,7 @@ fn edit(
                         broken.push(ended_reason(
                             &location,
                             &session::tag(&session),
-                            (noted.flatten(), after),
+                            (old_token, after),
                             (token, expires_at_ms),
                         ));
                         continue;

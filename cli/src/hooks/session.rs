@@ -138,21 +138,44 @@ fn tenure_notes(claimed_in: &str) -> Option<fencepost_fs::FsStore> {
     fencepost_fs::FsStore::open_existing(claimed_in).ok()
 }
 
-/// The token of `session`'s tenure of `resource` as its last hook claim in the
-/// store at `claimed_in` noted it ([`note_tenure`]): `None` when none was noted,
-/// `Some(None)` when the note cannot be read.
-pub fn noted_tenure(claimed_in: &str, resource: &Resource, session: &str) -> Option<Option<u64>> {
-    let identity = resource.identity().ok()?;
-    tenure_notes(claimed_in)?.session_tenure(&SessionTag::of(session), &identity.key)
+/// The series a hook's tenure note of `resource` is kept under: its key, and an
+/// existing file's file-id key too (a file renamed after its claim ran out is
+/// found by its file id: a breaker).
+fn noted_keys(resource: &Resource) -> Vec<fencepost::Key> {
+    resource
+        .identity()
+        .map(|identity| identity.file_id.into_iter().chain([identity.key]).collect())
+        .unwrap_or_default()
+}
+
+/// The tokens `session`'s last hook claims of `resource` in the store at
+/// `claimed_in` noted ([`note_tenure`]), one per series noted: `None` for a note
+/// that cannot be read. Empty when none was noted.
+pub fn noted_tenures(claimed_in: &str, resource: &Resource, session: &str) -> Vec<Option<u64>> {
+    let Some(store) = tenure_notes(claimed_in) else {
+        return Vec::new();
+    };
+    let tag = SessionTag::of(session);
+    noted_keys(resource)
+        .iter()
+        .filter_map(|key| store.session_tenure(&tag, key))
+        .collect()
 }
 
 /// Notes that `session` holds `resource` in the store at `claimed_in` by the
-/// tenure with token `token`, so that a later hook claim that gets another token
-/// tells the model that the tenure ended in between. Best effort: a note not made
-/// only loses that notice.
+/// tenure with token `token`, under each of its series ([`noted_keys`]) whose note
+/// says otherwise, so that a later hook claim that gets another token tells the
+/// model that the tenure ended in between. Best effort: a note not made only loses
+/// that notice.
 pub fn note_tenure(claimed_in: &str, resource: &Resource, session: &str, token: u64) {
-    if let (Some(store), Ok(identity)) = (tenure_notes(claimed_in), resource.identity()) {
-        let _ = store.note_session_tenure(&SessionTag::of(session), &identity.key, token);
+    let Some(store) = tenure_notes(claimed_in) else {
+        return;
+    };
+    let tag = SessionTag::of(session);
+    for key in noted_keys(resource) {
+        if store.session_tenure(&tag, &key) != Some(Some(token)) {
+            let _ = store.note_session_tenure(&tag, &key, token);
+        }
     }
 }
 
