@@ -78,7 +78,8 @@ pub(super) fn session_sibling(_: &Setup) -> Vec<Actor> {
 
 /// As `session_sibling`, for an existing file, which a tenure holds in two series
 /// (its path and its file id), with the waiter claiming it through another hard
-/// link (another path key, the same file-id key). The first process's renewals
+/// link (another path key, the same file-id key; where the filesystem gives no
+/// file id, by its own path). The first process's renewals
 /// must keep the sibling's later end in *every* series: one that kept it only in
 /// the path series cut the file-id series short to its own ttl, and the waiter
 /// got the file through the link while the session held it (found by a breaker;
@@ -88,7 +89,17 @@ pub(super) fn session_sibling_file(setup: &Setup) -> Vec<Actor> {
     let link = setup.dir.join("sibling-link.rs");
     let _ = std::fs::write(&file, b"x");
     let _ = std::fs::hard_link(&file, &link);
-    sibling_actors(Resource::file(&file), Resource::file(&link))
+    // Where the filesystem gives no file id (Wine), the two links are two
+    // resources: the waiter then claims the file itself, by its path.
+    let file_id = |path: &std::path::Path| {
+        Resource::file(path)
+            .identity()
+            .ok()
+            .and_then(|identity| identity.file_id)
+    };
+    let shared_id = file_id(&file).is_some() && file_id(&file) == file_id(&link);
+    let waited = Resource::file(if shared_id { &link } else { &file });
+    sibling_actors(Resource::file(&file), waited)
 }
 
 /// The actors of `session_sibling`: the session holds `held`, the waiter claims
