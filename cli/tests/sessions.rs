@@ -706,3 +706,84 @@ fn a_sessions_renewal_reports_the_ttl_it_kept() {
         assert!(span > 50_000, "the promised end was kept: {json}");
     }
 }
+
+/// A file replaced after a session claimed it (an editor's save: a new file
+/// renamed over it, so a new file id), then claimed again by the session with a
+/// shorter ttl: the new file id is held as long as the session's claim, so another
+/// session is refused the file through a hard link of it until then (a breaker:
+/// the new file id got only the short ttl, and the other session got the file).
+#[cfg(unix)]
+#[test]
+fn a_replaced_file_reclaimed_shorter_keeps_the_sessions_end() {
+    let s = Scratch::new();
+    let dir = s.path().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("f.txt");
+    std::fs::write(&file, "hi").unwrap();
+    let claim = |path: &std::path::Path, session: &str, ttl: &str| {
+        s.cmd()
+            .args(["claim", "--file"])
+            .arg(path)
+            .args(["--session", session, "--ttl", ttl])
+            .output()
+            .unwrap()
+    };
+    let first = claim(&file, "S", "1800000");
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    std::fs::write(dir.join("f.tmp"), "new").unwrap();
+    std::fs::rename(dir.join("f.tmp"), &file).unwrap();
+    let again = claim(&file, "S", "300");
+    assert_eq!(again.status.code(), Some(0), "{again:?}");
+    std::fs::hard_link(&file, dir.join("hl.txt")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let other = claim(&dir.join("hl.txt"), "T", "60000");
+    assert_eq!(
+        other.status.code(),
+        Some(3),
+        "another session got the file through a link while S held it: {other:?}"
+    );
+    let own = claim(&file, "S", "60000");
+    assert_eq!(
+        own.status.code(),
+        Some(0),
+        "S refused its own file: {own:?}"
+    );
+}
+
+/// A file replaced after a session claimed it, then claimed by another session
+/// through a hard link of the new file before the first session claimed it again
+/// (its claim had not taken the new file in): the first session is refused naming
+/// the other holder and the link, not its own claim (a breaker: it was told its
+/// own session held the file, and the hook sent the model to have it broken).
+#[cfg(unix)]
+#[test]
+fn a_session_blocked_through_another_link_is_told_who_holds_it() {
+    let s = Scratch::new();
+    let dir = s.path().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("f.txt");
+    std::fs::write(&file, "hi").unwrap();
+    let claim = |path: &std::path::Path, session: &str| {
+        s.cmd()
+            .args(["claim", "--file"])
+            .arg(path)
+            .args(["--session", session, "--ttl", "600000"])
+            .output()
+            .unwrap()
+    };
+    assert_eq!(claim(&file, "S").status.code(), Some(0));
+    std::fs::write(dir.join("f.tmp"), "new").unwrap();
+    std::fs::rename(dir.join("f.tmp"), &file).unwrap();
+    std::fs::hard_link(&file, dir.join("hl.txt")).unwrap();
+    assert_eq!(claim(&dir.join("hl.txt"), "T").status.code(), Some(0));
+    let refused = claim(&file, "S");
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    let said = one_line_stderr(&refused);
+    let s_tag = fencepost::SessionTag::of("S");
+    let t_tag = fencepost::SessionTag::of("T");
+    assert!(
+        said.contains("hl.txt") && said.contains(t_tag.as_str()),
+        "{said}"
+    );
+    assert!(!said.contains(s_tag.as_str()), "{said}");
+}

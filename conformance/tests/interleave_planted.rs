@@ -138,8 +138,10 @@ fn catches_a_give_back_over_a_siblings_renewal() {
     catches_within(
         &planted::GIVE_BACK_OVER_RENEWAL,
         "session_file_reentry",
-        1314,
-        1400,
+        // Moved from 1314 when an adoption of a file id began to read the primary
+        // series (one step more on that path).
+        1869,
+        1900,
     );
 }
 
@@ -428,6 +430,8 @@ fn survey() {
         ("SIBLING_RENEWAL_IGNORED", &planted::SIBLING_RENEWAL_IGNORED),
         ("SIBLING_CLAIM_IGNORED", &planted::SIBLING_CLAIM_IGNORED),
         ("OTHER_KEYS_CUT_SHORT", &planted::OTHER_KEYS_CUT_SHORT),
+        ("ADOPTED_KEY_CUT_SHORT", &planted::ADOPTED_KEY_CUT_SHORT),
+        ("LEASE_END_FROM_PRIMARY", &planted::LEASE_END_FROM_PRIMARY),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -560,6 +564,20 @@ fn catches_a_renewal_that_cuts_short_a_siblings_promise() {
 #[test]
 fn catches_a_renewal_that_cuts_short_a_siblings_promise_in_the_file_id_series() {
     catches(&planted::OTHER_KEYS_CUT_SHORT, "session_sibling_file", 0);
+}
+
+#[test]
+fn catches_an_adopted_file_id_that_cuts_short_a_siblings_promise() {
+    catches(
+        &planted::ADOPTED_KEY_CUT_SHORT,
+        "session_sibling_replaced",
+        0,
+    );
+}
+
+#[test]
+fn catches_a_lease_that_reports_its_primary_keys_later_end() {
+    catches(&planted::LEASE_END_FROM_PRIMARY, "session_file_reentry", 0);
 }
 
 #[test]

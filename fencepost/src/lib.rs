@@ -388,6 +388,12 @@ pub mod planted {
     /// series) with its own ttl: another hard link of the file is free to claim
     /// while the session holds it.
     pub static OTHER_KEYS_CUT_SHORT: AtomicBool = AtomicBool::new(false);
+    /// A file id adopted by a renewal through a sibling's handle (the file was
+    /// replaced) gets this process's ttl, not the tenure's later end.
+    pub static ADOPTED_KEY_CUT_SHORT: AtomicBool = AtomicBool::new(false);
+    /// A renewal, or an acquisition, of several keys reports the primary key's end
+    /// as the lease's, though another key's record, written earlier, ends sooner.
+    pub static LEASE_END_FROM_PRIMARY: AtomicBool = AtomicBool::new(false);
     /// A break through another hard link ends the tenure in the file's file-id
     /// series alone (not the path key of the link its holder claimed), and `check`
     /// and `resume` take the tenure's own tombstone there for no answer: its token

@@ -416,3 +416,82 @@ fn a_slow_renewal_from_a_stale_record_is_judged_against_the_newest() {
         assert!(lease.expires_at_ms() > clock.wall_ms());
     }
 }
+
+/// A file lease is held in two series (its path and its file id), renewed one after
+/// the other; a renewal that stalls between them must report the earlier end, so
+/// that a holder working until the end it was told still holds every series (a
+/// breaker: the later, primary end was reported, and another session got the file
+/// through a hard link before it). The same for the acquisition.
+#[test]
+fn a_file_lease_reports_the_earliest_end_of_its_series() {
+    let clock = fencepost::ManualClock::new(1_800_000_000_000);
+    let dir = std::env::temp_dir().join(format!(
+        "fencepost-faults-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("f.rs");
+    std::fs::write(&file, "x").unwrap();
+    let resource = Resource::file(&file);
+    let identity = resource.identity().unwrap();
+    let primary = identity.key.clone();
+    let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (stalling, arming) = (clock.clone(), armed.clone());
+    let backend = Hooked {
+        before_create: std::sync::Arc::new(Box::new(move |_, key, _, _| {
+            // The file id's create stalls 3 s (its record already stamped), once per
+            // operation armed: the primary's record, stamped after it, ends later.
+            if *key != primary && arming.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                stalling.advance_ms(3_000);
+            }
+        })),
+        ..Hooked::new(MemoryStore::new())
+    };
+    let store = Store::with_clock(backend, clock.clone());
+    let newest_end = |store: &Store, key: &fencepost::Key| {
+        let g = *store
+            .backend()
+            .generations(key)
+            .unwrap()
+            .iter()
+            .max()
+            .unwrap();
+        let bytes = store.backend().read(key, g).unwrap().unwrap();
+        match fencepost::record::decode(&bytes, key.as_str(), g) {
+            fencepost::record::Decoded::Record(r) => r.expires_at_ms,
+            other => panic!("{other:?}"),
+        }
+    };
+    let mut lease = store
+        .acquire(&resource, &AcquireOptions::new(10_000).owner("s"))
+        .unwrap();
+    let ends = |store: &Store, lease: &fencepost::Lease| {
+        lease
+            .keys()
+            .map(|key| newest_end(store, key))
+            .min()
+            .unwrap()
+    };
+    if identity.file_id.is_some() {
+        assert_eq!(lease.keys().count(), 2, "a path and a file id");
+    }
+    assert!(
+        lease.expires_at_ms() <= ends(&store, &lease),
+        "acquire reported {} past a series' end {}",
+        lease.expires_at_ms(),
+        ends(&store, &lease)
+    );
+    armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    store.renew(&mut lease).unwrap();
+    assert!(
+        lease.expires_at_ms() <= ends(&store, &lease),
+        "renew reported {} past a series' end {}",
+        lease.expires_at_ms(),
+        ends(&store, &lease)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -711,6 +711,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::session_sibling_file,
     },
     Schedule {
+        name: "session_sibling_replaced",
+        about: "session_sibling_file with the file replaced (a new file id) before the sibling re-enters, the waiter claiming a hard link of the new file: adopting the new file id keeps the sibling's end",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::session_sibling_replaced,
+    },
+    Schedule {
         name: "dead_run_spawning",
         about: "a tied holder whose command's group is still to be named is SIGKILLed while its command runs; a tied waiter may take over only after the ttl",
         snapshot_listing: true,

@@ -1020,6 +1020,20 @@ impl World {
         let now = self.now();
         let (end, uncut) = self.promise(lease);
         let mut violations = Vec::new();
+        // The **reported-end oracle**: the end the lease reports is no later than
+        // its records promise, the earliest over its keys (judged while the wall
+        // clock never stepped, when wall and true time agree): a holder that works
+        // until the end it was told must hold every key until then (a breaker: a
+        // renewal that stalled between a file's keys reported the later one).
+        if lock(&self.wall_steps).is_empty() && uncut > 0 && lease.expires_at_ms() > uncut {
+            violations.push(format!(
+                "{who}: {} reported token {} held until +{}ms, but its records end at +{}ms (a key ends sooner than the lease says)",
+                if renewal { "renew" } else { "acquire" },
+                lease.token(),
+                lease.expires_at_ms().saturating_sub(now),
+                uncut.saturating_sub(now),
+            ));
+        }
         {
             let mut oracle = lock(&self.oracle);
             if uncut <= now {

@@ -73,7 +73,7 @@ pub(super) fn session_reentry(_: &Setup) -> Vec<Actor> {
 /// `SIBLING_RENEWAL_IGNORED`: the first process renews as if it had written the
 /// sibling's record, and the waiter takes over once it dies (found by a breaker).
 pub(super) fn session_sibling(_: &Setup) -> Vec<Actor> {
-    sibling_actors(lock(), lock())
+    sibling_actors(lock(), lock(), None)
 }
 
 /// As `session_sibling`, for an existing file, which a tenure holds in two series
@@ -99,19 +99,65 @@ pub(super) fn session_sibling_file(setup: &Setup) -> Vec<Actor> {
     };
     let shared_id = file_id(&file).is_some() && file_id(&file) == file_id(&link);
     let waited = Resource::file(if shared_id { &link } else { &file });
-    sibling_actors(Resource::file(&file), waited)
+    sibling_actors(Resource::file(&file), waited, None)
+}
+
+/// As `session_sibling_file`, with the file replaced (an editor's save: a new file
+/// renamed over it, so a new file id) after the first process claimed it and before
+/// the sibling re-enters, and the waiter claiming it through a hard link of the new
+/// file. Each renewal adopts the new file id into the tenure; an adoption must keep
+/// the tenure's later end as a renewal does (found by a breaker; planted bug
+/// `ADOPTED_KEY_CUT_SHORT`).
+pub(super) fn session_sibling_replaced(setup: &Setup) -> Vec<Actor> {
+    let file = setup.dir.join("replaced.rs");
+    let _ = std::fs::write(&file, b"x");
+    let replace = Replace {
+        tmp: setup.dir.join("replaced.rs.tmp"),
+        link: setup.dir.join("replaced-link.rs"),
+        file: file.clone(),
+    };
+    // Where the filesystem gives no file id (Wine), the link is another resource:
+    // the waiter then claims the file by its own path.
+    let with_ids = Resource::file(&file)
+        .identity()
+        .is_ok_and(|identity| identity.file_id.is_some());
+    let waited = Resource::file(if with_ids { &replace.link } else { &file });
+    sibling_actors(Resource::file(&file), waited, Some(replace))
+}
+
+/// A file replaced by a new one renamed over it, then hard-linked as `link`.
+struct Replace {
+    file: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+    link: std::path::PathBuf,
 }
 
 /// The actors of `session_sibling`: the session holds `held`, the waiter claims
-/// `waited` (the same resource, or another name of it).
-fn sibling_actors(held: Resource, waited: Resource) -> Vec<Actor> {
+/// `waited` (the same resource, or another name of it); with `replace`, the file
+/// is replaced between the first process's claim and the sibling's re-entry.
+fn sibling_actors(held: Resource, waited: Resource, replace: Option<Replace>) -> Vec<Actor> {
     let (running, probe) = local_processes(&[3, 4]);
     let held_too = held.clone();
     let (first_probe, waiter_probe, table) = (probe(3), probe(4), Arc::clone(&running));
     // The end (true time) of what the sibling was promised, once it re-entered.
     let promised = Arc::new(Mutex::new(None::<u64>));
     let judged = Arc::clone(&promised);
-    vec![
+    let mut actors = Vec::new();
+    if let Some(Replace { file, tmp, link }) = replace {
+        actors.push(Actor::new("editor", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 12);
+            ctx.env("write the new file beside it", || {
+                std::fs::write(&tmp, b"y")
+            });
+            ctx.env("rename it over the file (a new file id)", || {
+                std::fs::rename(&tmp, &file)
+            });
+            ctx.env("hard-link the new file", || {
+                std::fs::hard_link(&file, &link)
+            });
+        }));
+    }
+    actors.extend([
         Actor::new("s-first", move |ctx: &Ctx| {
             let ctx = ctx.with_store(ctx.store.clone().with_liveness(first_probe));
             let options = for_session(&ctx, Some("s"), 0).tied_to_process(true);
@@ -155,7 +201,8 @@ fn sibling_actors(held: Resource, waited: Resource) -> Vec<Actor> {
                 ctx.release(&lease);
             }
         }),
-    ]
+    ]);
+    actors
 }
 
 /// Two processes of session `s` claim one lock at the same instant, as two

@@ -127,7 +127,22 @@ impl Store {
         if let Some((key, ticket)) = ticket {
             self.leave_queue(&key, ticket);
         }
-        outcome
+        // Refused by a tenure of its own session that cannot take the whole
+        // resource in (another tenure holds one of its series: a file's new file id
+        // claimed through another link): the one in the way is that other holder,
+        // so name it (a breaker: the session was told its own claim was in the
+        // way, and to have the human break it, which would not have helped).
+        match outcome {
+            Ok(TryAcquire::Held(holder))
+                if options.session.as_deref().is_some_and(|session| {
+                    holder.session.as_deref() == Some(&crate::SessionTag::of(session))
+                }) =>
+            {
+                let other = self.conflict(resource, options).ok().flatten();
+                Ok(TryAcquire::Held(other.unwrap_or(holder)))
+            }
+            outcome => outcome,
+        }
     }
 
     /// The rounds of an exclusive acquisition (see [`Store::try_acquire_observed`]).
@@ -576,7 +591,11 @@ impl Store {
     ) -> Lease {
         let mut primary = None;
         let mut others = Vec::new();
+        // The whole resource is held until the earliest of its claims ends (they
+        // were created one after another).
+        let mut end = u64::MAX;
         for Taken { key, claim, .. } in taken {
+            end = end.min(claim.expires_at_ms);
             if *key == identity.key {
                 primary = Some(claim);
             } else {
@@ -588,6 +607,10 @@ impl Store {
             }
         }
         let claim = primary.expect("the primary key is among the keys taken");
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::LEASE_END_FROM_PRIMARY) {
+            end = claim.expires_at_ms;
+        }
         Lease {
             resource: resource.clone(),
             key: identity.key,
@@ -599,7 +622,7 @@ impl Store {
             owner: options.owner.clone(),
             ttl_ms: options.ttl_ms,
             granted_at_ms: claim.granted_at_ms,
-            expires_at_ms: claim.expires_at_ms,
+            expires_at_ms: end,
             secret,
             tied: options.tied_to_process,
             // Renewals keep saying "a group to come" until it is named.

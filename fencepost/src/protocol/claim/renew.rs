@@ -57,7 +57,7 @@ impl Store {
         };
         // The other keys first: if one of them is lost, the primary is left to expire
         // rather than renewed for a lease that no longer holds the whole file.
-        let others = self.renew_others(lease, &evidence)?;
+        let (others, others_end) = self.renew_others(lease, &evidence)?;
         // From the record this handle wrote last when it has it (no read first),
         // else, or when that cannot decide, from a read of the series.
         let written = lease
@@ -116,7 +116,15 @@ impl Store {
         lease.others = others;
         lease.generation = renewed.generation;
         lease.granted_at_ms = renewed.granted_at_ms;
-        lease.expires_at_ms = renewed.expires_at_ms;
+        // The whole file is held until the earliest of its series ends: the others
+        // were renewed first, so theirs may end sooner (a breaker: a renewal that
+        // stalled between its keys reported the primary's later end, and another
+        // session got the file through a hard link inside it).
+        lease.expires_at_ms = renewed.expires_at_ms.min(others_end);
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::LEASE_END_FROM_PRIMARY) {
+            lease.expires_at_ms = renewed.expires_at_ms;
+        }
         lease.written = Written(Some(std::sync::Arc::new(renewed)));
         Ok(())
     }
@@ -124,11 +132,14 @@ impl Store {
     /// Renews the keys of `lease` other than the primary for the file as it is now:
     /// the held file-id key if it still names the file, else the current one
     /// adopted; keys that no longer name the file are given back (best effort).
+    ///
+    /// Returns the keys held and the earliest end of their renewed records
+    /// (`u64::MAX` when there are none).
     fn renew_others(
         &self,
         lease: &Lease,
         evidence: &Option<ProcessEvidence>,
-    ) -> Result<Vec<HeldKey>> {
+    ) -> Result<(Vec<HeldKey>, u64)> {
         // Each series as the primary: a renewal through a sibling's handle keeps
         // the later end it finds, and carries no evidence, in every series of the
         // tenure. Kept in the primary alone, it cut the file-id series short to
@@ -138,7 +149,7 @@ impl Store {
         let siblings = lease.siblings;
         #[cfg(feature = "planted-bugs")]
         let siblings = siblings && !crate::planted::on(&crate::planted::OTHER_KEYS_CUT_SHORT);
-        let renew = |h: &HeldKey| -> Result<HeldKey> {
+        let renew = |h: &HeldKey| -> Result<(HeldKey, u64)> {
             let (r, _) = self.renew_tenure_kept(
                 &h.key,
                 &lease.label,
@@ -147,19 +158,33 @@ impl Store {
                 evidence.clone(),
                 (Some(h.generation), siblings),
             )?;
-            Ok(HeldKey {
-                generation: r.generation,
-                ..h.clone()
-            })
+            let end = r.expires_at_ms;
+            Ok((
+                HeldKey {
+                    generation: r.generation,
+                    ..h.clone()
+                },
+                end,
+            ))
+        };
+        let renew_all = |held: &[HeldKey]| -> Result<(Vec<HeldKey>, u64)> {
+            let mut end = u64::MAX;
+            let mut others = Vec::new();
+            for h in held {
+                let (h, h_end) = renew(h)?;
+                end = end.min(h_end);
+                others.push(h);
+            }
+            Ok((others, end))
         };
         // The identity cannot be resolved now (a directory vanished): keep renewing
         // what is held rather than losing the lease over a lookup.
         // A shared tenure holds its participant series only.
         if lease.shared {
-            return lease.others.iter().map(renew).collect();
+            return renew_all(&lease.others);
         }
         let Ok(identity) = lease.resource.identity() else {
-            return lease.others.iter().map(renew).collect();
+            return renew_all(&lease.others);
         };
         let current = identity.file_id;
         let stale: Vec<HeldKey> = lease
@@ -169,25 +194,50 @@ impl Store {
             .cloned()
             .collect();
         let mut others = Vec::new();
+        let mut end = u64::MAX;
         if let Some(file_id) = current {
-            others.push(match lease.others.iter().find(|h| h.key == file_id) {
+            let (held, held_end) = match lease.others.iter().find(|h| h.key == file_id) {
                 Some(h) => renew(h)?,
-                None => self.adopt_key(&file_id, lease, evidence)?,
-            });
+                None => self.adopt_key(&file_id, lease, evidence, siblings)?,
+            };
+            others.push(held);
+            end = held_end;
         }
         self.give_back_keys(&stale, &lease.label, &lease.secret);
-        Ok(others)
+        Ok((others, end))
     }
 
     /// Takes `key` (the file-id key of a file that is not the one the tenure
     /// claimed: created after the claim, or a replacement) into the tenure of
-    /// `lease`: only when no other tenure's record is its newest.
+    /// `lease`: only when no other tenure's record is its newest. The key is held
+    /// no shorter than the tenure's primary record promises (a breaker: a file
+    /// replaced by an editor's save, then a shorter re-entry, gave the new file id
+    /// only the short ttl, and another session got the file through a hard link
+    /// while the session was promised it; planted bug `ADOPTED_KEY_CUT_SHORT`); a
+    /// record of the tenure already there was written through another handle (a
+    /// sibling's) and is renewed as one. With `siblings`, no liveness evidence is
+    /// written. Returns the key held and its end.
     fn adopt_key(
         &self,
         key: &Key,
         lease: &Lease,
         evidence: &Option<ProcessEvidence>,
-    ) -> Result<HeldKey> {
+        siblings: bool,
+    ) -> Result<(HeldKey, u64)> {
+        let keep = true;
+        #[cfg(feature = "planted-bugs")]
+        let keep = keep && !crate::planted::on(&crate::planted::ADOPTED_KEY_CUT_SHORT);
+        // The end the tenure's primary series promises now, to keep.
+        let kept_until = if keep {
+            self.read_settled(&lease.key)?
+                .claim()
+                .filter(|r| {
+                    r.token == lease.token && lease.secret.proves(r.secret_sha256.as_deref())
+                })
+                .map(|r| (r.expires_at_ms, r.ttl_ms))
+        } else {
+            None
+        };
         let superseded = |newest: &Newest| Error::Superseded {
             label: lease.label.as_str().into(),
             token: lease.token,
@@ -202,25 +252,35 @@ impl Store {
                     *r.holder == *lease.holder_id && lease.secret.proves(r.secret_sha256.as_deref())
                 })
             {
-                let r = self.renew_tenure(
+                let (r, _) = self.renew_tenure_kept(
                     key,
                     &lease.label,
-                    r.token,
-                    &lease.secret,
+                    (r.token, &lease.secret),
                     lease.ttl_ms,
                     evidence.clone(),
+                    (None, keep || siblings),
                 )?;
-                return Ok(HeldKey {
-                    key: key.clone(),
-                    token: r.token,
-                    generation: r.generation,
-                });
+                return Ok((
+                    HeldKey {
+                        key: key.clone(),
+                        token: r.token,
+                        generation: r.generation,
+                    },
+                    r.expires_at_ms,
+                ));
             }
             if newest.holder_id().is_some() {
                 return Err(superseded(&newest));
             }
             let generation = next_generation(key, newest.generation)?;
             let now = self.clock.wall_ms();
+            // As a renewal through a sibling's handle keeps the later end: never
+            // sooner than the primary record ends (capped at its ttl from now: a
+            // clock far ahead where it was written does not lengthen it further).
+            let ttl_ms = kept_until.map_or(lease.ttl_ms, |(expires, ttl)| {
+                let kept = expires.min(now.saturating_add(ttl));
+                lease.ttl_ms.max(kept.saturating_sub(now))
+            });
             let claim = Record {
                 v: FORMAT_VERSION,
                 key: key.as_str().into(),
@@ -232,14 +292,15 @@ impl Store {
                 pid: std::process::id(),
                 host: crate::host_name_shared(),
                 granted_at_ms: now,
-                expires_at_ms: now.saturating_add(lease.ttl_ms),
-                ttl_ms: lease.ttl_ms,
+                expires_at_ms: now.saturating_add(ttl_ms),
+                ttl_ms,
                 released: false,
                 secret_sha256: Some(lease.secret.sha256().into()),
                 broken: None,
                 next: None,
-                // The same evidence as the tenure's renewals.
-                process: evidence.clone(),
+                // The same evidence as the tenure's renewals (none when kept by
+                // other processes too).
+                process: if siblings { None } else { evidence.clone() },
                 session: lease.session_tag.clone(),
             };
             match self
@@ -259,11 +320,14 @@ impl Store {
                     .top_record()
                     .is_some_and(|r| *r.holder == *lease.holder_id)
             {
-                return Ok(HeldKey {
-                    key: key.clone(),
-                    token: generation,
-                    generation,
-                });
+                return Ok((
+                    HeldKey {
+                        key: key.clone(),
+                        token: generation,
+                        generation,
+                    },
+                    claim.expires_at_ms,
+                ));
             }
         }
         Err(superseded(&self.read_newest(key)?))
