@@ -787,3 +787,35 @@ fn a_session_blocked_through_another_link_is_told_who_holds_it() {
     );
     assert!(!said.contains(s_tag.as_str()), "{said}");
 }
+
+/// A `run --session` whose command claims the same lock again and again with a
+/// much shorter ttl (each claim re-enters the tenure, keeping its end) keeps its
+/// lease: the run's renewals extend the tenure on top of the command's records.
+/// They took the command's record, which kept the old end, for their renewal, and
+/// the lease ran out under the run, which stopped its command (a breaker).
+#[cfg(unix)]
+#[test]
+fn a_run_keeps_its_lease_while_its_command_reclaims_it_shorter() {
+    let s = Scratch::new();
+    let store = s.store().display().to_string();
+    let script = format!(
+        "for i in 1 2 3 4 5 6 7 8; do \"$FP\" --store '{store}' claim --lock L --ttl 200 \
+         >/dev/null || exit 9; sleep 0.3; done"
+    );
+    let output = s
+        .cmd()
+        .args([
+            "run",
+            "--lock",
+            "L",
+            "--session",
+            "S1",
+            "--ttl",
+            "1500",
+            "--",
+        ])
+        .args(["sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+}

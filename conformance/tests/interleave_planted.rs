@@ -432,6 +432,10 @@ fn survey() {
         ("OTHER_KEYS_CUT_SHORT", &planted::OTHER_KEYS_CUT_SHORT),
         ("ADOPTED_KEY_CUT_SHORT", &planted::ADOPTED_KEY_CUT_SHORT),
         ("LEASE_END_FROM_PRIMARY", &planted::LEASE_END_FROM_PRIMARY),
+        (
+            "SIBLING_RECORD_TAKEN_AS_RENEWAL",
+            &planted::SIBLING_RECORD_TAKEN_AS_RENEWAL,
+        ),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -578,6 +582,15 @@ fn catches_an_adopted_file_id_that_cuts_short_a_siblings_promise() {
 #[test]
 fn catches_a_lease_that_reports_its_primary_keys_later_end() {
     catches(&planted::LEASE_END_FROM_PRIMARY, "session_file_reentry", 0);
+}
+
+#[test]
+fn catches_a_renewal_that_takes_a_siblings_shorter_record_for_its_own() {
+    catches(
+        &planted::SIBLING_RECORD_TAKEN_AS_RENEWAL,
+        "session_sibling_short",
+        0,
+    );
 }
 
 #[test]

@@ -394,6 +394,10 @@ pub mod planted {
     /// A renewal, or an acquisition, of several keys reports the primary key's end
     /// as the lease's, though another key's record, written earlier, ends sooner.
     pub static LEASE_END_FROM_PRIMARY: AtomicBool = AtomicBool::new(false);
+    /// A renewal that finds a sibling's record of its tenure above its own, ending
+    /// sooner than the renewal meant to, takes that record for its renewal: the
+    /// tenure is never extended while a sibling keeps re-entering it shorter.
+    pub static SIBLING_RECORD_TAKEN_AS_RENEWAL: AtomicBool = AtomicBool::new(false);
     /// A break through another hard link ends the tenure in the file's file-id
     /// series alone (not the path key of the link its holder claimed), and `check`
     /// and `resume` take the tenure's own tombstone there for no answer: its token

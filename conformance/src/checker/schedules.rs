@@ -724,6 +724,15 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::session_sibling_replaced,
     },
     Schedule {
+        name: "session_sibling_short",
+        about: "a process of a session keeps a lock while a sibling re-enters it again and again with a much shorter ttl: the first process's renewals must extend the tenure",
+        snapshot_listing: true,
+        mix: FaultMix::NONE,
+        max_steps: 3000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::session_sibling_short,
+    },
+    Schedule {
         name: "dead_run_spawning",
         about: "a tied holder whose command's group is still to be named is SIGKILLed while its command runs; a tied waiter may take over only after the ttl",
         snapshot_listing: true,

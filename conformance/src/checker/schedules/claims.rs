@@ -205,6 +205,43 @@ fn sibling_actors(held: Resource, waited: Resource, replace: Option<Replace>) ->
     actors
 }
 
+/// A process of session `s` keeps a lock (a `run --session s`) while a sibling of
+/// the session — its command — claims the lock again and again with a much
+/// shorter ttl, each re-entry keeping the tenure's end. The first process's
+/// renewals must extend the tenure: a renewal that found a sibling's record above
+/// its own (its own landed on a generation the sibling's sweep had freed) took that
+/// record, which kept the old end, for its renewal, and the tenure ran out under
+/// the `run` with nobody else about (found by a breaker: `run` stopped its command).
+/// Without faults, so that a loss can only be the protocol's. Planted bug
+/// `SIBLING_RECORD_TAKEN_AS_RENEWAL`.
+pub(super) fn session_sibling_short(_: &Setup) -> Vec<Actor> {
+    vec![
+        Actor::new("s-run", move |ctx: &Ctx| {
+            let options = for_session(ctx, Some("s"), 0);
+            let Some(mut lease) = ctx.acquire_with(&lock(), &options) else {
+                return;
+            };
+            if !ctx.keep(&mut lease, 6) {
+                ctx.violate(
+                    "the session's first process lost its lease though only its own session \
+                     touched the lock"
+                        .to_string(),
+                );
+            }
+        }),
+        Actor::new("s-child", move |ctx: &Ctx| {
+            for _ in 0..8 {
+                ctx.sleep(TTL_MS / 5);
+                let options = AcquireOptions {
+                    ttl_ms: TTL_MS / 10,
+                    ..for_session(ctx, Some("s"), 0)
+                };
+                let _ = ctx.acquire_with(&lock(), &options);
+            }
+        }),
+    ]
+}
+
 /// Two processes of session `s` claim one lock at the same instant, as two
 /// `fencepost run --session s` started together: one begins the tenure, the other
 /// re-enters it (same token). Judged by the schedule itself: when both got the

@@ -76,6 +76,7 @@ impl Store {
             ttl_ms,
             evidence: if siblings { None } else { evidence },
             keep_later: siblings,
+            again: SIBLING_RENEWALS_MAX,
         };
         match self.write_renewal(renewal, false)? {
             Some(renewed) => Ok((renewed, siblings)),
@@ -121,6 +122,7 @@ impl Store {
             ttl_ms,
             evidence,
             keep_later,
+            again: SIBLING_RENEWALS_MAX,
         };
         self.write_renewal(renewal, true).transpose()
     }
@@ -139,7 +141,9 @@ impl Store {
             ttl_ms,
             evidence,
             keep_later,
+            again,
         } = r;
+        let asked_ttl_ms = ttl_ms;
         let token = current.token;
         let superseded = |newest: &Newest| Error::Superseded {
             label: label.to_string(),
@@ -296,6 +300,33 @@ impl Store {
         match confirmed.decoded() {
             Some(Decoded::Record(r)) if ours(r) => match ended(r, label) {
                 Some(ended) => Err(ended),
+                // A sibling's record that ends sooner than this renewal meant to (a
+                // sibling that re-entered with a shorter ttl keeps the tenure's end,
+                // no more): renewed again on top of it, as a sibling's. Taken for
+                // this renewal, the tenure never got longer, and ran out under a
+                // `run` whose command kept re-entering it (found by a breaker; the
+                // checker's `session_sibling_short`, planted bug
+                // `SIBLING_RECORD_TAKEN_AS_RENEWAL`).
+                None if record::is_live(&r.envelope(), now)
+                    && again > 0
+                    && r.expires_at_ms < renewal.expires_at_ms
+                    && !sibling_record_taken() =>
+                {
+                    self.write_renewal(
+                        Renewal {
+                            key,
+                            label,
+                            secret,
+                            current: r,
+                            above: confirmed.generation,
+                            ttl_ms: asked_ttl_ms,
+                            evidence: None,
+                            keep_later: true,
+                            again: again - 1,
+                        },
+                        false,
+                    )
+                }
                 None if record::is_live(&r.envelope(), now) => Ok(Some(r.clone())),
                 None => Err(superseded(&confirmed)),
             },
@@ -610,6 +641,24 @@ struct Renewal<'a> {
     /// Another process keeps the tenure too ([`crate::Lease`]'s `siblings`): the
     /// renewal lasts at least as long as `current` still does.
     keep_later: bool,
+    /// How many more times the renewal is made again on top of a sibling's record
+    /// that ends sooner than it meant to.
+    again: u8,
+}
+
+/// How many times a renewal is made again on top of a sibling's record that ends
+/// sooner (each time another sibling's record landed first: bounded, then the
+/// sibling's record is taken, as before).
+const SIBLING_RENEWALS_MAX: u8 = 3;
+
+/// Planted bug [`crate::planted::SIBLING_RECORD_TAKEN_AS_RENEWAL`]: a sibling's
+/// record that ends sooner is taken for this renewal.
+fn sibling_record_taken() -> bool {
+    #[cfg(feature = "planted-bugs")]
+    if crate::planted::on(&crate::planted::SIBLING_RECORD_TAKEN_AS_RENEWAL) {
+        return true;
+    }
+    false
 }
 
 /// Planted bug [`crate::planted::SIBLING_RENEWAL_IGNORED`]: a renewal over a record
