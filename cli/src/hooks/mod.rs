@@ -13,6 +13,7 @@ pub mod git;
 pub mod install;
 pub mod session;
 pub mod settings;
+mod shell;
 
 use std::io::{Read, Write};
 use std::panic::AssertUnwindSafe;
@@ -423,8 +424,8 @@ fn edit(
         // the file was broken by someone (`fencepost break`), or ended and another
         // holder came after it, so the file may have been changed by another
         // session since the model last read it.
-        let noted = session::noted_tenures(&claimed_in, &resource, &session);
-        let prior = session::prior_claim(&store, &resource, &session, !noted.is_empty());
+        let noted = session::TenureNotes::read(&claimed_in, &resource, &session);
+        let prior = session::prior_claim(&store, &resource, &session, noted.any());
         match session::claim(
             &store,
             &elsewhere,
@@ -441,18 +442,14 @@ fn edit(
             } => {
                 // So that the session's end finds it (a submodule's store, say).
                 let noted_store = session::note_store(store_flag, &cwd, &claimed_in, &session);
-                session::note_tenure(&claimed_in, &resource, &session, token);
+                noted.note(token);
                 // Another tenure than the one this session's last edit of the file
                 // noted: it ended in between (broken, run out, released or claimed
                 // anew), and another session may have held the file meanwhile. A
                 // note that cannot be read tells nothing (tokens start at 1): told,
                 // a note that cannot be replaced either would refuse every edit (a
                 // breaker planted a directory in its place).
-                let old_token = noted
-                    .iter()
-                    .flatten()
-                    .copied()
-                    .find(|&old| old != token && old != 0);
+                let old_token = noted.other_than(token);
                 match prior {
                     session::Prior::Broken(old_token, note) => {
                         broken.push(broken_reason(

@@ -138,43 +138,65 @@ fn tenure_notes(claimed_in: &str) -> Option<fencepost_fs::FsStore> {
     fencepost_fs::FsStore::open_existing(claimed_in).ok()
 }
 
-/// The series a hook's tenure note of `resource` is kept under: its key, and an
-/// existing file's file-id key too (a file renamed after its claim ran out is
-/// found by its file id: a breaker).
-fn noted_keys(resource: &Resource) -> Vec<fencepost::Key> {
-    resource
-        .identity()
-        .map(|identity| identity.file_id.into_iter().chain([identity.key]).collect())
-        .unwrap_or_default()
+/// A session's tenure notes of one file in the store its claims go to: read once
+/// before the claim, written after it where they say otherwise.
+pub struct TenureNotes {
+    store: Option<fencepost_fs::FsStore>,
+    tag: SessionTag,
+    /// Each series the file is found by (its file-id key for an existing file, and
+    /// its key: a file renamed after its claim ran out is found by its file id, a
+    /// breaker), with its note as read: `None` when none, `Some(None)` when the
+    /// note cannot be read.
+    noted: Vec<(fencepost::Key, Option<Option<u64>>)>,
 }
 
-/// The tokens `session`'s last hook claims of `resource` in the store at
-/// `claimed_in` noted ([`note_tenure`]), one per series noted: `None` for a note
-/// that cannot be read. Empty when none was noted.
-pub fn noted_tenures(claimed_in: &str, resource: &Resource, session: &str) -> Vec<Option<u64>> {
-    let Some(store) = tenure_notes(claimed_in) else {
-        return Vec::new();
-    };
-    let tag = SessionTag::of(session);
-    noted_keys(resource)
-        .iter()
-        .filter_map(|key| store.session_tenure(&tag, key))
-        .collect()
-}
+impl TenureNotes {
+    /// The notes of `session`'s tenure of `resource` in the store at `claimed_in`
+    /// (none for an etcd store or one that cannot be opened).
+    pub fn read(claimed_in: &str, resource: &Resource, session: &str) -> TenureNotes {
+        let store = tenure_notes(claimed_in);
+        let tag = SessionTag::of(session);
+        let keys = resource
+            .identity()
+            .map(|identity| identity.file_id.into_iter().chain([identity.key]).collect())
+            .unwrap_or_else(|_| Vec::new());
+        let noted = keys
+            .into_iter()
+            .map(|key| {
+                let note = store.as_ref().and_then(|s| s.session_tenure(&tag, &key));
+                (key, note)
+            })
+            .collect();
+        TenureNotes { store, tag, noted }
+    }
 
-/// Notes that `session` holds `resource` in the store at `claimed_in` by the
-/// tenure with token `token`, under each of its series ([`noted_keys`]) whose note
-/// says otherwise, so that a later hook claim that gets another token tells the
-/// model that the tenure ended in between. Best effort: a note not made only loses
-/// that notice.
-pub fn note_tenure(claimed_in: &str, resource: &Resource, session: &str, token: u64) {
-    let Some(store) = tenure_notes(claimed_in) else {
-        return;
-    };
-    let tag = SessionTag::of(session);
-    for key in noted_keys(resource) {
-        if store.session_tenure(&tag, &key) != Some(Some(token)) {
-            let _ = store.note_session_tenure(&tag, &key, token);
+    /// Whether any note of the file is there.
+    pub fn any(&self) -> bool {
+        self.noted.iter().any(|(_, note)| note.is_some())
+    }
+
+    /// The token a note holds that is not `token` (nor 0: tokens start at 1): the
+    /// tenure the session's last edit had ended since. A note that cannot be read
+    /// tells nothing.
+    pub fn other_than(&self, token: u64) -> Option<u64> {
+        self.noted
+            .iter()
+            .filter_map(|(_, note)| note.flatten())
+            .find(|&old| old != token && old != 0)
+    }
+
+    /// Notes that the session holds the file by the tenure with token `token`,
+    /// under each series whose note said otherwise, so that a later hook claim
+    /// that gets another token tells the model that the tenure ended in between.
+    /// Best effort: a note not made only loses that notice.
+    pub fn note(&self, token: u64) {
+        let Some(store) = &self.store else {
+            return;
+        };
+        for (key, note) in &self.noted {
+            if *note != Some(Some(token)) {
+                let _ = store.note_session_tenure(&self.tag, key, token);
+            }
         }
     }
 }

@@ -227,17 +227,6 @@ impl Store {
         let keep = true;
         #[cfg(feature = "planted-bugs")]
         let keep = keep && !crate::planted::on(&crate::planted::ADOPTED_KEY_CUT_SHORT);
-        // The end the tenure's primary series promises now, to keep.
-        let kept_until = if keep {
-            self.read_settled(&lease.key)?
-                .claim()
-                .filter(|r| {
-                    r.token == lease.token && lease.secret.proves(r.secret_sha256.as_deref())
-                })
-                .map(|r| (r.expires_at_ms, r.ttl_ms))
-        } else {
-            None
-        };
         let superseded = |newest: &Newest| Error::Superseded {
             label: lease.label.as_str().into(),
             token: lease.token,
@@ -258,7 +247,7 @@ impl Store {
                     (r.token, &lease.secret),
                     lease.ttl_ms,
                     evidence.clone(),
-                    (None, keep || siblings),
+                    (None, keep),
                 )?;
                 return Ok((
                     HeldKey {
@@ -272,6 +261,17 @@ impl Store {
             if newest.holder_id().is_some() {
                 return Err(superseded(&newest));
             }
+            // The end the tenure's primary series promises now, to keep.
+            let kept_until = if keep {
+                self.read_settled(&lease.key)?
+                    .claim()
+                    .filter(|r| {
+                        r.token == lease.token && lease.secret.proves(r.secret_sha256.as_deref())
+                    })
+                    .map(|r| (r.expires_at_ms, r.ttl_ms))
+            } else {
+                None
+            };
             let generation = next_generation(key, newest.generation)?;
             let now = self.clock.wall_ms();
             // As a renewal through a sibling's handle keeps the later end: never
