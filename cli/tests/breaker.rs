@@ -167,3 +167,103 @@ fn a_run_stopped_briefly_keeps_its_child() {
     send_signal(holder.id(), "CONT");
     assert_eq!(holder.0.wait().unwrap().code(), Some(5));
 }
+
+/// Unmounts a loop-mounted filesystem when the test ends, even when it fails.
+struct LoopMount(std::path::PathBuf);
+
+impl Drop for LoopMount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// A breaker (2026-12-07): on journaled ext4 an editor's save (a temporary file
+/// renamed over the original) often gets the inode of a file deleted a moment
+/// before. When that file had been claimed, the saved file took over its file-id
+/// series and its history: another session's released record there fenced the
+/// tenure, and the session that held the file was refused its own file ("held by"
+/// itself, a human asked to break it) until the ttl. The file id now carries the
+/// file's birth time (`fencepost/src/identity/sys/unix.rs`). Makes a journaled
+/// ext4 on a loop device: needs root and mkfs.ext4 (CI has both).
+#[test]
+fn an_editor_save_onto_a_deleted_files_inode_keeps_the_session_its_file() {
+    let s = Scratch::new();
+    let image = s.path().join("ext4.img");
+    std::fs::File::create(&image)
+        .and_then(|f| f.set_len(16 << 20))
+        .unwrap();
+    let made = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&image)
+        .status()
+        .expect("running mkfs.ext4 (apt-get install e2fsprogs)");
+    assert!(made.success(), "mkfs.ext4 failed on {}", image.display());
+    let mount_point = s.path().join("ext4");
+    std::fs::create_dir(&mount_point).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-o", "loop"])
+        .arg(&image)
+        .arg(&mount_point)
+        .status()
+        .expect("running mount");
+    assert!(
+        mounted.success(),
+        "this test loop-mounts a journaled ext4 and needs root (CI runs as root)"
+    );
+    let _mount = LoopMount(mount_point.clone());
+    // The store stays outside: its own files would take the freed inode.
+    let work = mount_point.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let (a, b) = (work.join("a.txt"), work.join("b.txt"));
+    std::fs::write(&a, "a").unwrap();
+    std::fs::write(&b, "b").unwrap();
+    let claim = |path: &std::path::Path, session: &str| {
+        s.cmd()
+            .args(["claim", "--ttl", "600000", "--session", session, "--file"])
+            .arg(path)
+            .output()
+            .unwrap()
+    };
+    let other = claim(&b, "X");
+    assert_eq!(other.status.code(), Some(0), "{other:?}");
+    let released = s
+        .cmd()
+        .args(["release", "--file"])
+        .arg(&b)
+        .arg(crate::util::handle_of(&other))
+        .output()
+        .unwrap();
+    assert_eq!(released.status.code(), Some(0), "{released:?}");
+    let first = claim(&a, "S");
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    // The save: b.txt deleted, a temporary file renamed over a.txt.
+    use std::os::unix::fs::MetadataExt;
+    let b_inode = std::fs::metadata(&b).unwrap().ino();
+    std::fs::remove_file(&b).unwrap();
+    let tmp = work.join(".a.txt.swp");
+    std::fs::write(&tmp, "a, edited").unwrap();
+    assert_eq!(
+        std::fs::metadata(&tmp).unwrap().ino(),
+        b_inode,
+        "the precondition: ext4 gave the temporary file b.txt's inode"
+    );
+    std::fs::rename(&tmp, &a).unwrap();
+    let again = claim(&a, "S");
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "the session was refused its own file after a save: {again:?}"
+    );
+    assert_eq!(
+        crate::util::token_of(&again),
+        crate::util::token_of(&first),
+        "{again:?}"
+    );
+    // Still the session's, through the new file id too.
+    std::fs::hard_link(&a, work.join("link.txt")).unwrap();
+    let rival = claim(&work.join("link.txt"), "Y");
+    assert_eq!(rival.status.code(), Some(3), "{rival:?}");
+}

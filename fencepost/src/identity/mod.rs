@@ -6,7 +6,7 @@
 //! test that proves each, are in `docs/design-02-resource-identity.md`.
 //!
 //! - `sys/` — per platform: the bytes a resolved path's key is derived from, and the
-//!   file id (device and inode) of an existing file.
+//!   file id (device, inode and birth time) of an existing file.
 //! - `windows_rules` — the Windows spelling rules as pure functions, tested on every
 //!   platform.
 //!
@@ -468,7 +468,8 @@ pub struct Identity {
     /// will open); shown by `status`, never used for identity.
     pub label: String,
     /// For a file that exists (on platforms with a stable file id: Unix), the key of
-    /// its (device, inode) pair, shared by every hard link to it. A lease takes it
+    /// its device, inode and birth time, shared by every hard link to it (and by no
+    /// later file given the same inode number, where the filesystem records births). A lease takes it
     /// together with [`key`](Identity::key), so two links to one file contend.
     pub file_id: Option<Key>,
     /// For a file: the resolved path the label shows (exact, even where it is not
