@@ -691,6 +691,16 @@ fn a_shorter_sibling_claim_keeps_the_sessions_end_in_every_series() {
     std::thread::sleep(std::time::Duration::from_millis(700));
     let held = assert_blocked(&repo.edit("claude-code-Edit.json", "s2", "src/hl.rs"));
     assert!(held.contains("another agent session"), "{held}");
+    // Named as the same file under another name, never as a directory around it
+    // (a breaker).
+    assert!(
+        held.contains("claimed as") && held.contains("a.rs (one file under two names"),
+        "{held}"
+    );
+    assert!(
+        !held.contains("everything below") && !held.contains("is inside"),
+        "{held}"
+    );
     assert_allowed(
         &repo.edit("claude-code-Edit.json", "s1", "src/a.rs"),
         "claude-code",

@@ -162,14 +162,52 @@ fn a_commit_of_a_file_another_session_holds_is_refused() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
+/// A file another session holds through a hard link of it is refused under its
+/// other name too: both names are one file (its file-id series). A breaker: the
+/// commit went through, while the hook blocked the same edit.
+#[test]
+fn a_commit_of_a_file_held_through_another_hard_link_is_refused() {
+    let repo = guarded_repo();
+    std::fs::hard_link(repo.root.join("src/a.rs"), repo.root.join("src/a_link.rs")).unwrap();
+    git(&repo.root, &["add", "-A"]);
+    git(&repo.root, &["commit", "-qm", "link", "--no-verify"]);
+    repo.hold("s1", "src/a_link.rs");
+    std::fs::write(repo.root.join("src/a.rs"), "changed\n").unwrap();
+    git(&repo.root, &["add", "src/a.rs"]);
+    let out = repo.git_with_hooks(&repo.root, &["commit", "-qm", "change"], &[]);
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    let lines = refusals(&out);
+    // src/a.rs under its own name; git also sees src/a_link.rs unchanged (one inode:
+    // the content changed under both names, but only src/a.rs was staged).
+    assert_eq!(lines.len(), 1, "{out:?}");
+    assert!(
+        lines[0].contains("refusing to commit src/a.rs")
+            && lines[0].contains("claimed it as src/a_link.rs (")
+            && lines[0].contains(fencepost::SessionTag::of("claude-code:s1").as_str()),
+        "{lines:?}"
+    );
+    // The holder's own session commits it.
+    let out = repo.git_with_hooks(
+        &repo.root,
+        &["commit", "-qm", "change"],
+        &[("FENCEPOST_SESSION", "claude-code:s1")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
 #[test]
 fn renames_and_deletions_of_held_files_are_refused() {
     let repo = guarded_repo();
     repo.hold("s1", "src/a.rs");
-    // Out of a held path.
+    // Out of a held path: both names, the new one being the held file itself.
     git(&repo.root, &["mv", "src/a.rs", "src/moved.rs"]);
     let out = repo.git_with_hooks(&repo.root, &["commit", "-qm", "mv"], &[]);
-    assert_eq!(refusals(&out).len(), 1, "{out:?}");
+    let lines = refusals(&out);
+    assert_eq!(lines.len(), 2, "{out:?}");
+    assert!(
+        lines[1].contains("src/moved.rs") && lines[1].contains("claimed it as src/a.rs ("),
+        "{lines:?}"
+    );
     git(&repo.root, &["reset", "-q", "--hard"]);
     // Into a held path (a new name another session claimed first).
     repo.hold("s1", "src/target.rs");

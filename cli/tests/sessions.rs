@@ -788,6 +788,69 @@ fn a_session_blocked_through_another_link_is_told_who_holds_it() {
     assert!(!said.contains(s_tag.as_str()), "{said}");
 }
 
+/// As above, once the other session has released the file: the first session's
+/// tenure is over (written around through the link), and its next claim ends it
+/// and claims the file anew, with a new token. It used to be refused by its own
+/// ended tenure, "held by" itself, until the ttl (30 minutes for a hook's claim).
+#[cfg(unix)]
+#[test]
+fn a_session_written_around_through_a_link_claims_its_file_anew() {
+    let s = Scratch::new();
+    let dir = s.path().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("f.txt");
+    std::fs::write(&file, "hi").unwrap();
+    let claim = |path: &std::path::Path, session: &str| {
+        s.cmd()
+            .args(["claim", "--file"])
+            .arg(path)
+            .args(["--session", session, "--ttl", "600000"])
+            .output()
+            .unwrap()
+    };
+    let first = claim(&file, "S");
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    std::fs::write(dir.join("f.tmp"), "new").unwrap();
+    std::fs::rename(dir.join("f.tmp"), &file).unwrap();
+    let link = dir.join("hl.txt");
+    std::fs::hard_link(&file, &link).unwrap();
+    let other = claim(&link, "T");
+    assert_eq!(other.status.code(), Some(0), "{other:?}");
+    let released = s
+        .cmd()
+        .args(["release", "--file"])
+        .arg(&link)
+        .arg(crate::util::handle_of(&other))
+        .output()
+        .unwrap();
+    assert_eq!(released.status.code(), Some(0), "{released:?}");
+    // The old token is fenced for good: written around.
+    let old = crate::util::token_of(&first);
+    let check = |token: u64| {
+        s.cmd()
+            .args(["check", "--file"])
+            .arg(&file)
+            .arg(token.to_string())
+            .output()
+            .unwrap()
+            .status
+            .code()
+    };
+    assert_eq!(check(old), Some(3));
+    let again = claim(&file, "S");
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "the session was kept out by its own ended tenure: {again:?}"
+    );
+    let new = crate::util::token_of(&again);
+    assert!(new > old, "a new tenure, a new token: {old} then {new}");
+    assert_eq!(check(new), Some(0));
+    assert_eq!(check(old), Some(3));
+    // Held by the session again, through the link too.
+    assert_eq!(claim(&link, "T").status.code(), Some(3));
+}
+
 /// A `run --session` whose command claims the same lock again and again with a
 /// much shorter ttl (each claim re-enters the tenure, keeping its end) keeps its
 /// lease: the run's renewals extend the tenure on top of the command's records.

@@ -436,6 +436,10 @@ fn survey() {
             "SIBLING_RECORD_TAKEN_AS_RENEWAL",
             &planted::SIBLING_RECORD_TAKEN_AS_RENEWAL,
         ),
+        (
+            "FENCED_SESSION_TENURE_KEPT",
+            &planted::FENCED_SESSION_TENURE_KEPT,
+        ),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -589,6 +593,15 @@ fn catches_a_renewal_that_takes_a_siblings_shorter_record_for_its_own() {
     catches(
         &planted::SIBLING_RECORD_TAKEN_AS_RENEWAL,
         "session_sibling_short",
+        0,
+    );
+}
+
+#[test]
+fn catches_a_session_kept_out_by_its_own_written_around_tenure() {
+    catches(
+        &planted::FENCED_SESSION_TENURE_KEPT,
+        "session_fenced_reclaim",
         0,
     );
 }

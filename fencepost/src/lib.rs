@@ -398,6 +398,11 @@ pub mod planted {
     /// sooner than the renewal meant to, takes that record for its renewal: the
     /// tenure is never extended while a sibling keeps re-entering it shorter.
     pub static SIBLING_RECORD_TAKEN_AS_RENEWAL: AtomicBool = AtomicBool::new(false);
+    /// A session's claim that finds its own tenure written around (another
+    /// tenure's record in the file's file-id series) leaves that tenure's record
+    /// the newest of the path's series: the session is kept out of its own file
+    /// until the ttl.
+    pub static FENCED_SESSION_TENURE_KEPT: AtomicBool = AtomicBool::new(false);
     /// A break through another hard link ends the tenure in the file's file-id
     /// series alone (not the path key of the link its holder claimed), and `check`
     /// and `resume` take the tenure's own tombstone there for no answer: its token

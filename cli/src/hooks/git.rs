@@ -193,6 +193,9 @@ fn make_executable(_path: &Path) -> Result<(), String> {
 struct HeldBy {
     /// The directory, for a subtree claim.
     subtree: Option<String>,
+    /// The name the holder claimed the file by, for a file held through another
+    /// hard link (its file-id series).
+    link: Option<String>,
     session: Option<String>,
     owner: String,
     pid: u32,
@@ -240,9 +243,19 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
         // The file's own claim, else a subtree claim of a directory above it.
         // A staged directory (a submodule's commit) is refused by a subtree claim
         // of itself too.
+        // Else the file itself under another name: a hard link of it, or the name
+        // it was claimed by before it moved (its file-id series; a breaker: a
+        // commit of a file held through a hard link went through).
         let found = std::iter::once(("file", file.as_path()))
             .chain(file.ancestors().map(|dir| ("dir", dir)))
-            .find_map(|(kind, path)| held.get(&(kind, fold(path, ignore_case))));
+            .find_map(|(kind, path)| held.by_path.get(&(kind, fold(path, ignore_case))))
+            .or_else(|| {
+                if held.by_file_id.is_empty() || !file.is_file() {
+                    return None;
+                }
+                let file_id = Resource::file(&file).identity().ok()?.file_id?;
+                held.by_file_id.get(&file_id)
+            });
         let Some(holder) = found else {
             continue;
         };
@@ -253,9 +266,18 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
             Some(session) => format!("agent session {}", printable(session)),
             None => format!("{} (pid {})", printable(&holder.owner), holder.pid),
         };
-        let who = match &holder.subtree {
-            Some(dir) => format!("{who}, which holds the directory {}", printable(dir)),
-            None => who,
+        let who = match (&holder.subtree, &holder.link) {
+            (Some(dir), _) => format!("{who}, which holds the directory {}", printable(dir)),
+            (None, Some(link)) => format!(
+                "{who}, which claimed it as {} (one file under two names: a hard link, or \
+                 moved since)",
+                printable(
+                    &Path::new(link)
+                        .strip_prefix(&top)
+                        .map_or_else(|_| link.clone(), |rel| rel.display().to_string())
+                )
+            ),
+            (None, None) => who,
         };
         // A claim made without a session names no one the guard could recognise
         // as the committer: its holder may be the committer (a `claim` or `run`
@@ -388,19 +410,29 @@ fn fold(path: &Path, ignore_case: bool) -> String {
     }
 }
 
-/// The live file and subtree claims of the stores these paths belong to, by kind
-/// and path. One status
-/// read per store (a store is located once per directory), so the cost is the
-/// store's size plus the commit's, never their product.
+/// The live claims a commit can touch, in the stores its paths belong to.
+#[derive(Default)]
+struct Held {
+    /// File and subtree claims, by kind and path.
+    by_path: HashMap<(&'static str, String), HeldBy>,
+    /// Claims of files by their file-id series, for a file staged under another
+    /// name than the one it was claimed by.
+    by_file_id: HashMap<fencepost::Key, HeldBy>,
+}
+
+/// The live file and subtree claims of the stores these paths belong to ([`Held`]).
+/// Two reads of each store (its status, and its series one by one for the file-id
+/// ones), a store located once per directory, so the cost is the store's size plus
+/// the commit's, never their product.
 fn held_files(
     store_flag: Option<&Path>,
     top: &Path,
     paths: &[String],
     ignore_case: bool,
-) -> Result<HashMap<(&'static str, String), HeldBy>, String> {
+) -> Result<Held, String> {
     let mut stores: HashMap<PathBuf, ()> = HashMap::new();
     let mut located: HashMap<PathBuf, PathBuf> = HashMap::new();
-    let mut held = HashMap::new();
+    let mut held = Held::default();
     for rel in paths {
         let file = top.join(rel);
         // A staged entry that is a directory — a submodule's commit, a symbolic
@@ -455,10 +487,29 @@ fn held_files(
                 } else {
                     "file"
                 };
-                held.insert(
+                held.by_path.insert(
                     (kind, fold(Path::new(&entry.label), ignore_case)),
                     HeldBy {
                         subtree: (kind == "dir").then(|| entry.label.clone()),
+                        link: None,
+                        session: session::entry_session(entry),
+                        owner: entry.owner.clone(),
+                        pid: entry.pid,
+                        expires_at_ms: entry.expires_at_ms,
+                    },
+                );
+            }
+            let series = store
+                .key_status()
+                .map_err(|e| crate::output::describe_error(&e))?;
+            for entry in series.iter().filter(|e| {
+                e.live && e.state == ClaimState::Held && e.key.as_str().starts_with("inode-")
+            }) {
+                held.by_file_id.insert(
+                    entry.key.clone(),
+                    HeldBy {
+                        subtree: None,
+                        link: Some(entry.label.clone()),
                         session: session::entry_session(entry),
                         owner: entry.owner.clone(),
                         pid: entry.pid,

@@ -114,6 +114,21 @@ pub fn held_reason(path: &Path, holder: &Holder, now: u64) -> String {
     };
     let until = fencepost::utc_timestamp(holder.expires_at_ms);
     let shown = printable(&path.display().to_string());
+    // A file in the way of a file is the same file under another name: a hard link
+    // of it, or the name it had when it was claimed (a breaker: the model was told
+    // the file was inside a directory, and to work outside it).
+    if let Some(other @ fencepost::Resource::File(_)) = holder.in_the_way.as_deref() {
+        let name = printable(&other.target());
+        return format!(
+            "fencepost: {shown} is the file that {who} claimed as {name} (one file under two \
+             names: a hard link, or moved since), and it holds it until {until} ({}). This edit \
+             was blocked so that two sessions do not overwrite each other's work. Do not edit \
+             this file now, under either name, and do not write it another way (a shell \
+             command, another tool). Work on other files meanwhile, try this edit again after \
+             {until}, or ask the human to coordinate the two sessions.",
+            expiry_phrase(holder.expires_at_ms, now),
+        );
+    }
     if let Some(other) = holder.in_the_way.as_deref() {
         let dir = printable(&other.target());
         let (what, again) = if holder.waiting {
@@ -165,6 +180,9 @@ pub fn own_claim_reason(path: &Path, holder: &Holder, now: u64) -> String {
     let until = fencepost::utc_timestamp(holder.expires_at_ms);
     let tag = printable(&session::holder_session(holder).unwrap_or_default());
     let held = match holder.in_the_way.as_deref() {
+        Some(other @ fencepost::Resource::File(_)) => {
+            format!("it as {}", printable(&other.target()))
+        }
         Some(other) => format!("{} with everything below it", printable(&other.target())),
         None => "it".to_string(),
     };

@@ -104,9 +104,20 @@ pub fn installed(text: &str, entries: &[Entry]) -> Result<Vec<bool>, String> {
 
 /// `text` (None: no file yet) with every entry of `entries` that is missing added.
 pub fn install(text: Option<&str>, entries: &[Entry]) -> Result<Edited, String> {
-    let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+    let Some(text) = text else {
         return Ok(Edited::Text(created(entries)));
     };
+    // A file that is there but blank (empty, or whitespace) keeps its bytes in
+    // front, and the settings follow without their final newline, so that
+    // `uninstall` tells it from a file the install created and gives the bytes
+    // back instead of deleting the file (a breaker: an empty settings.json was
+    // deleted, "the install had created it").
+    if text.trim().is_empty() {
+        return Ok(Edited::Text(format!(
+            "{text}{}",
+            created(entries).trim_end()
+        )));
+    }
     let mut text = text.to_string();
     let mut changed = false;
     for entry in entries {
@@ -169,8 +180,15 @@ pub fn install(text: Option<&str>, entries: &[Entry]) -> Result<Edited, String> 
 
 /// `text` with every group of ours under the events of `entries` removed.
 pub fn uninstall(text: &str, entries: &[Entry]) -> Result<Edited, String> {
-    if text == created(entries) {
+    let made = created(entries);
+    if text == made {
         return Ok(Edited::Delete);
+    }
+    // Installed into a blank file: its blank bytes back.
+    if let Some(blank) = text.strip_suffix(made.trim_end())
+        && blank.trim().is_empty()
+    {
+        return Ok(Edited::Text(blank.to_string()));
     }
     let mut text = text.to_string();
     let mut changed = false;
@@ -512,6 +530,22 @@ mod tests {
             "{\n  \"hooks\": {\n    \"PreToolUse\": [\n      {\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"./lint.sh\"}]}\n    ]\n  }\n}\n",
         );
         round_trip("{\"hooks\":{\"PreToolUse\": [],\"SessionEnd\":[ ]},\"s\":\"a\\\"}\"}");
+    }
+
+    #[test]
+    fn a_blank_file_gets_its_bytes_back() {
+        for blank in ["", "\n", "  \n\t"] {
+            let Edited::Text(text) = install(Some(blank), &entries()).unwrap() else {
+                panic!()
+            };
+            assert_eq!(installed(&text, &entries()).unwrap(), [true, true]);
+            assert_eq!(install(Some(&text), &entries()).unwrap(), Edited::Unchanged);
+            assert_eq!(
+                uninstall(&text, &entries()).unwrap(),
+                Edited::Text(blank.to_string()),
+                "{blank:?}"
+            );
+        }
     }
 
     #[test]

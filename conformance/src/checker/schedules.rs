@@ -724,6 +724,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::session_sibling_replaced,
     },
     Schedule {
+        name: "session_fenced_reclaim",
+        about: "a session's file is replaced and claimed by another session through a hard link of the new file, which then releases it: the first session's next claim ends its written-around tenure and gets a new token, instead of being kept out by it until its ttl",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::session_fenced_reclaim,
+    },
+    Schedule {
         name: "session_sibling_short",
         about: "a process of a session keeps a lock while a sibling re-enters it again and again with a much shorter ttl: the first process's renewals must extend the tenure",
         snapshot_listing: true,

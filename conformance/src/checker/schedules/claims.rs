@@ -242,6 +242,94 @@ pub(super) fn session_sibling_short(_: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// Session `s` claims a file; an editor replaces it (a new file id) and hard-links
+/// the new file; session `t` claims the file through that link before `s` claimed
+/// it again (so `s`'s tenure never took the new file id in), then releases it. The
+/// tenure of `s` was written around: fenced for good. `s` claims the file again,
+/// with a wait shorter than its old tenure's ttl: it must get a new tenure (a new
+/// token), not be kept out by its own ended tenure, still the newest record of the
+/// path's series, until that ttl (found by a breaker; planted bug
+/// `FENCED_SESSION_TENURE_KEPT`). Where the filesystem gives no file id (Wine) the
+/// link is another resource and nothing is written around: `s` re-enters.
+pub(super) fn session_fenced_reclaim(setup: &Setup) -> Vec<Actor> {
+    let file = setup.dir.join("fenced.rs");
+    let _ = std::fs::write(&file, b"x");
+    let tmp = setup.dir.join("fenced.rs.tmp");
+    let link = setup.dir.join("fenced-link.rs");
+    let with_ids = Resource::file(&file)
+        .identity()
+        .is_ok_and(|identity| identity.file_id.is_some());
+    // Whether `t` held the file through the link, and whether it is done.
+    let written_around = Arc::new(AtomicBool::new(false));
+    let t_done = Arc::new(AtomicBool::new(false));
+    let (around_s, done_s) = (Arc::clone(&written_around), Arc::clone(&t_done));
+    let (file_s, file_e, link_t) = (file.clone(), file.clone(), link.clone());
+    vec![
+        Actor::new("s", move |ctx: &Ctx| {
+            // Long enough to be live still when `s` claims again: what keeps the
+            // session out is its own tenure's record, not an expired one.
+            let options = AcquireOptions {
+                ttl_ms: 20 * TTL_MS,
+                ..for_session(ctx, Some("s"), 0)
+            };
+            let Some(lease) = ctx.acquire_with(&Resource::file(&file_s), &options) else {
+                return;
+            };
+            // Until `t` is done (bounded: well within the first tenure's ttl).
+            for _ in 0..400 {
+                if done_s.load(Ordering::SeqCst) {
+                    break;
+                }
+                ctx.sleep(TTL_MS / 100);
+            }
+            if !done_s.load(Ordering::SeqCst) {
+                return;
+            }
+            let options = for_session(ctx, Some("s"), TTL_MS / 4);
+            let again = ctx.acquire_with(&Resource::file(&file_s), &options);
+            match again {
+                None => ctx.violate(
+                    "session s was kept out of its own file by its own tenure, which t had \
+                     written around through a hard link and then released"
+                        .to_string(),
+                ),
+                Some(again) => {
+                    if around_s.load(Ordering::SeqCst) && again.token() <= lease.token() {
+                        ctx.violate(format!(
+                            "session s got token {} again for a tenure t wrote around",
+                            again.token()
+                        ));
+                    }
+                    ctx.release(&again);
+                }
+            }
+        }),
+        Actor::new("editor", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 20);
+            ctx.env("write the new file beside it", || {
+                std::fs::write(&tmp, b"y")
+            });
+            ctx.env("rename it over the file (a new file id)", || {
+                std::fs::rename(&tmp, &file_e)
+            });
+            ctx.env("hard-link the new file", || {
+                std::fs::hard_link(&file_e, &link)
+            });
+        }),
+        Actor::new("t", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 10);
+            let options = for_session(ctx, Some("t"), 0);
+            if let Some(lease) = ctx.acquire_with(&Resource::file(&link_t), &options) {
+                if with_ids {
+                    written_around.store(true, Ordering::SeqCst);
+                }
+                ctx.release(&lease);
+            }
+            t_done.store(true, Ordering::SeqCst);
+        }),
+    ]
+}
+
 /// Two processes of session `s` claim one lock at the same instant, as two
 /// `fencepost run --session s` started together: one begins the tenure, the other
 /// re-enters it (same token). Judged by the schedule itself: when both got the

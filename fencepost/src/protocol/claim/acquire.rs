@@ -141,8 +141,40 @@ impl Store {
                 let other = self.conflict(resource, options).ok().flatten();
                 Ok(TryAcquire::Held(other.unwrap_or(holder)))
             }
+            Ok(TryAcquire::Held(holder)) => {
+                Ok(TryAcquire::Held(self.through_link(resource, holder)))
+            }
             outcome => outcome,
         }
+    }
+
+    /// `holder`, refusing a claim of the file `resource`, named with the other hard
+    /// link it holds the file through ([`Holder::in_the_way`]), when it is the
+    /// holder of the file's file-id series under another path: "held through
+    /// hl.txt", not "f.txt is held" by someone who never named f.txt. One read, on
+    /// a refusal only.
+    fn through_link(&self, resource: &Resource, mut holder: Holder) -> Holder {
+        if holder.in_the_way.is_some() {
+            return holder;
+        }
+        let Ok(identity) = resource.identity() else {
+            return holder;
+        };
+        let Some(file_id) = identity.file_id else {
+            return holder;
+        };
+        let Ok(newest) = self.read_newest(&file_id) else {
+            return holder;
+        };
+        if let Some(record) = newest.claim()
+            && *record.holder == *holder.holder_id
+            && *record.label != *identity.label
+        {
+            holder.in_the_way = Some(Box::new(Resource::File(std::path::PathBuf::from(
+                &*record.label,
+            ))));
+        }
+        holder
     }
 
     /// The rounds of an exclusive acquisition (see [`Store::try_acquire_observed`]).

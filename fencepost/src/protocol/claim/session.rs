@@ -171,6 +171,48 @@ impl Store {
         ))
     }
 
+    /// Ends the session's tenure `token` in the primary series of `resource`, which
+    /// [`Store::resume_session`] found written around: its record is still the
+    /// newest there, live, but another tenure's record is in the file's file-id
+    /// series (a rival came in through a hard link of the file, replaced since the
+    /// claim), so the tenure is over for good (design-01, "once fenced, fenced for
+    /// good"). Without this the session's own ended tenure kept every claim of the
+    /// session out — "held by" the session itself — until its ttl (a breaker; the
+    /// checker's `session_fenced_reclaim`, planted bug `FENCED_SESSION_TENURE_KEPT`).
+    /// Only that tenure is ended: a tombstone while its record at `token` is the
+    /// newest and proves the session's secret; anything newer (a sibling's fresh
+    /// claim) is left alone. Best effort: a claim that finds it still there is
+    /// refused, as before.
+    fn end_fenced_tenure(&self, resource: &Resource, session: &str, token: u64) {
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::FENCED_SESSION_TENURE_KEPT) {
+            return;
+        }
+        let Ok(identity) = resource.identity() else {
+            return;
+        };
+        // Written around by another session (or a claim without one): over for
+        // good. A record of this session there is a sibling's claim, perhaps half
+        // made (its path taken, its file id not yet): that race is the acquisition's
+        // to settle, and ending the tenure here would undo a sibling's claim.
+        let tag = SessionTag::of(session);
+        let Some(file_id) = &identity.file_id else {
+            return;
+        };
+        let by_another = self
+            .read_newest(file_id)
+            .is_ok_and(|newest| match newest.decoded() {
+                Some(Decoded::Record(r)) => r.session.as_ref() != Some(&tag),
+                Some(Decoded::Newer { .. }) => true,
+                _ => false,
+            });
+        if !by_another {
+            return;
+        }
+        let secret = Secret::for_session(session);
+        let _ = self.release_tenure(&identity.key, &identity.label, token, &secret);
+    }
+
     /// Re-entry: when `options.session` holds `resource` with a live tenure, that
     /// tenure renewed for `options.ttl_ms` (same token, docs/protocol.md I5);
     /// `None` when the session holds nothing live there (or lost it meanwhile), so
@@ -191,6 +233,10 @@ impl Store {
         let mut lease = match self.resume_session(resource, session) {
             Ok(lease) => lease,
             Err(Error::NotSessionHolder { .. }) => return Ok(None),
+            Err(Error::Superseded { token, .. }) => {
+                self.end_fenced_tenure(resource, session, token);
+                return Ok(None);
+            }
             Err(error) if is_loss(&error) => return Ok(None),
             Err(error) => return Err(error),
         };
