@@ -426,6 +426,35 @@ fn a_push_of_commits_touching_a_held_file_is_refused() {
     );
 }
 
+/// A push over a remote commit this repository does not have (someone pushed since
+/// the last fetch; a force-push) cannot be checked: the guard refuses it saying
+/// why and to fetch first, instead of git's "bad object" (a breaker).
+#[test]
+fn a_push_over_an_unfetched_remote_commit_says_to_fetch() {
+    let repo = guarded_repo();
+    let local = git(&repo.root, &["rev-parse", "HEAD"]).trim().to_string();
+    let unknown = "b5e72f7b5e72f7b5e72f7b5e72f7b5e72f7b5e72";
+    let out = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args(["guard", "pre-push", "origin", "/nowhere"])
+        .write_stdin(format!(
+            "refs/heads/main {local} refs/heads/main {unknown}\n"
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(
+        said.contains(unknown)
+            && said.contains("not in this repository")
+            && said.contains("run `git fetch`, then push again")
+            && !said.contains("bad object"),
+        "{said}"
+    );
+}
+
 /// `hooks install` outside a git repository writes nothing when it cannot do all
 /// it was asked (the git hooks), and says how to install the agents' hooks alone;
 /// those alone then install (a new user's find: the agents' settings were left

@@ -381,6 +381,17 @@ fn pushed(top: &Path, args: &[OsString]) -> Result<Vec<String>, String> {
                 ],
             )?
         } else {
+            // A remote commit this repository does not have (pushed by someone
+            // else since the last fetch; a force-push over it) cannot be compared:
+            // say so and what to do, rather than git's "bad object" (a breaker).
+            let object = format!("{remote}^{{commit}}");
+            if git(top, &["cat-file", "-e", &object]).is_err() {
+                return Err(format!(
+                    "the remote's commit {remote} is not in this repository (pushed there \
+                     since the last fetch), so the paths this push changes cannot be listed; \
+                     run `git fetch`, then push again"
+                ));
+            }
             git(
                 top,
                 &[
