@@ -606,6 +606,12 @@ fn describe_with(error: &Error, next_steps_any: &str) -> String {
         Error::NotHeld { label } => format!(
             "{label} is not held by anyone (never claimed, released, expired or already broken): there is nothing to break"
         ),
+        Error::Superseded {
+            through: Some(_), ..
+        } => format!(
+            "{error}; claim it again for a new token (while that holder keeps the file, the \
+             claim is refused and says who holds it and until when)"
+        ),
         Error::Superseded { .. } => format!("{error}; claim it again for a new token"),
         Error::Expired {
             label,
@@ -661,6 +667,14 @@ pub fn loss_reason(error: &Error) -> String {
         Error::Superseded { by_token: 0, .. } => {
             "superseded (the newest record is unreadable)".into()
         }
+        Error::Superseded {
+            through: Some(name),
+            ..
+        } => format!(
+            "written around: another holder claimed the same file as {} (a hard link of it, or \
+             its name before it moved)",
+            printable(name)
+        ),
         Error::Superseded { by_token, .. } => format!("superseded by token {by_token}"),
         Error::Expired { expired_at_ms, .. } => format!(
             "it {} before it could be renewed",

@@ -209,15 +209,22 @@ pub enum Error {
     },
     /// The lease was written around: a newer tenure owns the resource now. The
     /// lease's token will never pass [`crate::Store::check`] again (docs/protocol.md I3).
-    #[error("lease on {label} with token {token} was superseded by {}", superseder(*by_token))]
+    #[error("lease on {label} with token {token} was {}", superseder(*by_token, through.as_deref()))]
     Superseded {
         /// The resource's label.
         label: String,
         /// The lost lease's token.
         token: u64,
         /// The token of the tenure that replaced it (0 when the newest record is
-        /// unreadable).
+        /// unreadable). With [`through`](Error::Superseded::through), that tenure's
+        /// token in the file's file-id series, which is no fencing token of this
+        /// resource (a file's path and file id number their series apart).
         by_token: u64,
+        /// For a file written around under another name — another tenure's record
+        /// in the file's file-id series — the name that tenure claimed the file by (a
+        /// hard link of it, or its name before it moved); `None` when the resource's
+        /// own series was taken.
+        through: Option<String>,
     },
     /// An operator broke the lease on purpose (`fencepost break`): the tenure is
     /// over, and its token never passes again. Acquire again for a new token, once
@@ -285,10 +292,17 @@ pub enum Error {
 
 /// What superseded a lease, for [`Error::Superseded`]: its token, or (token 0)
 /// the unreadable record above it.
-fn superseder(by_token: u64) -> String {
-    match by_token {
-        0 => "a newer record that cannot be read (a create that never completed)".into(),
-        token => format!("token {token}"),
+fn superseder(by_token: u64, through: Option<&str>) -> String {
+    match (by_token, through) {
+        (_, Some(name)) => format!(
+            "written around: another holder claimed the same file as {name} (a hard link of \
+             it, or its name before it moved)"
+        ),
+        (0, None) => {
+            "superseded by a newer record that cannot be read (a create that never completed)"
+                .into()
+        }
+        (token, None) => format!("superseded by token {token}"),
     }
 }
 

@@ -332,6 +332,14 @@ fn describe(error: Error) -> String {
             },
         },
         Error::Broken { .. } => format!("lost: {error}; claim it again for a new token"),
+        // Written around under another name: the other holder may still hold the
+        // file, and a claim now is refused naming it and until when.
+        Error::Superseded {
+            through: Some(_), ..
+        } => format!(
+            "lost: {error}; claim it again for a new token (while that holder keeps the file, \
+             the claim is refused and says who holds it and until when)"
+        ),
         Error::Superseded { .. } | Error::Expired { .. } | Error::Released { .. } => {
             format!("lost: {error}; claim it again for a new token")
         }

@@ -366,6 +366,67 @@ async fn a_break_is_reported_to_the_holding_server_with_the_reason() {
     assert!(next > token);
 }
 
+/// A file written around under another name — replaced, and claimed by someone else
+/// through a hard link of the new file — is a loss the server reports as such: the
+/// name the other holder claimed it by, no token of another series passed off as
+/// this resource's ("token 1 was superseded by token 1", a breaker), and a claim
+/// while that holder keeps it names the holder and until when.
+#[tokio::test]
+async fn a_file_written_around_through_another_name_is_reported_with_that_name() {
+    let tree = Tree::new();
+    std::fs::write(tree.root.join("a.rs"), "a").unwrap();
+    let server = Server::start(&tree, "agent-a").await;
+    let token = server
+        .call(
+            "claim",
+            json!({"resource": file("a.rs"), "ttl_ms": 600_000}),
+        )
+        .await
+        .unwrap()["token"]
+        .as_u64()
+        .unwrap();
+    std::fs::write(tree.root.join("a.rs.tmp"), "b").unwrap();
+    std::fs::rename(tree.root.join("a.rs.tmp"), tree.root.join("a.rs")).unwrap();
+    std::fs::hard_link(tree.root.join("a.rs"), tree.root.join("b.rs")).unwrap();
+    let store = fencepost::Store::new(fencepost_fs::FsStore::open(&tree.store).unwrap());
+    let _rival = store
+        .acquire(
+            &fencepost::Resource::file(tree.root.join("b.rs")),
+            &fencepost::AcquireOptions::new(600_000).owner("agent-b"),
+        )
+        .unwrap();
+    let write = server
+        .call(
+            "write",
+            json!({"resource": file("a.rs"), "token": token, "path": "a.rs", "content": "x"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        write.starts_with("lost: ")
+            && write.contains("written around")
+            && write.contains("claimed the same file as ")
+            && write.contains("b.rs")
+            && !write.contains("superseded by token"),
+        "{write}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("a.rs")).unwrap(),
+        "b"
+    );
+    let again = server
+        .call(
+            "claim",
+            json!({"resource": file("a.rs"), "ttl_ms": 600_000}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        again.contains("agent-b") && again.contains("b.rs") && again.contains("until"),
+        "{again}"
+    );
+}
+
 /// The tool descriptions tell a model that tokens are not passwords.
 #[test]
 fn tool_descriptions_say_tokens_are_not_passwords() {

@@ -68,13 +68,9 @@ impl Store {
     ) -> Result<Option<Error>> {
         let newest = self.read_newest(file_id)?;
         Ok(match newest.holder_id() {
-            Some(h) if h != holder_id || h.is_empty() => {
-                newest.holder().map(|rival| Error::Superseded {
-                    label,
-                    token,
-                    by_token: rival.token,
-                })
-            }
+            Some(h) if h != holder_id || h.is_empty() => newest
+                .holder()
+                .map(|_| newest.superseded(file_id, &label, token)),
             Some(_) => match newest.decoded() {
                 #[cfg(feature = "planted-bugs")]
                 Some(_) if crate::planted::on(&crate::planted::FILE_ID_TOMBSTONE_IGNORED) => None,
@@ -117,11 +113,9 @@ impl Store {
                         None => continue,
                     }
                 }
-                Some(Decoded::Record(_) | Decoded::Newer { .. }) => Error::Superseded {
-                    label: lease.label.clone(),
-                    token: lease.token,
-                    by_token: newest.token(),
-                },
+                Some(Decoded::Record(_) | Decoded::Newer { .. }) => {
+                    newest.superseded(key, &lease.label, lease.token)
+                }
                 Some(Decoded::Torn(_)) | None => continue,
             };
             return Some(lost);
@@ -247,11 +241,7 @@ impl Store {
                     r
                 }
                 _ => {
-                    return Err(Error::Superseded {
-                        label: lease.label.clone(),
-                        token: lease.token,
-                        by_token: newest.token(),
-                    });
+                    return Err(newest.superseded(key, &lease.label, lease.token));
                 }
             };
             if let Some(ended) = ended(current, &lease.label) {

@@ -114,6 +114,25 @@ impl Newest {
 
     /// The holder id of the newest decodable record; `Some("")` for a newer format
     /// (whose holder cannot be compared, so it is never ours).
+    /// The loss of tenure `token` (of the resource labelled `label`) to this newest
+    /// record of series `key`: [`Error::Superseded`], naming, for a file-id series
+    /// (`inode-`), the name the other tenure claimed the file by — its token there
+    /// numbers the file id's series, not the resource's.
+    pub(crate) fn superseded(&self, key: &Key, label: &str, token: u64) -> Error {
+        let through = match self.decoded() {
+            Some(Decoded::Record(record)) if key.as_str().starts_with("inode-") => {
+                Some(record.label.to_string())
+            }
+            _ => None,
+        };
+        Error::Superseded {
+            label: label.to_string(),
+            token,
+            by_token: self.token(),
+            through,
+        }
+    }
+
     pub(crate) fn holder_id(&self) -> Option<&str> {
         match self.decoded() {
             Some(Decoded::Record(record)) => Some(&*record.holder),

@@ -48,11 +48,7 @@ impl Store {
         (known, siblings): (Option<u64>, bool),
     ) -> Result<(Record, bool)> {
         let newest = self.read_settled(key)?;
-        let superseded = |newest: &Newest| Error::Superseded {
-            label: label.to_string(),
-            token,
-            by_token: newest.token(),
-        };
+        let superseded = |newest: &Newest| newest.superseded(key, label, token);
         let current = match newest.decoded() {
             Some(Decoded::Record(r))
                 if r.token == token && secret.proves(r.secret_sha256.as_deref()) =>
@@ -145,11 +141,7 @@ impl Store {
         } = r;
         let asked_ttl_ms = ttl_ms;
         let token = current.token;
-        let superseded = |newest: &Newest| Error::Superseded {
-            label: label.to_string(),
-            token,
-            by_token: newest.token(),
-        };
+        let superseded = |newest: &Newest| newest.superseded(key, label, token);
         let ours = |r: &Record| r.token == token && secret.proves(r.secret_sha256.as_deref());
         let since_mono = self.clock.monotonic_ms();
         let now = self.clock.wall_ms();
@@ -286,6 +278,7 @@ impl Store {
                     label: label.to_string(),
                     token,
                     by_token: 0,
+                    through: None,
                 });
             }
             settled
