@@ -478,6 +478,23 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
                 ended.token
             );
         }
+        // The file was claimed through another hard link, and that claim ended:
+        // this link itself never was.
+        if let Some(file_id) = &identity.file_id
+            && let Some(ended) = entries.iter().find(|e| e.key == *file_id)
+        {
+            // Its token as that link's own row shows it (the file id numbers its
+            // series apart).
+            let token = entries
+                .iter()
+                .find(|e| e.key.as_str().starts_with("file-") && e.label == ended.label)
+                .map(|row| format!(" (token {})", row.token))
+                .unwrap_or_default();
+            return format!(
+                "this link has never been claimed itself; the same file was claimed through another link, {}, and that claim has ended{token}; a token passes only for the link its claim named",
+                printable(&ended.label),
+            );
+        }
         return format!("it has never been claimed in the store {}", ctx.locator);
     };
     // The same file held through another hard link: the rival's row in `status` is

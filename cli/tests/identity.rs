@@ -265,6 +265,21 @@ fn release_through_one_hard_link_frees_the_other() {
         .output()
         .unwrap();
     assert_eq!(release.status.code(), Some(0), "{release:?}");
+    // The other link was never claimed itself, but the file was: said so, not
+    // "never claimed" (a breaker).
+    let check = s
+        .cmd()
+        .args(["check", "--file", "hardlink-to-a.txt", &token.to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(3), "{check:?}");
+    let said = crate::util::one_line_stderr(&check);
+    assert!(
+        said.contains("this link has never been claimed itself")
+            && said.contains("a.txt, and that claim has ended (token 1)")
+            && !said.contains("it has never been claimed"),
+        "{said}"
+    );
     assert_eq!(claim(&s, FILE, "hardlink-to-a.txt"), 0);
 }
 
