@@ -1097,7 +1097,7 @@ pub fn status(ctx: &Context, args: &StatusArgs) -> Result<ExitCode, Failure> {
             "\n\nheld in another store on their path (claimed there before the layout around \
              them changed, or through --store; check, renew and release find them there):\n{}\nstore: {}",
             status_table(kept, now),
-            store.display()
+            printable(&store.display().to_string())
         ));
     }
     emit(&text)?;
@@ -1128,12 +1128,14 @@ fn json_value(entry: &fencepost::StatusEntry) -> Result<serde_json::Value, Failu
 /// The store `status` read, and why it is that one: `/repo/.git/fencepost (the
 /// repository's store, shared by all its worktrees)`.
 fn store_line(ctx: &Context) -> String {
+    // Escaped as every path shown is: a newline in it would split the line (a
+    // breaker).
+    let locator = printable(&ctx.locator);
     match ctx.scope {
-        None => ctx.locator.clone(),
-        Some(_) if !ctx.exists => format!(
-            "{} (it does not exist yet; the first claim creates it)",
-            ctx.locator
-        ),
-        Some(scope) => format!("{} ({scope})", ctx.locator),
+        None => locator,
+        Some(_) if !ctx.exists => {
+            format!("{locator} (it does not exist yet; the first claim creates it)")
+        }
+        Some(scope) => format!("{locator} ({scope})"),
     }
 }

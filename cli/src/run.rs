@@ -29,6 +29,13 @@ use crate::waiting::{self, Acquired};
 /// How often a stopping tree is looked at during the grace period.
 const GRACE_POLL: Duration = Duration::from_millis(20);
 
+/// How long the command's group may outlive its first process before `run` says
+/// why it has not ended.
+const GROUP_WAIT_NOTICE: Duration = Duration::from_secs(1);
+
+/// How long `run`, ending, waits for its loss line to be written.
+const REPORT_WAIT: Duration = Duration::from_secs(1);
+
 pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
     let mut environment = child_environment(&resource)?;
@@ -115,11 +122,14 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
             if matches!(error, Error::Released { .. }) && !reentered && !sessioned {
                 return;
             }
-            report(&crate::in_store(format!(
+            // The stop first, then the line: a write to a stderr nobody reads (a
+            // full pipe, which the command itself may have filled) blocks, and
+            // held up the stop while a rival wrote (a breaker).
+            stopper.lost();
+            stopper.report(crate::in_store(format!(
                 "lease on {target} lost: {}; {policy}",
                 loss_reason(error)
             )));
-            stopper.lost();
         })
     };
 
@@ -170,6 +180,8 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         prepared.abandon();
         forwarder.finish();
         let _ = give_back(keepalive);
+        // The loss line, written meanwhile.
+        stopper.finish();
         return Ok(ExitCode::from(conflict));
     }
     let mut child = match command.spawn() {
@@ -228,6 +240,12 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         )),
     }
     let status = child.wait();
+    // The command is its whole process group, not its first process: a `sh -c`
+    // wrapper ended by a forwarded Ctrl+C while the real command cleans up, or a
+    // process it left running in the background, still writes. The lease is kept
+    // (and signals forwarded) until the group is gone, as after a loss (a breaker:
+    // a waiting rival got the lease while the command wrote on).
+    stopper.wait_for_group();
     forwarder.finish();
     // A stop under way goes on until the whole tree is gone (or was killed).
     stopper.finish();
@@ -310,6 +328,8 @@ struct Stopper {
     lost: AtomicBool,
     started: AtomicBool,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// The loss line, written on a thread of its own: done when it was written.
+    reported: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
 }
 
 impl Stopper {
@@ -321,6 +341,44 @@ impl Stopper {
             lost: AtomicBool::new(false),
             started: AtomicBool::new(false),
             thread: Mutex::new(None),
+            reported: Mutex::new(None),
+        }
+    }
+
+    /// Writes the loss line on a thread of its own, so that a stderr nobody reads
+    /// holds up neither the stop nor the keepalive; [`Stopper::finish`] waits a
+    /// little for it.
+    fn report(&self, line: String) {
+        let (done, written) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("fencepost-report".into())
+            .spawn(move || {
+                report(&line);
+                let _ = done.send(());
+            });
+        if spawned.is_ok() {
+            *self.reported.lock().unwrap_or_else(|e| e.into_inner()) = Some(written);
+        }
+    }
+
+    /// After the command's first process ended: waits while the rest of its group
+    /// runs, unless the lease was lost (the stop sees to the group then). Says so
+    /// once when the wait goes on for a while.
+    fn wait_for_group(&self) {
+        let Some(tree) = self.tree.get() else {
+            return;
+        };
+        let started = Instant::now();
+        let mut said = false;
+        while tree.is_alive() && !self.is_lost() {
+            if !said && started.elapsed() >= GROUP_WAIT_NOTICE {
+                said = true;
+                report(
+                    "the command's first process has ended; its lease is kept until the rest \
+                     of its process group ends too (processes it left running still write)",
+                );
+            }
+            std::thread::sleep(GRACE_POLL);
         }
     }
 
@@ -370,11 +428,20 @@ impl Stopper {
         }
     }
 
-    /// Waits for a stop under way, then hands the terminal back.
+    /// Waits for a stop under way, then hands the terminal back; waits a little
+    /// for the loss line (a stderr nobody reads must not keep `run` from ending).
     fn finish(&self) {
         let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(thread) = thread {
             let _ = thread.join();
+        }
+        let reported = self
+            .reported
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(written) = reported {
+            let _ = written.recv_timeout(REPORT_WAIT);
         }
         if let Some(tree) = self.tree.get() {
             tree.finish();

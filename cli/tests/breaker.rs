@@ -71,26 +71,65 @@ fn a_killed_run_does_not_leave_its_child_writing() {
     );
 }
 
+/// The same with `run`'s stderr a pipe nobody reads, filled by the command: the
+/// guard stops the command first and writes its line only if stderr takes it now
+/// (a breaker: the guard blocked on its line, and the orphaned command ran on
+/// beside the rival that took the lease at its ttl).
+#[test]
+fn a_killed_runs_guard_stops_the_command_even_when_stderr_is_full() {
+    let s = Scratch::new();
+    let _child = PidFileGuard(s.path().join("child"));
+    let mut run = s.spawn_cmd();
+    run.args([
+        "run", "--lock", "x", "--ttl", "60000", "--grace", "500", "--",
+    ])
+    .args(["sh", "-c"])
+    .arg(
+        r#"head -c 200000 /dev/zero >&2 &
+            echo $$ > child.tmp && mv child.tmp child
+            while :; do echo x >> out; sleep 0.05; done"#,
+    )
+    // A pipe nobody reads.
+    .stderr(Stdio::piped());
+    let mut holder = Background::spawn(&mut run);
+    let child = read_pid(&s.path().join("child"));
+    wait_for_guard(holder.id());
+    // The command has filled the pipe by now.
+    std::thread::sleep(Duration::from_millis(300));
+    holder.kill_and_reap();
+    wait_until(
+        "the killed run's command is gone",
+        Duration::from_secs(15),
+        || !running(child),
+    );
+}
+
 /// The guard stands down when `run` ends normally: the child's group is not
-/// signalled, and `run` leaves no process behind.
+/// signalled. A process the child left running in its group is neither stopped nor
+/// left holding nothing: `run` keeps the lease until it ends (it may still write;
+/// a breaker: a rival got the lease while it ran), then releases and exits with
+/// the child's code.
 #[test]
 fn a_run_that_ends_normally_leaves_no_guard_and_spares_what_the_child_left() {
     let s = Scratch::new();
     let _left = PidFileGuard(s.path().join("left"));
+    let started = Instant::now();
     // The child leaves a process of its own group behind (`&` without wait).
     let output = s
         .cmd()
         .args(["run", "--lock", "x", "--", "sh", "-c"])
-        .arg(r#"sh -c 'echo $$ > left.tmp && mv left.tmp left; exec sleep 30' >/dev/null 2>&1 & exit 7"#)
+        .arg(r#"sh -c 'echo $$ > left.tmp && mv left.tmp left; sleep 2; echo done > finished' >/dev/null 2>&1 & exit 7"#)
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(7), "{output:?}");
-    let left = read_pid(&s.path().join("left"));
-    std::thread::sleep(Duration::from_millis(500));
     assert!(
-        running(left),
-        "a normal end must not stop the child's group"
+        s.path().join("finished").exists(),
+        "what the child left was stopped, or run ended before it: {output:?}"
     );
+    assert!(started.elapsed() >= Duration::from_millis(1900));
+    let left = read_pid(&s.path().join("left"));
+    assert!(!running(left));
+    assert_eq!(s.entry("x").unwrap()["state"], "released");
 }
 
 /// `run` stopped (SIGSTOP) past its ttl cannot renew, so a rival takes the lease —

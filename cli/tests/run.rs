@@ -313,6 +313,121 @@ fn termination_signals_are_forwarded_to_the_child() {
     }
 }
 
+/// The command is its whole process group: a forwarded Ctrl+C ends the `sh -c`
+/// wrapper at once while the real command, in the same group, spends a while
+/// cleaning up (writing). The lease is held until that command is done too: a
+/// waiting rival got it the moment the wrapper died, while the command still wrote
+/// (a breaker). And a process the command leaves running in the background keeps
+/// the lease held until it ends.
+#[cfg(unix)]
+#[test]
+fn the_lease_is_held_until_the_commands_whole_group_has_ended() {
+    let s = Scratch::new();
+    // The wrapper dies on TERM; the command it started traps it and writes for a
+    // while before it ends.
+    let script = r#"sh -c 'trap "sleep 1.5; echo cleaned > cleaned; exit 0" TERM; echo ready > ready; while :; do sleep 0.05; done' &
+wait"#;
+    let mut run = s.spawn_cmd();
+    run.args(["run", "--lock", "x", "--", "sh", "-c", script]);
+    let mut child = Background::spawn(&mut run);
+    let ready = s.path().join("ready");
+    wait_until("the command is ready", Duration::from_secs(10), || {
+        ready.exists()
+    });
+    crate::util::send_signal(child.id(), "TERM");
+    // While the command cleans up, the lease is still held.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!s.path().join("cleaned").exists(), "cleaned up too soon");
+    let rival = s.cmd().args(["claim", "--lock", "x"]).output().unwrap();
+    assert_eq!(
+        rival.status.code(),
+        Some(3),
+        "a rival got the lease while the command was still cleaning up: {rival:?}"
+    );
+    let status = child.0.wait().unwrap();
+    assert!(
+        s.path().join("cleaned").exists(),
+        "run ended before its command"
+    );
+    assert_eq!(s.entry("x").unwrap()["state"], "released", "{status:?}");
+
+    // A process left running in the background.
+    let s = Scratch::new();
+    let started = Instant::now();
+    let mut run = s.spawn_cmd();
+    run.args(["run", "--lock", "y", "--", "sh", "-c", "sleep 1.5 & exit 0"])
+        .stderr(Stdio::piped());
+    let mut child = Background::spawn(&mut run);
+    std::thread::sleep(Duration::from_millis(300));
+    let rival = s.cmd().args(["claim", "--lock", "y"]).output().unwrap();
+    assert_eq!(rival.status.code(), Some(3), "{rival:?}");
+    let output = child.finish();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(started.elapsed() >= Duration::from_millis(1400));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("kept until the rest of its process group ends"),
+        "{output:?}"
+    );
+    assert_eq!(s.entry("y").unwrap()["state"], "released");
+}
+
+/// A lost lease stops the command even when `run`'s stderr is a pipe nobody reads
+/// and the command has filled it: the loss line, which blocks, is written after
+/// the stop, on a thread of its own (a breaker: `run` blocked on the line, and the
+/// command wrote on beside the rival for as long as it liked).
+#[cfg(unix)]
+#[test]
+fn a_loss_stops_the_command_even_when_stderr_is_full() {
+    let s = Scratch::new();
+    let script = r#"head -c 200000 /dev/zero >&2 &
+while :; do echo x >> marks; sleep 0.05; done"#;
+    let mut run = s.spawn_cmd();
+    run.args([
+        "run", "--lock", "x", "--ttl", "3000", "--grace", "300", "--",
+    ])
+    .args(["sh", "-c", script])
+    // A pipe nobody reads.
+    .stderr(Stdio::piped());
+    let mut child = Background::spawn(&mut run);
+    let marks = s.path().join("marks");
+    wait_until("the command writes", Duration::from_secs(10), || {
+        marks.exists()
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let broken = s
+        .cmd()
+        .args(["break", "--lock", "x", "--reason", "test"])
+        .output()
+        .unwrap();
+    assert_eq!(broken.status.code(), Some(0), "{broken:?}");
+    let size = || std::fs::metadata(&marks).map(|m| m.len()).unwrap_or(0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = size();
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = size();
+        if now == last {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the command still writes 10 s after its lease was broken"
+        );
+        last = now;
+    }
+    // `run` ends too, with the loss's code, though nobody read its stderr.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "run did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(3), "{status:?}");
+}
+
 /// The same, for a `run` killed in the moment after it started its command and
 /// before its lease named the command's group (held open here by a debug-build
 /// test seam, `FENCEPOST_TEST_PAUSE_AFTER_SPAWN_MS`). The claim said a group was

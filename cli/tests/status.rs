@@ -200,3 +200,30 @@ fn status_json_rows_name_the_resource() {
         ]
     );
 }
+
+/// A store path with a newline in it is shown escaped on `status`'s store line,
+/// which stays one line (a breaker: it was printed raw, over two lines).
+#[cfg(unix)]
+#[test]
+fn a_store_path_with_a_newline_stays_on_one_line() {
+    let s = Scratch::new();
+    let store = s.path().join("st\nore");
+    let store_arg = store.to_str().unwrap();
+    let claimed = s
+        .bare_cmd(s.path())
+        .args(["--store", store_arg, "claim", "--lock", "a"])
+        .output()
+        .unwrap();
+    assert_eq!(claimed.status.code(), Some(0), "{claimed:?}");
+    let status = s
+        .bare_cmd(s.path())
+        .args(["--store", store_arg, "status"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("store: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("st\\u{a}ore"), "{text}");
+}

@@ -440,6 +440,10 @@ fn survey() {
             "FENCED_SESSION_TENURE_KEPT",
             &planted::FENCED_SESSION_TENURE_KEPT,
         ),
+        (
+            "OWN_STAMP_JUDGED_BY_HOLDER_CLOCK",
+            &planted::OWN_STAMP_JUDGED_BY_HOLDER_CLOCK,
+        ),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -602,6 +606,15 @@ fn catches_a_session_kept_out_by_its_own_written_around_tenure() {
     catches(
         &planted::FENCED_SESSION_TENURE_KEPT,
         "session_fenced_reclaim",
+        0,
+    );
+}
+
+#[test]
+fn catches_a_renewal_that_judges_its_own_fresh_record_by_the_clock_before_a_step() {
+    catches(
+        &planted::OWN_STAMP_JUDGED_BY_HOLDER_CLOCK,
+        "clock_step_back_renewals",
         0,
     );
 }

@@ -403,6 +403,10 @@ pub mod planted {
     /// the newest of the path's series: the session is kept out of its own file
     /// until the ttl.
     pub static FENCED_SESSION_TENURE_KEPT: AtomicBool = AtomicBool::new(false);
+    /// A renewal judges the record this handle stamped itself by the holder's
+    /// clock (the wall clock's lead over the monotonic clock before a step back):
+    /// after a step back of 2/3 ttl, its own fresh record looks expired.
+    pub static OWN_STAMP_JUDGED_BY_HOLDER_CLOCK: AtomicBool = AtomicBool::new(false);
     /// A break through another hard link ends the tenure in the file's file-id
     /// series alone (not the path key of the link its holder claimed), and `check`
     /// and `resume` take the tenure's own tombstone there for no answer: its token

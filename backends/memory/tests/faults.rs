@@ -495,3 +495,32 @@ fn a_file_lease_reports_the_earliest_end_of_its_series() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A wall clock stepped back (an NTP correction) by more than 2/3 of the ttl while
+/// a holder keeps its lease: every renewal after the step succeeds. The renewal
+/// judged the record it had just stamped by the clock it had before the step, so
+/// that record looked a step older than it was, and the renewal after it found it
+/// expired (a breaker: `run` lost its lease and stopped its command, with nobody
+/// else about). Records stamped before the step are still judged by the clock
+/// before it (`Store::holder_now`).
+#[test]
+fn renewals_go_on_after_the_wall_clock_steps_back() {
+    let clock = fencepost::ManualClock::new(1_800_000_000_000);
+    let store = Store::with_clock(MemoryStore::new(), clock.clone());
+    let lock = Resource::lock("ntp");
+    let mut lease = store
+        .acquire(&lock, &AcquireOptions::new(3_000).owner("holder"))
+        .unwrap();
+    clock.advance_ms(1_000);
+    store.renew(&mut lease).unwrap();
+    for step_back in [2_500, 60_000] {
+        clock.set_wall_ms(clock.wall_ms() - step_back);
+        for _ in 0..4 {
+            clock.advance_ms(1_000);
+            store
+                .renew(&mut lease)
+                .unwrap_or_else(|e| panic!("after a step back of {step_back} ms: {e}"));
+            assert!(store.check(&lock, lease.token()).unwrap());
+        }
+    }
+}

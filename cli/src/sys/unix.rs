@@ -500,8 +500,18 @@ unsafe fn guard_main(
             // No child was started: nothing to stop.
             libc::_exit(0);
         }
-        libc::write(2, message.as_ptr().cast(), message.len());
+        // The stop first, then the line, and the line only if stderr takes it now:
+        // a full pipe nobody reads (the command may have filled it) blocked the
+        // write, and the command wrote on beside a rival (a breaker).
         libc::kill(-group, libc::SIGTERM);
+        let mut out = libc::pollfd {
+            fd: 2,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        if libc::poll(&mut out, 1, 0) == 1 && out.revents & libc::POLLOUT != 0 {
+            libc::write(2, message.as_ptr().cast(), message.len());
+        }
         if let Some(limit) = kill_after_ms {
             let start = monotonic_ms();
             loop {

@@ -61,6 +61,15 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: slow_renewal,
     },
     Schedule {
+        name: "clock_step_back_renewals",
+        about: "a holder keeps a lock while the wall clock steps back by a ttl, then by ten: nobody else touches it, so the holder never loses it",
+        snapshot_listing: true,
+        mix: FaultMix::NONE,
+        max_steps: 2000,
+        inflight_ms: INFLIGHT_MS,
+        actors: clock_step_back_renewals,
+    },
+    Schedule {
         name: "clock_step_acquire",
         about: "two acquirers stall inside acquire while the wall clock steps both ways",
         snapshot_listing: true,
@@ -910,6 +919,38 @@ fn slow_renewal(_: &Setup) -> Vec<Actor> {
                 ctx.check(&lease);
                 ctx.release(&lease);
             }
+        }),
+    ]
+}
+
+/// A holder keeps a lock with its renewals while the host's wall clock steps back,
+/// first by a ttl, then by ten: nobody else touches the lock, so the holder must
+/// never lose it. A renewal judged the record it had just stamped by the clock the
+/// holder had before the step, so that record looked a step older than it was, and
+/// a step of 2/3 ttl ended every kept-alive lease at its next renewal (found by a
+/// breaker: `run` stopped its command). Without faults, so that a loss can only be
+/// the protocol's. Planted bug `OWN_STAMP_JUDGED_BY_HOLDER_CLOCK`.
+fn clock_step_back_renewals(_: &Setup) -> Vec<Actor> {
+    vec![
+        Actor::new("holder", |ctx: &super::Ctx| {
+            let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, 0) else {
+                return;
+            };
+            if ctx.keep(&mut lease, 8) {
+                ctx.release(&lease);
+            } else {
+                ctx.violate(
+                    "the holder lost its lease though nobody else touched the lock and the \
+                     wall clock only stepped back"
+                        .to_string(),
+                );
+            }
+        }),
+        Actor::new("ntp", |ctx: &super::Ctx| {
+            ctx.sleep(TTL_MS / 2);
+            ctx.step_wall_back(TTL_MS);
+            ctx.sleep(TTL_MS);
+            ctx.step_wall_back(10 * TTL_MS);
         }),
     ]
 }

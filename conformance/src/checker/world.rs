@@ -2652,6 +2652,19 @@ impl Ctx {
         }
     }
 
+    /// Steps the host's wall clock back by `ms` (an NTP correction of a clock that
+    /// ran ahead), as one scheduling point: every process sees it at once. The
+    /// monotonic clock does not move.
+    pub fn step_wall_back(&self, ms: u64) {
+        self.world.sched.point(Point::Env);
+        {
+            let mut st = self.world.sched.lock();
+            st.wall_offset -= i64::try_from(ms).unwrap_or(i64::MAX);
+        }
+        self.world.log(format!("the wall clock steps -{ms}ms"));
+        self.world.wall_step();
+    }
+
     /// Sleeps on the store's clock.
     pub fn sleep(&self, ms: u64) {
         self.store.clock().sleep(Duration::from_millis(ms));

@@ -195,12 +195,31 @@ pub(crate) struct HeldKey {
 /// the next generation without reading the series first (docs/protocol.md §3.2, renew,
 /// "from the record written"). A cache, not part of the lease's identity:
 /// two leases of one tenure compare equal whether or not they know it.
+///
+/// With it, when this handle stamped that record itself, how far the wall clock
+/// ran ahead of the monotonic clock as it did (ms; at least that far: both read
+/// monotonic first): the renewal judges the record's end on the clock it was
+/// stamped by ([`Written::stamped_ahead`]).
 #[derive(Clone, Default)]
-pub(crate) struct Written(pub(crate) Option<Arc<Record>>);
+pub(crate) struct Written(pub(crate) Option<Arc<Record>>, pub(crate) Option<i64>);
 
 impl Written {
+    /// A record read, not stamped by this handle: its clock is unknown.
     pub(crate) fn of(record: &Record) -> Written {
-        Written(Some(Arc::new(record.clone())))
+        Written(Some(Arc::new(record.clone())), None)
+    }
+
+    /// A record this handle stamped at `granted_at_ms` by the wall clock, with
+    /// `mono_before_ms` read from the monotonic clock before that.
+    pub(crate) fn stamped(record: Record, mono_before_ms: u64) -> Written {
+        let ahead = wall_ahead(record.granted_at_ms, mono_before_ms);
+        Written(Some(Arc::new(record)), Some(ahead))
+    }
+
+    /// How far the wall clock ran ahead of the monotonic clock when this handle
+    /// stamped the record (`None`: read, not stamped here).
+    pub(crate) fn stamped_ahead(&self) -> Option<i64> {
+        self.1
     }
 
     /// The record, when it is the one at `generation` of the tenure `token`.
@@ -226,4 +245,12 @@ impl std::fmt::Debug for Written {
             None => f.write_str("Written(unknown)"),
         }
     }
+}
+
+/// `wall_ms − mono_ms`, saturating: how far the wall clock reads ahead of the
+/// monotonic clock.
+pub(crate) fn wall_ahead(wall_ms: u64, mono_ms: u64) -> i64 {
+    i64::try_from(wall_ms)
+        .unwrap_or(i64::MAX)
+        .saturating_sub(i64::try_from(mono_ms).unwrap_or(i64::MAX))
 }

@@ -626,10 +626,16 @@ impl Store {
         // The whole resource is held until the earliest of its claims ends (they
         // were created one after another).
         let mut end = u64::MAX;
-        for Taken { key, claim, .. } in taken {
+        for Taken {
+            key,
+            claim,
+            since_mono,
+            ..
+        } in taken
+        {
             end = end.min(claim.expires_at_ms);
             if *key == identity.key {
-                primary = Some(claim);
+                primary = Some((claim, since_mono));
             } else {
                 others.push(HeldKey {
                     key: key.clone(),
@@ -638,7 +644,7 @@ impl Store {
                 });
             }
         }
-        let claim = primary.expect("the primary key is among the keys taken");
+        let (claim, since_mono) = primary.expect("the primary key is among the keys taken");
         #[cfg(feature = "planted-bugs")]
         if crate::planted::on(&crate::planted::LEASE_END_FROM_PRIMARY) {
             end = claim.expires_at_ms;
@@ -668,8 +674,8 @@ impl Store {
             shared: false,
             queued: false,
             // The claim itself, moved (its numbers were copied above): no clone on
-            // the acquire path.
-            written: Written(Some(std::sync::Arc::new(claim))),
+            // the acquire path; stamped after `since_mono` was read.
+            written: Written::stamped(claim, since_mono),
         }
     }
 

@@ -67,16 +67,18 @@ impl Store {
                 self.renew_written(
                     &lease.key,
                     &lease.label,
-                    written,
+                    (written, lease.written.stamped_ahead()),
                     &lease.secret,
                     lease.ttl_ms,
                     (evidence.clone(), lease.siblings),
                 )
             })
-            .map(|renewed| renewed.map(|renewed| (renewed, lease.siblings)));
+            .map(|renewed| renewed.map(|(renewed, ahead)| (renewed, lease.siblings, ahead)));
         // Judged on a read: a newest record of the tenure other than the one this
         // handle knew was written through another handle (see `renew_tenure_kept`).
-        let renewed = match written.unwrap_or_else(|| {
+        // Its stamp's clock is not carried back: the next renewal judges it by the
+        // holder's clock.
+        let (renewed, stamped_ahead) = match written.unwrap_or_else(|| {
             self.renew_tenure_kept(
                 &lease.key,
                 &lease.label,
@@ -85,10 +87,11 @@ impl Store {
                 evidence,
                 (Some(lease.generation), lease.siblings),
             )
+            .map(|(renewed, siblings)| (renewed, siblings, None))
         }) {
-            Ok((renewed, siblings)) => {
+            Ok((renewed, siblings, ahead)) => {
                 lease.siblings |= siblings;
-                renewed
+                (renewed, ahead)
             }
             Err(error) => {
                 if is_loss(&error) {
@@ -125,7 +128,8 @@ impl Store {
         if crate::planted::on(&crate::planted::LEASE_END_FROM_PRIMARY) {
             lease.expires_at_ms = renewed.expires_at_ms;
         }
-        lease.written = Written(Some(std::sync::Arc::new(renewed)));
+        // With the clock of its stamp when this call stamped it.
+        lease.written = Written(Some(std::sync::Arc::new(renewed)), stamped_ahead);
         Ok(())
     }
 

@@ -73,9 +73,12 @@ impl Store {
             evidence: if siblings { None } else { evidence },
             keep_later: siblings,
             again: SIBLING_RENEWALS_MAX,
+            // Read, not known to be stamped by this handle: judged by the
+            // holder's clock.
+            stamped_ahead: None,
         };
         match self.write_renewal(renewal, false)? {
-            Some(renewed) => Ok((renewed, siblings)),
+            Some((renewed, _)) => Ok((renewed, siblings)),
             // Not reached: only a renewal from the record written falls back.
             None => Err(superseded(&newest)),
         }
@@ -99,11 +102,11 @@ impl Store {
         &self,
         key: &Key,
         label: &str,
-        written: &Record,
+        (written, stamped_ahead): (&Record, Option<i64>),
         secret: &Secret,
         ttl_ms: u64,
         (evidence, keep_later): (Option<ProcessEvidence>, bool),
-    ) -> Option<Result<Record>> {
+    ) -> Option<Result<(Record, Option<i64>)>> {
         if ended(written, label).is_some()
             || !record::is_live(&written.envelope(), self.clock.wall_ms())
         {
@@ -119,6 +122,7 @@ impl Store {
             evidence,
             keep_later,
             again: SIBLING_RENEWALS_MAX,
+            stamped_ahead,
         };
         self.write_renewal(renewal, true).transpose()
     }
@@ -127,7 +131,11 @@ impl Store {
     /// judges the outcome. With `blind` (no read of the series preceded it), a
     /// create that finds the generation taken returns `Ok(None)` for the caller to
     /// read and judge.
-    fn write_renewal(&self, r: Renewal<'_>, blind: bool) -> Result<Option<Record>> {
+    ///
+    /// The renewed record comes with how far the wall clock ran ahead of the
+    /// monotonic clock when it was stamped, when this call stamped it (`None` for a
+    /// sibling's record taken as the renewal).
+    fn write_renewal(&self, r: Renewal<'_>, blind: bool) -> Result<Option<(Record, Option<i64>)>> {
         let Renewal {
             key,
             label,
@@ -138,6 +146,7 @@ impl Store {
             evidence,
             keep_later,
             again,
+            stamped_ahead,
         } = r;
         let asked_ttl_ms = ttl_ms;
         let token = current.token;
@@ -147,8 +156,22 @@ impl Store {
         let now = self.clock.wall_ms();
         // Our own tenure's expiry is judged by the holder's clock (a wall clock
         // that stepped back since must not lengthen it); the renewal is stamped
-        // with the wall clock every reader judges by.
-        let judged_now = self.holder_now(now, since_mono);
+        // with the wall clock every reader judges by. A record this handle stamped
+        // itself is judged by the clock it was stamped with: by the holder's clock
+        // after a step back, a record stamped since the step looked as much older
+        // as the step, and a step of 2/3 ttl ended every kept-alive lease at its
+        // next renewal, `run` stopping its command (a breaker; the checker's
+        // `clock_step_back_renewals`, planted bug `OWN_STAMP_JUDGED_BY_HOLDER_CLOCK`).
+        let stamped_ahead = stamped_ahead.filter(|_| !own_stamp_ignored());
+        let judged_now = match stamped_ahead {
+            Some(ahead) => {
+                let by_stamp = i64::try_from(since_mono)
+                    .unwrap_or(i64::MAX)
+                    .saturating_add(ahead);
+                u64::try_from(by_stamp).unwrap_or(0).max(now)
+            }
+            None => self.holder_now(now, since_mono),
+        };
         let expired = || Error::Expired {
             label: label.to_string(),
             token,
@@ -243,7 +266,10 @@ impl Store {
             if self.clock.monotonic_ms().saturating_sub(since_mono) >= ttl_ms {
                 return Err(expired());
             }
-            Ok(Some(renewal.clone()))
+            Ok(Some((
+                renewal.clone(),
+                Some(crate::protocol::lease::wall_ahead(now, since_mono)),
+            )))
         };
         if created == CreateOutcome::Created {
             // Newest is all the confirmation needs: our own record's bytes are known.
@@ -316,11 +342,12 @@ impl Store {
                             evidence: None,
                             keep_later: true,
                             again: again - 1,
+                            stamped_ahead: None,
                         },
                         false,
                     )
                 }
-                None if record::is_live(&r.envelope(), now) => Ok(Some(r.clone())),
+                None if record::is_live(&r.envelope(), now) => Ok(Some((r.clone(), None))),
                 None => Err(superseded(&confirmed)),
             },
             _ => Err(superseded(&confirmed)),
@@ -637,12 +664,25 @@ struct Renewal<'a> {
     /// How many more times the renewal is made again on top of a sibling's record
     /// that ends sooner than it meant to.
     again: u8,
+    /// How far the wall clock ran ahead of the monotonic clock when this handle
+    /// stamped `current`, if it did ([`crate::protocol::Written`]).
+    stamped_ahead: Option<i64>,
 }
 
 /// How many times a renewal is made again on top of a sibling's record that ends
 /// sooner (each time another sibling's record landed first: bounded, then the
 /// sibling's record is taken, as before).
 const SIBLING_RENEWALS_MAX: u8 = 3;
+
+/// Planted bug [`crate::planted::OWN_STAMP_JUDGED_BY_HOLDER_CLOCK`]: a record this
+/// handle stamped is judged by the holder's clock like any other.
+fn own_stamp_ignored() -> bool {
+    #[cfg(feature = "planted-bugs")]
+    if crate::planted::on(&crate::planted::OWN_STAMP_JUDGED_BY_HOLDER_CLOCK) {
+        return true;
+    }
+    false
+}
 
 /// Planted bug [`crate::planted::SIBLING_RECORD_TAKEN_AS_RENEWAL`]: a sibling's
 /// record that ends sooner is taken for this renewal.
