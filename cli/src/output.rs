@@ -327,6 +327,16 @@ pub fn held_refusal(
     waited_ms: u64,
     store: Option<&str>,
 ) -> String {
+    if held_by_own_run(resource, holder) {
+        return format!(
+            "{} is held by the `fencepost run` this command runs under (token {}, in \
+             FENCEPOST_TOKEN): this command holds it already. Use that token where a write \
+             is checked, and FENCEPOST_LEASE to renew or release it; a claim of it from \
+             inside the run waits for the run itself",
+            printable(&shown_name(resource)),
+            holder.token
+        );
+    }
     let steps = next_steps_for(resource, holder, wait_ms, store);
     if wait_ms == 0 {
         return format!("{}; {steps}", held_message(&shown_name(resource), holder));
@@ -349,6 +359,37 @@ pub fn held_refusal(
         fencepost::utc_timestamp(holder.expires_at_ms),
         human_precise(until_ms(holder.expires_at_ms, now_ms())),
     )
+}
+
+/// Whether `holder` is the `fencepost run` this process runs under: the
+/// environment `run` gives its command names the holder's token
+/// (`FENCEPOST_TOKEN`) and this resource (`FENCEPOST_RESOURCE`, as `run` spells it).
+/// A child that claimed its own parent's lock was told "held by cli (pid …)" with
+/// the usual advice (a breaker).
+fn held_by_own_run(resource: &fencepost::Resource, holder: &Holder) -> bool {
+    let token = std::env::var("FENCEPOST_TOKEN").ok();
+    if token.as_deref().map(str::trim) != Some(holder.token.to_string().as_str()) {
+        return false;
+    }
+    let (Some(named), Ok(identity)) = (std::env::var_os("FENCEPOST_RESOURCE"), resource.identity())
+    else {
+        return false;
+    };
+    let mut spelled = std::ffi::OsString::from(match resource {
+        fencepost::Resource::Lock(_) => {
+            return named == format!("lock:{}", identity.label).as_str();
+        }
+        fencepost::Resource::File(_) => "file:",
+        fencepost::Resource::Dir(_) => "dir:",
+        _ => return false,
+    });
+    match identity.path {
+        Some(path) => {
+            spelled.push(path.as_os_str());
+            named == spelled
+        }
+        None => false,
+    }
 }
 
 /// The name a refusal shows for `resource`: a lock's as `status` shows it

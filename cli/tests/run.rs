@@ -428,6 +428,34 @@ while :; do echo x >> marks; sleep 0.05; done"#;
     assert_eq!(status.code(), Some(3), "{status:?}");
 }
 
+/// A command that claims the lock its own `run` holds is told that it holds it
+/// already, through its parent, and how to use it — not "held by cli (pid …)"
+/// with the advice for someone else's lease (a breaker).
+#[cfg(unix)]
+#[test]
+fn a_claim_from_inside_run_is_told_it_holds_the_lease_already() {
+    let s = Scratch::new();
+    let store = s.store().display().to_string();
+    let script = format!("\"$FP\" --store '{store}' claim --lock x; echo \"rc=$?\" > rc");
+    let output = s
+        .cmd()
+        .args(["run", "--lock", "x", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(
+        std::fs::read_to_string(s.path().join("rc")).unwrap().trim(),
+        "rc=3"
+    );
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains(
+            "x is held by the `fencepost run` this command runs under (token 1, in FENCEPOST_TOKEN)"
+        ) && said.contains("FENCEPOST_LEASE"),
+        "{said}"
+    );
+}
+
 /// The same, for a `run` killed in the moment after it started its command and
 /// before its lease named the command's group (held open here by a debug-build
 /// test seam, `FENCEPOST_TEST_PAUSE_AFTER_SPAWN_MS`). The claim said a group was
