@@ -371,7 +371,7 @@ async fn a_break_is_reported_to_the_holding_server_with_the_reason() {
 /// name the other holder claimed it by, no token of another series passed off as
 /// this resource's ("token 1 was superseded by token 1", a breaker), and a claim
 /// while that holder keeps it names the holder and until when. Unix: hard links
-/// share a file id there only (docs/windows.md).
+/// share a file id there only (docs/design-02-resource-identity.md, "Windows file ids").
 #[cfg(unix)]
 #[tokio::test]
 async fn a_file_written_around_through_another_name_is_reported_with_that_name() {
