@@ -750,6 +750,44 @@ fn a_replaced_file_reclaimed_shorter_keeps_the_sessions_end() {
     );
 }
 
+/// `claim --file PATH --session SESSION --ttl 600000` in `s`.
+#[cfg(unix)]
+fn claim_for(s: &Scratch, path: &std::path::Path, session: &str) -> std::process::Output {
+    s.cmd()
+        .args(["claim", "--file"])
+        .arg(path)
+        .args(["--session", session, "--ttl", "600000"])
+        .output()
+        .unwrap()
+}
+
+/// `work/f.txt` claimed by session `S`, then replaced (an editor's save: a new
+/// file id) and hard-linked as `work/hl.txt`, which session `T` claims before `S`
+/// claims the file again: the file and the link, and `S`'s and `T`'s claims.
+#[cfg(unix)]
+fn written_around_through_a_link(
+    s: &Scratch,
+) -> (
+    std::path::PathBuf,
+    std::path::PathBuf,
+    std::process::Output,
+    std::process::Output,
+) {
+    let dir = s.path().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("f.txt");
+    std::fs::write(&file, "hi").unwrap();
+    let first = claim_for(s, &file, "S");
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    std::fs::write(dir.join("f.tmp"), "new").unwrap();
+    std::fs::rename(dir.join("f.tmp"), &file).unwrap();
+    let link = dir.join("hl.txt");
+    std::fs::hard_link(&file, &link).unwrap();
+    let other = claim_for(s, &link, "T");
+    assert_eq!(other.status.code(), Some(0), "{other:?}");
+    (file, link, first, other)
+}
+
 /// A file replaced after a session claimed it, then claimed by another session
 /// through a hard link of the new file before the first session claimed it again
 /// (its claim had not taken the new file in): the first session is refused naming
@@ -759,24 +797,8 @@ fn a_replaced_file_reclaimed_shorter_keeps_the_sessions_end() {
 #[test]
 fn a_session_blocked_through_another_link_is_told_who_holds_it() {
     let s = Scratch::new();
-    let dir = s.path().join("work");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("f.txt");
-    std::fs::write(&file, "hi").unwrap();
-    let claim = |path: &std::path::Path, session: &str| {
-        s.cmd()
-            .args(["claim", "--file"])
-            .arg(path)
-            .args(["--session", session, "--ttl", "600000"])
-            .output()
-            .unwrap()
-    };
-    assert_eq!(claim(&file, "S").status.code(), Some(0));
-    std::fs::write(dir.join("f.tmp"), "new").unwrap();
-    std::fs::rename(dir.join("f.tmp"), &file).unwrap();
-    std::fs::hard_link(&file, dir.join("hl.txt")).unwrap();
-    assert_eq!(claim(&dir.join("hl.txt"), "T").status.code(), Some(0));
-    let refused = claim(&file, "S");
+    let (file, _, _, _) = written_around_through_a_link(&s);
+    let refused = claim_for(&s, &file, "S");
     assert_eq!(refused.status.code(), Some(3), "{refused:?}");
     let said = one_line_stderr(&refused);
     let s_tag = fencepost::SessionTag::of("S");
@@ -796,26 +818,7 @@ fn a_session_blocked_through_another_link_is_told_who_holds_it() {
 #[test]
 fn a_session_written_around_through_a_link_claims_its_file_anew() {
     let s = Scratch::new();
-    let dir = s.path().join("work");
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("f.txt");
-    std::fs::write(&file, "hi").unwrap();
-    let claim = |path: &std::path::Path, session: &str| {
-        s.cmd()
-            .args(["claim", "--file"])
-            .arg(path)
-            .args(["--session", session, "--ttl", "600000"])
-            .output()
-            .unwrap()
-    };
-    let first = claim(&file, "S");
-    assert_eq!(first.status.code(), Some(0), "{first:?}");
-    std::fs::write(dir.join("f.tmp"), "new").unwrap();
-    std::fs::rename(dir.join("f.tmp"), &file).unwrap();
-    let link = dir.join("hl.txt");
-    std::fs::hard_link(&file, &link).unwrap();
-    let other = claim(&link, "T");
-    assert_eq!(other.status.code(), Some(0), "{other:?}");
+    let (file, link, first, other) = written_around_through_a_link(&s);
     let released = s
         .cmd()
         .args(["release", "--file"])
@@ -837,7 +840,7 @@ fn a_session_written_around_through_a_link_claims_its_file_anew() {
             .code()
     };
     assert_eq!(check(old), Some(3));
-    let again = claim(&file, "S");
+    let again = claim_for(&s, &file, "S");
     assert_eq!(
         again.status.code(),
         Some(0),
@@ -848,7 +851,7 @@ fn a_session_written_around_through_a_link_claims_its_file_anew() {
     assert_eq!(check(new), Some(0));
     assert_eq!(check(old), Some(3));
     // Held by the session again, through the link too.
-    assert_eq!(claim(&link, "T").status.code(), Some(3));
+    assert_eq!(claim_for(&s, &link, "T").status.code(), Some(3));
 }
 
 /// A `run --session` whose command claims the same lock again and again with a
