@@ -81,6 +81,23 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
             return Err(Failure::Code(conflict, message));
         }
     };
+    // The forwarded signals are caught from here on, first thing: one that
+    // arrives before the command runs is kept and given to it as it starts, so it
+    // ends and `run` releases. Installed later, after the keepalive, a SIGTERM or
+    // Ctrl+C in between killed `run` with the lease held for its whole ttl (a
+    // breaker: 2 of 60 runs signalled just after their claim).
+    let forwarder = match sys::SignalForwarder::install() {
+        Ok(forwarder) => forwarder,
+        Err(error) => {
+            if !lease.reentered() {
+                let _ = ctx.store.release(&lease);
+            }
+            return Err(Failure::Error(format!(
+                "cannot set up signal forwarding: {error}"
+            )));
+        }
+    };
+    pause_for_tests("FENCEPOST_TEST_PAUSE_AFTER_CLAIM_MS");
     if args.slots.is_some() {
         // The slot taken: the child learns which (FENCEPOST_SLOT).
         environment = child_environment(lease.resource())?;
@@ -133,15 +150,6 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         })
     };
 
-    let forwarder = match sys::SignalForwarder::install() {
-        Ok(forwarder) => forwarder,
-        Err(error) => {
-            let _ = give_back(keepalive);
-            return Err(Failure::Error(format!(
-                "cannot set up signal forwarding: {error}"
-            )));
-        }
-    };
     let program = &args.command[0];
     let mut command = std::process::Command::new(program);
     command
@@ -213,7 +221,7 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         }
     };
     forwarder.set_child(child.id());
-    pause_for_tests();
+    pause_for_tests("FENCEPOST_TEST_PAUSE_AFTER_SPAWN_MS");
     match ProcessTree::adopt(&child, prepared) {
         Ok(tree) => {
             // The lease's holder is gone only once `run` and the child's whole
@@ -288,18 +296,20 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     Ok(sys::exit_code(status))
 }
 
-/// A test seam, in debug builds only: `FENCEPOST_TEST_PAUSE_AFTER_SPAWN_MS`
-/// holds `run` for that long right after its command started, before the lease
-/// names the command's group, so a test can SIGKILL `run` in that window
-/// (`cli/tests/run.rs::a_run_killed_before_naming_its_group_is_not_taken_over_early`).
-fn pause_for_tests() {
+/// Test seams, in debug builds only: the variable `name` holds `run` for that many
+/// milliseconds at one point, so a test can signal it there.
+/// `FENCEPOST_TEST_PAUSE_AFTER_SPAWN_MS`: right after its command started, before
+/// the lease names the command's group
+/// (`cli/tests/run.rs::a_run_killed_before_naming_its_group_is_not_taken_over_early`);
+/// `FENCEPOST_TEST_PAUSE_AFTER_CLAIM_MS`: right after its claim, before its command
+/// exists (`cli/tests/run.rs::a_signal_just_after_the_claim_releases_it`).
+fn pause_for_tests(name: &str) {
     #[cfg(debug_assertions)]
-    if let Some(ms) = std::env::var("FENCEPOST_TEST_PAUSE_AFTER_SPAWN_MS")
-        .ok()
-        .and_then(|ms| ms.parse().ok())
-    {
+    if let Some(ms) = std::env::var(name).ok().and_then(|ms| ms.parse().ok()) {
         std::thread::sleep(Duration::from_millis(ms));
     }
+    #[cfg(not(debug_assertions))]
+    let _ = name;
 }
 
 /// What happens to the child on a loss, for the loss report.

@@ -456,6 +456,29 @@ fn a_claim_from_inside_run_is_told_it_holds_the_lease_already() {
     );
 }
 
+/// A SIGTERM that reaches `run` just after its claim landed, before its command
+/// exists (held open here by a debug-build test seam,
+/// `FENCEPOST_TEST_PAUSE_AFTER_CLAIM_MS`), is kept and given to the command as it
+/// starts: `run` ends with the command and releases. It killed `run` outright
+/// there, leaving the lease held for its whole ttl (a breaker: 2 of 60 runs).
+#[cfg(unix)]
+#[test]
+fn a_signal_just_after_the_claim_releases_it() {
+    let s = Scratch::new();
+    let mut run = s.spawn_cmd();
+    run.env("FENCEPOST_TEST_PAUSE_AFTER_CLAIM_MS", "1500")
+        .args(["run", "--lock", "x", "--ttl", "600000", "--"])
+        .args(["sh", "-c", "sleep 30"]);
+    let mut child = Background::spawn(&mut run);
+    wait_until("run holds the lock", Duration::from_secs(10), || {
+        s.entry("x").is_some_and(|e| e["state"] == "held")
+    });
+    crate::util::send_signal(child.id(), "TERM");
+    let status = child.0.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert_eq!(s.entry("x").unwrap()["state"], "released");
+}
+
 /// The same, for a `run` killed in the moment after it started its command and
 /// before its lease named the command's group (held open here by a debug-build
 /// test seam, `FENCEPOST_TEST_PAUSE_AFTER_SPAWN_MS`). The claim said a group was
