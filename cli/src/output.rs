@@ -327,6 +327,21 @@ pub fn held_refusal(
     waited_ms: u64,
     store: Option<&str>,
 ) -> String {
+    if let Some(dir) = holder
+        .in_the_way
+        .as_deref()
+        .filter(|dir| matches!(dir, fencepost::Resource::Dir(_)) && held_by_own_run(dir, holder))
+    {
+        return format!(
+            "{} is inside {}, which the `fencepost run` this command runs under holds (token \
+             {}, in FENCEPOST_TOKEN): this command may write it under that claim already. For \
+             its own claims of what is inside to pass, start the run with --session ID (its \
+             command's claims then act for the same session)",
+            printable(&shown_name(resource)),
+            printable(&dir.target()),
+            holder.token
+        );
+    }
     if held_by_own_run(resource, holder) {
         return format!(
             "{} is held by the `fencepost run` this command runs under (token {}, in \

@@ -385,7 +385,9 @@ impl Stopper {
                 said = true;
                 report(
                     "the command's first process has ended; its lease is kept until the rest \
-                     of its process group ends too (processes it left running still write)",
+                     of its process group ends too (processes it left running may still write): \
+                     end them (Ctrl+C here is passed on to them), or start what should outlive \
+                     the command in a process group of its own (setsid)",
                 );
             }
             std::thread::sleep(GRACE_POLL);

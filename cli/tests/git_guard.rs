@@ -455,6 +455,32 @@ fn a_push_over_an_unfetched_remote_commit_says_to_fetch() {
     );
 }
 
+/// The hooks run `fencepost` by name: `hooks install` warns when there is none on
+/// PATH (a new user, with only the demo's build in target/release, got "fencepost:
+/// not found" from every commit and edit), and says nothing when there is one.
+#[test]
+fn install_warns_when_fencepost_is_not_on_path() {
+    let repo = Repo::new();
+    let install = |path: &str| {
+        repo.scratch
+            .bare_cmd(&repo.root)
+            .env("PATH", path)
+            .args(["hooks", "install", "--agent", "claude-code"])
+            .output()
+            .unwrap()
+    };
+    let without = install("/nonexistent");
+    assert_eq!(without.status.code(), Some(0), "{without:?}");
+    let said = String::from_utf8_lossy(&without.stderr);
+    assert!(
+        said.contains("there is no `fencepost` on PATH here")
+            && said.contains("cargo install --locked --path cli"),
+        "{said}"
+    );
+    let with = install(&path_with_fencepost());
+    assert!(with.stderr.is_empty(), "{with:?}");
+}
+
 /// `hooks install` outside a git repository writes nothing when it cannot do all
 /// it was asked (the git hooks), and says how to install the agents' hooks alone;
 /// those alone then install (a new user's find: the agents' settings were left

@@ -454,6 +454,23 @@ fn a_claim_from_inside_run_is_told_it_holds_the_lease_already() {
         ) && said.contains("FENCEPOST_LEASE"),
         "{said}"
     );
+    // A file inside the directory its `run --dir` holds: pointed at --session, not
+    // at breaking its own parent's lease (a new user).
+    std::fs::create_dir(s.path().join("d")).unwrap();
+    let script = format!("\"$FP\" --store '{store}' claim --file d/f.rs; echo \"rc=$?\" > rc");
+    let output = s
+        .cmd()
+        .args(["run", "--dir", "d", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("which the `fencepost run` this command runs under holds")
+            && said.contains("--session")
+            && !said.contains("break"),
+        "{said}"
+    );
 }
 
 /// A SIGTERM that reaches `run` just after its claim landed, before its command

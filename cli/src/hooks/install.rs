@@ -197,7 +197,34 @@ pub fn run(command: &HooksCommand) -> Result<std::process::ExitCode, Failure> {
     for line in lines {
         crate::output::emit(&line)?;
     }
+    // The hooks run `fencepost` by name: without it on PATH every agent edit is
+    // blocked and every commit refused with the shell's "not found" (a new user,
+    // who had only the demo's build in target/release).
+    if matches!(command, HooksCommand::Install(_)) && !on_path("fencepost") {
+        let here = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(|dir| dir.display().to_string()))
+            .unwrap_or_else(|| "the directory of this binary".into());
+        crate::output::report(&format!(
+            "warning: there is no `fencepost` on PATH here, and the hooks just installed run \
+             `fencepost …` by name: until there is, every guarded edit is blocked and every \
+             guarded commit refused. Install it (`cargo install --locked --path cli`) or add \
+             {} to PATH",
+            crate::output::printable(&here)
+        ));
+    }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Whether an executable `name` is in a directory of PATH.
+fn on_path(name: &str) -> bool {
+    let file = if cfg!(windows) {
+        format!("{name}.exe")
+    } else {
+        name.to_string()
+    };
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(&file).is_file()))
 }
 
 /// `--project`, else the top of the current git work tree, else the current
