@@ -1306,9 +1306,17 @@ fn a_session_edits_a_file_it_renamed() {
         "claude-code",
     );
     std::fs::rename(repo.root.join("src/a.rs"), repo.root.join("src/b.rs")).unwrap();
+    let started = std::time::Instant::now();
     assert_allowed(
         &repo.edit("claude-code-Edit.json", "s1", "src/b.rs"),
         "claude-code",
+    );
+    // Without waiting out the second a claim gives the session's own claims in
+    // progress (`CREATE_GRACE_MS`): the stale claim is found by one look first.
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(fencepost::CREATE_GRACE_MS),
+        "the edit waited {:?}",
+        started.elapsed()
     );
     let said = assert_blocked(&repo.edit("claude-code-Edit.json", "s2", "src/b.rs"));
     assert!(said.contains("src/b.rs"), "{said}");

@@ -64,6 +64,11 @@ pub fn claim(
     // the id: whoever knows the id can act as the session, docs/protocol.md §11,
     // "Sessions"), and `status` and block messages show both.
     let options = AcquireOptions::new(ttl_ms).owner(agent).session(session);
+    // A tenure of the session through a name that no longer leads to this file
+    // (renamed since: `git mv`, then an edit of the new name) is ended first: one
+    // read of the file's file-id series. Found only by a refusal, it cost the edit
+    // the second a claim waits for the session's own claims in progress.
+    end_stale_series(store, resource, session)?;
     let mut claimed = claim_once(store, elsewhere, resource, &options)?;
     // Refused by the session itself, through a tenure that no longer agrees with
     // the file: the session renamed it after editing it (`git mv`). That stale
@@ -215,14 +220,11 @@ fn end_stale_series(store: &Store, resource: &Resource, session: &str) -> Result
         return Ok(false);
     };
     let tag = SessionTag::of(session);
-    let rows = store.key_status()?;
-    let own = |key: &fencepost::Key| {
-        rows.iter()
-            .find(|e| e.key == *key)
-            .filter(|e| e.live && e.session.as_ref() == Some(&tag))
-    };
     let mut ended = false;
-    if let Some(row) = own(&file_id) {
+    if let Some(row) = store
+        .series_status(&file_id)
+        .filter(|e| e.live && e.session.as_ref() == Some(&tag))
+    {
         let leads_here = Resource::file(&row.label)
             .identity()
             .ok()

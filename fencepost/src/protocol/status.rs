@@ -286,77 +286,91 @@ impl Store {
         let mut rows = Vec::new();
         // Subtree indexes and their markers hold no tenure (design-05 §2).
         for key in self.backend.keys()?.into_iter().filter(Key::is_claim) {
-            // One unreadable series (permissions, a broken key directory) is shown as
-            // unreadable rather than failing the listing of every other key.
-            let Ok(newest) = self.read_newest(&key) else {
-                rows.push((StatusEntry::unreadable(&key, 0), None));
-                continue;
-            };
-            if newest.generation == 0 {
-                continue;
-            }
-            // A torn highest record over a live claim is that holder's create in
-            // progress: shown as held by the claim below it.
-            let live_below =
-                newest.top_is_torn() && newest.envelope().is_some_and(|e| record::is_live(&e, now));
-            let decoded = if newest.top_is_torn() && !live_below {
-                None
-            } else {
-                newest.decoded()
-            };
-            let (entry, holder) = match decoded {
-                Some(Decoded::Record(r)) => {
-                    let live = !r.released && record::is_live(&r.envelope(), now);
-                    let entry = StatusEntry {
-                        resource: resource_of(&key, &r.label),
-                        key: key.clone(),
-                        label: r.label.to_string(),
-                        state: state_of(r, live),
-                        live,
-                        token: r.token,
-                        generation: newest.generation,
-                        owner: r.owner.to_string(),
-                        pid: r.pid,
-                        host: r.host.to_string(),
-                        expires_at_ms: r.expires_at_ms,
-                        broken: r.broken.clone(),
-                        session: r.session.clone(),
-                        shared: Vec::new(),
-                        // And its command's group, when it names one: a killed
-                        // `run` whose command still runs is not taken over yet
-                        // (a breaker: status promised a takeover the next claim
-                        // refused).
-                        holder_ended: live
-                            && r.process
-                                .as_ref()
-                                .is_some_and(|e| self.surely_gone(e) && self.group_gone(e)),
-                    };
-                    (entry, Some(r.holder.to_string()))
-                }
-                Some(Decoded::Newer { envelope, .. }) => (
-                    StatusEntry {
-                        resource: key.to_string(),
-                        key: key.clone(),
-                        label: String::new(),
-                        state: ClaimState::NewerFormat,
-                        live: record::is_live(envelope, now),
-                        token: envelope.token,
-                        generation: newest.generation,
-                        owner: String::new(),
-                        pid: 0,
-                        host: String::new(),
-                        expires_at_ms: envelope.expires_at_ms,
-                        broken: None,
-                        session: None,
-                        shared: Vec::new(),
-                        holder_ended: false,
-                    },
-                    None,
-                ),
-                _ => (StatusEntry::unreadable(&key, newest.generation), None),
-            };
-            rows.push((entry, holder));
+            rows.extend(self.key_row(key, now));
         }
         Ok(rows)
+    }
+
+    /// What the newest record of series `key` says, as one row of
+    /// [`Store::key_status`] (`None` when the series is empty): for a caller that
+    /// needs one series, not the whole store (an agent hook looking at a file's
+    /// file-id series before it claims the file). Never fails: a series that
+    /// cannot be read is a row in the unreadable state.
+    pub fn series_status(&self, key: &Key) -> Option<StatusEntry> {
+        self.key_row(key.clone(), self.clock.wall_ms())
+            .map(|(entry, _)| entry)
+    }
+
+    /// One row of [`Store::key_rows`].
+    fn key_row(&self, key: Key, now: u64) -> Option<(StatusEntry, Option<String>)> {
+        // One unreadable series (permissions, a broken key directory) is shown as
+        // unreadable rather than failing the listing of every other key.
+        let Ok(newest) = self.read_newest(&key) else {
+            return Some((StatusEntry::unreadable(&key, 0), None));
+        };
+        if newest.generation == 0 {
+            return None;
+        }
+        // A torn highest record over a live claim is that holder's create in
+        // progress: shown as held by the claim below it.
+        let live_below =
+            newest.top_is_torn() && newest.envelope().is_some_and(|e| record::is_live(&e, now));
+        let decoded = if newest.top_is_torn() && !live_below {
+            None
+        } else {
+            newest.decoded()
+        };
+        let (entry, holder) = match decoded {
+            Some(Decoded::Record(r)) => {
+                let live = !r.released && record::is_live(&r.envelope(), now);
+                let entry = StatusEntry {
+                    resource: resource_of(&key, &r.label),
+                    key: key.clone(),
+                    label: r.label.to_string(),
+                    state: state_of(r, live),
+                    live,
+                    token: r.token,
+                    generation: newest.generation,
+                    owner: r.owner.to_string(),
+                    pid: r.pid,
+                    host: r.host.to_string(),
+                    expires_at_ms: r.expires_at_ms,
+                    broken: r.broken.clone(),
+                    session: r.session.clone(),
+                    shared: Vec::new(),
+                    // And its command's group, when it names one: a killed
+                    // `run` whose command still runs is not taken over yet
+                    // (a breaker: status promised a takeover the next claim
+                    // refused).
+                    holder_ended: live
+                        && r.process
+                            .as_ref()
+                            .is_some_and(|e| self.surely_gone(e) && self.group_gone(e)),
+                };
+                (entry, Some(r.holder.to_string()))
+            }
+            Some(Decoded::Newer { envelope, .. }) => (
+                StatusEntry {
+                    resource: key.to_string(),
+                    key: key.clone(),
+                    label: String::new(),
+                    state: ClaimState::NewerFormat,
+                    live: record::is_live(envelope, now),
+                    token: envelope.token,
+                    generation: newest.generation,
+                    owner: String::new(),
+                    pid: 0,
+                    host: String::new(),
+                    expires_at_ms: envelope.expires_at_ms,
+                    broken: None,
+                    session: None,
+                    shared: Vec::new(),
+                    holder_ended: false,
+                },
+                None,
+            ),
+            _ => (StatusEntry::unreadable(&key, newest.generation), None),
+        };
+        Some((entry, holder))
     }
 }
