@@ -233,9 +233,9 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
     if paths.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
-    let held = held_files(store_flag, &top, &paths, ignore_case).map_err(fail)?;
     // Holders are known by their sessions' tags (never the ids).
     let mine = session::env_session().map(|s| session::tag(&s));
+    let held = held_files(store_flag, &top, &paths, ignore_case, mine.as_deref()).map_err(fail)?;
     let now = now_ms();
     let mut refused = 0;
     for rel in &paths {
@@ -440,6 +440,7 @@ fn held_files(
     top: &Path,
     paths: &[String],
     ignore_case: bool,
+    mine: Option<&str>,
 ) -> Result<Held, String> {
     let mut stores: HashMap<PathBuf, ()> = HashMap::new();
     let mut located: HashMap<PathBuf, PathBuf> = HashMap::new();
@@ -513,8 +514,13 @@ fn held_files(
             let series = store
                 .key_status()
                 .map_err(|e| crate::output::describe_error(&e))?;
+            // The committer's own claims refuse nothing: left out, so that a commit
+            // of many files costs no file-id lookups for them.
             for entry in series.iter().filter(|e| {
-                e.live && e.state == ClaimState::Held && e.key.as_str().starts_with("inode-")
+                e.live
+                    && e.state == ClaimState::Held
+                    && e.key.as_str().starts_with("inode-")
+                    && (mine.is_none() || session::entry_session(e).as_deref() != mine)
             }) {
                 held.by_file_id.insert(
                     entry.key.clone(),

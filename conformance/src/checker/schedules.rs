@@ -923,29 +923,34 @@ fn slow_renewal(_: &Setup) -> Vec<Actor> {
     ]
 }
 
-/// A holder keeps a lock with its renewals while the host's wall clock steps back,
-/// first by a ttl, then by ten: nobody else touches the lock, so the holder must
-/// never lose it. A renewal judged the record it had just stamped by the clock the
+/// A holder keeps a lock, and another an existing file (two series: its path and
+/// its file id), with their renewals while the host's wall clock steps back, first
+/// by a ttl, then by ten: nobody else touches them, so neither may lose its lease. A renewal judged the record it had just stamped by the clock the
 /// holder had before the step, so that record looked a step older than it was, and
 /// a step of 2/3 ttl ended every kept-alive lease at its next renewal (found by a
 /// breaker: `run` stopped its command). Without faults, so that a loss can only be
 /// the protocol's. Planted bug `OWN_STAMP_JUDGED_BY_HOLDER_CLOCK`.
-fn clock_step_back_renewals(_: &Setup) -> Vec<Actor> {
-    vec![
-        Actor::new("holder", |ctx: &super::Ctx| {
-            let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, 0) else {
+fn clock_step_back_renewals(setup: &Setup) -> Vec<Actor> {
+    let file = setup.dir.join("ntp.rs");
+    let _ = std::fs::write(&file, b"x");
+    let holder = |resource: Resource| {
+        move |ctx: &super::Ctx| {
+            let Some(mut lease) = ctx.acquire(&resource, TTL_MS, 0) else {
                 return;
             };
             if ctx.keep(&mut lease, 8) {
                 ctx.release(&lease);
             } else {
-                ctx.violate(
-                    "the holder lost its lease though nobody else touched the lock and the \
-                     wall clock only stepped back"
-                        .to_string(),
-                );
+                ctx.violate(format!(
+                    "the holder of {resource} lost its lease though nobody else touched it and \
+                     the wall clock only stepped back"
+                ));
             }
-        }),
+        }
+    };
+    vec![
+        Actor::new("lock-holder", holder(lock())),
+        Actor::new("file-holder", holder(Resource::file(&file))),
         Actor::new("ntp", |ctx: &super::Ctx| {
             ctx.sleep(TTL_MS / 2);
             ctx.step_wall_back(TTL_MS);

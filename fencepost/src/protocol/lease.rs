@@ -189,7 +189,31 @@ pub(crate) struct HeldKey {
     pub(crate) token: u64,
     /// The newest generation this tenure wrote in this key's series.
     pub(crate) generation: u64,
+    /// The clock that record was stamped by, when this handle stamped it.
+    pub(crate) stamped: Stamp,
 }
+
+/// How far the wall clock ran ahead of the monotonic clock when this handle
+/// stamped a record (ms; at least that far), or `None` when it did not stamp it:
+/// a renewal judges a record it stamped by that clock ([`Written`]). A cache, not
+/// part of a lease's identity: any two compare equal.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Stamp(pub(crate) Option<i64>);
+
+impl Stamp {
+    /// Stamped at `wall_ms` by the wall clock, `mono_before_ms` read before.
+    pub(crate) fn at(wall_ms: u64, mono_before_ms: u64) -> Stamp {
+        Stamp(Some(wall_ahead(wall_ms, mono_before_ms)))
+    }
+}
+
+impl PartialEq for Stamp {
+    fn eq(&self, _: &Stamp) -> bool {
+        true
+    }
+}
+
+impl Eq for Stamp {}
 
 /// The record a lease's newest generation holds, kept so that a renewal can write
 /// the next generation without reading the series first (docs/protocol.md §3.2, renew,

@@ -641,6 +641,7 @@ impl Store {
                     key: key.clone(),
                     token: claim.token,
                     generation: claim.generation,
+                    stamped: crate::protocol::Stamp::at(claim.granted_at_ms, since_mono),
                 });
             }
         }

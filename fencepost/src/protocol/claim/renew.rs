@@ -76,18 +76,22 @@ impl Store {
             .map(|renewed| renewed.map(|(renewed, ahead)| (renewed, lease.siblings, ahead)));
         // Judged on a read: a newest record of the tenure other than the one this
         // handle knew was written through another handle (see `renew_tenure_kept`).
-        // Its stamp's clock is not carried back: the next renewal judges it by the
-        // holder's clock.
         let (renewed, stamped_ahead) = match written.unwrap_or_else(|| {
-            self.renew_tenure_kept(
+            self.renew_tenure_stamped(
                 &lease.key,
                 &lease.label,
                 (lease.token, &lease.secret),
                 lease.ttl_ms,
                 evidence,
-                (Some(lease.generation), lease.siblings),
+                (
+                    Some(lease.generation),
+                    lease.siblings,
+                    lease
+                        .written
+                        .at(lease.token, lease.generation)
+                        .and(lease.written.stamped_ahead()),
+                ),
             )
-            .map(|(renewed, siblings)| (renewed, siblings, None))
         }) {
             Ok((renewed, siblings, ahead)) => {
                 lease.siblings |= siblings;
@@ -153,19 +157,23 @@ impl Store {
         let siblings = lease.siblings;
         #[cfg(feature = "planted-bugs")]
         let siblings = siblings && !crate::planted::on(&crate::planted::OTHER_KEYS_CUT_SHORT);
+        // Each record judged by the clock it was stamped with, when this handle
+        // stamped it (as the primary's: a step back of 2/3 ttl ended every file
+        // lease at its next renewal through its file-id series, a breaker).
         let renew = |h: &HeldKey| -> Result<(HeldKey, u64)> {
-            let (r, _) = self.renew_tenure_kept(
+            let (r, _, stamped) = self.renew_tenure_stamped(
                 &h.key,
                 &lease.label,
                 (h.token, &lease.secret),
                 lease.ttl_ms,
                 evidence.clone(),
-                (Some(h.generation), siblings),
+                (Some(h.generation), siblings, h.stamped.0),
             )?;
             let end = r.expires_at_ms;
             Ok((
                 HeldKey {
                     generation: r.generation,
+                    stamped: crate::protocol::Stamp(stamped),
                     ..h.clone()
                 },
                 end,
@@ -254,6 +262,7 @@ impl Store {
                         key: key.clone(),
                         token: r.token,
                         generation: r.generation,
+                        stamped: crate::protocol::Stamp(None),
                     },
                     r.expires_at_ms,
                 ));
@@ -325,6 +334,9 @@ impl Store {
                         key: key.clone(),
                         token: generation,
                         generation,
+                        // Stamped without a monotonic reading before it: judged
+                        // by the holder's clock.
+                        stamped: crate::protocol::Stamp(None),
                     },
                     claim.expires_at_ms,
                 ));

@@ -185,6 +185,8 @@ impl Store {
                         key: file_id.clone(),
                         token: held.token,
                         generation: held.generation,
+                        // Read, not stamped here.
+                        stamped: crate::protocol::Stamp(None),
                     });
                 }
                 _ => {

@@ -47,6 +47,31 @@ impl Store {
         evidence: Option<ProcessEvidence>,
         (known, siblings): (Option<u64>, bool),
     ) -> Result<(Record, bool)> {
+        self.renew_tenure_stamped(
+            key,
+            label,
+            (token, secret),
+            ttl_ms,
+            evidence,
+            (known, siblings, None),
+        )
+        .map(|(renewed, siblings, _)| (renewed, siblings))
+    }
+
+    /// [`Store::renew_tenure_kept`], with the clock the record at `known` was
+    /// stamped by when this handle stamped it (`stamped`: the wall clock's lead
+    /// over the monotonic clock then); it is judged by that clock when it is still
+    /// the newest. Returns the clock of the renewal's own stamp too, when this call
+    /// stamped the record it returns.
+    pub(crate) fn renew_tenure_stamped(
+        &self,
+        key: &Key,
+        label: &str,
+        (token, secret): (u64, &Secret),
+        ttl_ms: u64,
+        evidence: Option<ProcessEvidence>,
+        (known, siblings, stamped): (Option<u64>, bool, Option<i64>),
+    ) -> Result<(Record, bool, Option<i64>)> {
         let newest = self.read_settled(key)?;
         let superseded = |newest: &Newest| newest.superseded(key, label, token);
         let current = match newest.decoded() {
@@ -73,12 +98,12 @@ impl Store {
             evidence: if siblings { None } else { evidence },
             keep_later: siblings,
             again: SIBLING_RENEWALS_MAX,
-            // Read, not known to be stamped by this handle: judged by the
-            // holder's clock.
-            stamped_ahead: None,
+            // The record this handle knew, stamped by it: by that clock; any other
+            // by the holder's clock.
+            stamped_ahead: stamped.filter(|_| known == Some(current.generation)),
         };
         match self.write_renewal(renewal, false)? {
-            Some((renewed, _)) => Ok((renewed, siblings)),
+            Some((renewed, ahead)) => Ok((renewed, siblings, ahead)),
             // Not reached: only a renewal from the record written falls back.
             None => Err(superseded(&newest)),
         }
