@@ -381,14 +381,20 @@ impl Stopper {
         let started = Instant::now();
         let mut said = false;
         while tree.is_alive() && !self.is_lost() {
+            // Only if stderr takes it now: a full pipe nobody reads blocked `run`
+            // here, renewing the lease for ever after the group was gone (a
+            // breaker).
             if !said && started.elapsed() >= GROUP_WAIT_NOTICE {
                 said = true;
-                report(
-                    "the command's first process has ended; its lease is kept until the rest \
+                if sys::stderr_takes_a_line() {
+                    report(
+                        "the command's first process has ended; its lease is kept until the rest \
                      of its process group ends too (processes it left running may still write): \
-                     end them (Ctrl+C here is passed on to them), or start what should outlive \
+                     end them (SIGTERM to this `fencepost run` is passed on to them; a script's \
+                         background processes ignore Ctrl+C), or start what should outlive \
                      the command in a process group of its own (setsid)",
-                );
+                    );
+                }
             }
             std::thread::sleep(GRACE_POLL);
         }

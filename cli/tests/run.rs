@@ -372,6 +372,37 @@ wait"#;
     assert_eq!(s.entry("y").unwrap()["state"], "released");
 }
 
+/// A command that fills `run`'s stderr (a pipe nobody reads) and leaves a process
+/// behind: `run` still ends once that process has, and releases. Its notice about
+/// the wait blocked on the full pipe, and `run` renewed the lease for ever after the
+/// group was gone (a breaker).
+#[cfg(unix)]
+#[test]
+fn a_full_stderr_does_not_keep_run_past_its_commands_group() {
+    let s = Scratch::new();
+    let mut run = s.spawn_cmd();
+    run.args(["run", "--lock", "x", "--ttl", "3000", "--"])
+        // 64 KiB: a pipe's whole buffer, so `head` ends and the pipe is full.
+        .args(["sh", "-c", "head -c 65536 /dev/zero >&2; sleep 2 & exit 0"])
+        // A pipe nobody reads.
+        .stderr(Stdio::piped());
+    let mut child = Background::spawn(&mut run);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "run still holds x 15 s after its command's group ended: {:?}",
+            s.entry("x")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert_eq!(s.entry("x").unwrap()["state"], "released");
+}
+
 /// A lost lease stops the command even when `run`'s stderr is a pipe nobody reads
 /// and the command has filled it: the loss line, which blocks, is written after
 /// the stop, on a thread of its own (a breaker: `run` blocked on the line, and the

@@ -7,12 +7,19 @@
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub use unix::{ProcessTree, SignalForwarder, Termination, exit_code};
+pub use unix::{ProcessTree, SignalForwarder, Termination, exit_code, stderr_takes_a_line};
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
 pub use windows::{ProcessTree, SignalForwarder, Termination, exit_code};
+
+/// Whether a short line written to stderr now would not block: always assumed
+/// where there is no cheap way to ask.
+#[cfg(not(unix))]
+pub fn stderr_takes_a_line() -> bool {
+    true
+}
 
 #[cfg(not(any(unix, windows)))]
 mod other;

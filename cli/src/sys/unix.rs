@@ -711,6 +711,19 @@ impl Termination {
     }
 }
 
+/// Whether a short line (under a pipe's atomic size) written to stderr now would not
+/// block: a pipe with room, a terminal, a file. A full pipe nobody reads says no.
+pub fn stderr_takes_a_line() -> bool {
+    let mut out = libc::pollfd {
+        fd: 2,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: polls one descriptor of our own stack array, without waiting.
+    let ready = unsafe { libc::poll(&mut out, 1, 0) };
+    ready == 1 && out.revents & libc::POLLOUT != 0
+}
+
 /// The exit code `run` ends with for a child that ended with `status`: its own
 /// code, or 128 + the signal number if a signal killed it (the shell convention).
 pub fn exit_code(status: ExitStatus) -> ExitCode {
