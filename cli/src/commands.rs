@@ -542,6 +542,24 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
             None => "its lease was broken through another link to the same file".into(),
         };
     }
+    // Written around through another name of the file (a hard link of it, or of
+    // the file that replaced it) by a claim that has ended since: the path row
+    // still reads held (a breaker was told "renewed or claimed again meanwhile").
+    let written_around = identity.file_id.as_ref().and_then(|file_id| {
+        entries.iter().find(|e| {
+            e.key == *file_id
+                && (&e.label, &e.owner, e.pid) != (&entry.label, &entry.owner, entry.pid)
+        })
+    });
+    if let Some(rival) =
+        written_around.filter(|_| entry.token == token && entry.state == ClaimState::Held)
+    {
+        return format!(
+            "its lease was written around: the same file was claimed through another name, {}, by {} while the lease held it, so this token never passes again; claim the file again for a new token",
+            printable(&rival.label),
+            printable(&rival.who())
+        );
+    }
     let now = now_ms();
     let ago = |at| human_precise(-until_ms(at, now));
     match entry.state {

@@ -827,8 +827,22 @@ fn a_session_written_around_through_a_link_claims_its_file_anew() {
         .output()
         .unwrap();
     assert_eq!(released.status.code(), Some(0), "{released:?}");
-    // The old token is fenced for good: written around.
+    // The old token is fenced: written around, and told so.
     let old = crate::util::token_of(&first);
+    let told = s
+        .cmd()
+        .args(["check", "--file"])
+        .arg(&file)
+        .arg(old.to_string())
+        .output()
+        .unwrap();
+    let said = one_line_stderr(&told);
+    assert!(
+        said.contains("its lease was written around")
+            && said.contains("hl.txt")
+            && !said.contains("renewed or claimed again"),
+        "{said}"
+    );
     let check = |token: u64| {
         s.cmd()
             .args(["check", "--file"])
