@@ -70,6 +70,13 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
     // A held lease lives as long as this process: a waiter on this host may take it
     // over once the process is provably gone. A plain claim outlives its process.
     let options = args.timing.options().tied_to_process(args.hold);
+    // A session's claim of a file it renamed since claiming it: its tenure under
+    // the old name, which no longer leads here, is ended first, as the agent hook
+    // does (a breaker: `claim --session` was refused by the session's own old
+    // claim until its ttl). Best effort: the claim judges what is left.
+    if let (Some(session), Resource::File(_)) = (&args.timing.session, &resource) {
+        let _ = crate::hooks::session::end_stale_series(&ctx.store, &resource, session);
+    }
     match waiting::try_acquire(&ctx.store, &ctx.elsewhere, &resource, &options)? {
         Acquired::Lease(lease) => {
             if args.hold {

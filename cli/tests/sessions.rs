@@ -868,6 +868,30 @@ fn a_session_written_around_through_a_link_claims_its_file_anew() {
     assert_eq!(claim_for(&s, &link, "T").status.code(), Some(3));
 }
 
+/// `claim --session` of a file the session renamed since claiming it is not refused
+/// by its own claim under the old name (which no longer leads to the file): that
+/// one is ended first, as the agent hook does, and another session is still kept
+/// out. It was refused, "held by" the session itself, until the ttl (a breaker).
+#[cfg(unix)]
+#[test]
+fn a_session_claims_a_file_it_renamed() {
+    let s = Scratch::new();
+    let dir = s.path().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (old, new) = (dir.join("a.txt"), dir.join("b.txt"));
+    std::fs::write(&old, "a").unwrap();
+    let first = claim_for(&s, &old, "S");
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    std::fs::rename(&old, &new).unwrap();
+    let again = claim_for(&s, &new, "S");
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "refused by its own claim of the old name: {again:?}"
+    );
+    assert_eq!(claim_for(&s, &new, "T").status.code(), Some(3));
+}
+
 /// A `run --session` whose command claims the same lock again and again with a
 /// much shorter ttl (each claim re-enters the tenure, keeping its end) keeps its
 /// lease: the run's renewals extend the tenure on top of the command's records.

@@ -214,7 +214,7 @@ const STALE_RETRIES: usize = 3;
 /// A tenure of this very path, a sibling's claim in progress among them, is never
 /// ended; nor is one through another hard link that still leads here. Returns
 /// whether one was ended.
-fn end_stale_series(store: &Store, resource: &Resource, session: &str) -> Result<bool, Error> {
+pub fn end_stale_series(store: &Store, resource: &Resource, session: &str) -> Result<bool, Error> {
     let identity = resource.identity()?;
     let Some(file_id) = identity.file_id.clone() else {
         return Ok(false);
