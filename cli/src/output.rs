@@ -390,21 +390,8 @@ fn held_by_own_run(resource: &fencepost::Resource, holder: &Holder) -> bool {
     else {
         return false;
     };
-    let mut spelled = std::ffi::OsString::from(match resource {
-        fencepost::Resource::Lock(_) => {
-            return named == format!("lock:{}", identity.label).as_str();
-        }
-        fencepost::Resource::File(_) => "file:",
-        fencepost::Resource::Dir(_) => "dir:",
-        _ => return false,
-    });
-    match identity.path {
-        Some(path) => {
-            spelled.push(path.as_os_str());
-            named == spelled
-        }
-        None => false,
-    }
+    !matches!(resource, fencepost::Resource::Slot(..))
+        && named == crate::run::resource_variable(resource, &identity)
 }
 
 /// The name a refusal shows for `resource`: a lock's as `status` shows it

@@ -490,47 +490,52 @@ fn stop(tree: &ProcessTree, policy: OnLoss, grace: Duration) {
 /// without a detour through text, so a non-UTF-8 path reaches the child intact.
 fn child_environment(resource: &Resource) -> Result<Vec<(&'static str, OsString)>, Failure> {
     let identity = crate::commands::identity_of(resource)?;
+    let tagged = resource_variable(resource, &identity);
     Ok(match resource {
-        Resource::Dir(_) => {
+        // The resolved path (no `..`, symbolic links resolved), as `status` shows it.
+        Resource::Dir(_) | Resource::File(_) => {
             let resolved = identity
                 .path
-                .expect("a directory identity has its resolved path");
-            let mut tagged = OsString::from("dir:");
-            tagged.push(resolved.as_os_str());
+                .expect("a file or directory identity has its resolved path");
+            let named = if matches!(resource, Resource::Dir(_)) {
+                "FENCEPOST_DIR"
+            } else {
+                "FENCEPOST_FILE"
+            };
             vec![
                 ("FENCEPOST_RESOURCE", tagged),
-                ("FENCEPOST_DIR", resolved.into_os_string()),
-            ]
-        }
-        Resource::File(_) => {
-            // The resolved path (no `..`, symbolic links resolved), as `status` shows it.
-            let resolved = identity
-                .path
-                .expect("a file identity has its resolved path");
-            let mut tagged = OsString::from("file:");
-            tagged.push(resolved.as_os_str());
-            vec![
-                ("FENCEPOST_RESOURCE", tagged),
-                ("FENCEPOST_FILE", resolved.into_os_string()),
+                (named, resolved.into_os_string()),
             ]
         }
         Resource::Lock(_) => vec![
-            (
-                "FENCEPOST_RESOURCE",
-                OsString::from(format!("lock:{}", identity.label)),
-            ),
+            ("FENCEPOST_RESOURCE", tagged),
             ("FENCEPOST_LOCK", OsString::from(identity.label)),
         ],
         Resource::Slot(name, slot) => {
             let lock = crate::commands::identity_of(&Resource::lock(name.clone()))?;
             vec![
-                (
-                    "FENCEPOST_RESOURCE",
-                    OsString::from(format!("slot:{}", identity.label)),
-                ),
+                ("FENCEPOST_RESOURCE", tagged),
                 ("FENCEPOST_LOCK", OsString::from(lock.label)),
                 ("FENCEPOST_SLOT", OsString::from(slot.to_string())),
             ]
         }
     })
+}
+
+/// FENCEPOST_RESOURCE for `resource` resolved as `identity`: `lock:NAME`,
+/// `slot:NAME#N`, `file:/abs/path` or `dir:/abs/path` (the path exact, even where
+/// it is not UTF-8). Also how a command's claim recognises the `run` it runs under.
+pub(crate) fn resource_variable(resource: &Resource, identity: &fencepost::Identity) -> OsString {
+    let (kind, path) = match resource {
+        Resource::Lock(_) => return OsString::from(format!("lock:{}", identity.label)),
+        Resource::Slot(..) => return OsString::from(format!("slot:{}", identity.label)),
+        Resource::File(_) => ("file:", &identity.path),
+        Resource::Dir(_) => ("dir:", &identity.path),
+    };
+    let mut tagged = OsString::from(kind);
+    match path {
+        Some(path) => tagged.push(path.as_os_str()),
+        None => tagged.push(&identity.label),
+    }
+    tagged
 }

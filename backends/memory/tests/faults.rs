@@ -425,17 +425,7 @@ fn a_slow_renewal_from_a_stale_record_is_judged_against_the_newest() {
 #[test]
 fn a_file_lease_reports_the_earliest_end_of_its_series() {
     let clock = fencepost::ManualClock::new(1_800_000_000_000);
-    let dir = std::env::temp_dir().join(format!(
-        "fencepost-faults-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("f.rs");
-    std::fs::write(&file, "x").unwrap();
+    let (dir, file) = scratch_file("faults");
     let resource = Resource::file(&file);
     let identity = resource.identity().unwrap();
     let primary = identity.key.clone();
@@ -508,17 +498,7 @@ fn renewals_go_on_after_the_wall_clock_steps_back() {
     // A file too: its lease also holds the file's file-id series, renewed each time
     // beside the path's (a breaker found those still judged by the clock before
     // the step).
-    let dir = std::env::temp_dir().join(format!(
-        "fencepost-ntp-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("f.rs");
-    std::fs::write(&file, "x").unwrap();
+    let (dir, file) = scratch_file("ntp");
     for resource in [Resource::lock("ntp"), Resource::file(&file)] {
         let clock = fencepost::ManualClock::new(1_800_000_000_000);
         let store = Store::with_clock(MemoryStore::new(), clock.clone());
@@ -539,4 +519,21 @@ fn renewals_go_on_after_the_wall_clock_steps_back() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A fresh directory under the system's temporary one, holding a file `f.rs`: the
+/// directory (removed by the test) and the file.
+fn scratch_file(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!(
+        "fencepost-{name}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("f.rs");
+    std::fs::write(&file, "x").unwrap();
+    (dir, file)
 }

@@ -225,25 +225,25 @@ impl Eq for Stamp {}
 /// monotonic first): the renewal judges the record's end on the clock it was
 /// stamped by ([`Written::stamped_ahead`]).
 #[derive(Clone, Default)]
-pub(crate) struct Written(pub(crate) Option<Arc<Record>>, pub(crate) Option<i64>);
+pub(crate) struct Written(pub(crate) Option<Arc<Record>>, pub(crate) Stamp);
 
 impl Written {
     /// A record read, not stamped by this handle: its clock is unknown.
     pub(crate) fn of(record: &Record) -> Written {
-        Written(Some(Arc::new(record.clone())), None)
+        Written(Some(Arc::new(record.clone())), Stamp(None))
     }
 
     /// A record this handle stamped at `granted_at_ms` by the wall clock, with
     /// `mono_before_ms` read from the monotonic clock before that.
     pub(crate) fn stamped(record: Record, mono_before_ms: u64) -> Written {
-        let ahead = wall_ahead(record.granted_at_ms, mono_before_ms);
-        Written(Some(Arc::new(record)), Some(ahead))
+        let stamp = Stamp::at(record.granted_at_ms, mono_before_ms);
+        Written(Some(Arc::new(record)), stamp)
     }
 
     /// How far the wall clock ran ahead of the monotonic clock when this handle
     /// stamped the record (`None`: read, not stamped here).
     pub(crate) fn stamped_ahead(&self) -> Option<i64> {
-        self.1
+        self.1.0
     }
 
     /// The record, when it is the one at `generation` of the tenure `token`.

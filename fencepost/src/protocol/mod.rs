@@ -141,11 +141,10 @@ impl Store {
     /// [`Store::holder_now`] never judges later than the wall clock would read
     /// without a step.
     pub(crate) fn note_clocks(&self, wall_ms: u64, mono_after_ms: u64) {
-        let ahead = i64::try_from(wall_ms)
-            .unwrap_or(i64::MAX)
-            .saturating_sub(i64::try_from(mono_after_ms).unwrap_or(i64::MAX));
-        self.wall_ahead
-            .fetch_max(ahead, std::sync::atomic::Ordering::Relaxed);
+        self.wall_ahead.fetch_max(
+            lease::wall_ahead(wall_ms, mono_after_ms),
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     /// The same store with another liveness probe (tests and model checks decide

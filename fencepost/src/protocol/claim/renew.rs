@@ -133,7 +133,10 @@ impl Store {
             lease.expires_at_ms = renewed.expires_at_ms;
         }
         // With the clock of its stamp when this call stamped it.
-        lease.written = Written(Some(std::sync::Arc::new(renewed)), stamped_ahead);
+        lease.written = Written(
+            Some(std::sync::Arc::new(renewed)),
+            crate::protocol::Stamp(stamped_ahead),
+        );
         Ok(())
     }
 

@@ -293,7 +293,7 @@ impl Store {
             }
             Ok(Some((
                 renewal.clone(),
-                Some(crate::protocol::lease::wall_ahead(now, since_mono)),
+                crate::protocol::Stamp::at(now, since_mono).0,
             )))
         };
         if created == CreateOutcome::Created {
