@@ -718,6 +718,15 @@ pub fn loss_reason(error: &Error) -> String {
              its name before it moved)",
             printable(name)
         ),
+        Error::Superseded {
+            by_token,
+            by: Some(holder),
+            ..
+        } => format!(
+            "superseded by token {by_token} ({}, until {})",
+            printable(&holder.who()),
+            fencepost::utc_timestamp(holder.expires_at_ms)
+        ),
         Error::Superseded { by_token, .. } => format!("superseded by token {by_token}"),
         Error::Expired { expired_at_ms, .. } => format!(
             "it {} before it could be renewed",
@@ -729,9 +738,10 @@ pub fn loss_reason(error: &Error) -> String {
             newest: Some(holder),
             ..
         } => format!(
-            "superseded by token {} ({})",
+            "superseded by token {} ({}, until {})",
             holder.token,
-            printable(&holder.who())
+            printable(&holder.who()),
+            fencepost::utc_timestamp(holder.expires_at_ms)
         ),
         Error::NotHolder { .. } => "it was released outside this run".into(),
         Error::Broken { note, .. } => printable(&note.to_string()),
@@ -1053,11 +1063,28 @@ lock:db:migrations  held       7  ci     4242  vm    in 29.1s"
         let written_around = Error::NotHolder {
             label: "x".into(),
             token: 1,
-            newest: Some(Box::new(holder)),
+            newest: Some(Box::new(holder.clone())),
         };
         assert_eq!(
             loss_reason(&written_around),
-            "superseded by token 7 (rival)"
+            "superseded by token 7 (rival, until 1970-01-01T00:00:00Z)"
+        );
+        // Superseded while held by the rival: who, and until when, the same way.
+        let superseded = Error::Superseded {
+            label: "x".into(),
+            token: 1,
+            by_token: 7,
+            through: None,
+            by: Some(Box::new(holder)),
+        };
+        assert_eq!(
+            loss_reason(&superseded),
+            "superseded by token 7 (rival, until 1970-01-01T00:00:00Z)"
+        );
+        assert_eq!(
+            superseded.to_string(),
+            "lease on x with token 1 was superseded by token 7, held by rival (pid 1, token 7) \
+             until 1970-01-01T00:00:00Z"
         );
         let released = Error::NotHolder {
             label: "x".into(),

@@ -253,6 +253,7 @@ fn a_takeover_is_noticed_long_before_the_next_renewal() {
 /// the takeover as soon as it resumes, and stops its child (which was not paused:
 /// it runs in its own process group). (If the pause outlasts 1.5 × ttl, run's
 /// guard stops the child first: cli/tests/breaker.rs; that is allowed here too.)
+/// Its loss line names the holder that took over and until when.
 #[test]
 fn a_run_resumed_after_a_takeover_stops_its_child() {
     let s = Scratch::new();
@@ -293,8 +294,10 @@ fn a_run_resumed_after_a_takeover_stops_its_child() {
         .filter(|line| !line.contains("was not heard from"))
         .collect();
     assert_eq!(own.len(), 1, "{stderr:?}");
+    // Who wrote around it, and until when: not a bare token.
     assert!(
-        own[0].contains("lease on x lost: superseded by token"),
+        own[0].contains("lease on x lost: superseded by token")
+            && own[0].contains(" (thief, until 20"),
         "{stderr:?}"
     );
 }

@@ -209,7 +209,7 @@ pub enum Error {
     },
     /// The lease was written around: a newer tenure owns the resource now. The
     /// lease's token will never pass [`crate::Store::check`] again (docs/protocol.md I3).
-    #[error("lease on {label} with token {token} was {}", superseder(*by_token, through.as_deref()))]
+    #[error("lease on {label} with token {token} was {}", superseder(*by_token, through.as_deref(), by.as_deref()))]
     Superseded {
         /// The resource's label.
         label: String,
@@ -225,6 +225,11 @@ pub enum Error {
         /// hard link of it, or its name before it moved); `None` when the resource's
         /// own series was taken.
         through: Option<String>,
+        /// Who holds the tenure that replaced it, when its newest record is a claim
+        /// not yet released (boxed: keeps every `Result` of this crate small):
+        /// named in the message, so that the loser learns who wrote around it and
+        /// until when, not a bare token.
+        by: Option<Box<Holder>>,
     },
     /// An operator broke the lease on purpose (`fencepost break`): the tenure is
     /// over, and its token never passes again. Acquire again for a new token, once
@@ -290,9 +295,10 @@ pub enum Error {
     Backend(#[from] BackendError),
 }
 
-/// What superseded a lease, for [`Error::Superseded`]: its token, or (token 0)
-/// the unreadable record above it.
-fn superseder(by_token: u64, through: Option<&str>) -> String {
+/// What superseded a lease, for [`Error::Superseded`]: its token (and its holder,
+/// while that tenure's claim is not released), or (token 0) the unreadable record
+/// above it.
+fn superseder(by_token: u64, through: Option<&str>, by: Option<&Holder>) -> String {
     match (by_token, through) {
         (_, Some(name)) => format!(
             "written around: another holder claimed the same file as {name} (a hard link of \
@@ -302,7 +308,10 @@ fn superseder(by_token: u64, through: Option<&str>) -> String {
             "superseded by a newer record that cannot be read (a create that never completed)"
                 .into()
         }
-        (token, None) => format!("superseded by token {token}"),
+        (token, None) => match by {
+            Some(holder) => format!("superseded by token {token}, held by {holder}"),
+            None => format!("superseded by token {token}"),
+        },
     }
 }
 

@@ -112,8 +112,6 @@ impl Newest {
         }
     }
 
-    /// The holder id of the newest decodable record; `Some("")` for a newer format
-    /// (whose holder cannot be compared, so it is never ours).
     /// The loss of tenure `token` (of the resource labelled `label`) to this newest
     /// record of series `key`: [`Error::Superseded`], naming, for a file-id series
     /// (`inode-`), the name the other tenure claimed the file by — its token there
@@ -130,9 +128,12 @@ impl Newest {
             token,
             by_token: self.token(),
             through,
+            by: self.claim().map(|record| Box::new(holder_of(record))),
         }
     }
 
+    /// The holder id of the newest decodable record; `Some("")` for a newer format
+    /// (whose holder cannot be compared, so it is never ours).
     pub(crate) fn holder_id(&self) -> Option<&str> {
         match self.decoded() {
             Some(Decoded::Record(record)) => Some(&*record.holder),

@@ -330,6 +330,7 @@ impl Store {
                     token,
                     by_token: 0,
                     through: None,
+                    by: None,
                 });
             }
             settled
