@@ -282,15 +282,21 @@ pub fn printable(text: &str) -> String {
 
 /// `db:migrations is held by cli (pid 123, token 4) until 2026-12-01T12:30:05Z (in 29.1s)`.
 pub fn held_message(label: &str, holder: &Holder) -> String {
-    format!("{} is {}", printable(label), in_the_way(holder))
+    format!("{} is {}", printable(label), in_the_way(holder, false))
 }
 
 /// `held by HOLDER`; for a holder of another resource in the way (a subtree above,
 /// a claim inside a subtree) `blocked by dir PATH, held by HOLDER`; for a claimer
 /// waiting for a directory above, `kept free for dir PATH, which HOLDER is waiting
-/// for`.
-fn in_the_way(holder: &Holder) -> String {
+/// for`; for a file claimed under another of its names (`of_file`: the refused
+/// resource is a file too), `held as PATH (one file under two names …) by HOLDER`.
+fn in_the_way(holder: &Holder, of_file: bool) -> String {
     match (holder.in_the_way.as_deref(), holder.waiting) {
+        (Some(other @ fencepost::Resource::File(_)), false) if of_file => format!(
+            "held as {} (one file under two names: a hard link, or moved since) by {}",
+            printable(&other.target()),
+            describe_holder(holder)
+        ),
         (Some(other), true) => format!(
             "kept free for {} {}, which {} is waiting for",
             other.kind(),
@@ -353,15 +359,20 @@ pub fn held_refusal(
         );
     }
     let steps = next_steps_for(resource, holder, wait_ms, store);
+    let of_file = matches!(resource, fencepost::Resource::File(_));
     if wait_ms == 0 {
-        return format!("{}; {steps}", held_message(&shown_name(resource), holder));
+        return format!(
+            "{} is {}; {steps}",
+            printable(&shown_name(resource)),
+            in_the_way(holder, of_file)
+        );
     }
     let waited = human_precise(i64::try_from(waited_ms).unwrap_or(i64::MAX));
     if holder.in_the_way.is_some() || holder.waiting {
         return format!(
             "gave up after {waited} waiting for {} ({}); {steps}",
             printable(&shown_name(resource)),
-            in_the_way(holder),
+            in_the_way(holder, of_file),
         );
     }
     format!(

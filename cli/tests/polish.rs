@@ -329,10 +329,14 @@ fn check_after_a_hard_link_split_agrees_with_status() {
     // issue 19: `check` said "renewed or claimed again meanwhile" while `status`
     // showed the lease held.
     let s = Scratch::new();
+    // new.txt is claimed before it exists; the file that takes its name later is
+    // claimed through another link first (a claim after the rename would find
+    // new.txt held and be refused).
     let a_token = s.claim_file("new.txt").to_string();
-    std::fs::write(s.path().join("new.txt"), "x").unwrap();
-    std::fs::hard_link(s.path().join("new.txt"), s.path().join("other.txt")).unwrap();
+    std::fs::write(s.path().join("new.tmp"), "x").unwrap();
+    std::fs::hard_link(s.path().join("new.tmp"), s.path().join("other.txt")).unwrap();
     let b_token = s.claim_file("other.txt").to_string();
+    std::fs::rename(s.path().join("new.tmp"), s.path().join("new.txt")).unwrap();
     let output = s
         .cmd()
         .args(["check", "--file", "new.txt", &a_token])

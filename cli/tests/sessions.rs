@@ -761,9 +761,11 @@ fn claim_for(s: &Scratch, path: &std::path::Path, session: &str) -> std::process
         .unwrap()
 }
 
-/// `work/f.txt` claimed by session `S`, then replaced (an editor's save: a new
-/// file id) and hard-linked as `work/hl.txt`, which session `T` claims before `S`
-/// claims the file again: the file and the link, and `S`'s and `T`'s claims.
+/// `work/f.txt` claimed by session `S`, then replaced by an editor's save (a new
+/// file id) whose new file session `T` claimed through a hard link, `work/hl.txt`,
+/// before the save renamed it over `f.txt` (after the rename, `T`'s claim would
+/// find `f.txt` held: `a_claim_through_a_link_of_a_saved_file_is_refused`): the
+/// file and the link, and `S`'s and `T`'s claims.
 #[cfg(unix)]
 fn written_around_through_a_link(
     s: &Scratch,
@@ -780,12 +782,51 @@ fn written_around_through_a_link(
     let first = claim_for(s, &file, "S");
     assert_eq!(first.status.code(), Some(0), "{first:?}");
     std::fs::write(dir.join("f.tmp"), "new").unwrap();
+    let link = dir.join("hl.txt");
+    std::fs::hard_link(dir.join("f.tmp"), &link).unwrap();
+    let other = claim_for(s, &link, "T");
+    assert_eq!(other.status.code(), Some(0), "{other:?}");
+    std::fs::rename(dir.join("f.tmp"), &file).unwrap();
+    (file, link, first, other)
+}
+
+/// A file replaced by an editor's save after session `S` claimed it, and then
+/// hard-linked: a claim through the link is refused while `S` holds the file,
+/// naming `f.txt` and `S`, although `S`'s claim has not taken the new file in yet
+/// (no renewal since the save). It got in, writing around `S` (a breaker; the
+/// window was documented as open until the claim's next renewal).
+#[cfg(unix)]
+#[test]
+fn a_claim_through_a_link_of_a_saved_file_is_refused_while_its_name_is_held() {
+    let s = Scratch::new();
+    let dir = s.path().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("f.txt");
+    std::fs::write(&file, "hi").unwrap();
+    let first = claim_for(&s, &file, "S");
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    std::fs::write(dir.join("f.tmp"), "new").unwrap();
     std::fs::rename(dir.join("f.tmp"), &file).unwrap();
     let link = dir.join("hl.txt");
     std::fs::hard_link(&file, &link).unwrap();
-    let other = claim_for(s, &link, "T");
-    assert_eq!(other.status.code(), Some(0), "{other:?}");
-    (file, link, first, other)
+    let refused = claim_for(&s, &link, "T");
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    let said = one_line_stderr(&refused);
+    let s_tag = fencepost::SessionTag::of("S");
+    assert!(
+        said.contains("f.txt") && said.contains(s_tag.as_str()),
+        "{said}"
+    );
+    // S's token still passes: nobody wrote around it.
+    let token = crate::util::token_of(&first);
+    let check = s
+        .cmd()
+        .args(["check", "--file"])
+        .arg(&file)
+        .arg(token.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(0), "{check:?}");
 }
 
 /// A file replaced after a session claimed it, then claimed by another session

@@ -403,6 +403,10 @@ pub mod planted {
     /// the newest of the path's series: the session is kept out of its own file
     /// until the ttl.
     pub static FENCED_SESSION_TENURE_KEPT: AtomicBool = AtomicBool::new(false);
+    /// A claim of a file with other names does not look for live claims of those
+    /// names: a claim through a hard link of a file saved since another tenure
+    /// claimed it under its name gets in, writing around that live tenure.
+    pub static OTHER_NAMES_NOT_LOOKED_FOR: AtomicBool = AtomicBool::new(false);
     /// A renewal judges the record this handle stamped itself by the holder's
     /// clock (the wall clock's lead over the monotonic clock before a step back):
     /// after a step back of 2/3 ttl, its own fresh record looks expired.

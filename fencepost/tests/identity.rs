@@ -539,11 +539,11 @@ mod hard_links {
     }
 
     #[test]
-    fn a_link_made_after_a_claim_on_a_missing_file_is_fenced() {
-        // The case the design cannot prevent (docs/design-02): `new.txt` is claimed
-        // before it exists, so its tenure holds no file-id key; once the file and a
-        // second link exist, a claim through the link finds everything free. The
-        // fence decides: the first tenure's token stops passing check.
+    fn a_link_made_after_a_claim_on_a_missing_file_is_refused() {
+        // `new.txt` is claimed before it exists, so its tenure holds no file-id key;
+        // once the file and a second link exist, the file id is free. A claim
+        // through the link looks for the file's other names and finds new.txt held
+        // (it got in before, writing around the live tenure).
         let dir = tempfile::tempdir().unwrap();
         let new = dir.path().join("new.txt");
         let link = dir.path().join("link.txt");
@@ -557,7 +557,42 @@ mod hard_links {
             &Resource::file(dir.path().join("./new.txt"))
         ));
         std::fs::hard_link(&new, &link).unwrap();
+        match store
+            .try_acquire(&Resource::file(&link), &options())
+            .unwrap()
+        {
+            TryAcquire::Held(holder) => {
+                assert_eq!(holder.token, first.token());
+                let name = Resource::file(&new).identity().unwrap().label;
+                assert_eq!(
+                    holder.in_the_way.as_deref(),
+                    Some(&Resource::File(PathBuf::from(name)))
+                );
+            }
+            TryAcquire::Acquired(lease) => panic!("got {lease:?} through the link"),
+        }
+        assert!(store.check(&Resource::file(&new), first.token()).unwrap());
+        // Released, the other name is free to claim through the link.
+        store.release(&first).unwrap();
+        assert!(acquired(&store, &Resource::file(&link)));
+    }
+
+    #[test]
+    fn a_file_linked_before_it_took_a_claimed_name_fences_that_claim() {
+        // What no look can see: the file took the claimed name only after the
+        // claim through its other link (a temporary file, hard-linked and claimed,
+        // then renamed over the claimed name). The fence decides: the first
+        // tenure's token stops passing check, and its resume is refused.
+        let dir = tempfile::tempdir().unwrap();
+        let new = dir.path().join("new.txt");
+        let tmp = dir.path().join("new.txt.tmp");
+        let link = dir.path().join("link.txt");
+        let store = store();
+        let first = store.acquire(&Resource::file(&new), &options()).unwrap();
+        std::fs::write(&tmp, b"n").unwrap();
+        std::fs::hard_link(&tmp, &link).unwrap();
         let second = store.acquire(&Resource::file(&link), &options()).unwrap();
+        std::fs::rename(&tmp, &new).unwrap();
         assert!(store.check(&Resource::file(&link), second.token()).unwrap());
         assert!(
             !store.check(&Resource::file(&new), first.token()).unwrap(),

@@ -366,8 +366,10 @@ async fn a_break_is_reported_to_the_holding_server_with_the_reason() {
     assert!(next > token);
 }
 
-/// A file written around under another name — replaced, and claimed by someone else
-/// through a hard link of the new file — is a loss the server reports as such: the
+/// A file written around under another name — replaced by a new file that someone
+/// else had claimed through a hard link of it before it took the name (after, the
+/// claim would find a.rs held: docs/design-02-resource-identity.md, "Other names of
+/// the file") — is a loss the server reports as such: the
 /// name the other holder claimed it by, no token of another series passed off as
 /// this resource's ("token 1 was superseded by token 1", a breaker), and a claim
 /// while that holder keeps it names the holder and until when. Unix: hard links
@@ -388,8 +390,7 @@ async fn a_file_written_around_through_another_name_is_reported_with_that_name()
         .as_u64()
         .unwrap();
     std::fs::write(tree.root.join("a.rs.tmp"), "b").unwrap();
-    std::fs::rename(tree.root.join("a.rs.tmp"), tree.root.join("a.rs")).unwrap();
-    std::fs::hard_link(tree.root.join("a.rs"), tree.root.join("b.rs")).unwrap();
+    std::fs::hard_link(tree.root.join("a.rs.tmp"), tree.root.join("b.rs")).unwrap();
     let store = fencepost::Store::new(fencepost_fs::FsStore::open(&tree.store).unwrap());
     let _rival = store
         .acquire(
@@ -397,6 +398,7 @@ async fn a_file_written_around_through_another_name_is_reported_with_that_name()
             &fencepost::AcquireOptions::new(600_000).owner("agent-b"),
         )
         .unwrap();
+    std::fs::rename(tree.root.join("a.rs.tmp"), tree.root.join("a.rs")).unwrap();
     let write = server
         .call(
             "write",

@@ -746,6 +746,19 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::session_fenced_reclaim,
     },
     Schedule {
+        name: "link_claim_after_save",
+        about: "a session's file is replaced by an editor's save and the new file hard-linked: claims through the link are refused while the session holds the file under its name, though its tenure has not taken the new file id in",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            half_written: 40,
+            ..FaultMix::NONE
+        },
+        max_steps: 3000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::link_claim_after_save,
+    },
+    Schedule {
         name: "session_sibling_short",
         about: "a process of a session keeps a lock while a sibling re-enters it again and again with a much shorter ttl: the first process's renewals must extend the tenure",
         snapshot_listing: true,

@@ -478,6 +478,16 @@ pub struct Identity {
 }
 
 impl Identity {
+    /// Whether the file has names besides this one (hard links), by what the file
+    /// system says now; `false` for anything but an existing file with a file id.
+    pub(crate) fn has_other_names(&self) -> bool {
+        self.file_id.is_some()
+            && self
+                .path
+                .as_deref()
+                .is_some_and(|path| sys::link_count(path) > 1)
+    }
+
     /// Every key of the resource in the order a lease takes them (sorted, so two
     /// claimants of overlapping key sets never wait on each other in a cycle).
     pub fn keys(&self) -> Vec<Key> {

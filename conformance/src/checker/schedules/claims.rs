@@ -242,15 +242,17 @@ pub(super) fn session_sibling_short(_: &Setup) -> Vec<Actor> {
     ]
 }
 
-/// Session `s` claims a file; an editor replaces it (a new file id) and hard-links
-/// the new file; session `t` claims the file through that link before `s` claimed
-/// it again (so `s`'s tenure never took the new file id in), then releases it. The
-/// tenure of `s` was written around: fenced for good. `s` claims the file again,
-/// with a wait shorter than its old tenure's ttl: it must get a new tenure (a new
-/// token), not be kept out by its own ended tenure, still the newest record of the
-/// path's series, until that ttl (found by a breaker; planted bug
-/// `FENCED_SESSION_TENURE_KEPT`). Where the filesystem gives no file id (Wine) the
-/// link is another resource and nothing is written around: `s` re-enters.
+/// Session `s` claims a file; an editor writes its new version beside it and
+/// hard-links that new file, session `t` claims it through the link, and the
+/// editor renames the new file over the one `s` claimed (a save: a new file id,
+/// which `s`'s tenure never took in); `t` then releases it. The tenure of `s` was
+/// written around: fenced for good. `s` claims the file again, with a wait shorter
+/// than its old tenure's ttl: it must get a new tenure (a new token), not be kept
+/// out by its own ended tenure, still the newest record of the path's series, until
+/// that ttl (found by a breaker; planted bug `FENCED_SESSION_TENURE_KEPT`). (`t`
+/// claims before the rename: after it, `t`'s claim finds `s` holding the file under
+/// its name, `link_claim_after_save`.) Where the filesystem gives no file id (Wine)
+/// the link is another resource and nothing is written around: `s` re-enters.
 pub(super) fn session_fenced_reclaim(setup: &Setup) -> Vec<Actor> {
     let file = setup.dir.join("fenced.rs");
     let _ = std::fs::write(&file, b"x");
@@ -259,11 +261,23 @@ pub(super) fn session_fenced_reclaim(setup: &Setup) -> Vec<Actor> {
     let with_ids = Resource::file(&file)
         .identity()
         .is_ok_and(|identity| identity.file_id.is_some());
-    // Whether `t` held the file through the link, and whether it is done.
+    // Whether `t` held the file through the link, and the steps done so far.
     let written_around = Arc::new(AtomicBool::new(false));
-    let t_done = Arc::new(AtomicBool::new(false));
+    let (linked, t_claimed) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (renamed, t_done) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let (around_s, done_s) = (Arc::clone(&written_around), Arc::clone(&t_done));
-    let (file_s, file_e, link_t) = (file.clone(), file.clone(), link.clone());
+    let (linked_e, claimed_e, renamed_e) = (
+        Arc::clone(&linked),
+        Arc::clone(&t_claimed),
+        Arc::clone(&renamed),
+    );
+    let (file_s, file_e, link_e, link_t) = (file.clone(), file.clone(), link.clone(), link);
     vec![
         Actor::new("s", move |ctx: &Ctx| {
             // Long enough to be live still when `s` claims again: what keeps the
@@ -275,14 +289,7 @@ pub(super) fn session_fenced_reclaim(setup: &Setup) -> Vec<Actor> {
             let Some(lease) = ctx.acquire_with(&Resource::file(&file_s), &options) else {
                 return;
             };
-            // Until `t` is done (bounded: well within the first tenure's ttl).
-            for _ in 0..400 {
-                if done_s.load(Ordering::SeqCst) {
-                    break;
-                }
-                ctx.sleep(TTL_MS / 100);
-            }
-            if !done_s.load(Ordering::SeqCst) {
+            if !until(ctx, &done_s) {
                 return;
             }
             let options = for_session(ctx, Some("s"), TTL_MS / 4);
@@ -309,23 +316,139 @@ pub(super) fn session_fenced_reclaim(setup: &Setup) -> Vec<Actor> {
             ctx.env("write the new file beside it", || {
                 std::fs::write(&tmp, b"y")
             });
+            ctx.env("hard-link the new file", || {
+                std::fs::hard_link(&tmp, &link_e)
+            });
+            linked_e.store(true, Ordering::SeqCst);
+            until(ctx, &claimed_e);
             ctx.env("rename it over the file (a new file id)", || {
                 std::fs::rename(&tmp, &file_e)
             });
-            ctx.env("hard-link the new file", || {
-                std::fs::hard_link(&file_e, &link)
-            });
+            renamed_e.store(true, Ordering::SeqCst);
         }),
         Actor::new("t", move |ctx: &Ctx| {
-            ctx.sleep(TTL_MS / 10);
+            if until(ctx, &linked) {
+                let options = for_session(ctx, Some("t"), 0);
+                let lease = ctx.acquire_with(&Resource::file(&link_t), &options);
+                t_claimed.store(true, Ordering::SeqCst);
+                if let Some(lease) = lease {
+                    until(ctx, &renamed);
+                    if with_ids {
+                        written_around.store(true, Ordering::SeqCst);
+                    }
+                    ctx.release(&lease);
+                }
+            }
+            t_done.store(true, Ordering::SeqCst);
+        }),
+    ]
+}
+
+/// Waits (bounded: 400 sleeps of a hundredth of a ttl, well within a long tenure)
+/// for `flag`; whether it was set.
+fn until(ctx: &Ctx, flag: &AtomicBool) -> bool {
+    for _ in 0..400 {
+        if flag.load(Ordering::SeqCst) {
+            return true;
+        }
+        ctx.sleep(TTL_MS / 100);
+    }
+    flag.load(Ordering::SeqCst)
+}
+
+/// Session `s` claims a file; an editor's save replaces it (a new file id, which
+/// `s`'s tenure has not taken in: it renews nothing meanwhile) and the new file is
+/// hard-linked; session `t` claims the file through the link. The file id is free,
+/// but the file's other name is held: `t` must be refused while `s`'s tenure is
+/// live (planted bug `OTHER_NAMES_NOT_LOOKED_FOR`: `t` got in, writing around `s`).
+/// A second claimant, `u`, claims the link with a wait while `s` releases: it gets
+/// the file once `s` has let it go, never before. Only claims that began once `s`'s
+/// claim had returned are held to it: a claim of the link made while `s`'s claim
+/// was still landing can find nothing of it yet, and `s`'s tenure, which took the
+/// old file id, is then written around and fenced (its token fails `check`), as
+/// the look is no exclusive create. Where the filesystem gives no file id (Wine)
+/// the link is another resource: nothing to check.
+pub(super) fn link_claim_after_save(setup: &Setup) -> Vec<Actor> {
+    let file = setup.dir.join("saved.rs");
+    let _ = std::fs::write(&file, b"x");
+    let tmp = setup.dir.join("saved.rs.tmp");
+    let link = setup.dir.join("saved-link.rs");
+    let with_ids = Resource::file(&file)
+        .identity()
+        .is_ok_and(|identity| identity.file_id.is_some());
+    // `s` holds the file (set once its claim returned, cleared before it releases),
+    // and the link exists.
+    let s_holds = Arc::new(AtomicBool::new(false));
+    let linked = Arc::new(AtomicBool::new(false));
+    let (holds_t, holds_u, holds_e) = (
+        Arc::clone(&s_holds),
+        Arc::clone(&s_holds),
+        Arc::clone(&s_holds),
+    );
+    let (linked_t, linked_u) = (Arc::clone(&linked), Arc::clone(&linked));
+    let (file_s, file_e, link_t, link_u) = (file.clone(), file.clone(), link.clone(), link.clone());
+    vec![
+        Actor::new("s", move |ctx: &Ctx| {
+            let options = AcquireOptions {
+                ttl_ms: 20 * TTL_MS,
+                ..for_session(ctx, Some("s"), 0)
+            };
+            let Some(lease) = ctx.acquire_with(&Resource::file(&file_s), &options) else {
+                return;
+            };
+            s_holds.store(true, Ordering::SeqCst);
+            ctx.sleep(TTL_MS / 2);
+            s_holds.store(false, Ordering::SeqCst);
+            ctx.release(&lease);
+        }),
+        Actor::new("editor", move |ctx: &Ctx| {
+            // The save comes once `s` holds the file (a save before the claim is a
+            // file id the claim takes).
+            until(ctx, &holds_e);
+            ctx.env("write the new file beside it", || {
+                std::fs::write(&tmp, b"y")
+            });
+            ctx.env("rename it over the file (a new file id)", || {
+                std::fs::rename(&tmp, &file_e)
+            });
+            ctx.env("hard-link the saved file", || {
+                std::fs::hard_link(&file_e, &link)
+            });
+            linked.store(true, Ordering::SeqCst);
+        }),
+        Actor::new("t", move |ctx: &Ctx| {
+            if !until(ctx, &linked_t) {
+                return;
+            }
+            // Only a claim that began while `s` held the file must be refused.
+            let began_held = holds_t.load(Ordering::SeqCst);
             let options = for_session(ctx, Some("t"), 0);
             if let Some(lease) = ctx.acquire_with(&Resource::file(&link_t), &options) {
-                if with_ids {
-                    written_around.store(true, Ordering::SeqCst);
+                if with_ids && began_held && holds_t.load(Ordering::SeqCst) {
+                    ctx.violate(
+                        "t claimed the file through a hard link while s held it under its \
+                         name (s's tenure had not taken in the saved file's id)"
+                            .to_string(),
+                    );
                 }
                 ctx.release(&lease);
             }
-            t_done.store(true, Ordering::SeqCst);
+        }),
+        Actor::new("u", move |ctx: &Ctx| {
+            if !until(ctx, &linked_u) {
+                return;
+            }
+            let began_held = holds_u.load(Ordering::SeqCst);
+            let options = for_session(ctx, Some("u"), 2 * TTL_MS);
+            if let Some(lease) = ctx.acquire_with(&Resource::file(&link_u), &options) {
+                if with_ids && began_held && holds_u.load(Ordering::SeqCst) {
+                    ctx.violate(
+                        "u claimed the file through a hard link while s held it under its name"
+                            .to_string(),
+                    );
+                }
+                ctx.release(&lease);
+            }
         }),
     ]
 }

@@ -17,3 +17,8 @@ pub(crate) fn file_id(_path: &Path) -> Option<String> {
 pub(crate) fn display_path(resolved: &Path) -> std::path::PathBuf {
     resolved.to_path_buf()
 }
+
+/// Always 1: without a file id, another name of a file is another resource.
+pub(crate) fn link_count(_path: &Path) -> u64 {
+    1
+}

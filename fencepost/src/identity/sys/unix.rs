@@ -59,6 +59,12 @@ pub(crate) fn display_path(resolved: &Path) -> std::path::PathBuf {
     resolved.to_path_buf()
 }
 
+/// How many names the file `path` names has (its hard links; following symlinks);
+/// 1 when it cannot be examined.
+pub(crate) fn link_count(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(1, |metadata| metadata.nlink())
+}
+
 #[cfg(test)]
 mod tests {
     use super::{file_id, file_id_text};

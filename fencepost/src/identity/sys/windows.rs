@@ -31,3 +31,9 @@ pub(crate) fn display_path(resolved: &Path) -> std::path::PathBuf {
         _ => resolved.to_path_buf(),
     }
 }
+
+/// Always 1: without a file id (see [`file_id`]), another name of a file is another
+/// resource.
+pub(crate) fn link_count(_path: &Path) -> u64 {
+    1
+}

@@ -264,6 +264,12 @@ impl Store {
                     }
                 }
             }
+            // Another name of the file claimed by a tenure without its file id (the
+            // file was made, or replaced by a save, after that claim): look before
+            // taking, only when the file has other names.
+            if held.is_none() {
+                held = self.held_under_another_name(&identity, own_tag.as_ref(), options)?;
+            }
             // A covering or covered claim: look before taking, as for several keys.
             // A holder in the way whose process provably died is fenced here, as
             // a direct claim of its resource would take it over.

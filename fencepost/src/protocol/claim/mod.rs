@@ -3,6 +3,7 @@
 mod acquire;
 mod beside;
 mod end;
+mod links;
 mod participants;
 mod renew;
 mod session;
