@@ -642,6 +642,21 @@ fn describe_with(error: &Error, next_steps_any: &str) -> String {
             session,
             newest,
         } => match newest {
+            // The tag `status` shows for the holder's session, passed as a session id:
+            // a tag names a session, it does not prove it (a breaker: "session T holds
+            // no lease …: it is held by … (session T, …)").
+            Some(holder)
+                if holder
+                    .session
+                    .as_deref()
+                    .is_some_and(|tag| tag.as_str() == session.trim()) =>
+            {
+                format!(
+                    "{} is the session tag `status` shows for the holder of {label}, not a session id: a tag names a session without proving it, so it renews and releases nothing; nothing was changed. Only that session's own processes, which know its id, act for it. To use {label} yourself: {}",
+                    printable(session),
+                    next_steps_any
+                )
+            }
             Some(holder) => format!(
                 "session {} holds no lease on {label}: it is held by {}; nothing was changed. To use {label} yourself: {}",
                 printable(session),

@@ -302,6 +302,54 @@ fn a_run_resumed_after_a_takeover_stops_its_child() {
     );
 }
 
+/// As above for a file (a path series and a file-id series, which the renewal
+/// renews first): the takeover by the same name after the pause is a plain
+/// supersession, named with the resource's own token and holder, not a write-around
+/// "through another name" that is the file's own (a breaker: "another holder claimed
+/// the same file as p2.txt (a hard link of it, or its name before it moved)").
+#[cfg(unix)]
+#[test]
+fn a_file_run_resumed_after_a_takeover_is_told_superseded() {
+    let s = Scratch::new();
+    std::fs::write(s.path().join("p2.txt"), "x").unwrap();
+    let mut run = s.spawn_cmd();
+    run.args([
+        "run", "--file", "p2.txt", "--ttl", "1500", "--grace", "500", "--", "sleep", "60",
+    ])
+    .stderr(Stdio::piped());
+    let mut run = Background::spawn(&mut run);
+    wait_until("run holds p2.txt", Duration::from_secs(10), || {
+        s.cmd()
+            .args(["check", "--file", "p2.txt", "1"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    send_signal(run.id(), "STOP");
+    let output = s
+        .cmd()
+        .args([
+            "claim", "--file", "p2.txt", "--owner", "thief", "--wait", "10000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    send_signal(run.id(), "CONT");
+    assert_eq!(run.0.wait().unwrap().code(), Some(3));
+    let stderr = std::io::read_to_string(run.0.stderr.take().unwrap()).unwrap();
+    let own: Vec<&str> = stderr
+        .lines()
+        .filter(|line| !line.contains("was not heard from"))
+        .collect();
+    assert_eq!(own.len(), 1, "{stderr:?}");
+    assert!(
+        own[0].contains("lease on p2.txt lost: superseded by token")
+            && own[0].contains(" (thief, until 20")
+            && !own[0].contains("hard link")
+            && !own[0].contains("written around"),
+        "{stderr:?}"
+    );
+}
+
 /// Unmounts a tmpfs when the test ends, even when it fails.
 struct Mount(std::path::PathBuf);
 

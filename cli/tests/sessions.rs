@@ -964,3 +964,40 @@ fn a_run_keeps_its_lease_while_its_command_reclaims_it_shorter() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
 }
+
+/// The tag `status` shows for a session, passed to `release` or `renew` as if it
+/// were the session's id, is told it is a tag, which proves nothing, and changes
+/// nothing (a breaker: "session T holds no lease on sess: it is held by … (session
+/// T, …)", which contradicted itself).
+#[test]
+fn a_session_tag_passed_as_a_session_id_is_told_it_is_a_tag() {
+    let s = Scratch::new();
+    let claimed = s
+        .cmd()
+        .args(["claim", "--lock", "sess", "--session", "SA"])
+        .output()
+        .unwrap();
+    assert_eq!(claimed.status.code(), Some(0), "{claimed:?}");
+    let tag = fencepost::SessionTag::of("SA");
+    for verb in ["release", "renew"] {
+        let output = s
+            .cmd()
+            .args([verb, "--lock", "sess", "--session", tag.as_str()])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(3), "{output:?}");
+        let said = one_line_stderr(&output);
+        assert!(
+            said.contains("is the session tag") && said.contains("nothing was changed"),
+            "{said}"
+        );
+        assert!(!said.contains("holds no lease"), "{said}");
+    }
+    let token = crate::util::token_of(&claimed).to_string();
+    let check = s
+        .cmd()
+        .args(["check", "--lock", "sess", &token])
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(0), "{check:?}");
+}

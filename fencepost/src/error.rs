@@ -261,7 +261,7 @@ pub enum Error {
     },
     /// The lease's ttl ran out before it was renewed. An expired lease is lost: it
     /// is never silently revived (docs/protocol.md §3); acquire again for a new token.
-    #[error("lease on {label} with token {token} expired at {expired_at_ms} ms")]
+    #[error("lease on {label} with token {token} expired at {}", crate::utc_timestamp(*expired_at_ms))]
     Expired {
         /// The resource's label.
         label: String,
@@ -324,3 +324,28 @@ fn describe_newest(newest: &Option<Holder>) -> String {
 
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    /// A loss by expiry names the time, as people read it, not milliseconds since
+    /// the epoch (a breaker: the MCP server's `lost:` said "expired at
+    /// 1796618380538 ms").
+    #[test]
+    fn an_expiry_is_shown_as_a_time() {
+        let expired = Error::Expired {
+            label: "zz9".into(),
+            token: 1,
+            expired_at_ms: 1_796_618_380_538,
+        };
+        assert_eq!(
+            expired.to_string(),
+            format!(
+                "lease on zz9 with token 1 expired at {}",
+                crate::utc_timestamp(1_796_618_380_538)
+            )
+        );
+        assert!(crate::utc_timestamp(1_796_618_380_538).starts_with("2026-12-"));
+    }
+}

@@ -242,7 +242,7 @@ impl Store {
         let keep = true;
         #[cfg(feature = "planted-bugs")]
         let keep = keep && !crate::planted::on(&crate::planted::ADOPTED_KEY_CUT_SHORT);
-        let superseded = |newest: &Newest| newest.superseded(key, &lease.label, lease.token);
+        let superseded = |newest: &Newest| self.superseded(newest, key, &lease.label, lease.token);
         for _ in 0..RELEASE_ATTEMPTS {
             let newest = self.read_settled(key)?;
             if let Some(r) = newest

@@ -70,7 +70,7 @@ impl Store {
         Ok(match newest.holder_id() {
             Some(h) if h != holder_id || h.is_empty() => newest
                 .holder()
-                .map(|_| newest.superseded(file_id, &label, token)),
+                .map(|_| self.superseded(&newest, file_id, &label, token)),
             Some(_) => match newest.decoded() {
                 #[cfg(feature = "planted-bugs")]
                 Some(_) if crate::planted::on(&crate::planted::FILE_ID_TOMBSTONE_IGNORED) => None,
@@ -114,7 +114,7 @@ impl Store {
                     }
                 }
                 Some(Decoded::Record(_) | Decoded::Newer { .. }) => {
-                    newest.superseded(key, &lease.label, lease.token)
+                    self.superseded(&newest, key, &lease.label, lease.token)
                 }
                 Some(Decoded::Torn(_)) | None => continue,
             };
@@ -243,7 +243,7 @@ impl Store {
                     r
                 }
                 _ => {
-                    return Err(newest.superseded(key, &lease.label, lease.token));
+                    return Err(self.superseded(&newest, key, &lease.label, lease.token));
                 }
             };
             if let Some(ended) = ended(current, &lease.label) {

@@ -178,6 +178,38 @@ pub(crate) fn holder_of(record: &Record) -> Holder {
 }
 
 impl Store {
+    /// [`Newest::superseded`], except that a loss found in a file's file-id series to
+    /// a tenure that claimed the file by this same name (the same path key) is no
+    /// write-around through another name: that tenure took the path series too, so
+    /// the loss is reported from there, with the resource's own token (a breaker:
+    /// a plain takeover after expiry was told "another holder claimed the same file
+    /// as" its own name, "a hard link of it, or its name before it moved").
+    /// Pinned by `cli/tests/loss.rs::a_file_run_resumed_after_a_takeover_is_told_superseded`.
+    pub(crate) fn superseded(&self, newest: &Newest, key: &Key, label: &str, token: u64) -> Error {
+        let error = newest.superseded(key, label, token);
+        let Error::Superseded {
+            through: Some(name),
+            ..
+        } = &error
+        else {
+            return error;
+        };
+        let path_key = |text: &str| {
+            crate::Resource::file(std::path::PathBuf::from(text))
+                .identity()
+                .ok()
+                .map(|identity| identity.key)
+        };
+        let Some(primary) = path_key(name).filter(|key| Some(key) == path_key(label).as_ref())
+        else {
+            return error;
+        };
+        match self.read_newest(&primary) {
+            Ok(newest) if newest.generation > 0 => newest.superseded(&primary, label, token),
+            _ => error,
+        }
+    }
+
     /// Reads the newest record of `key`: the highest listed generation (by number),
     /// and the newest record that decodes (walking down past a torn highest record).
     /// A record removed between listing and reading (a concurrent sweep) causes a

@@ -73,7 +73,7 @@ impl Store {
         (known, siblings, stamped): (Option<u64>, bool, Option<i64>),
     ) -> Result<(Record, bool, Option<i64>)> {
         let newest = self.read_settled(key)?;
-        let superseded = |newest: &Newest| newest.superseded(key, label, token);
+        let superseded = |newest: &Newest| self.superseded(newest, key, label, token);
         let current = match newest.decoded() {
             Some(Decoded::Record(r))
                 if r.token == token && secret.proves(r.secret_sha256.as_deref()) =>
@@ -175,7 +175,7 @@ impl Store {
         } = r;
         let asked_ttl_ms = ttl_ms;
         let token = current.token;
-        let superseded = |newest: &Newest| newest.superseded(key, label, token);
+        let superseded = |newest: &Newest| self.superseded(newest, key, label, token);
         let ours = |r: &Record| r.token == token && secret.proves(r.secret_sha256.as_deref());
         let since_mono = self.clock.monotonic_ms();
         let now = self.clock.wall_ms();
