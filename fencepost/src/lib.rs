@@ -194,7 +194,10 @@ pub use backend::{
 };
 pub use clock::{Clock, ManualClock, SteppedClock, SystemClock};
 pub use error::{Error, Holder, Result};
-pub use identity::{Identity, Key, LOCK_NAME_MAX_BYTES, Resource, reserved_device_name};
+pub use identity::{
+    DEPTH_LIMIT, Identity, Key, LOCK_NAME_MAX_BYTES, PATH_LIMIT_BYTES, Resource,
+    reserved_device_name,
+};
 pub use keepalive::Keepalive;
 pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
 pub use proof::{LeaseHandle, Secret, SessionTag, utc_timestamp};

@@ -277,6 +277,44 @@ fn keys_stay_short_valid_file_names() {
     }
 }
 
+/// A file or subtree path deeper than `DEPTH_LIMIT` or longer than
+/// `PATH_LIMIT_BYTES` once resolved is refused before anything is written: a claim
+/// is indexed in every directory above it, so a 20,000-level path wrote 662 MB (a
+/// breaker). One at the depth limit is claimed as any.
+#[test]
+fn paths_beyond_the_limits_are_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().components().count();
+    let at_limit: PathBuf = std::iter::once(dir.path().to_path_buf())
+        .chain((base..fencepost::DEPTH_LIMIT).map(|_| PathBuf::from("d")))
+        .collect();
+    let too_deep = at_limit.join("f");
+    let too_long = dir
+        .path()
+        .join("x".repeat(200))
+        .join("y".repeat(fencepost::PATH_LIMIT_BYTES));
+    let backend = std::sync::Arc::new(TinyStore::default());
+    let store = Store::new(std::sync::Arc::clone(&backend));
+    for resource in [
+        Resource::file(&too_deep),
+        Resource::dir(&too_deep),
+        Resource::file(&too_long),
+        Resource::dir(&too_long),
+    ] {
+        match store.try_acquire(&resource, &options()) {
+            Err(fencepost::Error::InvalidResource(why)) => {
+                assert!(why.contains("claim"), "{why}");
+                assert!(why.len() < 300, "the refusal repeats the whole path: {why}");
+            }
+            other => panic!("{resource}: {other:?}"),
+        }
+    }
+    use fencepost::LeaseStore;
+    assert_eq!(backend.keys().unwrap(), vec![], "a refused claim wrote");
+    assert_eq!(at_limit.components().count(), fencepost::DEPTH_LIMIT);
+    assert!(acquired(&store, &Resource::file(&at_limit)));
+}
+
 #[cfg(unix)]
 mod hard_links {
     use super::*;

@@ -149,6 +149,7 @@ impl Resource {
             Resource::File(path) => {
                 let absolute = absolute_file(path)?;
                 let resolved = resolve(&absolute, SYMLINK_LIMIT);
+                within_limits(&resolved, path)?;
                 if resolved.is_dir() {
                     return Err(Error::InvalidResource(format!(
                         "{} is a directory, and a file resource must be a file; claim the \
@@ -405,6 +406,47 @@ impl Key {
     }
 }
 
+/// The longest resolved path a file or subtree claim names, in bytes: the longest
+/// path Linux opens (`PATH_MAX`); a longer one can never be a file there.
+pub const PATH_LIMIT_BYTES: usize = 4096;
+
+/// The most directories a file or subtree claim's resolved path has above it: a
+/// claim is indexed in every directory above it (docs/design-05-subtrees-and-shared.md
+/// §3.1), two records each, so an unbounded depth let one claim write hundreds of
+/// megabytes (a breaker: 20,000 levels, 662 MB, 58 s). Far deeper than any tree.
+pub const DEPTH_LIMIT: usize = 256;
+
+/// Refuses a resolved path beyond [`PATH_LIMIT_BYTES`] or [`DEPTH_LIMIT`], naming
+/// `given` (what the caller passed) and what to do.
+fn within_limits(resolved: &Path, given: &Path) -> Result<()> {
+    let bytes = resolved.as_os_str().len();
+    if bytes > PATH_LIMIT_BYTES {
+        return Err(Error::InvalidResource(format!(
+            "the path {} is {bytes} bytes long once resolved, over the {PATH_LIMIT_BYTES} \
+             bytes a path may have; claim a shorter path",
+            shorten(given)
+        )));
+    }
+    let depth = resolved.components().count();
+    if depth > DEPTH_LIMIT {
+        return Err(Error::InvalidResource(format!(
+            "the path {} is {depth} levels deep once resolved, over the {DEPTH_LIMIT} a \
+             claim may have; claim a directory higher up (--dir) instead",
+            shorten(given)
+        )));
+    }
+    Ok(())
+}
+
+/// `path` as shown in a refusal: at most its first 60 characters, then `…`.
+fn shorten(path: &Path) -> String {
+    let text = path.display().to_string();
+    match text.char_indices().nth(60) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
 /// Resolves a subtree claim's directory as a file path is resolved; an existing
 /// path that is not a directory is refused.
 fn resolve_dir(path: &Path) -> Result<PathBuf> {
@@ -415,6 +457,7 @@ fn resolve_dir(path: &Path) -> Result<PathBuf> {
         Error::InvalidResource(format!("cannot make {} absolute: {e}", path.display()))
     })?;
     let resolved = resolve(&absolute, SYMLINK_LIMIT);
+    within_limits(&resolved, path)?;
     if resolved.exists() && !resolved.is_dir() {
         return Err(Error::InvalidResource(format!(
             "{} is a file, and a subtree claim names a directory; claim the file itself \
