@@ -8,8 +8,9 @@
 //! forever, and `tools/call` whose `params` is `null`, an array or a string is
 //! answered "method not found". This layer sits between stdin/stdout and rmcp:
 //!
-//! - a complete JSON object that cannot be decoded is answered here with its own
-//!   `id`: `-32700` (parse error) for a bad string, `-32600` (invalid request) for
+//! - a complete JSON object that cannot be decoded (or is not UTF-8) is answered here
+//!   with its own `id`: `-32700` (parse error) for a bad string or bad bytes,
+//!   `-32600` (invalid request) for
 //!   nesting too deep; a line that is not a complete JSON object is still dropped
 //!   (a peer that echoes errors cannot start a storm);
 //! - `tools/call` without an object `params`, without a string `name` or with
@@ -76,7 +77,10 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
                 Ok(_) => {}
             }
             let text = String::from_utf8_lossy(&line);
-            let mut screened = screen(text.trim());
+            let mut screened = match std::str::from_utf8(&line) {
+                Ok(_) => screen(text.trim()),
+                Err(error) => not_utf8(text.trim(), &error),
+            };
             if let Screened::Forward(Some((id, what))) = &screened {
                 if what == "initialize" {
                     initialize_sent = true;
@@ -173,6 +177,28 @@ fn screen(line: &str) -> Screened {
             }
             None => Screened::Drop(error.to_string()),
         },
+    }
+}
+
+/// A line that is not UTF-8: rmcp drops it without a word, so a complete request
+/// (its `id` read from the line with the bad bytes replaced) is answered `-32700`
+/// here; anything else is dropped (a breaker: a request with a `\xff` byte in a
+/// string got no reply, and its client hung).
+fn not_utf8(lossy: &str, error: &std::str::Utf8Error) -> Screened {
+    match complete_object_id(lossy) {
+        Some(id) => {
+            let message = format!(
+                "Parse error: the message is not valid UTF-8 (a bad byte at offset {}); \
+                 JSON-RPC messages are UTF-8 text",
+                error.valid_up_to()
+            );
+            let summary = format!("request (id {id}): {message}");
+            Screened::Answer(
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32700, "message": message}}),
+                summary,
+            )
+        }
+        None => Screened::Drop(format!("not UTF-8: {error}")),
     }
 }
 

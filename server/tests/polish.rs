@@ -80,7 +80,8 @@ use std::process::{Command, Stdio};
 use crate::support::{BIN, Raw, scrubbed};
 
 /// issue 19: a request with a lone surrogate escape, or nested 100,000 deep, got no
-/// reply at all, so the client hung. Both are answered with their id now.
+/// reply at all, so the client hung; so did one with a byte that is not UTF-8 (a
+/// breaker). All are answered with their id now.
 #[test]
 fn undecodable_complete_requests_are_answered_with_their_id() {
     let tree = Tree::new();
@@ -102,6 +103,20 @@ fn undecodable_complete_requests_are_answered_with_their_id() {
     let reply = raw.next().expect("a reply to 100,000-deep nesting");
     assert_eq!(reply["id"], 12, "{reply}");
     assert_eq!(reply["error"]["code"], -32600, "{reply}");
+
+    // A byte that is not UTF-8 inside a string (a breaker: no reply at all).
+    raw.send_bytes(
+        b"{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"tools/call\",\"params\":{\"name\":\"status\",\"arguments\":{\"x\":\"\xff\"}}}",
+    );
+    let reply = raw.next().expect("a reply to a byte that is not UTF-8");
+    assert_eq!(reply["id"], 14, "{reply}");
+    assert_eq!(reply["error"]["code"], -32700, "{reply}");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("UTF-8")),
+        "{reply}"
+    );
 
     raw.send(json!({"jsonrpc": "2.0", "id": 13, "method": "tools/call",
         "params": {"name": "status", "arguments": {}}}));

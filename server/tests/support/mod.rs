@@ -295,6 +295,13 @@ impl Raw {
         self.stdin.flush().unwrap();
     }
 
+    /// Writes `bytes` and a newline, as they are (not necessarily UTF-8).
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
     /// Writes one JSON-RPC message.
     pub fn send(&mut self, message: Value) {
         self.send_line(&message.to_string());
