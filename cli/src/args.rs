@@ -125,7 +125,8 @@ pub enum Command {
     /// The child gets FENCEPOST_TOKEN, FENCEPOST_LEASE (the lease handle, so it can
     /// renew or release the lease itself), FENCEPOST_STORE, FENCEPOST_RESOURCE,
     /// FENCEPOST_LOCK (and FENCEPOST_SLOT for a slot), FENCEPOST_FILE or
-    /// FENCEPOST_DIR, and FENCEPOST_SESSION with --session, and runs in its own
+    /// FENCEPOST_DIR, FENCEPOST_SESSION with --session and FENCEPOST_SHARED=1 with
+    /// --shared, and runs in its own
     /// process group (a job object on Windows). SIGINT, SIGTERM and SIGHUP are forwarded to that group.
     /// The lease is released when the child ends. If the lease is lost meanwhile
     /// (taken over, broken, the store failed until it expired), that is reported on

@@ -197,9 +197,34 @@ fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
             command: Command::Check(args),
         });
     }
-    command(Cli::command())
-        .try_get_matches_from(argv)
+    let tree = shared_without_session_env(command(Cli::command()), &argv);
+    tree.try_get_matches_from(argv)
         .and_then(|matches| Cli::from_arg_matches(&matches))
+}
+
+/// A shared claim takes no session, so `FENCEPOST_SESSION` in the environment —
+/// which `run --session` gives its command — is not read for a command line with
+/// `--shared` (before any `--`): it was taken for a `--session` and refused as one
+/// ("the argument '--shared' cannot be used with '--session <ID>'", a breaker). An
+/// explicit `--session` with `--shared` is still refused.
+fn shared_without_session_env(
+    mut command: clap::Command,
+    argv: &[std::ffi::OsString],
+) -> clap::Command {
+    let shared = argv
+        .iter()
+        .skip(1)
+        .take_while(|arg| *arg != "--")
+        .any(|arg| arg == "--shared");
+    if shared {
+        for sub in ["claim", "run"] {
+            if command.find_subcommand(sub).is_some() {
+                command =
+                    command.mut_subcommand(sub, |c| c.mut_arg("session", |arg| arg.env(None)));
+            }
+        }
+    }
+    command
 }
 
 /// The command line definition `command`, with an environment variable that is set

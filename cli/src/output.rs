@@ -333,6 +333,37 @@ pub fn held_refusal(
     waited_ms: u64,
     store: Option<&str>,
 ) -> String {
+    // Under `run --shared`: the run holds a reader's lease, whose token passes no
+    // `check`, and a claim to write waits for every reader, the run included (a
+    // breaker: its command was told it held the resource and could write). Which
+    // reader the refusal names does not matter: the run is one of them.
+    let shared_run = std::env::var_os("FENCEPOST_SHARED").is_some();
+    if shared_run
+        && let Some(dir) = holder
+            .in_the_way
+            .as_deref()
+            .filter(|dir| matches!(dir, fencepost::Resource::Dir(_)) && under_own_run(dir))
+    {
+        return format!(
+            "{} is inside {}, which the `fencepost run --shared` this command runs under \
+             holds as a reader: this command may read it, but a claim to write it waits for \
+             every reader of {}, this run's too, so it cannot be made from inside the run. \
+             To write, run the command under an exclusive claim instead (without --shared)",
+            printable(&shown_name(resource)),
+            printable(&dir.target()),
+            printable(&dir.target()),
+        );
+    }
+    if shared_run && under_own_run(resource) {
+        return format!(
+            "{} is shared by the `fencepost run --shared` this command runs under, a \
+             reader's lease (FENCEPOST_TOKEN passes no `check`): this command may read it, \
+             but a claim to write it waits for every reader, this run's too, so it cannot \
+             be made from inside the run. To write, run the command under an exclusive \
+             claim instead (without --shared)",
+            printable(&shown_name(resource)),
+        );
+    }
     if let Some(dir) = holder
         .in_the_way
         .as_deref()
@@ -397,6 +428,12 @@ fn held_by_own_run(resource: &fencepost::Resource, holder: &Holder) -> bool {
     if token.as_deref().map(str::trim) != Some(holder.token.to_string().as_str()) {
         return false;
     }
+    std::env::var_os("FENCEPOST_SHARED").is_none() && under_own_run(resource)
+}
+
+/// Whether this process runs under a `fencepost run` of `resource`
+/// (`FENCEPOST_RESOURCE`, as `run` spells it); never for a slot.
+fn under_own_run(resource: &fencepost::Resource) -> bool {
     let (Some(named), Ok(identity)) = (std::env::var_os("FENCEPOST_RESOURCE"), resource.identity())
     else {
         return false;

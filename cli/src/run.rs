@@ -162,9 +162,15 @@ pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
         .env_remove("FENCEPOST_LOCK")
         .env_remove("FENCEPOST_SLOT")
         .env_remove("FENCEPOST_FILE")
-        .env_remove("FENCEPOST_DIR");
+        .env_remove("FENCEPOST_DIR")
+        .env_remove("FENCEPOST_SHARED");
     for (name, value) in environment {
         command.env(name, value);
+    }
+    // A reader's lease: its command may read, and a claim of it to write waits for
+    // every reader, this run's too (its refusals say so).
+    if args.timing.shared {
+        command.env("FENCEPOST_SHARED", "1");
     }
     // The child acts for the same session: its own claims re-enter this lease.
     if let Some(session) = &args.timing.session {

@@ -504,6 +504,108 @@ fn a_claim_from_inside_run_is_told_it_holds_the_lease_already() {
     );
 }
 
+/// Under `run --shared` a claim to write is told the run holds a reader's lease
+/// (whose token passes no check), not that it holds the resource and may write (a
+/// breaker), and whatever other reader the refusal names; a file inside its
+/// `run --dir --shared` likewise, without pointing at --session, which a shared
+/// run cannot take.
+#[cfg(unix)]
+#[test]
+fn a_claim_to_write_from_inside_a_shared_run_is_told_it_holds_a_readers_lease() {
+    let s = Scratch::new();
+    let store = s.store().display().to_string();
+    // Another reader too, which may be the one the refusal names.
+    let other = s
+        .cmd()
+        .args([
+            "claim",
+            "--lock",
+            "x",
+            "--shared",
+            "--owner",
+            "someone-else",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(other.status.code(), Some(0), "{other:?}");
+    let script = format!("\"$FP\" --store '{store}' claim --lock x; echo \"rc=$?\" > rc");
+    let output = s
+        .cmd()
+        .args(["run", "--lock", "x", "--shared", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(
+        std::fs::read_to_string(s.path().join("rc")).unwrap().trim(),
+        "rc=3"
+    );
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("a reader's lease") && !said.contains("holds it already"),
+        "{said}"
+    );
+    std::fs::create_dir(s.path().join("d")).unwrap();
+    let script = format!("\"$FP\" --store '{store}' claim --file d/f.rs; echo \"rc=$?\" > rc");
+    let output = s
+        .cmd()
+        .args(["run", "--dir", "d", "--shared", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("holds as a reader")
+            && !said.contains("may write it under that claim")
+            && !said.contains("--session"),
+        "{said}"
+    );
+}
+
+/// `FENCEPOST_SESSION` in the environment (which `run --session` gives its command)
+/// is not taken for a `--session` by a shared claim, which takes none: it was
+/// refused, "'--shared' cannot be used with '--session'" (a breaker). An explicit
+/// `--session` with `--shared` is still a usage error (exit 1).
+#[cfg(unix)]
+#[test]
+fn a_shared_claim_ignores_the_session_in_the_environment() {
+    let s = Scratch::new();
+    let shared = s
+        .cmd()
+        .env("FENCEPOST_SESSION", "abc")
+        .args(["claim", "--lock", "x", "--shared"])
+        .output()
+        .unwrap();
+    assert_eq!(shared.status.code(), Some(0), "{shared:?}");
+    let explicit = s
+        .cmd()
+        .args(["claim", "--lock", "y", "--shared", "--session", "abc"])
+        .output()
+        .unwrap();
+    assert_eq!(explicit.status.code(), Some(1), "{explicit:?}");
+    assert!(
+        String::from_utf8_lossy(&explicit.stderr).contains("cannot be used with"),
+        "{explicit:?}"
+    );
+    let store = s.store().display().to_string();
+    let script = format!("\"$FP\" --store '{store}' claim --lock z --shared");
+    let output = s
+        .cmd()
+        .args([
+            "run",
+            "--lock",
+            "w",
+            "--session",
+            "S",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+}
+
 /// A SIGTERM that reaches `run` just after its claim landed, before its command
 /// exists (held open here by a debug-build test seam,
 /// `FENCEPOST_TEST_PAUSE_AFTER_CLAIM_MS`), is kept and given to the command as it
