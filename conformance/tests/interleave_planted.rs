@@ -463,6 +463,7 @@ fn survey() {
             "OTHER_NAMES_NOT_LOOKED_FOR",
             &planted::OTHER_NAMES_NOT_LOOKED_FOR,
         ),
+        ("CANCEL_IGNORED", &planted::CANCEL_IGNORED),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -640,6 +641,11 @@ fn catches_a_session_kept_out_by_its_own_written_around_tenure() {
         "session_fenced_reclaim",
         0,
     );
+}
+
+#[test]
+fn catches_a_wait_that_ignores_its_cancellation() {
+    catches(&planted::CANCEL_IGNORED, "cancelled_wait", 0);
 }
 
 #[test]

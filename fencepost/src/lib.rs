@@ -202,9 +202,9 @@ pub use keepalive::Keepalive;
 pub use liveness::{Liveness, ProcessEvidence, SystemLiveness, Verdict};
 pub use proof::{LeaseHandle, Secret, SessionTag, utc_timestamp};
 pub use protocol::{
-    AcquireOptions, BESIDE_POLL_MS, Beside, CREATE_GRACE_MS, ClaimState, Lease, OWNER_MAX_CHARS,
-    SLOTS_MAX, StatusEntry, Store, TURN_MS, TryAcquire, TryAcquireAll, check_owner, check_session,
-    nonce,
+    AcquireOptions, BESIDE_POLL_MS, Beside, CREATE_GRACE_MS, Cancel, ClaimState, Lease,
+    OWNER_MAX_CHARS, SLOTS_MAX, StatusEntry, Store, TURN_MS, TryAcquire, TryAcquireAll,
+    check_owner, check_session, nonce,
 };
 
 /// This machine's host name, for records and `status` (empty when it cannot be
@@ -410,6 +410,10 @@ pub mod planted {
     /// names: a claim through a hard link of a file saved since another tenure
     /// claimed it under its name gets in, writing around that live tenure.
     pub static OTHER_NAMES_NOT_LOOKED_FOR: AtomicBool = AtomicBool::new(false);
+    /// An acquisition never reads its [`crate::AcquireOptions::cancel`]: a waiter
+    /// whose caller gave up waits on, takes the resource when it comes free, and
+    /// is kept a turn by the release meanwhile.
+    pub static CANCEL_IGNORED: AtomicBool = AtomicBool::new(false);
     /// A renewal judges the record this handle stamped itself by the holder's
     /// clock (the wall clock's lead over the monotonic clock before a step back):
     /// after a step back of 2/3 ttl, its own fresh record looks expired.

@@ -148,9 +148,9 @@ fn rows() -> Vec<Row> {
         Row {
             name: "a very long path vs its ./ spelling",
             setup: nothing,
-            first: |r| Resource::file(r.join([LONG; 100].join("/"))),
+            first: |r| Resource::file(r.join([LONG; 70].join("/"))),
             between: nothing,
-            second: |r| Resource::file(r.join(format!("./{}", [LONG; 100].join("/./")))),
+            second: |r| Resource::file(r.join(format!("./{}", [LONG; 70].join("/./")))),
             expect: Contend,
         },
         #[cfg(unix)]
@@ -258,7 +258,7 @@ fn relative_and_absolute_spellings_contend() {
 #[test]
 fn keys_stay_short_valid_file_names() {
     let dir = tempfile::tempdir().unwrap();
-    let long = dir.path().join([LONG; 200].join("/"));
+    let long = dir.path().join([LONG; 80].join("/"));
     for resource in [
         Resource::file(&long),
         Resource::lock(LONG.repeat(100)),

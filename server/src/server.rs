@@ -262,6 +262,14 @@ fn one_line(message: String) -> String {
 }
 
 /// What a model refused by a live holder can do next (never "release it").
+/// The least time a claim waits for another claim of the same resource by this
+/// server to finish (see `Inner::claiming`): a claim of a free resource, or a
+/// re-entry, takes well within it.
+const TURN_GRACE_MS: u64 = 1_000;
+
+/// How often a claim waiting for its turn looks at whether its client cancelled it.
+const TURN_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
 const NEXT_STEPS: &str = "claim with wait_ms to wait for it, work on something else meanwhile, \
     or, if its holder is gone or stuck, ask the human operator to run `fencepost break` on it";
 
@@ -389,8 +397,8 @@ impl FencepostServer {
     ) -> Result<Json<ClaimResult>, String> {
         let args = args?;
         let cancelled = context.ct.clone();
-        self.blocking(move |inner| inner.claim(args, &|| cancelled.is_cancelled()))
-            .await
+        let cancel = fencepost::Cancel::new(move || cancelled.is_cancelled());
+        self.blocking(move |inner| inner.claim(args, cancel)).await
     }
 
     #[tool(
@@ -411,7 +419,8 @@ impl FencepostServer {
     ) -> Result<Json<ClaimAllResult>, String> {
         let args = args?;
         let cancelled = context.ct.clone();
-        self.blocking(move |inner| inner.claim_all(args, &|| cancelled.is_cancelled()))
+        let cancel = fencepost::Cancel::new(move || cancelled.is_cancelled());
+        self.blocking(move |inner| inner.claim_all(args, cancel))
             .await
     }
 
@@ -523,19 +532,68 @@ impl Inner {
     /// `server/tests/sessions.rs::parallel_claims_of_one_resource_keep_it_held`).
     /// One at a time, the second finds the first's lease and re-enters it as a
     /// sequential claim does.
-    fn claiming(&self, key: &Key) -> ClaimTurn<'_> {
+    ///
+    /// The wait for the turn is the claim's own: at most `wait_ms` (and at least
+    /// [`TURN_GRACE_MS`], which a claim of a free resource takes well within), and
+    /// not past the client's cancellation; `None` when it ran out. A claim with no
+    /// wait queued behind one waiting for a holder answered only when that one gave
+    /// up, and a cancelled claim kept its turn (a breaker).
+    fn claiming(
+        &self,
+        key: &Key,
+        wait_ms: u64,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Option<ClaimTurn<'_>> {
+        let started = std::time::Instant::now();
+        let limit = std::time::Duration::from_millis(wait_ms.max(TURN_GRACE_MS));
         let mut keys = self.claiming.keys.lock().unwrap_or_else(|e| e.into_inner());
         while keys.contains(key) {
+            let waited = started.elapsed();
+            if waited >= limit || cancelled() {
+                return None;
+            }
+            // Woken when a turn ends; at least every TURN_POLL to see a cancellation.
+            let step = (limit - waited).min(TURN_POLL);
             keys = self
                 .claiming
                 .done
-                .wait(keys)
-                .unwrap_or_else(|e| e.into_inner());
+                .wait_timeout(keys, step)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
         keys.insert(key.clone());
-        ClaimTurn {
+        Some(ClaimTurn {
             claiming: &self.claiming,
             key: key.clone(),
+        })
+    }
+
+    /// The refusal of a claim of `resource` whose turn did not come (see
+    /// [`Inner::claiming`]): the holder the claim in progress is waiting for, when
+    /// the store names one, as any refusal names it.
+    fn turn_refusal(&self, resource: &Resource, cancelled: &dyn Fn() -> bool) -> String {
+        if cancelled() {
+            return "cancelled: the claim was cancelled by the client; nothing is held".into();
+        }
+        let holder = self
+            .stores
+            .open(Some(resource), Access::Existing)
+            .ok()
+            .and_then(|(store, _)| store.holder(resource).ok().flatten());
+        match holder {
+            Some(holder)
+                if holder.session.as_deref() != Some(&fencepost::SessionTag::of(&self.session)) =>
+            {
+                describe(Error::Held {
+                    label: resource.target(),
+                    holder,
+                })
+            }
+            _ => format!(
+                "held: another claim of {} by this server is still in progress (waiting for \
+                 its holder); {NEXT_STEPS}",
+                resource.target()
+            ),
         }
     }
 
@@ -694,12 +752,15 @@ impl Inner {
             .map(Keepalive::token)
     }
 
-    fn claim(&self, args: ClaimArgs, cancelled: &dyn Fn() -> bool) -> Result<ClaimResult, String> {
+    fn claim(&self, args: ClaimArgs, cancel: fencepost::Cancel) -> Result<ClaimResult, String> {
+        let cancelled = || cancel.is_cancelled();
         let ttl_ms = args::in_range("ttl_ms", args.ttl_ms, args::TTL_MIN_MS, args::TTL_MAX_MS)?;
         let wait_ms = args::in_range("wait_ms", args.wait_ms, 0, args::WAIT_MAX_MS)?;
         let (resource, key) = self.resource(&args.resource)?;
         // One claim of a key at a time in this server (see `claiming`).
-        let _turn = self.claiming(&key);
+        let Some(_turn) = self.claiming(&key, wait_ms, &cancelled) else {
+            return Err(self.turn_refusal(&resource, &cancelled));
+        };
         // The server keeps its leases alive until released and has no shutdown
         // hook: once it is gone, its leases are a dead holder's (taken over early by
         // a waiter on this host). Every claim carries the server's session, so a
@@ -707,7 +768,8 @@ impl Inner {
         let options = AcquireOptions::new(ttl_ms)
             .owner(self.owner.clone())
             .wait_ms(wait_ms)
-            .tied_to_process(true);
+            .tied_to_process(true)
+            .cancel(cancel.clone());
         // A shared claim takes no session: each is a tenure of its own.
         let options = if args.shared {
             if args.slots.is_some() {
@@ -725,7 +787,7 @@ impl Inner {
         };
         let (store, chosen) = self.stores.open(Some(&resource), Access::Create)?;
         if let Some(slots) = args.slots {
-            return self.claim_slot(&store, &args.resource, slots, &options, cancelled);
+            return self.claim_slot(&store, &args.resource, slots, &options, &cancelled);
         }
         let held_shared = self
             .leases()
@@ -862,8 +924,9 @@ impl Inner {
     fn claim_all(
         &self,
         args: ClaimAllArgs,
-        cancelled: &dyn Fn() -> bool,
+        cancel: fencepost::Cancel,
     ) -> Result<ClaimAllResult, String> {
+        let cancelled = || cancel.is_cancelled();
         let ttl_ms = args::in_range("ttl_ms", args.ttl_ms, args::TTL_MIN_MS, args::TTL_MAX_MS)?;
         let wait_ms = args::in_range("wait_ms", args.wait_ms, 0, args::WAIT_MAX_MS)?;
         if args.resources.is_empty() || args.resources.len() > args::CLAIM_ALL_MAX {
@@ -895,7 +958,8 @@ impl Inner {
             .owner(self.owner.clone())
             .wait_ms(wait_ms)
             .tied_to_process(true)
-            .session(self.session.clone());
+            .session(self.session.clone())
+            .cancel(cancel.clone());
         // A resource this server already holds is re-entered (same token, renewed):
         // its old keepalive is stopped once the new lease is kept, never dropped
         // (dropping a live keepalive releases its lease).

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{Server, Tree, file, lock};
+use crate::support::{Raw, Server, Tree, file, lock};
 
 /// docs/protocol.md §8: two server processes over one store contend through the backend alone.
 /// First claim wins; the second is refused and told who holds it; the second sees
@@ -235,4 +235,81 @@ async fn a_disconnected_server_releases_its_leases() {
     }
     let second = second.expect("the lease of a disconnected server was not released");
     assert!(second > first);
+}
+
+/// A claim with no wait, sent while another claim of the same resource by this
+/// server waits for its holder, is answered at once (within the turn's grace), not
+/// when the first one gives up: it was answered only after the first claim's whole
+/// `wait_ms` (a breaker). Judged by the order of the answers, not by a clock.
+#[test]
+fn a_claim_without_a_wait_is_not_queued_behind_a_waiting_one() {
+    let tree = Tree::new();
+    let store = fencepost::Store::new(fencepost_fs::FsStore::open(&tree.store).unwrap());
+    let _held = store
+        .acquire(
+            &fencepost::Resource::lock("ser"),
+            &fencepost::AcquireOptions::new(60_000).owner("cli-holder"),
+        )
+        .unwrap();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    let claim = |id: u64, wait_ms: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "claim",
+            "arguments": {"resource": lock("ser"), "ttl_ms": 60_000, "wait_ms": wait_ms}}})
+    };
+    raw.send(claim(200, 8_000));
+    std::thread::sleep(Duration::from_millis(200));
+    raw.send(claim(201, 0));
+    let first = raw.next().expect("an answer");
+    assert_eq!(first["id"], 201, "the claim with no wait waited: {first}");
+    let text = first["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        first["result"]["isError"] == true
+            && text.starts_with("held:")
+            && text.contains("cli-holder"),
+        "{first}"
+    );
+}
+
+/// A waiting claim the client cancels stops waiting: when the holder then lets go,
+/// another claimant gets the lock, not the cancelled claim (it kept waiting for its
+/// whole `wait_ms` and took the lock as soon as it was free, nobody to learn its
+/// token: a breaker).
+#[test]
+fn a_cancelled_claim_stops_waiting() {
+    let tree = Tree::new();
+    let store = fencepost::Store::new(fencepost_fs::FsStore::open(&tree.store).unwrap());
+    let cx = fencepost::Resource::lock("cx");
+    let held = store
+        .acquire(
+            &cx,
+            &fencepost::AcquireOptions::new(60_000).owner("cli-holder"),
+        )
+        .unwrap();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call", "params": {"name": "claim",
+        "arguments": {"resource": lock("cx"), "ttl_ms": 60_000, "wait_ms": 60_000}}}),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    raw.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 100, "reason": "the user gave up"}}),
+    );
+    // A status call answered proves the cancel was read; then time for the waiting
+    // claim to see it (it looks at least every 100 ms).
+    raw.send(json!({"jsonrpc": "2.0", "id": 101, "method": "tools/call",
+        "params": {"name": "status", "arguments": {}}}));
+    let _ = raw.next().expect("status answered");
+    std::thread::sleep(Duration::from_millis(1_000));
+    store.release(&held).unwrap();
+    // With no wait: a claim still waiting would be named by the release as the
+    // next in line, and the lock kept for its turn.
+    let other = store
+        .acquire(&cx, &fencepost::AcquireOptions::new(60_000).owner("other"))
+        .expect("the cancelled claim is still waiting for the lock");
+    assert_eq!(other.owner(), "other");
 }

@@ -746,6 +746,15 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::session_fenced_reclaim,
     },
     Schedule {
+        name: "cancelled_wait",
+        about: "a waiter whose caller gives up a ttl before the lock comes free stops waiting and gives its place in the queue back: it never gets the lock, and a claim with no wait after the release does",
+        snapshot_listing: true,
+        mix: FaultMix::NONE,
+        max_steps: 3000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::cancelled_wait,
+    },
+    Schedule {
         name: "link_claim_after_save",
         about: "a session's file is replaced by an editor's save and the new file hard-linked: claims through the link are refused while the session holds the file under its name, though its tenure has not taken the new file id in",
         snapshot_listing: true,

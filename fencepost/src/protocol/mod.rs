@@ -21,7 +21,7 @@ mod status;
 pub use claim::{BESIDE_POLL_MS, Beside, SLOTS_MAX, TryAcquireAll, check_session};
 pub use lease::Lease;
 pub(crate) use lease::{HeldKey, Stamp, Written};
-pub use options::{AcquireOptions, OWNER_MAX_CHARS, TryAcquire, check_owner};
+pub use options::{AcquireOptions, Cancel, OWNER_MAX_CHARS, TryAcquire, check_owner};
 pub use status::{ClaimState, StatusEntry};
 
 use std::sync::Arc;

@@ -86,7 +86,45 @@ pub struct AcquireOptions {
     /// newest exclusive record when it was admitted ([`crate::Lease::token`]).
     /// Default `false`: exclusive. A shared claim takes no session.
     pub shared: bool,
+    /// Ends the wait early: once it says so, the acquisition stops waiting as if
+    /// `wait_ms` had run out (within one wake-up, at most
+    /// [`crate::CHANGE_WAIT_MAX`] or a backoff step later) and reports the holder
+    /// in its way; what it took or queued is given back as at any end of a wait.
+    /// For a caller whose client gave up (the MCP server's cancelled request).
+    /// Default `None`. Pinned by `fencepost/tests/cancel.rs::a_cancelled_wait_ends_early_and_leaves_nothing`.
+    pub cancel: Option<Cancel>,
 }
+
+/// Whether an acquisition's caller gave up: see [`AcquireOptions::cancel`].
+/// Compared by identity (two `Cancel`s are equal when they are clones).
+#[derive(Clone)]
+pub struct Cancel(std::sync::Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl Cancel {
+    /// A cancellation that `cancelled` reports: true once the caller gave up.
+    pub fn new(cancelled: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        Cancel(std::sync::Arc::new(cancelled))
+    }
+
+    /// Whether the caller gave up.
+    pub fn is_cancelled(&self) -> bool {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Cancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cancel")
+    }
+}
+
+impl PartialEq for Cancel {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Cancel {}
 
 impl AcquireOptions {
     /// A ttl of `ttl_ms`, owner `fencepost`, no waiting.
@@ -100,6 +138,26 @@ impl AcquireOptions {
             dead_holder_takeover: true,
             session: None,
             shared: false,
+            cancel: None,
+        }
+    }
+
+    /// Sets [`AcquireOptions::cancel`].
+    pub fn cancel(mut self, cancel: Cancel) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    /// `deadline` (monotonic ms), or 0 — the wait is over — once the caller gave
+    /// up ([`AcquireOptions::cancel`]).
+    pub(crate) fn deadline(&self, deadline: u64) -> u64 {
+        #[cfg(feature = "planted-bugs")]
+        if crate::planted::on(&crate::planted::CANCEL_IGNORED) {
+            return deadline;
+        }
+        match &self.cancel {
+            Some(cancel) if cancel.is_cancelled() => 0,
+            _ => deadline,
         }
     }
 

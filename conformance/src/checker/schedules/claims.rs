@@ -1651,3 +1651,64 @@ fn beside_actors(old: Resource, new: Resource, appears: bool) -> Vec<Actor> {
     };
     vec![claimer("old-layout", false), claimer("new-layout", true)]
 }
+
+/// A holder keeps a lock for a ttl; a waiter waits for it (three ttls, queued)
+/// and its caller gives up a tenth of a ttl in (`AcquireOptions::cancel`); after
+/// the holder released, a third claimant claims with no wait. The cancelled waiter
+/// must not get the lock (it stops waiting within a round, and gives its place in
+/// the queue back), and the third claimant must: the release names no one in line
+/// for it. Planted bug `CANCEL_IGNORED` (the cancellation never read: the waiter
+/// waits on and takes the lock, and the release keeps it for its turn).
+pub(super) fn cancelled_wait(_: &Setup) -> Vec<Actor> {
+    let gave_up = Arc::new(AtomicBool::new(false));
+    let released = Arc::new(AtomicBool::new(false));
+    let (gave_up_w, gave_up_c) = (Arc::clone(&gave_up), Arc::clone(&gave_up));
+    let released_c = Arc::clone(&released);
+    vec![
+        Actor::new("holder", move |ctx: &Ctx| {
+            if let Some(lease) = ctx.acquire_with(&lock(), &for_session(ctx, None, 0)) {
+                ctx.sleep(TTL_MS);
+                ctx.release(&lease);
+            }
+            released.store(true, Ordering::SeqCst);
+        }),
+        Actor::new("waiter", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 20);
+            let flag = Arc::clone(&gave_up_w);
+            let options = for_session(ctx, None, 3 * TTL_MS)
+                .cancel(fencepost::Cancel::new(move || flag.load(Ordering::SeqCst)));
+            if let Some(lease) = ctx.acquire_with(&lock(), &options) {
+                if gave_up_w.load(Ordering::SeqCst) {
+                    ctx.violate(format!(
+                        "the waiter got token {} after its caller gave up, a ttl before the \
+                         lock came free",
+                        lease.token()
+                    ));
+                }
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("caller", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 10);
+            gave_up_c.store(true, Ordering::SeqCst);
+        }),
+        Actor::new("third", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 10);
+            for _ in 0..100 {
+                if released_c.load(Ordering::SeqCst) {
+                    break;
+                }
+                ctx.sleep(TTL_MS / 20);
+            }
+            match ctx.acquire_with(&lock(), &for_session(ctx, None, 0)) {
+                Some(lease) => ctx.release(&lease),
+                None if released_c.load(Ordering::SeqCst) => ctx.violate(
+                    "the lock, released, was refused to a claim with no wait: kept for a \
+                     waiter whose caller gave up"
+                        .to_string(),
+                ),
+                None => {}
+            }
+        }),
+    ]
+}

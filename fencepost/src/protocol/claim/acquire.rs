@@ -244,6 +244,8 @@ impl Store {
             )
         };
         loop {
+            // Over at once when the caller gave up (`AcquireOptions::cancel`).
+            let deadline = options.deadline(deadline);
             let just_joined = std::mem::take(&mut joined_before_read);
             // The session already holds it: the same tenure, renewed. Every round,
             // so a claim that lost the race to another process of its session

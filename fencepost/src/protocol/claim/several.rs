@@ -107,6 +107,8 @@ impl Store {
         let mut backoff_ms = BACKOFF_START_MS;
         let mut lapses = 0;
         loop {
+            // Over at once when the caller gave up (`AcquireOptions::cancel`).
+            let deadline = options.deadline(deadline);
             let round = self.clock.monotonic_ms();
             // Look first: a waiter writes nothing while something is held.
             let mut held = self.first_held(resources, &order, options)?;

@@ -64,6 +64,8 @@ impl Store {
         // had landed: until when we look again before reporting it.
         let mut race_until: Option<u64> = None;
         loop {
+            // Over at once when the caller gave up (`AcquireOptions::cancel`).
+            let deadline = options.deadline(deadline);
             let (mut held, seen) =
                 self.look_exclusive(&keys, chain.as_ref(), &holder_id, &proof, options)?;
             // The writer in the way was found after our record landed: it may be

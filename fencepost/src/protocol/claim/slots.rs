@@ -91,6 +91,8 @@ impl Store {
         let now_options = options.clone().wait_ms(0);
         let mut backoff_ms = BACKOFF_START_MS;
         loop {
+            // Over at once when the caller gave up (`AcquireOptions::cancel`).
+            let deadline = options.deadline(deadline);
             // A slot the session already holds is re-entered, not a second one taken.
             if let Some(session) = &options.session {
                 for slot in &all {
