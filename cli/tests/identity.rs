@@ -230,7 +230,8 @@ fn spellings_of_one_resource_contend_and_others_do_not() {
 fn a_very_long_path_gets_a_short_key_and_contends() {
     let s = Scratch::new();
     let component = "c".repeat(200);
-    let deep = vec![component.as_str(); 40].join("/");
+    // Within the 4096 bytes a path may have (18 × 201 bytes and the scratch dir).
+    let deep = vec![component.as_str(); 18].join("/");
     let output = s
         .cmd()
         .args(["claim", "--file", &deep, "--json"])
@@ -240,8 +241,14 @@ fn a_very_long_path_gets_a_short_key_and_contends() {
     let json = crate::util::json_of(&output);
     let key = json["key"].as_str().unwrap();
     assert!(key.starts_with("file-") && key.len() == 37, "{key}");
-    let respelled = format!("./{}", vec![component.as_str(); 40].join("/./"));
+    let respelled = format!("./{}", vec![component.as_str(); 18].join("/./"));
     assert_eq!(claim(&s, FILE, &respelled), 3);
+    // Beyond it: refused in one line, exit 1.
+    let beyond = vec![component.as_str(); 40].join("/");
+    let output = s.cmd().args(["claim", "--file", &beyond]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let said = crate::util::one_line_stderr(&output);
+    assert!(said.contains("4096 bytes") && said.len() < 300, "{said}");
 }
 
 #[cfg(unix)]
