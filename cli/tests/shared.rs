@@ -167,6 +167,45 @@ fn a_waiting_writer_is_not_starved_by_arriving_readers() {
     );
 }
 
+/// As above for a claim of several resources, one of which the readers share: the
+/// set holds an intent on the member it waits for, so it gets in once the readers
+/// already inside left. It was starved for its whole wait (a breaker: `claim --lock
+/// ma --lock mb --wait 10000` gave up after 10 s, and no reader was refused).
+#[cfg(unix)]
+#[test]
+fn a_waiting_set_is_not_starved_by_arriving_readers_of_a_member() {
+    let s = Scratch::new();
+    std::fs::write(s.path().join("readers-on"), b"").unwrap();
+    let loop_script = r#"
+        while [ -e "$DIR/readers-on" ]; do
+            "$FP" --store "$STORE" run --lock doc --shared --owner reader --wait 60000 -- sh -c '
+                mkdir -p "$DIR/inside"; touch "$DIR/inside/$$"; sleep 0.6; rm "$DIR/inside/$$"' &
+            sleep 0.15
+        done
+        wait"#;
+    let loops: Vec<_> = (0..3)
+        .map(|_| Background(shell(&s, loop_script).spawn().unwrap()))
+        .collect();
+    wait_until("readers are inside", Duration::from_secs(60), || {
+        std::fs::read_dir(s.path().join("inside")).is_ok_and(|d| d.count() > 0)
+    });
+    let set = s
+        .cmd()
+        .args([
+            "claim", "--lock", "other", "--lock", "doc", "--owner", "set", "--ttl", "3000",
+            "--wait", "30000",
+        ])
+        .output()
+        .unwrap();
+    let inside = std::fs::read_dir(s.path().join("inside")).map_or(0, |d| d.count());
+    std::fs::remove_file(s.path().join("readers-on")).unwrap();
+    for mut l in loops {
+        let _ = l.0.wait();
+    }
+    assert_eq!(set.status.code(), Some(0), "the set was starved: {set:?}");
+    assert_eq!(inside, 0, "readers were inside with the set");
+}
+
 /// `claim --shared` prints a handle that renews and releases the shared tenure;
 /// `--json` says `"shared": true`; --shared with --session or --slots is refused.
 #[test]

@@ -464,6 +464,10 @@ fn survey() {
             &planted::OTHER_NAMES_NOT_LOOKED_FOR,
         ),
         ("CANCEL_IGNORED", &planted::CANCEL_IGNORED),
+        (
+            "SET_WAITS_WITHOUT_INTENT",
+            &planted::SET_WAITS_WITHOUT_INTENT,
+        ),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -641,6 +645,11 @@ fn catches_a_session_kept_out_by_its_own_written_around_tenure() {
         "session_fenced_reclaim",
         0,
     );
+}
+
+#[test]
+fn catches_a_set_that_waits_for_readers_without_an_intent() {
+    catches(&planted::SET_WAITS_WITHOUT_INTENT, "several_readers", 0);
 }
 
 #[test]

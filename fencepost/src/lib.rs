@@ -414,6 +414,9 @@ pub mod planted {
     /// whose caller gave up waits on, takes the resource when it comes free, and
     /// is kept a turn by the release meanwhile.
     pub static CANCEL_IGNORED: AtomicBool = AtomicBool::new(false);
+    /// A claim of several resources waits for a member held by readers without an
+    /// intent on it: readers that keep arriving starve the set.
+    pub static SET_WAITS_WITHOUT_INTENT: AtomicBool = AtomicBool::new(false);
     /// A renewal judges the record this handle stamped itself by the holder's
     /// clock (the wall clock's lead over the monotonic clock before a step back):
     /// after a step back of 2/3 ttl, its own fresh record looks expired.

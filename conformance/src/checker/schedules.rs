@@ -746,6 +746,15 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::session_fenced_reclaim,
     },
     Schedule {
+        name: "several_readers",
+        about: "a claim of {a, b} waits for a reader of b while another reader of b arrives: the set's intent keeps the late reader out, and the set gets both once the first reader is done",
+        snapshot_listing: true,
+        mix: FaultMix::NONE,
+        max_steps: 4000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::several_readers,
+    },
+    Schedule {
         name: "cancelled_wait",
         about: "a waiter whose caller gives up a ttl before the lock comes free stops waiting and gives its place in the queue back: it never gets the lock, and a claim with no wait after the release does",
         snapshot_listing: true,

@@ -1712,3 +1712,49 @@ pub(super) fn cancelled_wait(_: &Setup) -> Vec<Actor> {
         }),
     ]
 }
+
+/// A reader holds lock `b` for one renewal; a claim of `{a, b}` all or nothing
+/// waits three ttls for it; a second reader of `b` arrives while the set waits and,
+/// if admitted, reads for four ttls. The set's intent on `b` must keep that reader
+/// out, so the set gets both locks once the first reader is done (planted bug
+/// `SET_WAITS_WITHOUT_INTENT`: the second reader is admitted and the set waits out
+/// its wait; a breaker found it with a stream of readers).
+pub(super) fn several_readers(_: &Setup) -> Vec<Actor> {
+    let (a, b) = (Resource::lock("a"), Resource::lock("b"));
+    let (b_first, b_second) = (b.clone(), b.clone());
+    vec![
+        Actor::new("reader", move |ctx: &Ctx| {
+            let options = for_session(ctx, None, 0).shared(true);
+            if let Some(mut lease) = ctx.acquire_with(&b_first, &options)
+                && ctx.keep(&mut lease, 1)
+            {
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("set", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 20);
+            let options = for_session(ctx, None, 3 * TTL_MS);
+            match ctx.acquire_all(&[a.clone(), b.clone()], &options) {
+                Some(leases) => {
+                    for lease in &leases {
+                        ctx.release(lease);
+                    }
+                }
+                None => ctx.violate(
+                    "the claim of {a, b} waited out its wait: a reader of b was admitted while \
+                     it waited"
+                        .to_string(),
+                ),
+            }
+        }),
+        Actor::new("late-reader", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 5);
+            let options = for_session(ctx, None, 0).shared(true);
+            if let Some(mut lease) = ctx.acquire_with(&b_second, &options)
+                && ctx.keep(&mut lease, 12)
+            {
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}

@@ -1,7 +1,9 @@
 //! Several resources at once: all or nothing, in one canonical order, given back
 //! when any is held (docs/design-04-claims.md, "Several resources at once").
 
-use crate::protocol::{AcquireOptions, BACKOFF_START_MS, Lease, Store};
+use super::shared::Intent;
+use crate::proof::Secret;
+use crate::protocol::{AcquireOptions, BACKOFF_START_MS, Lease, Store, new_holder_id};
 use crate::{Error, Holder, Resource, Result};
 
 /// How many rounds in a row may lapse (every resource taken, but the first one's
@@ -101,6 +103,38 @@ impl Store {
             ));
         }
         let order = canonical_order(resources)?;
+        // While the set waits for a member, an intent on that member keeps new
+        // shared claimers of it (and, for a subtree, new claims below it) out, as a
+        // single waiting writer's does (design-05 §4.3): readers that kept arriving
+        // starved the set (a breaker). Given back whatever the outcome.
+        let mut intents: Vec<Option<Intent>> = resources.iter().map(|_| None).collect();
+        let mut waiter: Option<(String, u32, Secret)> = None;
+        let outcome = self.acquire_all_rounds(
+            resources,
+            &order,
+            options,
+            on_wait,
+            (&mut intents, &mut waiter),
+        );
+        if let Some((_, _, secret)) = &waiter {
+            for intent in intents {
+                self.drop_intent(intent, secret);
+            }
+        }
+        outcome
+    }
+
+    /// The rounds of [`Store::try_acquire_all_observed`], holding an intent on each
+    /// member waited for (in `intents`, by its place in `resources`, made by
+    /// `waiter`: a holder id, its pid and a secret, made the first time).
+    fn acquire_all_rounds(
+        &self,
+        resources: &[Resource],
+        order: &[usize],
+        options: &AcquireOptions,
+        on_wait: &mut dyn FnMut(&Resource, &Holder, u64),
+        (intents, waiter): (&mut [Option<Intent>], &mut Option<(String, u32, Secret)>),
+    ) -> Result<TryAcquireAll> {
         let started = self.clock.monotonic_ms();
         let deadline = started.saturating_add(options.wait_ms);
         let now_options = options.clone().wait_ms(0);
@@ -111,10 +145,10 @@ impl Store {
             let deadline = options.deadline(deadline);
             let round = self.clock.monotonic_ms();
             // Look first: a waiter writes nothing while something is held.
-            let mut held = self.first_held(resources, &order, options)?;
+            let mut held = self.first_held(resources, order, options)?;
             let mut taken: Vec<(usize, Lease)> = Vec::new();
             if held.is_none() {
-                for &i in &order {
+                for &i in order {
                     match self.try_acquire(&resources[i], &now_options) {
                         Ok(crate::TryAcquire::Acquired(lease)) => taken.push((i, lease)),
                         Ok(crate::TryAcquire::Held(holder)) => {
@@ -161,6 +195,25 @@ impl Store {
                         resource: resources[i].clone(),
                         holder,
                     });
+                }
+                #[cfg(feature = "planted-bugs")]
+                let hold = !crate::planted::on(&crate::planted::SET_WAITS_WITHOUT_INTENT);
+                #[cfg(not(feature = "planted-bugs"))]
+                let hold = true;
+                if hold {
+                    let (id, pid, secret) = waiter.get_or_insert_with(|| {
+                        let (id, pid) = new_holder_id(&options.owner);
+                        (id, pid, Secret::generate())
+                    });
+                    let identity = resources[i].identity()?;
+                    self.hold_intent(
+                        &mut intents[i],
+                        &identity.key,
+                        &identity.label,
+                        (id, *pid),
+                        secret,
+                        options,
+                    )?;
                 }
                 on_wait(&resources[i], &holder, mono.saturating_sub(started));
             }
