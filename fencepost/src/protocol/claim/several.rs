@@ -6,6 +6,10 @@ use crate::proof::Secret;
 use crate::protocol::{AcquireOptions, BACKOFF_START_MS, Lease, Store, new_holder_id};
 use crate::{Error, Holder, Resource, Result};
 
+/// Who holds a waiting set's intents: a holder id, its pid and a secret, made the
+/// first time the set waits.
+type Waiter = (String, u32, Secret);
+
 /// How many rounds in a row may lapse (every resource taken, but the first one's
 /// claim already expired by the time the last was confirmed) after the wait is
 /// over before the acquire reports it, as for one resource.
@@ -108,7 +112,7 @@ impl Store {
         // single waiting writer's does (design-05 §4.3): readers that kept arriving
         // starved the set (a breaker). Given back whatever the outcome.
         let mut intents: Vec<Option<Intent>> = resources.iter().map(|_| None).collect();
-        let mut waiter: Option<(String, u32, Secret)> = None;
+        let mut waiter: Option<Waiter> = None;
         let outcome = self.acquire_all_rounds(
             resources,
             &order,
@@ -133,7 +137,7 @@ impl Store {
         order: &[usize],
         options: &AcquireOptions,
         on_wait: &mut dyn FnMut(&Resource, &Holder, u64),
-        (intents, waiter): (&mut [Option<Intent>], &mut Option<(String, u32, Secret)>),
+        (intents, waiter): (&mut [Option<Intent>], &mut Option<Waiter>),
     ) -> Result<TryAcquireAll> {
         let started = self.clock.monotonic_ms();
         let deadline = started.saturating_add(options.wait_ms);
