@@ -206,6 +206,49 @@ fn a_waiting_set_is_not_starved_by_arriving_readers_of_a_member() {
     assert_eq!(inside, 0, "readers were inside with the set");
 }
 
+/// As above for a writer of a file below a directory the readers share as a
+/// subtree: the writer's intent keeps new subtree readers out. It was starved for
+/// its whole wait (a breaker: readers of `--dir d --shared` every 0.3 s against
+/// `claim --file d/f --wait 10000`, none refused).
+#[cfg(unix)]
+#[test]
+fn a_writer_below_a_shared_subtree_is_not_starved_by_arriving_readers() {
+    let s = Scratch::new();
+    std::fs::create_dir(s.path().join("d")).unwrap();
+    std::fs::write(s.path().join("readers-on"), b"").unwrap();
+    let loop_script = r#"
+        while [ -e "$DIR/readers-on" ]; do
+            "$FP" --store "$STORE" run --dir "$DIR/d" --shared --owner reader --wait 60000 -- sh -c '
+                mkdir -p "$DIR/inside"; touch "$DIR/inside/$$"; sleep 0.6; rm "$DIR/inside/$$"' &
+            sleep 0.15
+        done
+        wait"#;
+    let loops: Vec<_> = (0..3)
+        .map(|_| Background(shell(&s, loop_script).spawn().unwrap()))
+        .collect();
+    wait_until("readers are inside", Duration::from_secs(60), || {
+        std::fs::read_dir(s.path().join("inside")).is_ok_and(|d| d.count() > 0)
+    });
+    let writer = s
+        .cmd()
+        .args([
+            "claim", "--file", "d/f", "--owner", "writer", "--ttl", "3000", "--wait", "30000",
+        ])
+        .output()
+        .unwrap();
+    let inside = std::fs::read_dir(s.path().join("inside")).map_or(0, |d| d.count());
+    std::fs::remove_file(s.path().join("readers-on")).unwrap();
+    for mut l in loops {
+        let _ = l.0.wait();
+    }
+    assert_eq!(
+        writer.status.code(),
+        Some(0),
+        "the writer was starved: {writer:?}"
+    );
+    assert_eq!(inside, 0, "readers were inside with the writer");
+}
+
 /// `claim --shared` prints a handle that renews and releases the shared tenure;
 /// `--json` says `"shared": true`; --shared with --session or --slots is refused.
 #[test]

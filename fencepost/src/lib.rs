@@ -417,6 +417,10 @@ pub mod planted {
     /// A claim of several resources waits for a member held by readers without an
     /// intent on it: readers that keep arriving starve the set.
     pub static SET_WAITS_WITHOUT_INTENT: AtomicBool = AtomicBool::new(false);
+    /// A shared subtree claimer does not look at the intents of writers waiting
+    /// for claims below it: readers of a directory that keep arriving starve a
+    /// writer of a file in it.
+    pub static READERS_IGNORE_INTENTS_BELOW: AtomicBool = AtomicBool::new(false);
     /// A renewal judges the record this handle stamped itself by the holder's
     /// clock (the wall clock's lead over the monotonic clock before a step back):
     /// after a step back of 2/3 ttl, its own fresh record looks expired.

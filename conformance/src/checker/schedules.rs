@@ -746,6 +746,15 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::session_fenced_reclaim,
     },
     Schedule {
+        name: "subtree_readers_writer",
+        about: "a writer of a file waits for a reader of the subtree around it while another reader of the subtree arrives: the writer's intent keeps the late reader out, and the writer gets the file once the first reader is done",
+        snapshot_listing: true,
+        mix: FaultMix::NONE,
+        max_steps: 4000,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::subtree_readers_writer,
+    },
+    Schedule {
         name: "several_readers",
         about: "a claim of {a, b} waits for a reader of b while another reader of b arrives: the set's intent keeps the late reader out, and the set gets both once the first reader is done",
         snapshot_listing: true,

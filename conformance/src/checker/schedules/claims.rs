@@ -1758,3 +1758,45 @@ pub(super) fn several_readers(_: &Setup) -> Vec<Actor> {
         }),
     ]
 }
+
+/// A reader holds the subtree `src/` for one renewal; a writer of `src/lib.rs`
+/// waits three ttls for it; a second reader of `src/` arrives while the writer
+/// waits and, if admitted, reads for four ttls. The writer's intent must keep that
+/// reader out, so the writer gets the file once the first reader is done (planted
+/// bug `READERS_IGNORE_INTENTS_BELOW`: the second reader is admitted and the writer
+/// waits out its wait; a breaker found it with a stream of subtree readers).
+pub(super) fn subtree_readers_writer(setup: &Setup) -> Vec<Actor> {
+    let src = setup.dir.join("src");
+    let file = Resource::file(src.join("lib.rs"));
+    let (dir_first, dir_second) = (Resource::dir(&src), Resource::dir(&src));
+    vec![
+        Actor::new("reader", move |ctx: &Ctx| {
+            let options = for_session(ctx, None, 0).shared(true);
+            if let Some(mut lease) = ctx.acquire_with(&dir_first, &options)
+                && ctx.keep(&mut lease, 1)
+            {
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("writer", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 20);
+            match ctx.acquire_with(&file, &for_session(ctx, None, 3 * TTL_MS)) {
+                Some(lease) => ctx.release(&lease),
+                None => ctx.violate(
+                    "the writer of src/lib.rs waited out its wait: a reader of src/ was \
+                     admitted while it waited"
+                        .to_string(),
+                ),
+            }
+        }),
+        Actor::new("late-reader", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 5);
+            let options = for_session(ctx, None, 0).shared(true);
+            if let Some(mut lease) = ctx.acquire_with(&dir_second, &options)
+                && ctx.keep(&mut lease, 12)
+            {
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}

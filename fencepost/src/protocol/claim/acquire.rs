@@ -275,10 +275,19 @@ impl Store {
             // A covering or covered claim: look before taking, as for several keys.
             // A holder in the way whose process provably died is fenced here, as
             // a direct claim of its resource would take it over.
+            // Whether that is a reader of a subtree above: then we wait with an
+            // intent, which new readers of it honour (they kept a writer below
+            // them waiting for as long as they kept arriving: a breaker).
+            let mut readers_above = false;
             if held.is_none()
                 && let Some(chain) = &chain
             {
-                held = self.look_tree(chain, &holder_id, &proof, down, true, options)?;
+                let way = self.look_tree(chain, &holder_id, &proof, down, true, options)?;
+                readers_above = !down
+                    && way
+                        .as_ref()
+                        .is_some_and(|way| way.key.as_str().starts_with("share-"));
+                held = way.map(|way| way.holder);
             }
             // Shared holders of it: also looked at before taking.
             if held.is_none() {
@@ -500,7 +509,7 @@ impl Store {
             // or the readers of one) holds one too, which covered claims honour
             // (design-05 §4.3).
             let covered_in_way = down && holder.in_the_way.is_some();
-            if readers_in_way || covered_in_way || intent.is_some() {
+            if readers_in_way || covered_in_way || readers_above || intent.is_some() {
                 self.hold_intent(
                     intent,
                     &primary,

@@ -200,7 +200,9 @@ impl Store {
         #[cfg(feature = "planted-bugs")]
         let down = down && !crate::planted::on(&crate::planted::SUBTREE_SKIPS_CHECK_DOWN);
         if let (true, Some(index)) = (down, &chain.own_index) {
-            return self.live_below(index, holder_id, proof, readers);
+            // A reader (no `readers`: it looks for writers only) honours the
+            // intents of writers waiting below it too.
+            return self.live_below(index, holder_id, proof, readers, intents && !readers);
         }
         Ok(None)
     }
@@ -219,9 +221,9 @@ impl Store {
         down: bool,
         readers: bool,
         options: &AcquireOptions,
-    ) -> Result<Option<Holder>> {
+    ) -> Result<Option<InTheWay>> {
         let look = || self.tree_conflict(chain, holder_id, proof, down, readers, true);
-        Ok(self.look_fencing_dead(options, look)?.map(|way| way.holder))
+        self.look_fencing_dead(options, look)
     }
 
     /// What `look` finds in the way in this store, a holder whose process provably
@@ -280,7 +282,10 @@ impl Store {
         holder_id: &str,
         proof: &str,
         readers: bool,
+        intents: bool,
     ) -> Result<Option<InTheWay>> {
+        #[cfg(feature = "planted-bugs")]
+        let intents = intents && !crate::planted::on(&crate::planted::READERS_IGNORE_INTENTS_BELOW);
         let mut pending = vec![index.clone()];
         let mut seen: HashSet<Key> = HashSet::new();
         while let Some(index) = pending.pop() {
@@ -311,6 +316,30 @@ impl Store {
                         if let Some(way) =
                             self.live_other(&key, &entry.label, holder_id, proof, readers)?
                         {
+                            return Ok(Some(way));
+                        }
+                        // A writer waiting below (for readers of this subtree):
+                        // a new reader does not overtake it (design-05 §4.3). One
+                        // whose waiter provably died keeps nobody out.
+                        if intents
+                            && let Some(mut way) = self.live_other(
+                                &key.intent(),
+                                &entry.label,
+                                holder_id,
+                                proof,
+                                false,
+                            )?
+                            && !way.dead
+                        {
+                            way.holder.owner =
+                                format!("{} (an exclusive claimer waiting)", way.holder.owner);
+                            way.holder.waiting = true;
+                            way.holder.in_the_way =
+                                Some(Box::new(if key.as_str().starts_with("dir-") {
+                                    crate::Resource::Dir(entry.label.clone().into())
+                                } else {
+                                    crate::Resource::File(entry.label.clone().into())
+                                }));
                             return Ok(Some(way));
                         }
                     }
