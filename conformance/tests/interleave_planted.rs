@@ -492,6 +492,10 @@ fn survey() {
             "READERS_IGNORE_INTENTS_BELOW",
             &planted::READERS_IGNORE_INTENTS_BELOW,
         ),
+        (
+            "SET_INTENTS_GIVEN_BACK_LATE",
+            &planted::SET_INTENTS_GIVEN_BACK_LATE,
+        ),
         ("COVERED_IGNORES_INTENT", &planted::COVERED_IGNORES_INTENT),
         (
             "TICKET_TRUSTED_WITHOUT_LOOKING",
@@ -552,10 +556,12 @@ fn survey() {
 
 #[test]
 fn catches_a_shared_claim_that_checks_only_before_admitting() {
+    // Moved from 36 when shared subtree claims began to read the intents of
+    // writers waiting below them.
     catches(
         &planted::SHARED_CHECK_BEFORE_ADMIT_ONLY,
         "shared_readers_writer",
-        36,
+        30,
     );
 }
 
@@ -677,6 +683,16 @@ fn catches_subtree_readers_that_ignore_a_writer_waiting_below() {
         &planted::READERS_IGNORE_INTENTS_BELOW,
         "subtree_readers_writer",
         0,
+    );
+}
+
+#[test]
+fn catches_a_set_that_gives_its_intents_back_after_its_last_check() {
+    catches_within(
+        &planted::SET_INTENTS_GIVEN_BACK_LATE,
+        "several_resources",
+        231,
+        300,
     );
 }
 

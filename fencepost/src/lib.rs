@@ -417,6 +417,10 @@ pub mod planted {
     /// A claim of several resources waits for a member held by readers without an
     /// intent on it: readers that keep arriving starve the set.
     pub static SET_WAITS_WITHOUT_INTENT: AtomicBool = AtomicBool::new(false);
+    /// A claim of several resources that took them all gives its intents back
+    /// after its final liveness check, not before: a slow give-back returns leases
+    /// whose ttl ran out.
+    pub static SET_INTENTS_GIVEN_BACK_LATE: AtomicBool = AtomicBool::new(false);
     /// A shared subtree claimer does not look at the intents of writers waiting
     /// for claims below it: readers of a directory that keep arriving starve a
     /// writer of a file in it.

@@ -166,6 +166,22 @@ impl Store {
                     }
                 }
             }
+            // Taken: the intents go back before the final liveness check, as a
+            // single writer's does (design-05 §4.3); given back after it, a slow
+            // give-back returned leases whose ttl had run out (the checker's
+            // `several_resources`, seed 231).
+            #[cfg(feature = "planted-bugs")]
+            let early = !crate::planted::on(&crate::planted::SET_INTENTS_GIVEN_BACK_LATE);
+            #[cfg(not(feature = "planted-bugs"))]
+            let early = true;
+            if held.is_none()
+                && early
+                && let Some((_, _, secret)) = waiter.as_ref()
+            {
+                for intent in intents.iter_mut() {
+                    self.drop_intent(intent.take(), secret);
+                }
+            }
             let mono = self.clock.monotonic_ms();
             if held.is_none() {
                 // Every lease live on the monotonic clock from before the round: the
