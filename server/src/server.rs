@@ -757,6 +757,17 @@ impl Inner {
         let ttl_ms = args::in_range("ttl_ms", args.ttl_ms, args::TTL_MIN_MS, args::TTL_MAX_MS)?;
         let wait_ms = args::in_range("wait_ms", args.wait_ms, 0, args::WAIT_MAX_MS)?;
         let (resource, key) = self.resource(&args.resource)?;
+        // A claim takes the lowest free slot of `slots`; it does not pick one by
+        // number, which would take slot 9 of a lock its holders share as 2 (a
+        // breaker). `slot` names a slot already held, for the other tools.
+        if args.resource.slot.is_some() && args.slots.is_none() {
+            return Err(
+                "slot: a claim does not pick a slot by number; pass `slots` (how many the lock \
+                 has) and it takes the lowest free one. `slot` names a slot you already hold, \
+                 in assert, renew, release and write"
+                    .into(),
+            );
+        }
         // One claim of a key at a time in this server (see `claiming`).
         let Some(_turn) = self.claiming(&key, wait_ms, &cancelled) else {
             return Err(self.turn_refusal(&resource, &cancelled));
@@ -935,6 +946,14 @@ impl Inner {
                 args::CLAIM_ALL_MAX,
                 args.resources.len()
             ));
+        }
+        if args.resources.iter().any(|arg| arg.slot.is_some()) {
+            return Err(
+                "slot: a claim does not pick a slot by number; claim a slot with `claim` and \
+                 `slots` (it takes the lowest free one). `slot` names a slot you already hold, \
+                 in assert, renew, release and write"
+                    .into(),
+            );
         }
         let resolved = args
             .resources

@@ -312,6 +312,26 @@ async fn claim_with_slots_takes_one_free_slot() {
         .await
         .unwrap_err();
     assert!(bad.contains("only a lock has slots"), "{bad}");
+    // A claim does not pick a slot by number: slot 9 of a lock shared as 2 was
+    // taken beside the two holders (a breaker).
+    for (tool, arguments) in [
+        (
+            "claim",
+            json!({"resource": {"kind": "lock", "target": "dev", "slot": 9}, "ttl_ms": 60_000}),
+        ),
+        (
+            "claim_all",
+            json!({"resources": [{"kind": "lock", "target": "dev", "slot": 9}], "ttl_ms": 60_000}),
+        ),
+    ] {
+        let refused = c.call(tool, arguments).await.unwrap_err();
+        assert!(
+            refused.starts_with("slot: a claim does not pick a slot"),
+            "{tool}: {refused}"
+        );
+    }
+    let status = c.call("status", json!({})).await.unwrap();
+    assert!(!status.to_string().contains("dev#9"), "{status}");
 }
 
 /// An MCP client's parallel tool calls: three claims of one resource sent at once.
