@@ -768,10 +768,15 @@ impl Inner {
                     .into(),
             );
         }
-        // One claim of a key at a time in this server (see `claiming`).
+        // One claim of a key at a time in this server (see `claiming`); the wait
+        // for the turn is part of the claim's wait, not in addition to it (a
+        // breaker: a claim queued behind another answered after twice its wait).
+        let turn_started = std::time::Instant::now();
         let Some(_turn) = self.claiming(&key, wait_ms, &cancelled) else {
             return Err(self.turn_refusal(&resource, &cancelled));
         };
+        let waited = u64::try_from(turn_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let wait_ms = wait_ms.saturating_sub(waited);
         // The server keeps its leases alive until released and has no shutdown
         // hook: once it is gone, its leases are a dead holder's (taken over early by
         // a waiter on this host). Every claim carries the server's session, so a
@@ -825,8 +830,12 @@ impl Inner {
             .remove(0);
         if cancelled() {
             // The client gave up while we waited: nobody will learn this token, so
-            // do not keep it alive.
-            let _ = store.release(&lease);
+            // do not keep it alive. A re-entered lease is its session's, held by
+            // another process too: left held (a breaker: a cancelled claim released
+            // the lease an agent's hook held for the same session).
+            if !lease.reentered() {
+                let _ = store.release(&lease);
+            }
             return Err("cancelled: the claim was cancelled by the client; nothing is held".into());
         }
         let result = ClaimResult::of(&lease);

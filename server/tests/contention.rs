@@ -313,3 +313,77 @@ fn a_cancelled_claim_stops_waiting() {
         .expect("the cancelled claim is still waiting for the lock");
     assert_eq!(other.owner(), "other");
 }
+
+/// A claim of what the server's session already holds through another process (an
+/// agent's hook, a CLI `claim --session`) re-enters that lease; cancelled by the
+/// client, it leaves the lease held. It released it, under the other process (a
+/// breaker: the hook's next edit was refused, "claim ended").
+#[test]
+fn a_cancelled_claim_leaves_a_reentered_lease_held() {
+    let tree = Tree::new();
+    let store = fencepost::Store::new(fencepost_fs::FsStore::open(&tree.store).unwrap());
+    let lock_l = fencepost::Resource::lock("L4c");
+    let held = store
+        .acquire(
+            &lock_l,
+            &fencepost::AcquireOptions::new(60_000)
+                .owner("cli")
+                .session("srvS"),
+        )
+        .unwrap();
+    let mut raw = Raw::start_with_session(&tree, "srvS");
+    raw.initialize();
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "claim",
+        "arguments": {"resource": lock("L4c"), "ttl_ms": 60_000, "wait_ms": 0}}}),
+    );
+    raw.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 5}}),
+    );
+    raw.send(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+        "params": {"name": "status", "arguments": {}}}));
+    while raw.next().expect("an answer")["id"] != 6 {}
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        store.check(&lock_l, held.token()).unwrap(),
+        "the cancelled claim released the session's lease"
+    );
+}
+
+/// A claim queued behind another claim of the same resource by this server counts
+/// that wait in its own `wait_ms`: it answered after its turn came *and* a whole
+/// `wait_ms` more, about twice its wait (a breaker: 7.0 s for 4000 ms). The bound is
+/// the behaviour, with a second and a half of slack.
+#[test]
+fn a_claim_queued_behind_another_waits_at_most_its_own_wait() {
+    let tree = Tree::new();
+    let store = fencepost::Store::new(fencepost_fs::FsStore::open(&tree.store).unwrap());
+    let _held = store
+        .acquire(
+            &fencepost::Resource::lock("W"),
+            &fencepost::AcquireOptions::new(60_000).owner("X"),
+        )
+        .unwrap();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    let claim = |id: u64, wait_ms: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "claim",
+            "arguments": {"resource": lock("W"), "ttl_ms": 60_000, "wait_ms": wait_ms}}})
+    };
+    raw.send(claim(1, 3_000));
+    std::thread::sleep(Duration::from_millis(1_000));
+    let sent = std::time::Instant::now();
+    raw.send(claim(2, 3_000));
+    loop {
+        let answer = raw.next().expect("an answer");
+        if answer["id"] == 2 {
+            break;
+        }
+    }
+    let took = sent.elapsed();
+    assert!(
+        took < Duration::from_millis(4_500),
+        "answered after {took:?} for a wait of 3000 ms"
+    );
+}

@@ -223,6 +223,7 @@ impl Store {
         }
         for shared in self.shared_holders()? {
             let (resource, index, holders) = (shared.resource, shared.index, shared.holders);
+            let gone = shared.gone;
             if holders.is_empty() {
                 // No live reader: the one that ended last, as an exclusive tenure's
                 // tombstone shows (a breaker: a broken or released shared claim
@@ -253,7 +254,10 @@ impl Store {
                 row.host = String::new();
                 row.broken = None;
                 row.session = None;
-                row.holder_ended = false;
+                // Every reader's process ended: taken over at once, as a dead
+                // exclusive holder is (a breaker: a killed `run --shared` showed
+                // plainly held).
+                row.holder_ended = gone;
                 row.expires_at_ms = holders.iter().map(|h| h.expires_at_ms).max().unwrap_or(0);
             }
             row.shared = holders.into_iter().map(|h| h.owner).collect();

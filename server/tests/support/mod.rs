@@ -248,6 +248,17 @@ impl Raw {
         Self::spawn(tree, command)
     }
 
+    /// As [`Raw::start`], the server claiming for `session` (`--session`).
+    pub fn start_with_session(tree: &Tree, session: &str) -> Raw {
+        let mut command = std::process::Command::new(BIN);
+        scrubbed(&mut command)
+            .env("FENCEPOST_LOG", "error")
+            .stderr(Stdio::null())
+            .arg("--session")
+            .arg(session);
+        Self::spawn(tree, command)
+    }
+
     /// As [`Raw::start`] with the default log level (a line per tool call), and the
     /// server's stderr a pipe that nobody reads: as a client that ignores the
     /// server's log.

@@ -583,6 +583,9 @@ pub(crate) struct SharedRow {
     pub(crate) holders: Vec<Holder>,
     /// The newest record of the shared tenure that ended last, when one did.
     pub(crate) ended: Option<crate::record::Record>,
+    /// Every live holder's process provably ended (a writer takes them over at
+    /// once); true when there are none.
+    pub(crate) gone: bool,
 }
 
 impl Store {
@@ -612,6 +615,7 @@ impl Store {
                             index: index.clone(),
                             holders: Vec::new(),
                             ended: None,
+                            gone: true,
                         });
                         found.last_mut().expect("just pushed")
                     }
@@ -621,6 +625,11 @@ impl Store {
                         if !row.holders.iter().any(|h| h.holder_id == holder.holder_id) {
                             row.holders.push(holder);
                         }
+                        // As for an exclusive holder: its process, and its
+                        // command's group when it names one, provably ended.
+                        row.gone &= newest.claim().and_then(|r| r.process.as_ref()).is_some_and(
+                            |evidence| self.surely_gone(evidence) && self.group_gone(evidence),
+                        );
                     }
                     None => {
                         if let Some(crate::record::Decoded::Record(r)) = newest.decoded()
