@@ -905,7 +905,11 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
         if let Some(broken) = &entry.broken {
             note(&printable(&broken.to_string()));
         }
-        if entry.holder_ended {
+        if entry.holder_ended && !entry.shared.is_empty() {
+            note(
+                "the processes of its shared holders have ended; the next claim takes the resource over at once",
+            );
+        } else if entry.holder_ended {
             note(&format!(
                 "its holder's process (pid {}) has ended; the next claim takes the lease over at once",
                 entry.pid

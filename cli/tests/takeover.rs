@@ -4,6 +4,8 @@
 //! host or boot, a plain `claim` (whose lease outlives its process) and the off
 //! switch all keep ttl semantics (issue 16; docs/design-01-lease-and-fence.md).
 
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::loss::{read_pid, running};
@@ -109,6 +111,38 @@ fn status_shows_a_killed_holder_s_process_ended() {
         "{table}"
     );
     assert!(s.claim("x", &[]) > token);
+}
+
+/// The same for a resource held only by shared holders: once every reader's
+/// process ended, its row says so (a breaker: a SIGKILLed `claim --shared --hold`
+/// showed plainly held, though a writer took it over at once); while one lives,
+/// it does not.
+#[test]
+fn status_shows_killed_shared_holders_processes_ended() {
+    let s = Scratch::new();
+    let mut hold = s.spawn_cmd();
+    hold.args([
+        "claim", "--lock", "y", "--shared", "--ttl", "60000", "--hold",
+    ])
+    .stdout(Stdio::piped());
+    let mut hold = Background::spawn(&mut hold);
+    let mut line = String::new();
+    BufReader::new(hold.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let entry = s.entry("y").unwrap();
+    assert_eq!(entry["state"], "held", "{entry}");
+    assert!(entry.get("holder_ended").is_none(), "{entry}");
+    hold.kill_and_reap();
+    let entry = s.entry("y").unwrap();
+    assert_eq!(entry["holder_ended"], true, "{entry}");
+    let table = s.cmd().arg("status").output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains("held (process ended)")
+            && table.contains("the processes of its shared holders have ended"),
+        "{table}"
+    );
 }
 
 /// A killed `run` whose command still runs (it ignores SIGTERM, `--on-loss keep`
