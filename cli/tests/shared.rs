@@ -249,6 +249,50 @@ fn a_writer_below_a_shared_subtree_is_not_starved_by_arriving_readers() {
     assert_eq!(inside, 0, "readers were inside with the writer");
 }
 
+/// A new reader of a directory refused for a writer waiting below it is told the
+/// path the writer waits for, not the directory (a breaker: "d is kept free for
+/// file /…/d, which cli (an exclusive claimer waiting) … is waiting for").
+#[cfg(unix)]
+#[test]
+fn a_reader_kept_out_for_a_writer_below_is_told_the_writers_path() {
+    let s = Scratch::new();
+    std::fs::create_dir(s.path().join("d")).unwrap();
+    let first = s
+        .cmd()
+        .args(["claim", "--dir", "d", "--shared", "--ttl", "60000"])
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    let mut writer = s.spawn_cmd();
+    writer.args([
+        "claim", "--file", "d/f.txt", "--owner", "writer", "--wait", "30000",
+    ]);
+    let _writer = Background::spawn(&mut writer);
+    let mut said = String::new();
+    wait_until("a new reader is kept out", Duration::from_secs(20), || {
+        let output = s
+            .cmd()
+            .args(["claim", "--dir", "d", "--shared", "--ttl", "60000"])
+            .output()
+            .unwrap();
+        if output.status.code() == Some(0) {
+            // In before the writer's intent: give it back and look again.
+            let handle = String::from_utf8_lossy(&output.stdout).trim().to_string();
+            s.cmd()
+                .args(["release", "--dir", "d", &handle])
+                .output()
+                .unwrap();
+            return false;
+        }
+        said = one_line_stderr(&output);
+        true
+    });
+    assert!(
+        said.contains("kept free for file") && said.contains("d/f.txt"),
+        "{said}"
+    );
+}
+
 /// `claim --shared` prints a handle that renews and releases the shared tenure;
 /// `--json` says `"shared": true`; --shared with --session or --slots is refused.
 #[test]

@@ -334,11 +334,15 @@ impl Store {
                             way.holder.owner =
                                 format!("{} (an exclusive claimer waiting)", way.holder.owner);
                             way.holder.waiting = true;
+                            // Named by the intent's own label, the waiting claim's
+                            // path: the entry's is the directory it sits in (a
+                            // breaker: "kept free for file /d" for a writer of d/f).
+                            let waiting = std::path::PathBuf::from(&way.label);
                             way.holder.in_the_way =
                                 Some(Box::new(if key.as_str().starts_with("dir-") {
-                                    crate::Resource::Dir(entry.label.clone().into())
+                                    crate::Resource::Dir(waiting)
                                 } else {
-                                    crate::Resource::File(entry.label.clone().into())
+                                    crate::Resource::File(waiting)
                                 }));
                             return Ok(Some(way));
                         }
