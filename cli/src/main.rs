@@ -343,12 +343,19 @@ fn whole_subtrees(resources: &[fencepost::Resource], cwd: &std::path::Path) -> R
             Err(e) => {
                 return Err(Failure::Error(format!(
                     "cannot choose a store for {}: {e}",
-                    resource.target()
+                    shown_target(resource)
                 )));
             }
         }
     }
     Ok(())
+}
+
+/// `resource` as a refusal names it before saying why: at most 80 characters (a
+/// path refused for its length was printed whole ahead of the reason, an 8 KB
+/// line: a breaker), escaped.
+fn shown_target(resource: &fencepost::Resource) -> String {
+    output::elide_middle(&output::printable(&resource.target()), 80)
 }
 
 /// Several resources claimed at once must share one store (all or nothing is only
@@ -368,7 +375,7 @@ fn one_store(
             .map_err(|e| {
                 Failure::Error(format!(
                     "cannot choose a store for {}: {e}",
-                    resource.target()
+                    shown_target(resource)
                 ))
             })
     };

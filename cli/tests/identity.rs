@@ -243,12 +243,21 @@ fn a_very_long_path_gets_a_short_key_and_contends() {
     assert!(key.starts_with("file-") && key.len() == 37, "{key}");
     let respelled = format!("./{}", vec![component.as_str(); 18].join("/./"));
     assert_eq!(claim(&s, FILE, &respelled), 3);
-    // Beyond it: refused in one line, exit 1.
+    // Beyond it: refused in one short line, exit 1, alone or with another resource
+    // (which printed the whole path ahead of the reason: a breaker).
     let beyond = vec![component.as_str(); 40].join("/");
-    let output = s.cmd().args(["claim", "--file", &beyond]).output().unwrap();
-    assert_eq!(output.status.code(), Some(1), "{output:?}");
-    let said = crate::util::one_line_stderr(&output);
-    assert!(said.contains("4096 bytes") && said.len() < 300, "{said}");
+    for extra in [&[][..], &["--lock", "x"][..]] {
+        // Without --store: the store is located for each resource.
+        let output = s
+            .bare_cmd(s.path())
+            .args(["claim", "--file", &beyond])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let said = crate::util::one_line_stderr(&output);
+        assert!(said.contains("4096 bytes") && said.len() < 400, "{said}");
+    }
 }
 
 #[cfg(unix)]
