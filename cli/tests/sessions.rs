@@ -851,6 +851,46 @@ fn a_session_blocked_through_another_link_is_told_who_holds_it() {
     assert!(!said.contains(s_tag.as_str()), "{said}");
 }
 
+/// The look at a saved file's other names meets readers too: a reader of the name
+/// and a writer through a link of the saved file, either way round, were both let
+/// in (a breaker).
+#[cfg(unix)]
+#[test]
+fn a_saved_file_is_not_read_under_one_name_and_written_under_another() {
+    let s = Scratch::new();
+    let dir = s.path().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let save_and_link = |name: &str, link: &str| {
+        std::fs::write(dir.join("tmp"), "v2").unwrap();
+        std::fs::rename(dir.join("tmp"), dir.join(name)).unwrap();
+        std::fs::hard_link(dir.join(name), dir.join(link)).unwrap();
+    };
+    let claim = |path: &str, extra: &[&str]| {
+        s.cmd()
+            .args(["claim", "--file"])
+            .arg(dir.join(path))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // A reader of s.txt, then a writer through a link of the saved file.
+    std::fs::write(dir.join("s.txt"), "v1").unwrap();
+    let reader = claim("s.txt", &["--shared"]);
+    assert_eq!(reader.status.code(), Some(0), "{reader:?}");
+    save_and_link("s.txt", "s-hl.txt");
+    let writer = claim("s-hl.txt", &["--session", "B"]);
+    assert_eq!(writer.status.code(), Some(3), "{writer:?}");
+    assert!(one_line_stderr(&writer).contains("s.txt"), "{writer:?}");
+    // A writer of h.txt, then a reader through a link of the saved file.
+    std::fs::write(dir.join("h.txt"), "v1").unwrap();
+    let writer = claim("h.txt", &["--session", "A"]);
+    assert_eq!(writer.status.code(), Some(0), "{writer:?}");
+    save_and_link("h.txt", "h-hl.txt");
+    let reader = claim("h-hl.txt", &["--shared"]);
+    assert_eq!(reader.status.code(), Some(3), "{reader:?}");
+    assert!(one_line_stderr(&reader).contains("h.txt"), "{reader:?}");
+}
+
 /// As above, once the other session has released the file: the first session's
 /// tenure is over (written around through the link), and its next claim ends it
 /// and claims the file anew, with a new token. It used to be refused by its own

@@ -249,6 +249,29 @@ fn a_writer_below_a_shared_subtree_is_not_starved_by_arriving_readers() {
     assert_eq!(inside, 0, "readers were inside with the writer");
 }
 
+/// A set waiting for a member held by readers takes nothing meanwhile: its look
+/// sees the readers. It took the members before that one and gave them back every
+/// round (a breaker: `mcA`'s token climbed to hundreds in seconds, and others'
+/// claims of `mcA` were refused by those passing claims).
+#[test]
+fn a_set_waiting_for_readers_of_a_member_takes_nothing() {
+    let s = Scratch::new();
+    let reader = s
+        .cmd()
+        .args(["claim", "--lock", "mc", "--shared", "--ttl", "60000"])
+        .output()
+        .unwrap();
+    assert_eq!(reader.status.code(), Some(0), "{reader:?}");
+    let set = s
+        .cmd()
+        .args(["claim", "--lock", "mcA", "--lock", "mc", "--wait", "1500"])
+        .output()
+        .unwrap();
+    assert_eq!(set.status.code(), Some(3), "{set:?}");
+    let after = s.claim("mcA", &[]);
+    assert_eq!(after, 1, "the waiting set took and gave back mcA");
+}
+
 /// A new reader of a directory refused for a writer waiting below it is told the
 /// path the writer waits for, not the directory (a breaker: "d is kept free for
 /// file /…/d, which cli (an exclusive claimer waiting) … is waiting for").

@@ -360,8 +360,8 @@ fn until(ctx: &Ctx, flag: &AtomicBool) -> bool {
 /// `s`'s tenure has not taken in: it renews nothing meanwhile) and the new file is
 /// hard-linked; session `t` claims the file through the link. The file id is free,
 /// but the file's other name is held: `t` must be refused while `s`'s tenure is
-/// live (planted bug `OTHER_NAMES_NOT_LOOKED_FOR`: `t` got in, writing around `s`).
-/// A second claimant, `u`, claims the link with a wait while `s` releases: it gets
+/// live (planted bug `OTHER_NAMES_NOT_LOOKED_FOR`: `t` got in, writing around `s`),
+/// and so must a reader, `r`, through the link. A second claimant, `u`, claims the link with a wait while `s` releases: it gets
 /// the file once `s` has let it go, never before. Only claims that began once `s`'s
 /// claim had returned are held to it: a claim of the link made while `s`'s claim
 /// was still landing can find nothing of it yet, and `s`'s tenure, which took the
@@ -380,13 +380,24 @@ pub(super) fn link_claim_after_save(setup: &Setup) -> Vec<Actor> {
     // and the link exists.
     let s_holds = Arc::new(AtomicBool::new(false));
     let linked = Arc::new(AtomicBool::new(false));
-    let (holds_t, holds_u, holds_e) = (
+    let (holds_t, holds_u, holds_e, holds_r) = (
+        Arc::clone(&s_holds),
         Arc::clone(&s_holds),
         Arc::clone(&s_holds),
         Arc::clone(&s_holds),
     );
-    let (linked_t, linked_u) = (Arc::clone(&linked), Arc::clone(&linked));
-    let (file_s, file_e, link_t, link_u) = (file.clone(), file.clone(), link.clone(), link.clone());
+    let (linked_t, linked_u, linked_r) = (
+        Arc::clone(&linked),
+        Arc::clone(&linked),
+        Arc::clone(&linked),
+    );
+    let (file_s, file_e, link_t, link_u, link_r) = (
+        file.clone(),
+        file.clone(),
+        link.clone(),
+        link.clone(),
+        link.clone(),
+    );
     vec![
         Actor::new("s", move |ctx: &Ctx| {
             let options = AcquireOptions {
@@ -428,6 +439,23 @@ pub(super) fn link_claim_after_save(setup: &Setup) -> Vec<Actor> {
                     ctx.violate(
                         "t claimed the file through a hard link while s held it under its \
                          name (s's tenure had not taken in the saved file's id)"
+                            .to_string(),
+                    );
+                }
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("r", move |ctx: &Ctx| {
+            if !until(ctx, &linked_r) {
+                return;
+            }
+            // A reader through the link is refused as well: `s` writes the file.
+            let began_held = holds_r.load(Ordering::SeqCst);
+            let options = for_session(ctx, None, 0).shared(true);
+            if let Some(lease) = ctx.acquire_with(&Resource::file(&link_r), &options) {
+                if with_ids && began_held && holds_r.load(Ordering::SeqCst) {
+                    ctx.violate(
+                        "r read the file through a hard link while s held it under its name"
                             .to_string(),
                     );
                 }

@@ -17,7 +17,8 @@ use crate::{Holder, Resource, Result, SessionTag, record};
 impl Store {
     /// The holder of a live exclusive claim of another name of the file `identity`
     /// names — a path key of this store whose newest record is a live claim, not of
-    /// `own` session, whose path names the same file now — with that name as
+    /// `own` session, whose path names the same file now — or, for an exclusive
+    /// claimant, a live shared holder of such a name, with that name as
     /// [`Holder::in_the_way`]. `None` when the file has no other names (one `stat`,
     /// the common case), or none is claimed.
     ///
@@ -42,6 +43,10 @@ impl Store {
         own: Option<&SessionTag>,
         options: &AcquireOptions,
     ) -> Result<Option<Holder>> {
+        // A writer meets the readers of the file's other names too; a reader only
+        // their writers (a breaker: a reader and a writer held one saved file under
+        // two names).
+        let readers = !options.shared;
         #[cfg(feature = "planted-bugs")]
         if crate::planted::on(&crate::planted::OTHER_NAMES_NOT_LOOKED_FOR) {
             return Ok(None);
@@ -53,8 +58,15 @@ impl Store {
         else {
             return Ok(None);
         };
+        let same_file = |label: &str| {
+            Resource::file(std::path::PathBuf::from(label))
+                .identity()
+                .is_ok_and(|other| other.file_id.as_ref() == Some(file_id))
+        };
         for key in self.backend.keys()? {
-            if !key.as_str().starts_with("file-") || key == identity.key {
+            // A reader's own series (`share-…`), which names what it reads.
+            let shared = key.as_str().starts_with("share-");
+            if !(key.as_str().starts_with("file-") || (readers && shared)) || key == identity.key {
                 continue;
             }
             let Ok(newest) = self.read_newest(&key) else {
@@ -76,13 +88,12 @@ impl Store {
             if dead {
                 continue;
             }
-            let name = std::path::PathBuf::from(&*record.label);
-            let same_file = Resource::file(&name)
-                .identity()
-                .is_ok_and(|other| other.file_id.as_ref() == Some(file_id));
-            if same_file {
+            if same_file(&record.label) {
                 let mut holder = holder_of(record);
-                holder.in_the_way = Some(Box::new(Resource::File(name)));
+                if shared {
+                    holder.owner = format!("{} (shared)", holder.owner);
+                }
+                holder.in_the_way = Some(Box::new(Resource::File((&*record.label).into())));
                 return Ok(Some(holder));
             }
         }

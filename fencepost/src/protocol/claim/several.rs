@@ -242,7 +242,8 @@ impl Store {
     }
 
     /// The first resource, in canonical order, that someone other than this claim's
-    /// session holds live (reads only).
+    /// session holds live, shared holders included (reads only, but for a reader
+    /// whose process provably died, fenced as the single acquire's look fences it).
     fn first_held(
         &self,
         resources: &[Resource],
@@ -250,7 +251,20 @@ impl Store {
         options: &AcquireOptions,
     ) -> Result<Option<(usize, Holder)>> {
         for &i in order {
-            let Some(holder) = self.holder_in_the_way(&resources[i], Some(options))? else {
+            let mut found = self.holder_in_the_way(&resources[i], Some(options))?;
+            // Readers of it too: unseen by this look, they were met only by the
+            // take, so a set waiting for a reader-held member took and gave back the
+            // members before it every round (a breaker: hundreds of tokens in
+            // seconds, and others refused by those passing claims).
+            if found.is_none() {
+                for key in resources[i].identity()?.keys() {
+                    found = self.look_participants(&key, "", options)?;
+                    if found.is_some() {
+                        break;
+                    }
+                }
+            }
+            let Some(holder) = found else {
                 continue;
             };
             let ours = match &options.session {

@@ -68,6 +68,12 @@ impl Store {
             let deadline = options.deadline(deadline);
             let (mut held, seen) =
                 self.look_exclusive(&keys, chain.as_ref(), &holder_id, &proof, options)?;
+            // A writer of another name of the file, which has not taken in its
+            // current file id (docs/design-02-resource-identity.md, "Other names of
+            // the file").
+            if held.is_none() {
+                held = self.held_under_another_name(&identity, None, options)?;
+            }
             // The writer in the way was found after our record landed: it may be
             // a claimer in the same race, which saw our record and gives back too.
             let mut raced = false;
