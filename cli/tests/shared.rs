@@ -167,6 +167,41 @@ fn a_waiting_writer_is_not_starved_by_arriving_readers() {
     );
 }
 
+/// Runs `claimant` (a command line after `fencepost --store …`) while three shell
+/// loops keep starting overlapping readers of `resource` (`run RESOURCE --shared`,
+/// 0.6 s each, one every 0.15 s per loop, so some reader always holds): its output,
+/// and how many readers were inside when it returned. Unix only, as above.
+#[cfg(unix)]
+fn amid_arriving_readers(
+    s: &Scratch,
+    resource: &str,
+    claimant: &[&str],
+) -> (std::process::Output, usize) {
+    std::fs::write(s.path().join("readers-on"), b"").unwrap();
+    let loop_script = format!(
+        r#"
+        while [ -e "$DIR/readers-on" ]; do
+            "$FP" --store "$STORE" run {resource} --shared --owner reader --wait 60000 -- sh -c '
+                mkdir -p "$DIR/inside"; touch "$DIR/inside/$$"; sleep 0.6; rm "$DIR/inside/$$"' &
+            sleep 0.15
+        done
+        wait"#
+    );
+    let loops: Vec<_> = (0..3)
+        .map(|_| Background(shell(s, &loop_script).spawn().unwrap()))
+        .collect();
+    wait_until("readers are inside", Duration::from_secs(60), || {
+        std::fs::read_dir(s.path().join("inside")).is_ok_and(|d| d.count() > 0)
+    });
+    let output = s.cmd().args(claimant).output().unwrap();
+    let inside = std::fs::read_dir(s.path().join("inside")).map_or(0, |d| d.count());
+    std::fs::remove_file(s.path().join("readers-on")).unwrap();
+    for mut l in loops {
+        let _ = l.0.wait();
+    }
+    (output, inside)
+}
+
 /// As above for a claim of several resources, one of which the readers share: the
 /// set holds an intent on the member it waits for, so it gets in once the readers
 /// already inside left. It was starved for its whole wait (a breaker: `claim --lock
@@ -175,33 +210,14 @@ fn a_waiting_writer_is_not_starved_by_arriving_readers() {
 #[test]
 fn a_waiting_set_is_not_starved_by_arriving_readers_of_a_member() {
     let s = Scratch::new();
-    std::fs::write(s.path().join("readers-on"), b"").unwrap();
-    let loop_script = r#"
-        while [ -e "$DIR/readers-on" ]; do
-            "$FP" --store "$STORE" run --lock doc --shared --owner reader --wait 60000 -- sh -c '
-                mkdir -p "$DIR/inside"; touch "$DIR/inside/$$"; sleep 0.6; rm "$DIR/inside/$$"' &
-            sleep 0.15
-        done
-        wait"#;
-    let loops: Vec<_> = (0..3)
-        .map(|_| Background(shell(&s, loop_script).spawn().unwrap()))
-        .collect();
-    wait_until("readers are inside", Duration::from_secs(60), || {
-        std::fs::read_dir(s.path().join("inside")).is_ok_and(|d| d.count() > 0)
-    });
-    let set = s
-        .cmd()
-        .args([
+    let (set, inside) = amid_arriving_readers(
+        &s,
+        "--lock doc",
+        &[
             "claim", "--lock", "other", "--lock", "doc", "--owner", "set", "--ttl", "3000",
             "--wait", "30000",
-        ])
-        .output()
-        .unwrap();
-    let inside = std::fs::read_dir(s.path().join("inside")).map_or(0, |d| d.count());
-    std::fs::remove_file(s.path().join("readers-on")).unwrap();
-    for mut l in loops {
-        let _ = l.0.wait();
-    }
+        ],
+    );
     assert_eq!(set.status.code(), Some(0), "the set was starved: {set:?}");
     assert_eq!(inside, 0, "readers were inside with the set");
 }
@@ -215,32 +231,13 @@ fn a_waiting_set_is_not_starved_by_arriving_readers_of_a_member() {
 fn a_writer_below_a_shared_subtree_is_not_starved_by_arriving_readers() {
     let s = Scratch::new();
     std::fs::create_dir(s.path().join("d")).unwrap();
-    std::fs::write(s.path().join("readers-on"), b"").unwrap();
-    let loop_script = r#"
-        while [ -e "$DIR/readers-on" ]; do
-            "$FP" --store "$STORE" run --dir "$DIR/d" --shared --owner reader --wait 60000 -- sh -c '
-                mkdir -p "$DIR/inside"; touch "$DIR/inside/$$"; sleep 0.6; rm "$DIR/inside/$$"' &
-            sleep 0.15
-        done
-        wait"#;
-    let loops: Vec<_> = (0..3)
-        .map(|_| Background(shell(&s, loop_script).spawn().unwrap()))
-        .collect();
-    wait_until("readers are inside", Duration::from_secs(60), || {
-        std::fs::read_dir(s.path().join("inside")).is_ok_and(|d| d.count() > 0)
-    });
-    let writer = s
-        .cmd()
-        .args([
+    let (writer, inside) = amid_arriving_readers(
+        &s,
+        r#"--dir "$DIR/d""#,
+        &[
             "claim", "--file", "d/f", "--owner", "writer", "--ttl", "3000", "--wait", "30000",
-        ])
-        .output()
-        .unwrap();
-    let inside = std::fs::read_dir(s.path().join("inside")).map_or(0, |d| d.count());
-    std::fs::remove_file(s.path().join("readers-on")).unwrap();
-    for mut l in loops {
-        let _ = l.0.wait();
-    }
+        ],
+    );
     assert_eq!(
         writer.status.code(),
         Some(0),
