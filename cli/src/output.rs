@@ -432,14 +432,34 @@ fn held_by_own_run(resource: &fencepost::Resource, holder: &Holder) -> bool {
 }
 
 /// Whether this process runs under a `fencepost run` of `resource`
-/// (`FENCEPOST_RESOURCE`, as `run` spells it); never for a slot.
+/// (`FENCEPOST_RESOURCE`, as `run` spells it, or another spelling of the same
+/// resource: a lock name's case or blanks, another path or hard link of the file —
+/// a breaker: those got the generic refusal); never for a slot.
 fn under_own_run(resource: &fencepost::Resource) -> bool {
     let (Some(named), Ok(identity)) = (std::env::var_os("FENCEPOST_RESOURCE"), resource.identity())
     else {
         return false;
     };
-    !matches!(resource, fencepost::Resource::Slot(..))
-        && named == crate::run::resource_variable(resource, &identity)
+    if matches!(resource, fencepost::Resource::Slot(..)) {
+        return false;
+    }
+    if named == crate::run::resource_variable(resource, &identity) {
+        return true;
+    }
+    let Some(run) = named.to_str().and_then(|named| {
+        let (kind, target) = named.split_once(':')?;
+        match kind {
+            "lock" => Some(fencepost::Resource::lock(target)),
+            "file" => Some(fencepost::Resource::file(target)),
+            "dir" => Some(fencepost::Resource::dir(target)),
+            _ => None,
+        }
+    }) else {
+        return false;
+    };
+    run.identity().is_ok_and(|run| {
+        run.key == identity.key || (run.file_id.is_some() && run.file_id == identity.file_id)
+    })
 }
 
 /// The name a refusal shows for `resource`: a lock's as `status` shows it

@@ -544,6 +544,19 @@ fn a_claim_to_write_from_inside_a_shared_run_is_told_it_holds_a_readers_lease() 
         said.contains("a reader's lease") && !said.contains("holds it already"),
         "{said}"
     );
+    // Another spelling of the same lock (case, blanks) is told the same (a
+    // breaker: it got the generic refusal and a `break` to ask for).
+    let script = format!("\"$FP\" --store '{store}' claim --lock ' X'; echo \"rc=$?\" > rc");
+    let output = s
+        .cmd()
+        .args(["run", "--lock", "x", "--shared", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("a reader's lease") && !said.contains("break"),
+        "{said}"
+    );
     std::fs::create_dir(s.path().join("d")).unwrap();
     let script = format!("\"$FP\" --store '{store}' claim --file d/f.rs; echo \"rc=$?\" > rc");
     let output = s
