@@ -368,6 +368,11 @@ impl Key {
         .unwrap_or_else(|_| derive())
     }
 
+    /// Whether this is a shared tenure's own series ([`Key::share`]).
+    pub(crate) fn is_share(&self) -> bool {
+        self.0.starts_with("share-")
+    }
+
     /// One shared tenure's own series (`share-…`, canonical: `key || 0x00 || holder
     /// id`): where it renews and releases.
     pub(crate) fn share(&self, holder_id: &str) -> Key {

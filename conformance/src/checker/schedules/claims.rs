@@ -1741,6 +1741,22 @@ pub(super) fn cancelled_wait(_: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// An actor that claims `resource` shared after `pause` ms and, if admitted, keeps
+/// it for `renewals` keepalive periods and releases it.
+fn shared_reader(name: &'static str, resource: Resource, pause: u64, renewals: usize) -> Actor {
+    Actor::new(name, move |ctx: &Ctx| {
+        if pause > 0 {
+            ctx.sleep(pause);
+        }
+        let options = for_session(ctx, None, 0).shared(true);
+        if let Some(mut lease) = ctx.acquire_with(&resource, &options)
+            && ctx.keep(&mut lease, renewals)
+        {
+            ctx.release(&lease);
+        }
+    })
+}
+
 /// A reader holds lock `b` for one renewal; a claim of `{a, b}` all or nothing
 /// waits three ttls for it; a second reader of `b` arrives while the set waits and,
 /// if admitted, reads for four ttls. The set's intent on `b` must keep that reader
@@ -1751,14 +1767,7 @@ pub(super) fn several_readers(_: &Setup) -> Vec<Actor> {
     let (a, b) = (Resource::lock("a"), Resource::lock("b"));
     let (b_first, b_second) = (b.clone(), b.clone());
     vec![
-        Actor::new("reader", move |ctx: &Ctx| {
-            let options = for_session(ctx, None, 0).shared(true);
-            if let Some(mut lease) = ctx.acquire_with(&b_first, &options)
-                && ctx.keep(&mut lease, 1)
-            {
-                ctx.release(&lease);
-            }
-        }),
+        shared_reader("reader", b_first, 0, 1),
         Actor::new("set", move |ctx: &Ctx| {
             ctx.sleep(TTL_MS / 20);
             let options = for_session(ctx, None, 3 * TTL_MS);
@@ -1775,15 +1784,7 @@ pub(super) fn several_readers(_: &Setup) -> Vec<Actor> {
                 ),
             }
         }),
-        Actor::new("late-reader", move |ctx: &Ctx| {
-            ctx.sleep(TTL_MS / 5);
-            let options = for_session(ctx, None, 0).shared(true);
-            if let Some(mut lease) = ctx.acquire_with(&b_second, &options)
-                && ctx.keep(&mut lease, 12)
-            {
-                ctx.release(&lease);
-            }
-        }),
+        shared_reader("late-reader", b_second, TTL_MS / 5, 12),
     ]
 }
 
@@ -1798,14 +1799,7 @@ pub(super) fn subtree_readers_writer(setup: &Setup) -> Vec<Actor> {
     let file = Resource::file(src.join("lib.rs"));
     let (dir_first, dir_second) = (Resource::dir(&src), Resource::dir(&src));
     vec![
-        Actor::new("reader", move |ctx: &Ctx| {
-            let options = for_session(ctx, None, 0).shared(true);
-            if let Some(mut lease) = ctx.acquire_with(&dir_first, &options)
-                && ctx.keep(&mut lease, 1)
-            {
-                ctx.release(&lease);
-            }
-        }),
+        shared_reader("reader", dir_first, 0, 1),
         Actor::new("writer", move |ctx: &Ctx| {
             ctx.sleep(TTL_MS / 20);
             match ctx.acquire_with(&file, &for_session(ctx, None, 3 * TTL_MS)) {
@@ -1817,14 +1811,6 @@ pub(super) fn subtree_readers_writer(setup: &Setup) -> Vec<Actor> {
                 ),
             }
         }),
-        Actor::new("late-reader", move |ctx: &Ctx| {
-            ctx.sleep(TTL_MS / 5);
-            let options = for_session(ctx, None, 0).shared(true);
-            if let Some(mut lease) = ctx.acquire_with(&dir_second, &options)
-                && ctx.keep(&mut lease, 12)
-            {
-                ctx.release(&lease);
-            }
-        }),
+        shared_reader("late-reader", dir_second, TTL_MS / 5, 12),
     ]
 }

@@ -283,10 +283,7 @@ impl Store {
                 && let Some(chain) = &chain
             {
                 let way = self.look_tree(chain, &holder_id, &proof, down, true, options)?;
-                readers_above = !down
-                    && way
-                        .as_ref()
-                        .is_some_and(|way| way.key.as_str().starts_with("share-"));
+                readers_above = !down && way.as_ref().is_some_and(|way| way.key.is_share());
                 held = way.map(|way| way.holder);
             }
             // Shared holders of it: also looked at before taking.

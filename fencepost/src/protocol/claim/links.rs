@@ -65,7 +65,7 @@ impl Store {
         };
         for key in self.backend.keys()? {
             // A reader's own series (`share-…`), which names what it reads.
-            let shared = key.as_str().starts_with("share-");
+            let shared = key.is_share();
             if !(key.as_str().starts_with("file-") || (readers && shared)) || key == identity.key {
                 continue;
             }
