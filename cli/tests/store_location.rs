@@ -338,6 +338,47 @@ fn a_subtree_over_a_nested_repository_is_refused_not_split() {
     assert!(line.contains(".fencepost store directory"), "{line}");
 }
 
+/// A `.fencepost` directory in the main checkout (where earlier versions put the
+/// store; it still wins there) is every linked worktree's store for locks too:
+/// agents in a worktree find the marker from the same place in the main checkout.
+/// One inside a linked worktree does not split them either. Files are each
+/// worktree's own and keep the rule of their own directories. (A breaker: with
+/// `main/.fencepost`, a lock claimed in the main checkout was claimed again, token
+/// 1, from a linked worktree, in `.git/fencepost`.)
+#[test]
+fn a_marker_in_the_main_checkout_holds_every_worktrees_locks() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let main = top.join("main");
+    repository(&main, &["sub/a.txt"]);
+    git(&main, &["worktree", "add", "-q", "../wt", "-b", "wt"]);
+    let wt = top.join("wt");
+    fs::create_dir(main.join(".fencepost")).unwrap();
+    let output = claim(&s, &main, &["--lock", "deploy", "--json"], 0);
+    assert_eq!(store_of(&output), main.join(".fencepost").to_str().unwrap());
+    claim(&s, &wt, &["--lock", "deploy"], 3);
+    claim(&s, &wt.join("sub"), &["--lock", "deploy"], 3);
+    // And the other way round: a lock claimed first in the worktree.
+    let output = claim(&s, &wt.join("sub"), &["--lock", "port", "--json"], 0);
+    assert_eq!(store_of(&output), main.join(".fencepost").to_str().unwrap());
+    claim(&s, &main, &["--lock", "port"], 3);
+    // `status` in the worktree reads that store.
+    assert!(status_labels(&s, &wt).contains(&"deploy".to_string()));
+
+    // A marker in a subdirectory: the same subdirectory of every worktree.
+    fs::create_dir(main.join("sub/.fencepost")).unwrap();
+    claim(&s, &main.join("sub"), &["--lock", "tag"], 0);
+    claim(&s, &wt.join("sub"), &["--lock", "tag"], 3);
+    claim(&s, &wt, &["--lock", "tag"], 0);
+
+    // A marker made inside the linked worktree does not take its locks away.
+    fs::create_dir(wt.join(".fencepost")).unwrap();
+    claim(&s, &wt, &["--lock", "deploy"], 3);
+    // The worktree's own files still follow the marker of their directory.
+    let output = claim(&s, &wt, &["--file", "sub/a.txt", "--json"], 0);
+    assert_eq!(store_of(&output), wt.join(".fencepost").to_str().unwrap());
+}
+
 #[test]
 fn a_marker_above_two_repositories_shares_their_locks() {
     let s = Scratch::new();

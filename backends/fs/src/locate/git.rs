@@ -88,6 +88,44 @@ pub(super) fn common_dir(anchor: &Path) -> Result<Option<PathBuf>, LocateError> 
     }
 }
 
+/// Where `anchor`, a directory inside a linked worktree (`git worktree add`), sits
+/// in the repository's main checkout: its path relative to the worktree's root,
+/// joined to the main checkout's root (which need not exist there). `None` when
+/// `anchor` is not inside a linked worktree, when the repository has no main
+/// checkout (a bare repository's worktrees), or when the files git keeps cannot be
+/// followed (the location rule reports those itself).
+///
+/// The lock rule looks for `.fencepost` markers from here, so an agent in any
+/// worktree finds the marker an agent at the same place in the main checkout finds
+/// (a breaker: a `.fencepost` directory in the main checkout gave its locks a
+/// second store, `.git/fencepost`, that agents in linked worktrees claimed in).
+pub(super) fn in_main_checkout(anchor: &Path) -> Option<PathBuf> {
+    let work_tree = anchor
+        .ancestors()
+        .find(|dir| fs::symlink_metadata(dir.join(".git")).is_ok() || is_git_dir(dir))?;
+    let dot_git = work_tree.join(".git");
+    // A `.git` directory is a main checkout (or a plain repository), and a git
+    // directory found first is a bare repository or the inside of a `.git`.
+    if !fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let text = read_link_file(&dot_git).ok()?;
+    let git_dir = work_tree.join(text.strip_prefix("gitdir:")?.trim());
+    // Only a linked worktree's git directory names a common one; a submodule's
+    // is its own.
+    let common = read_link_file(&git_dir.join("commondir")).ok()?;
+    let common = fs::canonicalize(git_dir.join(common.trim())).ok()?;
+    if common.file_name()? != ".git" {
+        return None;
+    }
+    let main = common.parent()?;
+    if !fs::symlink_metadata(main.join(".git")).is_ok_and(|m| m.is_dir()) {
+        return None;
+    }
+    let relative = anchor.strip_prefix(work_tree).ok()?;
+    Some(sys::plain(main.join(relative)))
+}
+
 /// What marked a repository at some level of the anchor's ancestors.
 enum Found {
     /// A `.git` entry (directory, or file naming the git directory).
