@@ -687,12 +687,17 @@ pub const LOCK_NAME_MAX_BYTES: usize = 128 * 1024;
 /// Trims, rejects, drops invisible characters from, normalizes and case-folds a lock
 /// name (docs/protocol.md §6).
 ///
-/// Case: full Unicode case folding (`Straße` = `STRASSE`, `σας` = `ΣΑΣ`), as a
-/// canonical caseless match: NFD, fold, NFC. Invisible characters (Unicode's
-/// Default_Ignorable_Code_Point: zero-width spaces and joiners, bidirectional
-/// controls, variation selectors, soft hyphens) are dropped before anything else:
-/// two names that look the same must be one lock (merge bias), and a name that is
-/// nothing but invisible characters is refused as empty.
+/// Case and compatibility: Unicode's compatibility caseless match (`Straße` =
+/// `STRASSE`, `σας` = `ΣΑΣ`, fullwidth `ＡＢＣ` = `abc`, `x¹` = `x1`): NFD, full case
+/// folding, NFKD, folding and NFKD again, then NFC for a stable spelling. Blanks: a
+/// run of white space (a no-break space, an ideographic space, two spaces) is one
+/// space. Invisible characters (Unicode's Default_Ignorable_Code_Point: zero-width
+/// spaces and joiners, bidirectional controls, variation selectors, soft hyphens)
+/// are dropped before anything else, and a name that is nothing but invisible
+/// characters is refused as empty. Merge bias: names a person would type or paste
+/// as one are one lock. Letters of different scripts that only look alike (Latin
+/// `a`, Cyrillic `а`) stay different names. Pinned by
+/// `lock_names_are_trimmed_normalized_and_case_folded`.
 fn canonical_lock_name(name: &str) -> Result<String> {
     let length = name.trim().len();
     if length > LOCK_NAME_MAX_BYTES {
@@ -718,9 +723,22 @@ fn canonical_lock_name(name: &str) -> Result<String> {
                 "the lock name is empty; give a name such as db:migrations".into(),
             ));
         }
-        return Ok(trimmed.to_ascii_lowercase());
+        let mut folded = String::with_capacity(trimmed.len());
+        for c in trimmed.chars() {
+            // A run of blanks is one space (the string is trimmed, so no run
+            // starts or ends it).
+            if c != ' ' || !folded.ends_with(' ') {
+                folded.push(c.to_ascii_lowercase());
+            }
+        }
+        return Ok(folded);
     }
     unicode_lock_name(name)
+}
+
+/// `text` with every run of white space made one space, and trimmed.
+fn one_space(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// [`canonical_lock_name`] past its control-character check, for any name.
@@ -734,8 +752,15 @@ fn unicode_lock_name(name: &str) -> Result<String> {
             "the lock name has no visible characters; give a name such as db:migrations".into()
         }));
     }
+    // Unicode's compatibility caseless match (D146): NFKD(fold(NFKD(fold(NFD(x))))).
     let decomposed: String = trimmed.nfd().collect();
-    Ok(caseless::default_case_fold_str(&decomposed).nfc().collect())
+    let folded: String = caseless::default_case_fold_str(&decomposed)
+        .nfkd()
+        .collect();
+    let folded: String = caseless::default_case_fold_str(&folded).nfkd().collect();
+    // Compatibility decomposition turns other spaces into U+0020, so blanks are
+    // made one space after it.
+    Ok(one_space(&folded).nfc().collect())
 }
 
 /// Unicode's Default_Ignorable_Code_Point property (DerivedCoreProperties.txt): code
@@ -882,6 +907,32 @@ mod tests {
             key(Resource::lock("cafe\u{301}"))
         );
         assert_ne!(key(Resource::lock("a")), key(Resource::lock("b")));
+        // Blanks: a no-break space, an ideographic space, two spaces are one space
+        // (a breaker: a name pasted with a no-break space was another lock).
+        for spaced in ["a\u{a0}b", "a  b", "A \u{3000} B", "a\u{2002}b"] {
+            assert_eq!(
+                key(Resource::lock(spaced)),
+                key(Resource::lock("a b")),
+                "{spaced:?}"
+            );
+        }
+        // Compatibility forms: fullwidth letters and colon, superscripts, ligatures.
+        assert_eq!(key(Resource::lock("ＡＢＣ")), key(Resource::lock("abc")));
+        assert_eq!(
+            key(Resource::lock("db\u{ff1a}migrations")),
+            key(Resource::lock("db:migrations"))
+        );
+        assert_eq!(key(Resource::lock("x\u{b9}")), key(Resource::lock("x1")));
+        assert_eq!(
+            key(Resource::lock("\u{fb01}le")),
+            key(Resource::lock("FILE"))
+        );
+        // Different scripts stay different, as do different spellings.
+        assert_ne!(
+            key(Resource::lock("paypal")),
+            key(Resource::lock("p\u{430}ypal"))
+        );
+        assert_ne!(key(Resource::lock("a b")), key(Resource::lock("ab")));
     }
 
     /// A lock name of at most `LOCK_NAME_MAX_BYTES` (trimmed) is a lock; one byte
@@ -915,6 +966,7 @@ mod tests {
                 "  Build/Release\\x86_64 ",
                 "ÿ",
                 "\t tab\tinside ",
+                "  two  spaces   and three ",
                 "ABCDEFGHIJKLMNOPQRSTUVWXYZ abcdefghijklmnopqrstuvwxyz 0123456789",
                 "",
                 "   ",
