@@ -564,6 +564,41 @@ fn a_store_in_a_work_tree_is_never_seen_by_git() {
     assert_eq!(porcelain(&repo), "");
 }
 
+/// A store named like a URL other than `etcd://` (a slash missing, another
+/// service's) is refused, from `--store` and `FENCEPOST_STORE`, and nothing is
+/// created: before, `etcd:/127.0.0.1:2379/x` became a directory of that name in
+/// the work tree, hidden from git, and the claim succeeded there (a new user).
+#[test]
+fn a_store_named_like_a_url_is_refused_and_nothing_is_made() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let repo = top.join("repo");
+    repository(&repo, &[]);
+    for url in ["etcd:/127.0.0.1:2379/x", "http://x"] {
+        let output = run(&s, &repo, &["--store", url, "claim", "--lock", "a"]);
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("reads as a URL") && stderr.contains("etcd://"),
+            "{stderr}"
+        );
+        let output = s
+            .bare_cmd(&repo)
+            .env("FENCEPOST_STORE", url)
+            .args(["claim", "--lock", "a"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+    }
+    assert_eq!(porcelain(&repo), "");
+    let made: Vec<_> = fs::read_dir(&repo)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(made, vec![std::ffi::OsString::from(".git")]);
+}
+
 #[cfg(unix)]
 #[test]
 fn a_store_path_that_is_not_utf8_is_refused_never_split() {

@@ -13,11 +13,20 @@ use fencepost::{BackendError, LeaseStore, Resource, Store};
 /// opened afresh on each call, never cached: a `.fencepost` marker created later
 /// must be obeyed, as the CLI obeys it.
 pub(crate) struct Stores {
-    /// `--store`: one store for every resource, and how `status` names it (the
-    /// directory, or the etcd URL).
-    named: Option<(Store, String)>,
+    /// `--store`: one store for every resource.
+    named: Option<Named>,
     root: PathBuf,
     guarded: PathBuf,
+}
+
+/// The store named by `--store`.
+enum Named {
+    /// An etcd store, and how `status` names it (its URL).
+    Etcd(Store, String),
+    /// A directory (absolute), opened on each call as a located store is, so it
+    /// is created by the first claim and not when the server starts (as the
+    /// READMEs say; a new user found an empty store made at start).
+    Dir(PathBuf),
 }
 
 /// Whether a call may create the store.
@@ -30,8 +39,10 @@ pub(crate) enum Access {
 }
 
 impl Stores {
-    /// Opens `named` (a directory relative to `root`, or an etcd URL), or prepares
-    /// to locate stores from `root`. Nothing is created until a claim.
+    /// Opens `named` (an etcd URL), or prepares to open it (a directory relative
+    /// to `root`; refused when it reads as a URL of another kind,
+    /// `fencepost_fs::LocateError::NotADirectory`) or to locate stores from
+    /// `root`. Nothing is created until a claim.
     pub(crate) fn new(named: Option<&Path>, root: &Path) -> Result<Stores, BackendError> {
         let located_for_root = || {
             fencepost_fs::locate_store(None, None, root)
@@ -43,13 +54,20 @@ impl Stores {
             Some(url) if url.to_str().is_some_and(is_etcd_url) => {
                 let backend = open_etcd(url.to_str().unwrap_or_default())?;
                 let label = backend.locator();
-                (Some((Store::new(backend), label)), located_for_root())
+                (
+                    Some(Named::Etcd(Store::new(backend), label)),
+                    located_for_root(),
+                )
             }
             Some(dir) => {
-                let backend = fencepost_fs::FsStore::open(root.join(dir))?;
-                let guarded = backend.root().to_path_buf();
-                let label = fencepost::LeaseStore::locator(&backend);
-                (Some((Store::new(backend), label)), guarded)
+                let location = fencepost_fs::locate_store(Some(dir), None, root).map_err(|e| {
+                    BackendError::new(
+                        "choose the store",
+                        dir.display(),
+                        std::io::Error::other(e.to_string()),
+                    )
+                })?;
+                (Some(Named::Dir(location.path.clone())), location.path)
             }
         };
         Ok(Stores {
@@ -71,14 +89,20 @@ impl Stores {
         resource: Option<&Resource>,
         access: Access,
     ) -> Result<(Store, String), String> {
-        if let Some((store, label)) = &self.named {
-            return Ok((store.clone(), label.clone()));
-        }
-        let location = fencepost_fs::locate_store(None, resource, &self.root)
-            .map_err(|e| format!("store error: cannot choose a store: {e}"))?;
+        let location = match &self.named {
+            Some(Named::Etcd(store, label)) => return Ok((store.clone(), label.clone())),
+            Some(Named::Dir(path)) => fencepost_fs::StoreLocation {
+                path: path.clone(),
+                scope: fencepost_fs::StoreScope::Explicit,
+            },
+            None => fencepost_fs::locate_store(None, resource, &self.root)
+                .map_err(|e| format!("store error: cannot choose a store: {e}"))?,
+        };
         // A subtree claim must reach every file below its directory, as the CLI's
         // (`fencepost_fs::subtree_split`): refused over a nested repository or store.
+        // With `--store`, every file is in that one store: nothing to split.
         if access == Access::Create
+            && self.named.is_none()
             && let Some(resource) = resource
             && let Some(split) = fencepost_fs::subtree_split(resource, &self.root)
                 .map_err(|e| format!("store error: cannot choose a store: {e}"))?

@@ -435,3 +435,51 @@ fn a_root_that_does_not_exist_is_refused_and_not_created() {
         assert!(!top.join("missing").exists(), "the root was created");
     }
 }
+
+/// A store named by `--store` is created by the first claim, not when the server
+/// starts (a new user found an empty store made at start, where both READMEs say
+/// only a claim creates one): `status` before it reads none and creates nothing.
+#[test]
+fn a_named_store_is_created_by_the_first_claim_not_at_start() {
+    use crate::support::{Raw, Tree, lock};
+    use serde_json::json;
+    let tree = Tree::new();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "status", "arguments": {}}}));
+    let status = raw.next().expect("status answered");
+    assert_eq!(status["id"], 2, "{status}");
+    assert!(status["result"]["isError"] != true, "{status}");
+    assert!(
+        !tree.store.exists(),
+        "the store was created before any claim"
+    );
+    raw.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "claim", "arguments": {"resource": lock("a")}}}));
+    let claimed = raw.next().expect("claim answered");
+    assert!(claimed["result"]["isError"] != true, "{claimed}");
+    assert!(tree.store.is_dir(), "the claim did not create the store");
+}
+
+/// A `--store` that reads as a URL of another kind than `etcd://` (a mistyped
+/// `etcd:/host` too) is refused at start with one line, and nothing is created
+/// under the working directory.
+#[test]
+fn a_store_named_like_a_url_is_refused_at_start() {
+    let (_dir, top) = scratch();
+    let output = scrubbed(&mut std::process::Command::new(BIN))
+        .current_dir(&top)
+        .arg("--root")
+        .arg(&top)
+        .arg("--store")
+        .arg("etcd:/127.0.0.1:2379/x")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+    assert!(stderr.contains("reads as a URL"), "{stderr:?}");
+    assert!(!top.join("etcd:").exists());
+}

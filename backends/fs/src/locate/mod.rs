@@ -103,6 +103,19 @@ pub enum LocateError {
         /// The path (displayed lossily).
         path: PathBuf,
     },
+    /// The named store reads as a URL (`scheme:/…`), not a directory: a mistyped
+    /// `etcd://` address, or another service's, would otherwise become a
+    /// directory of that name where nobody else looks (a new user's
+    /// `etcd:/host:2379/x` made `./etcd:/host:2379/x` and claimed there).
+    #[error(
+        "the store {store} reads as a URL, not a directory; the store URL fencepost \
+         knows is etcd://host:2379/prefix (the etcd backend), or name a directory \
+         (write ./{store} for a directory of that name)"
+    )]
+    NotADirectory {
+        /// The store as named.
+        store: String,
+    },
     /// The resource itself is invalid (an empty file path, no working directory).
     #[error(transparent)]
     Resource(#[from] fencepost::Error),
@@ -244,6 +257,11 @@ pub fn locate_with(
 ) -> Result<StoreLocation, LocateError> {
     let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let location = match explicit.filter(|p| !p.as_os_str().is_empty()) {
+        Some(explicit) if reads_as_url(explicit) => {
+            return Err(LocateError::NotADirectory {
+                store: explicit.display().to_string(),
+            });
+        }
         Some(explicit) => StoreLocation {
             path: cwd.join(explicit),
             scope: StoreScope::Explicit,
@@ -408,6 +426,23 @@ fn discover(
             fix: sys::USER_DIR_FIX,
         }),
     }
+}
+
+/// Whether a named store reads as a URL: a scheme of two or more characters (a
+/// letter, then letters, digits, `+`, `-` or `.`; one letter is a Windows drive,
+/// `C:/store`) followed by `:/`. Pinned by `a_store_named_like_a_url_is_refused`.
+fn reads_as_url(store: &Path) -> bool {
+    let Some(text) = store.to_str() else {
+        return false;
+    };
+    let Some((scheme, _)) = text.split_once(":/") else {
+        return false;
+    };
+    scheme.len() >= 2
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
 /// Whether the store is looked up for a name scoped by its store (a lock, a slot,
@@ -597,5 +632,33 @@ mod tests {
         std::fs::create_dir_all(repo.join("inner/.git")).unwrap();
         assert!(!in_work_tree(&repo.join("inner/.git/fencepost")));
         assert!(in_work_tree(&repo.join("inner/x/.fencepost")));
+    }
+
+    #[test]
+    fn a_store_named_like_a_url_is_refused() {
+        let cwd = std::env::temp_dir();
+        for url in [
+            "etcd:/127.0.0.1:2379/x",
+            "http://x",
+            "Etcd:/h/p",
+            "s3://bucket/p",
+            "git+ssh://h/r",
+        ] {
+            let error = locate_store(Some(Path::new(url)), None, &cwd).unwrap_err();
+            assert!(
+                matches!(error, LocateError::NotADirectory { .. }),
+                "{url}: {error}"
+            );
+            assert!(
+                error.to_string().contains(&format!("write ./{url}")),
+                "{error}"
+            );
+        }
+        for directory in ["C:/store", "./http://x", "stores/a:/b", "plain", "a:b"] {
+            assert!(
+                locate_store(Some(Path::new(directory)), None, &cwd).is_ok(),
+                "{directory}"
+            );
+        }
     }
 }
