@@ -734,6 +734,18 @@ fn parse_proof(text: &str) -> Result<Proof, String> {
     if let Ok(token) = text.parse::<u64>() {
         return Ok(Proof::TokenOnly(token));
     }
+    // `claim --slots` prints `SLOT HANDLE`; passed whole, as one word (a new user:
+    // told to pass what `claim` printed, which they had).
+    if let Some((slot, handle)) = text.split_once(' ')
+        && slot.parse::<u32>().is_ok()
+        && handle.trim().parse::<LeaseHandle>().is_ok()
+    {
+        return Err(format!(
+            "this is `SLOT HANDLE` as `claim --slots` printed it; pass them apart: \
+             --slot {slot} {}",
+            handle.trim()
+        ));
+    }
     text.parse::<LeaseHandle>()
         .map(Proof::Handle)
         .map_err(|e| format!("{e}; pass the whole handle `claim` printed, such as 7.3f9a…"))

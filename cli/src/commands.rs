@@ -109,6 +109,19 @@ pub fn claim(ctx: &Context, args: &ClaimArgs) -> Result<ExitCode, Failure> {
     }
 }
 
+/// Why `--slots` was refused for `resources` (not one lock): one line naming what
+/// to drop.
+pub fn slots_refusal(resources: &[Resource]) -> String {
+    if resources.iter().all(|r| matches!(r, Resource::Lock(_))) {
+        "--slots applies to one --lock; claim the others with separate commands".into()
+    } else {
+        "--slots applies only to a --lock (N holders of one name, such as a pool of ports); \
+         a file or directory has one holder at a time: drop --slots, or claim with --shared \
+         to read it beside other readers"
+            .into()
+    }
+}
+
 /// `claim --lock NAME --slots N`: one free slot; prints `SLOT HANDLE`.
 fn claim_slot(
     ctx: &Context,
@@ -117,9 +130,7 @@ fn claim_slot(
     slots: u32,
 ) -> Result<ExitCode, Failure> {
     let [Resource::Lock(name)] = resources else {
-        return Err(Failure::Error(
-            "--slots applies to one --lock; claim the others with separate commands".into(),
-        ));
+        return Err(Failure::Error(slots_refusal(resources)));
     };
     let resource = Resource::lock(name.clone());
     resource_label(&resource)?;

@@ -38,6 +38,14 @@ const REPORT_WAIT: Duration = Duration::from_secs(1);
 
 pub fn run(ctx: &Context, args: &RunArgs) -> Result<ExitCode, Failure> {
     let resource = args.target.resource();
+    // clap's `requires = "lock"` on --slots is met by the target group, whichever
+    // of its members is given (a new user: `run --dir src --slots 3` ran without a
+    // slot, FENCEPOST_SLOT unset).
+    if args.slots.is_some() && !matches!(resource, Resource::Lock(_)) {
+        return Err(Failure::Error(crate::commands::slots_refusal(
+            std::slice::from_ref(&resource),
+        )));
+    }
     let mut environment = child_environment(&resource)?;
     let conflict = args.timing.conflict_exit_code;
     // The lease lives exactly as long as this process keeps it alive.

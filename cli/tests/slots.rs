@@ -123,7 +123,28 @@ fn bad_slot_input_is_one_clear_line() {
         (&["claim", "--lock", "p", "--slots", "x"][..], "from 1"),
         (
             &["claim", "--file", "f", "--slots", "2"][..],
-            "--slots applies to one --lock",
+            "--slots applies only to a --lock",
+        ),
+        // `run` ran its command without a slot before (a new user).
+        (
+            &["run", "--dir", ".", "--slots", "3", "--", "true"][..],
+            "--slots applies only to a --lock",
+        ),
+        (
+            &["run", "--file", "f", "--slots", "3", "--", "true"][..],
+            "drop --slots",
+        ),
+        // What `claim --slots` printed, passed whole as the handle.
+        (
+            &[
+                "release",
+                "--lock",
+                "p",
+                "--slot",
+                "1",
+                "1 7.00112233445566778899aabbccddeeff",
+            ][..],
+            "pass them apart: --slot 1 7.00112233445566778899aabbccddeeff",
         ),
         (
             &["claim", "--lock", "p", "--lock", "q", "--slots", "2"][..],
