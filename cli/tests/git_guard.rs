@@ -852,3 +852,34 @@ fn a_staged_submodule_or_directory_link_is_checked_as_a_subtree() {
     assert_eq!(lines.len(), 1, "{out:?}");
     assert!(lines[0].contains("which holds the directory"), "{lines:?}");
 }
+
+/// Run with no `fencepost` on PATH, the installed hook refuses the commit with one
+/// line saying what to do (before, the shell's "fencepost: not found" only), and
+/// `FENCEPOST_GUARD=off` lets the commit through without the check (a new user).
+#[test]
+fn a_commit_without_fencepost_on_path_is_refused_saying_what_to_do() {
+    let repo = guarded_repo();
+    let bare_path = "/usr/bin:/bin";
+    for dir in bare_path.split(':') {
+        assert!(
+            !Path::new(dir).join("fencepost").exists(),
+            "this test needs a PATH without fencepost: {dir} has one"
+        );
+    }
+    std::fs::write(repo.root.join("new.txt"), "x").unwrap();
+    let refused = repo.commit_all(&repo.root, &[("PATH", bare_path)]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("cannot check this commit: the fencepost command is not on PATH")
+            && said.contains("FENCEPOST_GUARD=off"),
+        "{said}"
+    );
+    let through = repo.git_with_hooks(
+        &repo.root,
+        &["commit", "-qm", "unchecked"],
+        &[("PATH", bare_path), ("FENCEPOST_GUARD", " Off ")],
+    );
+    assert_eq!(through.status.code(), Some(0), "{through:?}");
+    assert!(through.stderr.is_empty(), "{through:?}");
+}

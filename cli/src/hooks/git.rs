@@ -29,23 +29,39 @@ pub fn script(hook: &str) -> String {
     let chained = format!("\"$(dirname \"$0\")/{hook}{CHAINED}\"");
     // `-x`, as git itself decides: a hook that is not executable was ignored by git
     // before the install, and stays ignored when chained.
-    let body = if hook == "pre-push" {
+    let (read_input, guard, then) = if hook == "pre-push" {
         // git gives the pushed refs on stdin: both the guard and the chained hook
         // read them.
-        format!(
-            "input=$(cat)\n\
-             printf '%s\\n' \"$input\" | fencepost guard {hook} \"$@\" || exit $?\n\
-             if [ -x {chained} ]; then printf '%s\\n' \"$input\" | {chained} \"$@\"; exit $?; fi\n"
+        (
+            "input=$(cat)\n",
+            format!("printf '%s\\n' \"$input\" | fencepost guard {hook} \"$@\" || exit $?"),
+            format!(
+                "if [ -x {chained} ]; then printf '%s\\n' \"$input\" | {chained} \"$@\"; exit $?; fi\n"
+            ),
         )
     } else {
-        format!(
-            "fencepost guard {hook} \"$@\" || exit $?\n\
-             if [ -x {chained} ]; then exec {chained} \"$@\"; fi\n"
+        (
+            "",
+            format!("fencepost guard {hook} \"$@\" || exit $?"),
+            format!("if [ -x {chained} ]; then exec {chained} \"$@\"; fi\n"),
         )
     };
+    // Without `fencepost` on PATH the shell's own "fencepost: not found" said
+    // nothing of what to do (a new user). The commit is still refused unless the
+    // guard is switched off: a guard that cannot look lets nothing through unseen.
+    let what = if hook == "pre-push" { "push" } else { "commit" };
+    let switch =
+        "$(printf '%s' \"${FENCEPOST_GUARD:-}\" | tr -d '[:space:]' | tr '[:upper:]' '[:lower:]')";
     format!(
         "#!/bin/sh\n{MARKER}; `fencepost hooks uninstall --git` removes it\n\
-         # and puts back the hook it chains ({hook}{CHAINED}), if there was one.\n{body}"
+         # and puts back the hook it chains ({hook}{CHAINED}), if there was one.\n\
+         {read_input}\
+         if command -v fencepost >/dev/null 2>&1; then\n  {guard}\n\
+         else\n  case \"{switch}\" in\n    off|0|false|no) ;;\n    \
+         *) echo \"fencepost guard: cannot check this {what}: the fencepost command is not \
+         on PATH; put it on PATH (cargo install --locked --path cli, from fencepost's source), \
+         or {what} once without the check with FENCEPOST_GUARD=off\" >&2; exit 1 ;;\n  esac\nfi\n\
+         {then}"
     )
 }
 
@@ -216,9 +232,14 @@ pub fn guard(store_flag: Option<&Path>, args: &GuardArgs) -> Result<ExitCode, Fa
             what(args.hook)
         ))
     };
-    let top = PathBuf::from(text(
-        git(&cwd, &["rev-parse", "--show-toplevel"]).map_err(fail)?,
-    ));
+    let top = PathBuf::from(text(git(&cwd, &["rev-parse", "--show-toplevel"]).map_err(
+        |e| {
+            fail(format!(
+                "{e}; it runs inside a git work tree, as the hook `fencepost hooks install \
+                 --git` installs (git runs it there)"
+            ))
+        },
+    )?));
     let top = super::location(&top)
         .map_err(|e| fail(format!("cannot resolve {} ({e})", top.display())))?;
     let ignore_case = git(&top, &["config", "--bool", "core.ignorecase"])
