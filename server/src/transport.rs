@@ -18,6 +18,9 @@
 //! - a request whose `jsonrpc` is not `"2.0"` is answered `-32600`, and one whose
 //!   `params` is neither an object nor an array `-32602`, with its `id` (rmcp's
 //!   answer had none);
+//! - a request whose `id` MCP does not allow (null, a fraction, an object), or
+//!   whose `id` cannot be read (`1e400`), is answered `-32600` / `-32700` with
+//!   `"id": null`, and so is any error rmcp sends without an `id`;
 //! - a request other than `ping` before any `initialize` is answered `-32002`
 //!   (server not initialized), naming what to send first;
 //! - rmcp's "method not found" (`-32601`) also names the method asked for and the
@@ -212,6 +215,18 @@ fn screen_message(message: &Value) -> Screened {
         }
         return Screened::Forward(None);
     };
+    // An id MCP does not allow (null, a fraction, an object or array): rmcp
+    // answered -32600 without any `id` (a breaker); answered here, with id null
+    // since the request's own cannot be used.
+    let integer = |n: &serde_json::Number| n.is_i64() || n.is_u64();
+    if !(id.is_string() || id.as_number().is_some_and(integer)) {
+        let text = "Invalid Request: \"id\" must be a string or an integer \
+                    (not null, a fraction, an object or an array)";
+        return Screened::Answer(
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": text}}),
+            format!("{method} (id {id}): {text}"),
+        );
+    }
     // rmcp answers these -32600 without the request's `id`, which JSON-RPC 2.0
     // requires (found by a breaker); answered here with it.
     let shape = if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
@@ -309,6 +324,15 @@ fn relay_response(pending: &Pending, line: String) -> String {
         return line;
     };
     let Some(id) = response.get("id").cloned() else {
+        // An error rmcp sent without an `id` (a request it could not decode, such
+        // as one naming `id` twice): JSON-RPC 2.0 requires `"id": null` there (a
+        // breaker).
+        if let Some(fields) = response.as_object_mut()
+            && fields.contains_key("error")
+        {
+            fields.insert("id".into(), Value::Null);
+            return response.to_string();
+        }
         return line;
     };
     let Some(what) = pending.lock().unwrap().remove(&id.to_string()) else {
@@ -372,7 +396,11 @@ fn complete_object_id(line: &str) -> Option<Value> {
                         j += 1;
                     }
                     if key == "id" && bytes.get(j) == Some(&b':') {
-                        id = Some(scalar_at(line, j + 1)?);
+                        // An id that cannot be read (`1e400`, out of range) is
+                        // answered with id null, as JSON-RPC asks when the id
+                        // cannot be told (a breaker: no reply at all); a
+                        // truncated line still never closes, and is dropped.
+                        id = Some(scalar_at(line, j + 1).unwrap_or(Value::Null));
                     }
                 }
                 expect_key = false;

@@ -125,6 +125,38 @@ fn undecodable_complete_requests_are_answered_with_their_id() {
     assert_eq!(status["result"]["isError"], false, "{status}");
 }
 
+/// Every complete request is answered, and an error whose request's id cannot be
+/// used carries `"id": null`, as JSON-RPC 2.0 requires (a breaker: an id of
+/// `1e400` got no reply at all; null, fractional, object and repeated ids got a
+/// -32600 with no `id` member).
+#[test]
+fn requests_with_ids_that_cannot_be_used_are_answered_with_id_null() {
+    let tree = Tree::new();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1e400,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":11,"id":12,"method":"ping"}"#,
+    ] {
+        raw.send_line(line);
+        let reply = raw.next().unwrap_or_else(|| panic!("no reply to {line}"));
+        let fields = reply.as_object().expect("an object");
+        assert_eq!(
+            fields.get("id"),
+            Some(&serde_json::Value::Null),
+            "{line}: {reply}"
+        );
+        let code = reply["error"]["code"].as_i64();
+        assert!(matches!(code, Some(-32700 | -32600)), "{line}: {reply}");
+    }
+    raw.send(json!({"jsonrpc": "2.0", "id": 16, "method": "ping"}));
+    let pong = raw.next().expect("still serving");
+    assert_eq!(pong["id"], 16, "{pong}");
+}
+
 /// A tool the server does not have is named in the reply, with where the tools
 /// are listed (rmcp said only "tool not found"; a new user's find).
 #[test]
