@@ -598,6 +598,8 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
             None => "its lease was broken".into(),
         },
         ClaimState::Unreadable => "the newest record is unreadable".into(),
+        // Tokens start at 1 (a new user: token 0 was "superseded by token 5").
+        _ if token == 0 => "no lease has token 0: tokens start at 1".into(),
         _ if token > entry.token => format!(
             "no lease with that token was granted (the newest token is {})",
             entry.token
@@ -1048,6 +1050,13 @@ fn refuse(
             let why = why_not_current(ctx, resource, token);
             let next = if why.contains("--slot") {
                 "nothing was changed"
+            } else if why.starts_with("it has never been claimed")
+                && let Resource::Lock(name) = resource
+                && std::path::Path::new(name).exists()
+            {
+                // A file's path given as a lock name (a new user: `release --lock
+                // src/auth.rs` with the file's handle).
+                "a file of that name exists: if its claim named the file, pass it as --file"
             } else if why.starts_with("it has never been claimed") {
                 // A typo in the name lands here too (a new user was told to claim
                 // the misspelled lock): say where the claims that exist are listed.

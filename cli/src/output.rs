@@ -552,6 +552,17 @@ const NEXT_STEPS_ANY: &str = "claim it with --wait MS to wait for it, work on so
 fn break_command(resource: &fencepost::Resource) -> String {
     let (kind, target, slot) = match resource {
         fencepost::Resource::Slot(name, slot) => ("lock", name.clone(), format!(" --slot {slot}")),
+        // A path as the claimer spelled it means something only in its working
+        // directory; the human asked to break may be elsewhere (a new user was
+        // told `break --dir src`).
+        fencepost::Resource::File(path) | fencepost::Resource::Dir(path) => (
+            resource.kind(),
+            std::path::absolute(path).map_or_else(
+                |_| resource.target(),
+                |absolute| absolute.display().to_string(),
+            ),
+            String::new(),
+        ),
         _ => (resource.kind(), resource.target(), String::new()),
     };
     let quoted = shell_word(&target);

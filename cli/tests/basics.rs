@@ -188,6 +188,13 @@ fn check_of_a_released_token_exits_3() {
         .assert()
         .code(3)
         .stderr(predicate::str::contains("released"));
+    // Token 0 was never granted: tokens start at 1 (it was "superseded by token
+    // 3", a new user).
+    s.cmd()
+        .args(["check", "--lock", "x", "0"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("tokens start at 1"));
 }
 
 /// A lease on lock `name` (owner `library`) that ends `expires_in_ms` from now

@@ -738,3 +738,39 @@ fn a_slot_handle_without_its_slot_says_to_pass_it() {
     assert!(line.contains("--slot N"), "{line}");
     assert!(!line.contains("claim it first"), "{line}");
 }
+
+/// A file's path passed as a lock name, with the file's handle, is told to pass
+/// it as --file (a new user was told only to check the name against `status`).
+#[test]
+fn a_files_path_given_as_a_lock_name_is_told_to_use_file() {
+    let s = Scratch::new();
+    std::fs::write(s.path().join("auth.rs"), "x").unwrap();
+    let claimed = s
+        .cmd()
+        .args(["claim", "--file", "auth.rs"])
+        .output()
+        .unwrap();
+    assert_eq!(claimed.status.code(), Some(0), "{claimed:?}");
+    let handle = String::from_utf8(claimed.stdout)
+        .unwrap()
+        .trim()
+        .to_string();
+    let output = s
+        .cmd()
+        .args(["release", "--lock", "auth.rs", &handle])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let said = one_line_stderr(&output);
+    assert!(said.contains("pass it as --file"), "{said}");
+    // A lock name that is no file's keeps the advice to check the name.
+    let output = s
+        .cmd()
+        .args(["release", "--lock", "no-such-lock", &handle])
+        .output()
+        .unwrap();
+    assert!(
+        one_line_stderr(&output).contains("fencepost status"),
+        "{output:?}"
+    );
+}

@@ -177,6 +177,31 @@ fn racing_processes_never_hold_a_subtree_and_a_file_inside_it_at_once() {
     assert!(tree.windows(2).all(|w| w[0] < w[1]), "{tree:?}");
 }
 
+/// The `break` a refusal suggests names the path whole, not as the claimer spelled
+/// it relative to its own working directory: the human asked to run it may be
+/// elsewhere (a new user was told `break --dir src`).
+#[test]
+fn a_suggested_break_names_the_path_whole() {
+    let s = Scratch::new();
+    std::fs::create_dir_all(s.path().join("src")).unwrap();
+    let tree = claim(&s, &["--dir", "src", "--owner", "tree-agent"]);
+    assert_eq!(tree.status.code(), Some(0), "{tree:?}");
+    let refused = claim(&s, &["--dir", "src", "--shared"]);
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    let message = one_line_stderr(&refused);
+    let whole = std::path::absolute(s.path().join("src")).unwrap();
+    let whole = whole.display().to_string();
+    let word = if cfg!(windows) {
+        format!("'{whole}'")
+    } else {
+        whole
+    };
+    assert!(
+        message.contains(&format!("fencepost break --dir {word} --reason")),
+        "{message}"
+    );
+}
+
 /// A refusal by a subtree above names the subtree, its holder and a `break` of the
 /// subtree (the one that works), not of the file asked for; a refusal of a subtree
 /// by a file below it names the file. The suggested `break` is run and works.
