@@ -687,6 +687,10 @@ pub struct StatusArgs {
     /// Print a JSON array of entries instead of a table
     #[arg(long)]
     pub json: bool,
+    /// Only the resources held now; the table's last line counts the others (a
+    /// store keeps a row for every resource ever claimed: its last token)
+    #[arg(long)]
+    pub held: bool,
 }
 
 /// What `check` checks: a token, and the handle it came in when a whole one was

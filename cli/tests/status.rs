@@ -227,3 +227,38 @@ fn a_store_path_with_a_newline_stays_on_one_line() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("st\\u{a}ore"), "{text}");
 }
+
+/// `status --held` lists only what is held now, and counts the rest on its last
+/// lines (a new user: `status` listed every resource ever claimed, 44 rows after
+/// 40 commands); `--held --json` leaves them out too.
+#[test]
+fn held_lists_only_what_is_held_and_counts_the_rest() {
+    let s = Scratch::new();
+    let _held = s.claim_handle("kept", &[]);
+    for name in ["done-1", "done-2"] {
+        let (_, handle) = s.claim_handle(name, &[]);
+        s.cmd()
+            .args(["release", "--lock", name, &handle])
+            .assert()
+            .code(0);
+    }
+    let output = s.cmd().args(["status", "--held"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("lock:kept"), "{text}");
+    assert!(!text.contains("done-"), "{text}");
+    assert!(text.contains("2 resources not held"), "{text}");
+    // Without --held, every row.
+    let all = table(&s);
+    assert!(
+        all.contains("lock:done-1") && all.contains("lock:kept"),
+        "{all}"
+    );
+    let json = s
+        .cmd()
+        .args(["status", "--held", "--json"])
+        .output()
+        .unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
+}

@@ -248,7 +248,14 @@ pub(crate) struct WriteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(transform = plain_schema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct StatusArgs {}
+pub(crate) struct StatusArgs {
+    /// Only the resources held right now (live exclusive or shared holders). A
+    /// store keeps a row for every resource ever claimed (its last token, so the
+    /// next one is higher), so the full list grows with the work done; the result's
+    /// `not_held` counts the rows left out. Default false (every row).
+    #[serde(default)]
+    pub(crate) held_only: bool,
+}
 
 /// Result of `claim`.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -395,8 +402,13 @@ pub(crate) struct StatusResult {
     pub(crate) root: String,
     /// The lease store this server uses.
     pub(crate) store: String,
-    /// Every resource the store knows, sorted by label.
+    /// Every resource the store knows, sorted by label (with `held_only`, only
+    /// those held right now).
     pub(crate) claims: Vec<StatusClaim>,
+    /// With `held_only`: how many rows of resources not held now (released,
+    /// expired, broken) were left out; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) not_held: Option<u64>,
 }
 
 #[cfg(test)]

@@ -492,8 +492,8 @@ impl FencepostServer {
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn status(&self, Args(args): Args<StatusArgs>) -> Result<Json<StatusResult>, String> {
-        args?;
-        self.blocking(|inner| inner.status()).await
+        let held_only = args?.held_only;
+        self.blocking(move |inner| inner.status(held_only)).await
     }
 }
 
@@ -1396,9 +1396,14 @@ impl Inner {
         })
     }
 
-    fn status(&self) -> Result<StatusResult, String> {
+    fn status(&self, held_only: bool) -> Result<StatusResult, String> {
         let (store, locator) = self.stores.open(None, Access::Existing)?;
-        let entries = store.status().map_err(describe)?;
+        let mut entries = store.status().map_err(describe)?;
+        let before = entries.len();
+        if held_only {
+            entries.retain(|entry| entry.live);
+        }
+        let not_held = (before - entries.len()) as u64;
         let held: HashMap<Key, u64> = self
             .leases()
             .iter()
@@ -1452,6 +1457,7 @@ impl Inner {
             root: self.confinement.root().display().to_string(),
             store: locator,
             claims,
+            not_held: held_only.then_some(not_held),
         })
     }
 }

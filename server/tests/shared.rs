@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::support::{Server, Tree, file};
+use crate::support::{Server, Tree, file, lock};
 
 #[tokio::test]
 async fn a_shared_lease_reads_never_writes_and_excludes_writers() {
@@ -153,4 +153,38 @@ async fn a_claim_blocked_by_the_servers_own_shared_lease_says_so() {
     )
     .await
     .unwrap();
+}
+
+/// `status` with `held_only` lists only what is held now and counts the rest in
+/// `not_held`; without it, every row and no `not_held` (a new user: the list grows
+/// with every resource ever claimed).
+#[tokio::test]
+async fn status_held_only_lists_what_is_held_and_counts_the_rest() {
+    let tree = Tree::new();
+    let a = Server::start(&tree, "agent-a").await;
+    a.call("claim", json!({"resource": lock("kept")}))
+        .await
+        .unwrap();
+    let done = a
+        .call("claim", json!({"resource": lock("done")}))
+        .await
+        .unwrap();
+    a.call(
+        "release",
+        json!({"resource": lock("done"), "token": done["token"]}),
+    )
+    .await
+    .unwrap();
+    let held = a.call("status", json!({"held_only": true})).await.unwrap();
+    let labels: Vec<_> = held["claims"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|row| row["resource"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(labels, ["lock:kept"], "{held}");
+    assert_eq!(held["not_held"], 1, "{held}");
+    let all = a.call("status", json!({})).await.unwrap();
+    assert_eq!(all["claims"].as_array().map(Vec::len), Some(2), "{all}");
+    assert!(all.get("not_held").is_none(), "{all}");
 }
