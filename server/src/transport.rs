@@ -21,6 +21,11 @@
 //! - a request whose `id` MCP does not allow (null, a fraction, an object), or
 //!   whose `id` cannot be read (`1e400`), is answered `-32600` / `-32700` with
 //!   `"id": null`, and so is any error rmcp sends without an `id`;
+//! - a batch (a JSON array, which MCP 2025-03-26 servers must accept) is taken
+//!   apart: each member is screened as above and forwarded alone, and the answers
+//!   go back as one array once every forwarded request was answered or cancelled;
+//!   an empty batch, a member that is not an object, `initialize` in a batch and
+//!   an id repeated in flight are answered `-32600`;
 //! - a request other than `ping` before any `initialize` is answered `-32002`
 //!   (server not initialized), naming what to send first;
 //! - rmcp's "method not found" (`-32601`) also names the method asked for and the
@@ -38,6 +43,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+mod batch;
+
+use batch::{Batches, cancelled_request, screen_batch};
 
 /// Bytes buffered between this layer and rmcp in each direction.
 const PIPE_BYTES: usize = 1 << 16;
@@ -64,6 +73,8 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
     let (output, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
     let (lines, mut outgoing) = mpsc::unbounded_channel::<String>();
     let pending: Pending = Arc::default();
+    let batches: Arc<Mutex<Batches>> = Arc::default();
+    let gathered = Arc::clone(&batches);
 
     // stdin → rmcp, answering here what rmcp would drop or misanswer.
     let answers = lines.clone();
@@ -80,6 +91,29 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
                 Ok(_) => {}
             }
             let text = String::from_utf8_lossy(&line);
+            // A batch (MCP 2025-03-26: a server must accept them): each request
+            // is screened and forwarded alone, and the answers go back as one
+            // array (a breaker: the batch was refused whole).
+            if let Ok(Value::Array(messages)) = serde_json::from_str::<Value>(text.trim()) {
+                let (forward, now) = screen_batch(&messages, initialize_sent, &batches, &requests);
+                for reply in now {
+                    let _ = answers.send(reply.to_string());
+                }
+                for mut one in forward {
+                    one.push('\n');
+                    if to_rmcp.write_all(one.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+                continue;
+            }
+            if let Ok(message) = serde_json::from_str::<Value>(text.trim())
+                && let Some(request) = cancelled_request(&message)
+                && let Some(all) = batches.lock().unwrap().cancelled(&request)
+                && !all.is_empty()
+            {
+                let _ = answers.send(Value::Array(all).to_string());
+            }
             let mut screened = match std::str::from_utf8(&line) {
                 Ok(_) => screen(text.trim()),
                 Err(error) => not_utf8(text.trim(), &error),
@@ -121,6 +155,19 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
         let mut from_rmcp = BufReader::new(from_rmcp).lines();
         while let Ok(Some(line)) = from_rmcp.next_line().await {
             let line = relay_response(&pending, line);
+            // A response to a request of a batch waits for the batch's others.
+            let line = match serde_json::from_str::<Value>(&line) {
+                Ok(response) => match response.get("id").map(Value::to_string) {
+                    Some(id) => match gathered.lock().unwrap().gather(&id, response) {
+                        None => Some(line),
+                        Some(None) => None,
+                        Some(Some(all)) => Some(Value::Array(all).to_string()),
+                    },
+                    None => Some(line),
+                },
+                Err(_) => Some(line),
+            };
+            let Some(line) = line else { continue };
             if lines.send(line).is_err() {
                 break;
             }

@@ -314,6 +314,44 @@ fn a_cancelled_claim_stops_waiting() {
     assert_eq!(other.owner(), "other");
 }
 
+/// A batch whose waiting claim is cancelled is answered without it: no response
+/// to a cancelled request comes, and the batch stops waiting for one (else the
+/// batch's other answers would never be sent).
+#[test]
+fn a_batch_with_a_cancelled_claim_is_answered() {
+    let tree = Tree::new();
+    let store = fencepost::Store::new(fencepost_fs::FsStore::open(&tree.store).unwrap());
+    let _held = store
+        .acquire(
+            &fencepost::Resource::lock("bx"),
+            &fencepost::AcquireOptions::new(60_000).owner("cli-holder"),
+        )
+        .unwrap();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    raw.send(json!([
+        {"jsonrpc": "2.0", "id": 200, "method": "tools/call", "params": {"name": "claim",
+            "arguments": {"resource": lock("bx"), "ttl_ms": 60_000, "wait_ms": 60_000}}},
+        {"jsonrpc": "2.0", "id": 201, "method": "ping"}
+    ]));
+    std::thread::sleep(Duration::from_millis(300));
+    raw.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 200, "reason": "the user gave up"}}),
+    );
+    let reply = raw
+        .next()
+        .expect("the batch answered once its claim was cancelled");
+    let answers = reply
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {reply}"));
+    assert!(answers.iter().any(|a| a["id"] == 201), "{reply}");
+    // Answered once: the next reply is the next request's.
+    raw.send(json!({"jsonrpc": "2.0", "id": 202, "method": "ping"}));
+    let pong = raw.next().expect("still serving");
+    assert_eq!(pong["id"], 202, "{pong}");
+}
+
 /// A claim of what the server's session already holds through another process (an
 /// agent's hook, a CLI `claim --session`) re-enters that lease; cancelled by the
 /// client, it leaves the lease held. It released it, under the other process (a

@@ -157,6 +157,46 @@ fn requests_with_ids_that_cannot_be_used_are_answered_with_id_null() {
     assert_eq!(pong["id"], 16, "{pong}");
 }
 
+/// A batch (a JSON array of requests, which MCP 2025-03-26 servers must accept) is
+/// answered with one array holding a response per request, notifications
+/// excepted; a member that is not a request, and a repeated id, are answered in
+/// it with errors; an empty batch is one error; a batch of notifications only
+/// gets no reply (a breaker: every batch was refused whole with -32600).
+#[test]
+fn a_batch_is_answered_with_one_array() {
+    let tree = Tree::new();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    raw.send_line(
+        r#"[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"status","arguments":{}}},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}},5,{"jsonrpc":"2.0","id":2,"method":"ping"}]"#,
+    );
+    let reply = raw.next().expect("a reply to the batch");
+    let answers = reply
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {reply}"));
+    assert_eq!(answers.len(), 4, "{reply}");
+    let by_id = |id: i64| answers.iter().filter(|a| a["id"] == id).count();
+    assert_eq!((by_id(2), by_id(3)), (1, 1), "{reply}");
+    let status = answers.iter().find(|a| a["id"] == 3).unwrap();
+    assert_eq!(status["result"]["isError"], false, "{reply}");
+    let errors = answers
+        .iter()
+        .filter(|a| a["id"].is_null() && a["error"]["code"] == -32600)
+        .count();
+    assert_eq!(errors, 2, "{reply}");
+
+    raw.send_line("[]");
+    let empty = raw.next().expect("a reply to an empty batch");
+    assert_eq!(empty["error"]["code"], -32600, "{empty}");
+    assert!(empty["id"].is_null(), "{empty}");
+
+    // Notifications only: nothing comes back; the next request is answered next.
+    raw.send_line(r#"[{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}]"#);
+    raw.send(json!({"jsonrpc": "2.0", "id": 16, "method": "ping"}));
+    let pong = raw.next().expect("still serving");
+    assert_eq!(pong["id"], 16, "{pong}");
+}
+
 /// A tool the server does not have is named in the reply, with where the tools
 /// are listed (rmcp said only "tool not found"; a new user's find).
 #[test]
