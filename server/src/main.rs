@@ -154,7 +154,17 @@ async fn serve(server: FencepostServer) -> ExitCode {
     let session = {
         let server = server.clone();
         async move {
-            let running = server.serve(transport).await?;
+            let running = match server.serve(transport).await {
+                Ok(running) => running,
+                // A client that closed its end before `initialize` (a probe that
+                // only starts the server) asked for nothing: not an error (a new
+                // user saw "ERROR session ended" and exit 1).
+                Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+                    tracing::info!("the client closed the connection before initialize");
+                    return Ok(());
+                }
+                Err(e) => return Err(e.into()),
+            };
             running.waiting().await?;
             Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
         }

@@ -444,6 +444,16 @@ fn usage_errors_are_one_line_and_owners_are_printable() {
     assert!(stderr.contains("control characters"), "{stderr}");
 }
 
+/// A client that closes its end before `initialize` asked for nothing: the server
+/// exits 0 and logs no error (a new user saw "ERROR session ended: connection
+/// closed" and exit 1).
+#[test]
+fn a_client_that_leaves_before_initialize_is_not_an_error() {
+    let (code, stderr) = server_stderr(&[], &[], "");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("ERROR"), "{stderr}");
+}
+
 /// issue 19: staging files left by a killed server were never cleaned; the next
 /// write in that directory removes stale ones (ours by name, older than 15 min).
 #[tokio::test]
