@@ -339,12 +339,11 @@ fn a_subtree_over_a_nested_repository_is_refused_not_split() {
 }
 
 /// A `.fencepost` directory in the main checkout (where earlier versions put the
-/// store; it still wins there) is every linked worktree's store for locks too:
-/// agents in a worktree find the marker from the same place in the main checkout.
-/// One inside a linked worktree does not split them either. Files are each
-/// worktree's own and keep the rule of their own directories. (A breaker: with
-/// `main/.fencepost`, a lock claimed in the main checkout was claimed again, token
-/// 1, from a linked worktree, in `.git/fencepost`.)
+/// store; it still wins there) is every linked worktree's store too: agents in a
+/// worktree find the marker from the same place in the main checkout. One inside a
+/// linked worktree does not split them either. (A breaker: with `main/.fencepost`,
+/// a lock claimed in the main checkout was claimed again, token 1, from a linked
+/// worktree, in `.git/fencepost`.)
 #[test]
 fn a_marker_in_the_main_checkout_holds_every_worktrees_locks() {
     let s = Scratch::new();
@@ -374,9 +373,39 @@ fn a_marker_in_the_main_checkout_holds_every_worktrees_locks() {
     // A marker made inside the linked worktree does not take its locks away.
     fs::create_dir(wt.join(".fencepost")).unwrap();
     claim(&s, &wt, &["--lock", "deploy"], 3);
-    // The worktree's own files still follow the marker of their directory.
+    // The worktree's files are its own resources, in the store of the same place
+    // in the main checkout.
     let output = claim(&s, &wt, &["--file", "sub/a.txt", "--json"], 0);
-    assert_eq!(store_of(&output), wt.join(".fencepost").to_str().unwrap());
+    assert_eq!(
+        store_of(&output),
+        main.join("sub/.fencepost").to_str().unwrap()
+    );
+    claim(&s, &main, &["--file", "sub/a.txt"], 0);
+    claim(&s, &main, &["--file", "../wt/sub/a.txt"], 3);
+}
+
+/// `run --lock` in a linked worktree hands its child the lock's store; with a
+/// marker in the main checkout that is the marker, and the child's claim of a
+/// worktree file there is the one every other agent in the worktree meets (had
+/// files kept the worktree's own rule, the child's claim and another agent's would
+/// be in two stores, two holders of one file).
+#[test]
+fn runs_child_in_a_worktree_claims_files_where_the_worktrees_agents_do() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let main = top.join("main");
+    repository(&main, &["a.txt"]);
+    git(&main, &["worktree", "add", "-q", "../wt", "-b", "wt"]);
+    let wt = top.join("wt");
+    fs::create_dir(main.join(".fencepost")).unwrap();
+    let output = s
+        .bare_cmd(&wt)
+        .args(["run", "--lock", "job", "--", "sh", "-c"])
+        .arg("\"$FP\" claim --file a.txt --ttl 60000 >/dev/null")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    claim(&s, &wt, &["--file", "a.txt"], 3);
 }
 
 #[test]

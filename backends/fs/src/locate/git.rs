@@ -95,7 +95,7 @@ pub(super) fn common_dir(anchor: &Path) -> Result<Option<PathBuf>, LocateError> 
 /// checkout (a bare repository's worktrees), or when the files git keeps cannot be
 /// followed (the location rule reports those itself).
 ///
-/// The lock rule looks for `.fencepost` markers from here, so an agent in any
+/// The location rule looks for `.fencepost` markers from here, so an agent in any
 /// worktree finds the marker an agent at the same place in the main checkout finds
 /// (a breaker: a `.fencepost` directory in the main checkout gave its locks a
 /// second store, `.git/fencepost`, that agents in linked worktrees claimed in).

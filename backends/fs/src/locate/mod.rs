@@ -181,9 +181,10 @@ pub enum LocateError {
 /// 1. `explicit` (from `--store` / `FENCEPOST_STORE`, chosen by the caller; an empty
 ///    path counts as not given), made absolute against `cwd`;
 /// 2. the nearest existing `.fencepost` **directory** at or above the anchor (a
-///    deliberate marker of a store's scope); for a lock, a slot or `None` inside a
-///    linked worktree, at or above the same place in the main checkout instead, so
-///    every worktree of a repository finds one store for a name;
+///    deliberate marker of a store's scope); inside a linked worktree, at or above
+///    the same place in the main checkout instead, so every worktree of a
+///    repository finds one store for a lock name, and `run`'s child claims the
+///    worktree's files in the store of `run`'s lock;
 /// 3. inside a git repository: `fencepost/` in the repository's **common git
 ///    directory**, found from the nearest `.git` entry at or above the anchor (a
 ///    directory, or a file whose `gitdir:` line names one) — or the nearest
@@ -268,12 +269,7 @@ pub fn locate_with(
         },
         None => {
             let anchor = anchor(resource, &cwd)?;
-            history::follow(
-                discover(&anchor, names_a_lock(resource), env)?,
-                resource,
-                &anchor,
-                env,
-            )
+            history::follow(discover(&anchor, env)?, resource, &anchor, env)
         }
     };
     if location.path.to_str().is_none() {
@@ -380,23 +376,20 @@ pub fn locate_by_layout(
 ) -> Result<StoreLocation, LocateError> {
     let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let env = |name: &str| std::env::var_os(name);
-    discover(&anchor(resource, &cwd)?, names_a_lock(resource), &env)
+    discover(&anchor(resource, &cwd)?, &env)
 }
 
-/// Rules 2 to 4, from `anchor`. For a lock, a slot or `status` (`named`: not a
-/// file or directory; see [`names_a_lock`]) inside a linked worktree, rule 2 looks for the marker from
-/// the same place in the main checkout ([`git::in_main_checkout`]): a lock's name
-/// is scoped by its store, so every worktree of a repository must find the same
-/// one, and a worktree's files are its own, so for them nothing changes.
+/// Rules 2 to 4, from `anchor`. Inside a linked worktree, rule 2 looks for the
+/// marker from the same place in the main checkout ([`git::in_main_checkout`]):
+/// a lock's name is scoped by its store, so every worktree of a repository must
+/// find the same one; and `run` hands its child the store of its lock, where the
+/// child's claims of the worktree's files must land too, so files follow the same
+/// rule.
 fn discover(
     anchor: &Path,
-    named: bool,
     env: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<StoreLocation, LocateError> {
-    let marker_from = match named {
-        true => git::in_main_checkout(anchor),
-        false => None,
-    };
+    let marker_from = git::in_main_checkout(anchor);
     if let Some(marker) = marker_from
         .as_deref()
         .unwrap_or(anchor)
@@ -443,12 +436,6 @@ fn reads_as_url(store: &Path) -> bool {
         && scheme
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-}
-
-/// Whether the store is looked up for a name scoped by its store (a lock, a slot,
-/// or `status`'s store of the working directory), not for a path.
-fn names_a_lock(resource: Option<&Resource>) -> bool {
-    !matches!(resource, Some(Resource::File(_) | Resource::Dir(_)))
 }
 
 /// The directory whose surroundings decide the store: a file's resolved parent, a

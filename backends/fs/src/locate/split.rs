@@ -199,7 +199,7 @@ fn walk(
         return Ok(());
     }
     let env = |name: &str| std::env::var_os(name);
-    let own = discover(&dir, false, &env)?;
+    let own = discover(&dir, &env)?;
     let repositories_split = own.scope != StoreScope::Marker;
     let mut pending = vec![dir.clone()];
     let mut seen = 0usize;
@@ -256,7 +256,7 @@ fn walk(
                 // a worktree made inside the checkout, and no advice helped).
                 if below
                     && repositories_split
-                    && let Ok(there) = discover(&current, false, &env)
+                    && let Ok(there) = discover(&current, &env)
                     && there.path != own.path
                     && boundary(path.clone(), there).is_break()
                 {
@@ -292,7 +292,7 @@ fn walk(
                 // subtree split it unseen).
                 if repositories_split
                     && git::is_git_dir(&path)
-                    && let Ok(there) = discover(&path, false, &env)
+                    && let Ok(there) = discover(&path, &env)
                     && there.path != own.path
                 {
                     if boundary(path, there).is_break() {
