@@ -384,6 +384,90 @@ fn a_marker_in_the_main_checkout_holds_every_worktrees_locks() {
     claim(&s, &main, &["--file", "../wt/sub/a.txt"], 3);
 }
 
+/// A `.fencepost` in the superproject's main checkout joins the locks of its
+/// submodule's checkouts in every worktree of the superproject, as it joins them in
+/// the main checkout; and a submodule's own linked worktree finds a marker in the
+/// submodule's main checkout (its `core.worktree`). (A breaker: `superwt/sub` and
+/// a submodule's worktree kept their own stores, two holders of one lock.)
+#[test]
+fn a_main_checkout_marker_reaches_submodules_in_every_worktree() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let upstream = top.join("upstream");
+    repository(&upstream, &["shared.txt"]);
+    let outer = top.join("super");
+    repository(&outer, &["README"]);
+    git(
+        &outer,
+        &["submodule", "add", "-q", upstream.to_str().unwrap(), "sub"],
+    );
+    git(&outer, &["commit", "-q", "-m", "add sub"]);
+    git(&outer, &["worktree", "add", "-q", "../superwt", "-b", "wt"]);
+    let superwt = top.join("superwt");
+    git(
+        &superwt,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "update",
+            "-q",
+            "--init",
+        ],
+    );
+    assert!(superwt.join("sub/.git").is_file());
+    fs::create_dir(outer.join(".fencepost")).unwrap();
+    claim(&s, &outer.join("sub"), &["--lock", "deploy"], 0);
+    claim(&s, &superwt.join("sub"), &["--lock", "deploy"], 3);
+    claim(&s, &superwt, &["--lock", "deploy"], 3);
+
+    // The submodule's own linked worktree, with a marker in its main checkout.
+    let sub = outer.join("sub");
+    fs::create_dir(sub.join(".fencepost")).unwrap();
+    git(
+        &sub,
+        &["worktree", "add", "-q", "../../subwt", "-b", "subwt"],
+    );
+    let subwt = top.join("subwt");
+    let output = claim(&s, &sub, &["--lock", "tag", "--json"], 0);
+    assert_eq!(store_of(&output), sub.join(".fencepost").to_str().unwrap());
+    claim(&s, &subwt, &["--lock", "tag"], 3);
+}
+
+/// A bare repository named `.git` has no main checkout (`core.bare`), though its
+/// parent looks like one: its worktrees do not map into that parent, and a marker
+/// inside one of them is not one, so both worktrees find the repository's store.
+/// (A breaker: the parent was taken for the main checkout.)
+#[test]
+fn a_bare_repository_named_dot_git_has_no_main_checkout() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let upstream = top.join("upstream");
+    repository(&upstream, &["a.txt"]);
+    let x = top.join("x");
+    fs::create_dir(&x).unwrap();
+    git(
+        &top,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            upstream.to_str().unwrap(),
+            "x/.git",
+        ],
+    );
+    let bare = x.join(".git");
+    git(&bare, &["worktree", "add", "-q", "../a", "-b", "a"]);
+    git(&bare, &["worktree", "add", "-q", "../src", "-b", "src"]);
+    // A marker in worktree `src`; worktree `a` has a directory `src` too, which
+    // the parent taken for a main checkout would have mapped onto it.
+    fs::create_dir(x.join("src/.fencepost")).unwrap();
+    fs::create_dir(x.join("a/src")).unwrap();
+    let output = claim(&s, &x.join("a/src"), &["--lock", "deploy", "--json"], 0);
+    assert_eq!(store_of(&output), bare.join("fencepost").to_str().unwrap());
+    claim(&s, &x.join("src"), &["--lock", "deploy"], 3);
+}
+
 /// `run --lock` in a linked worktree hands its child the lock's store; with a
 /// marker in the main checkout that is the marker, and the child's claim of a
 /// worktree file there is the one every other agent in the worktree meets (had

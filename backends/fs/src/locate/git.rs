@@ -90,40 +90,116 @@ pub(super) fn common_dir(anchor: &Path) -> Result<Option<PathBuf>, LocateError> 
 
 /// Where `anchor`, a directory inside a linked worktree (`git worktree add`), sits
 /// in the repository's main checkout: its path relative to the worktree's root,
-/// joined to the main checkout's root (which need not exist there). `None` when
-/// `anchor` is not inside a linked worktree, when the repository has no main
-/// checkout (a bare repository's worktrees), or when the files git keeps cannot be
-/// followed (the location rule reports those itself).
+/// joined to the main checkout's root (which need not exist there); the
+/// worktree's parent when the main checkout cannot be told (a bare repository's
+/// worktrees, a git directory kept apart from its checkout). `None` when `anchor`
+/// is not inside a linked worktree, or when the files git keeps cannot be followed
+/// (the location rule reports those itself).
 ///
 /// The location rule looks for `.fencepost` markers from here, so an agent in any
 /// worktree finds the marker an agent at the same place in the main checkout finds
 /// (a breaker: a `.fencepost` directory in the main checkout gave its locks a
 /// second store, `.git/fencepost`, that agents in linked worktrees claimed in).
 pub(super) fn in_main_checkout(anchor: &Path) -> Option<PathBuf> {
-    let work_tree = anchor
-        .ancestors()
-        .find(|dir| fs::symlink_metadata(dir.join(".git")).is_ok() || is_git_dir(dir))?;
-    let dot_git = work_tree.join(".git");
-    // A `.git` directory is a main checkout (or a plain repository), and a git
-    // directory found first is a bare repository or the inside of a `.git`.
-    if !fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file()) {
+    for work_tree in anchor.ancestors() {
+        let dot_git = work_tree.join(".git");
+        let Ok(metadata) = fs::symlink_metadata(&dot_git) else {
+            // A bare repository, or the inside of a git directory: no main checkout
+            // to look from.
+            if is_git_dir(work_tree) {
+                return None;
+            }
+            continue;
+        };
+        // A `.git` directory (or a link to one) is a main checkout's.
+        if !metadata.is_file() {
+            return None;
+        }
+        let text = read_link_file(&dot_git).ok()?;
+        let git_dir = work_tree.join(text.strip_prefix("gitdir:")?.trim());
+        // Only a linked worktree's git directory names a common one. Without one,
+        // a submodule's checkout (or a main checkout whose git directory is kept
+        // elsewhere): the repository above it decides, so a submodule inside a
+        // linked worktree of its superproject maps with the superproject (a
+        // breaker: `super/.fencepost` joined `super/sub` but not `superwt/sub`).
+        let Ok(common) = read_link_file(&git_dir.join("commondir")) else {
+            continue;
+        };
+        let common = fs::canonicalize(git_dir.join(common.trim())).ok()?;
+        // Where the main checkout cannot be told (a bare repository's worktrees),
+        // from above the worktree: a marker inside one linked worktree is no more
+        // a marker than it is when there is a main checkout.
+        return match main_work_tree(&common) {
+            Some(main) => {
+                let relative = anchor.strip_prefix(work_tree).ok()?;
+                Some(sys::plain(main.join(relative)))
+            }
+            None => work_tree.parent().map(Path::to_path_buf),
+        };
+    }
+    None
+}
+
+/// The main checkout of the repository whose common git directory is `common`
+/// (resolved): the directory its `core.worktree` names (a submodule's), else the
+/// directory holding it as its `.git` (directly or through a link), unless the
+/// repository is bare (`core.bare`). `None` when it cannot be told: a git
+/// directory kept away from its checkout (`--separate-git-dir`, a `.git` link to a
+/// directory of another name) names no checkout, as `git worktree list` shows
+/// (docs/design-02-resource-identity.md, "Still open").
+fn main_work_tree(common: &Path) -> Option<PathBuf> {
+    let (bare, worktree) = core_settings(common);
+    if bare == Some(true) {
         return None;
     }
-    let text = read_link_file(&dot_git).ok()?;
-    let git_dir = work_tree.join(text.strip_prefix("gitdir:")?.trim());
-    // Only a linked worktree's git directory names a common one; a submodule's
-    // is its own.
-    let common = read_link_file(&git_dir.join("commondir")).ok()?;
-    let common = fs::canonicalize(git_dir.join(common.trim())).ok()?;
-    if common.file_name()? != ".git" {
-        return None;
+    if let Some(worktree) = worktree {
+        return fs::canonicalize(common.join(worktree))
+            .ok()
+            .filter(|dir| dir.is_dir());
     }
-    let main = common.parent()?;
-    if !fs::symlink_metadata(main.join(".git")).is_ok_and(|m| m.is_dir()) {
-        return None;
+    let parent = common.parent()?;
+    let holds_it = common.file_name()? == ".git"
+        && fs::canonicalize(parent.join(".git")).is_ok_and(|dot_git| dot_git == common);
+    holds_it.then(|| parent.to_path_buf())
+}
+
+/// `core.bare` and `core.worktree` from the `config` file of git directory
+/// `dir`, read as git writes them (`[core]`, then `key = value` lines; keys and
+/// section names in any case; a value in double quotes). Includes and other
+/// sections' spellings of `core` are not followed: git writes both keys plainly.
+fn core_settings(dir: &Path) -> (Option<bool>, Option<String>) {
+    let mut text = String::new();
+    let read = fs::File::open(dir.join("config"))
+        .and_then(|file| file.take(LINK_FILE_LIMIT).read_to_string(&mut text));
+    if read.is_err() {
+        return (None, None);
     }
-    let relative = anchor.strip_prefix(work_tree).ok()?;
-    Some(sys::plain(main.join(relative)))
+    let (mut in_core, mut bare, mut worktree) = (false, None, None);
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_core = line
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .trim()
+                .eq_ignore_ascii_case("core");
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=').filter(|_| in_core) else {
+            continue;
+        };
+        let value = value.trim().trim_matches('"').to_string();
+        match key.trim().to_ascii_lowercase().as_str() {
+            "bare" => {
+                bare = Some(matches!(
+                    value.to_ascii_lowercase().as_str(),
+                    "true" | "yes" | "on" | "1"
+                ))
+            }
+            "worktree" => worktree = Some(value),
+            _ => {}
+        }
+    }
+    (bare, worktree)
 }
 
 /// What marked a repository at some level of the anchor's ancestors.
