@@ -254,7 +254,7 @@ pub(crate) struct StatusArgs {
     /// next one is higher), so the full list grows with the work done; the result's
     /// `not_held` counts the rows left out. Default false (every row).
     #[serde(default)]
-    pub(crate) held_only: bool,
+    pub(crate) held_only: Option<bool>,
 }
 
 /// Result of `claim`.

@@ -492,7 +492,8 @@ impl FencepostServer {
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn status(&self, Args(args): Args<StatusArgs>) -> Result<Json<StatusResult>, String> {
-        let held_only = args?.held_only;
+        // `null` is as good as leaving it out (a breaker's client sent it).
+        let held_only = args?.held_only.unwrap_or(false);
         self.blocking(move |inner| inner.status(held_only)).await
     }
 }

@@ -109,15 +109,35 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
             }
             if let Ok(message) = serde_json::from_str::<Value>(text.trim())
                 && let Some(request) = cancelled_request(&message)
-                && let Some(all) = batches.lock().unwrap().cancelled(&request)
-                && !all.is_empty()
             {
-                let _ = answers.send(Value::Array(all).to_string());
+                // No answer comes to a cancelled request (MCP): its id is free
+                // again, and a batch waiting for it waits no more.
+                requests.lock().unwrap().remove(&request);
+                if let Some(all) = batches.lock().unwrap().cancelled(&request)
+                    && !all.is_empty()
+                {
+                    let _ = answers.send(Value::Array(all).to_string());
+                }
             }
             let mut screened = match std::str::from_utf8(&line) {
                 Ok(_) => screen(text.trim()),
                 Err(error) => not_utf8(text.trim(), &error),
             };
+            // An id still in flight: rmcp would take the new request's answer for
+            // the old one's and drop one of them (a breaker: a claim sent with id 5,
+            // then a ping with id 5, held the lock and its answer never came).
+            if let Screened::Forward(Some((id, what))) = &screened
+                && (requests.lock().unwrap().contains_key(id) || batches.lock().unwrap().waits(id))
+            {
+                let text = format!(
+                    "Invalid Request: request {id} is still unanswered; give each request \
+                     in flight an id of its own"
+                );
+                screened = Screened::Answer(
+                    json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": text}}),
+                    format!("{what} (id {id}): {text}"),
+                );
+            }
             if let Screened::Forward(Some((id, what))) = &screened {
                 if what == "initialize" {
                     initialize_sent = true;

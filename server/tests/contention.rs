@@ -352,6 +352,54 @@ fn a_batch_with_a_cancelled_claim_is_answered() {
     assert_eq!(pong["id"], 202, "{pong}");
 }
 
+/// A request reusing the id of one still in flight is refused, not forwarded: rmcp
+/// took the second for the first and the waiting claim's answer never came (a
+/// breaker). Once the first is answered, or cancelled, its id is free again.
+#[test]
+fn a_request_reusing_an_id_in_flight_is_refused() {
+    let tree = Tree::new();
+    let store = fencepost::Store::new(fencepost_fs::FsStore::open(&tree.store).unwrap());
+    let _held = store
+        .acquire(
+            &fencepost::Resource::lock("dx"),
+            &fencepost::AcquireOptions::new(60_000).owner("cli-holder"),
+        )
+        .unwrap();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "claim",
+        "arguments": {"resource": lock("dx"), "ttl_ms": 60_000, "wait_ms": 60_000}}}),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    raw.send(json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}));
+    let refused = raw.next().expect("the reused id answered");
+    assert!(refused["id"].is_null(), "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("still unanswered")),
+        "{refused}"
+    );
+    raw.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 5, "reason": "gave up"}}),
+    );
+    raw.send(json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}));
+    let pong = loop {
+        let reply = raw.next().expect("the freed id answered");
+        // The cancelled claim may still be answered (with an error) first.
+        if reply
+            .get("result")
+            .is_some_and(|r| r.as_object().is_some_and(|o| o.is_empty()))
+        {
+            break reply;
+        }
+    };
+    assert_eq!(pong["id"], 5, "{pong}");
+}
+
 /// A claim of what the server's session already holds through another process (an
 /// agent's hook, a CLI `claim --session`) re-enters that lease; cancelled by the
 /// client, it leaves the lease held. It released it, under the other process (a

@@ -423,15 +423,20 @@ fn discover(
 
 /// Whether a named store reads as a URL: a scheme of two or more characters (a
 /// letter, then letters, digits, `+`, `-` or `.`; one letter is a Windows drive,
-/// `C:/store`) followed by `:/`. Pinned by `a_store_named_like_a_url_is_refused`.
+/// `C:/store`) followed by `:/`, or `etcd` followed by `:` whatever comes next
+/// (`etcd:host:2379/x`); blanks around the scheme do not hide it (` etcd://…`,
+/// `etcd ://…`, a breaker). Pinned by `a_store_named_like_a_url_is_refused`.
 fn reads_as_url(store: &Path) -> bool {
     let Some(text) = store.to_str() else {
         return false;
     };
-    let Some((scheme, _)) = text.split_once(":/") else {
+    let Some((scheme, rest)) = text.split_once(':') else {
         return false;
     };
-    scheme.len() >= 2
+    let scheme = scheme.trim();
+    let etcd = scheme.eq_ignore_ascii_case("etcd");
+    (etcd || rest.trim_start().starts_with('/'))
+        && scheme.len() >= 2
         && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
         && scheme
             .chars()
@@ -630,6 +635,9 @@ mod tests {
             "Etcd:/h/p",
             "s3://bucket/p",
             "git+ssh://h/r",
+            "etcd:10.0.0.1:2379/x",
+            " etcd://h:2379/x",
+            "etcd ://h:2379/x",
         ] {
             let error = locate_store(Some(Path::new(url)), None, &cwd).unwrap_err();
             assert!(
