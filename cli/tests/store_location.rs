@@ -338,14 +338,28 @@ fn a_subtree_over_a_nested_repository_is_refused_not_split() {
     assert!(line.contains(".fencepost store directory"), "{line}");
 }
 
-/// A `.fencepost` directory in the main checkout (where earlier versions put the
-/// store; it still wins there) is every linked worktree's store too: agents in a
-/// worktree find the marker from the same place in the main checkout. One inside a
-/// linked worktree does not split them either. (A breaker: with `main/.fencepost`,
-/// a lock claimed in the main checkout was claimed again, token 1, from a linked
-/// worktree, in `.git/fencepost`.)
+/// `claim` of a lock from `cwd` that the worktrees do not agree on: exit 1, one
+/// line naming the two stores.
+fn refused_as_split(s: &Scratch, cwd: &Path, args: &[&str]) {
+    let output = run(s, cwd, args);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{args:?} from {}: {output:?}",
+        cwd.display()
+    );
+    let said = one_line_stderr(&output);
+    assert!(said.contains("locate different stores for locks"), "{said}");
+}
+
+/// A `.fencepost` directory in the main checkout only (where earlier versions put
+/// the store) gave the main checkout's locks one store and its linked worktrees'
+/// another: a lock claimed in each, token 1 twice (a breaker). The worktrees'
+/// stores are compared for every lock command, and a disagreement is refused from
+/// every side, naming the stores; `status` still reads. Made the same everywhere
+/// (a marker above every worktree, or none), the lock is one again.
 #[test]
-fn a_marker_in_the_main_checkout_holds_every_worktrees_locks() {
+fn worktrees_that_locate_different_stores_refuse_locks() {
     let s = Scratch::new();
     let top = top(&s);
     let main = top.join("main");
@@ -353,44 +367,41 @@ fn a_marker_in_the_main_checkout_holds_every_worktrees_locks() {
     git(&main, &["worktree", "add", "-q", "../wt", "-b", "wt"]);
     let wt = top.join("wt");
     fs::create_dir(main.join(".fencepost")).unwrap();
-    let output = claim(&s, &main, &["--lock", "deploy", "--json"], 0);
-    assert_eq!(store_of(&output), main.join(".fencepost").to_str().unwrap());
-    claim(&s, &wt, &["--lock", "deploy"], 3);
-    claim(&s, &wt.join("sub"), &["--lock", "deploy"], 3);
-    // And the other way round: a lock claimed first in the worktree.
-    let output = claim(&s, &wt.join("sub"), &["--lock", "port", "--json"], 0);
-    assert_eq!(store_of(&output), main.join(".fencepost").to_str().unwrap());
-    claim(&s, &main, &["--lock", "port"], 3);
-    // `status` in the worktree reads that store.
-    assert!(status_labels(&s, &wt).contains(&"deploy".to_string()));
-
-    // A marker in a subdirectory: the same subdirectory of every worktree.
-    fs::create_dir(main.join("sub/.fencepost")).unwrap();
-    claim(&s, &main.join("sub"), &["--lock", "tag"], 0);
-    claim(&s, &wt.join("sub"), &["--lock", "tag"], 3);
-    claim(&s, &wt, &["--lock", "tag"], 0);
-
-    // A marker made inside the linked worktree does not take its locks away.
-    fs::create_dir(wt.join(".fencepost")).unwrap();
-    claim(&s, &wt, &["--lock", "deploy"], 3);
-    // The worktree's files are its own resources, in the store of the same place
-    // in the main checkout.
-    let output = claim(&s, &wt, &["--file", "sub/a.txt", "--json"], 0);
-    assert_eq!(
-        store_of(&output),
-        main.join("sub/.fencepost").to_str().unwrap()
+    refused_as_split(&s, &main, &["claim", "--lock", "deploy"]);
+    refused_as_split(&s, &wt.join("sub"), &["claim", "--lock", "deploy"]);
+    refused_as_split(
+        &s,
+        &wt,
+        &["run", "--lock", "deploy", "--", "sh", "-c", "touch ran"],
     );
-    claim(&s, &main, &["--file", "sub/a.txt"], 0);
-    claim(&s, &main, &["--file", "../wt/sub/a.txt"], 3);
+    assert!(!wt.join("ran").exists(), "run's command ran");
+    assert_eq!(run(&s, &wt, &["status"]).status.code(), Some(0));
+    // A worktree's files are its own resources: claimed as before.
+    claim(&s, &wt, &["--file", "sub/a.txt"], 0);
+
+    // Removed: the repository's store again, one for every worktree.
+    fs::remove_dir(main.join(".fencepost")).unwrap();
+    claim(&s, &main, &["--lock", "deploy"], 0);
+    claim(&s, &wt, &["--lock", "deploy"], 3);
+    // A marker above every worktree is found from each.
+    fs::create_dir(top.join(".fencepost")).unwrap();
+    claim(&s, &wt, &["--lock", "tag"], 0);
+    claim(&s, &main.join("sub"), &["--lock", "tag"], 3);
+    // One inside a linked worktree only splits them again.
+    fs::create_dir(wt.join(".fencepost")).unwrap();
+    refused_as_split(&s, &main, &["claim", "--lock", "tag2"]);
+    refused_as_split(&s, &wt, &["claim", "--lock", "tag2"]);
 }
 
-/// A `.fencepost` in the superproject's main checkout joins the locks of its
-/// submodule's checkouts in every worktree of the superproject, as it joins them in
-/// the main checkout; and a submodule's own linked worktree finds a marker in the
-/// submodule's main checkout (its `core.worktree`). (A breaker: `superwt/sub` and
-/// a submodule's worktree kept their own stores, two holders of one lock.)
+/// A submodule is a repository of its own inside each worktree of its
+/// superproject (`super/sub` and `superwt/sub` have names of their own). A marker
+/// in the superproject's main checkout joins `super/sub` to the superproject but
+/// cannot reach `superwt/sub`: a lock claimed through it is refused (a breaker:
+/// the marker's store and `superwt/sub`'s own, two holders), while `superwt/sub`
+/// keeps its own names. A submodule's own linked worktree is compared with the
+/// submodule's checkout (`core.worktree`).
 #[test]
-fn a_main_checkout_marker_reaches_submodules_in_every_worktree() {
+fn worktrees_of_a_superproject_compare_their_submodules() {
     let s = Scratch::new();
     let top = top(&s);
     let upstream = top.join("upstream");
@@ -404,42 +415,33 @@ fn a_main_checkout_marker_reaches_submodules_in_every_worktree() {
     git(&outer, &["commit", "-q", "-m", "add sub"]);
     git(&outer, &["worktree", "add", "-q", "../superwt", "-b", "wt"]);
     let superwt = top.join("superwt");
-    git(
-        &superwt,
-        &[
-            "-c",
-            "protocol.file.allow=always",
-            "submodule",
-            "update",
-            "-q",
-            "--init",
-        ],
-    );
+    git(&superwt, &["submodule", "update", "-q", "--init"]);
     assert!(superwt.join("sub/.git").is_file());
-    fs::create_dir(outer.join(".fencepost")).unwrap();
+    // Without a marker, each submodule checkout is a repository of its own.
     claim(&s, &outer.join("sub"), &["--lock", "deploy"], 0);
-    claim(&s, &superwt.join("sub"), &["--lock", "deploy"], 3);
-    claim(&s, &superwt, &["--lock", "deploy"], 3);
+    claim(&s, &superwt.join("sub"), &["--lock", "deploy"], 0);
+    fs::create_dir(outer.join(".fencepost")).unwrap();
+    refused_as_split(&s, &outer.join("sub"), &["claim", "--lock", "tag"]);
+    refused_as_split(&s, &outer, &["claim", "--lock", "tag"]);
+    claim(&s, &superwt.join("sub"), &["--lock", "tag"], 0);
+    fs::remove_dir(outer.join(".fencepost")).unwrap();
 
-    // The submodule's own linked worktree, with a marker in its main checkout.
+    // The submodule's own linked worktree, with a marker in the submodule only.
     let sub = outer.join("sub");
-    fs::create_dir(sub.join(".fencepost")).unwrap();
     git(
         &sub,
         &["worktree", "add", "-q", "../../subwt", "-b", "subwt"],
     );
-    let subwt = top.join("subwt");
-    let output = claim(&s, &sub, &["--lock", "tag", "--json"], 0);
-    assert_eq!(store_of(&output), sub.join(".fencepost").to_str().unwrap());
-    claim(&s, &subwt, &["--lock", "tag"], 3);
+    fs::create_dir(sub.join(".fencepost")).unwrap();
+    refused_as_split(&s, &sub, &["claim", "--lock", "x"]);
+    refused_as_split(&s, &top.join("subwt"), &["claim", "--lock", "x"]);
 }
 
 /// A bare repository named `.git` has no main checkout (`core.bare`), though its
-/// parent looks like one: its worktrees do not map into that parent, and a marker
-/// inside one of them is not one, so both worktrees find the repository's store.
-/// (A breaker: the parent was taken for the main checkout.)
+/// parent looks like one (a breaker: the parent was taken for one). Its worktrees
+/// are compared with each other: a marker inside one of them splits them.
 #[test]
-fn a_bare_repository_named_dot_git_has_no_main_checkout() {
+fn worktrees_of_a_bare_repository_are_compared_with_each_other() {
     let s = Scratch::new();
     let top = top(&s);
     let upstream = top.join("upstream");
@@ -458,38 +460,34 @@ fn a_bare_repository_named_dot_git_has_no_main_checkout() {
     );
     let bare = x.join(".git");
     git(&bare, &["worktree", "add", "-q", "../a", "-b", "a"]);
-    git(&bare, &["worktree", "add", "-q", "../src", "-b", "src"]);
-    // A marker in worktree `src`; worktree `a` has a directory `src` too, which
-    // the parent taken for a main checkout would have mapped onto it.
-    fs::create_dir(x.join("src/.fencepost")).unwrap();
-    fs::create_dir(x.join("a/src")).unwrap();
-    let output = claim(&s, &x.join("a/src"), &["--lock", "deploy", "--json"], 0);
+    git(&bare, &["worktree", "add", "-q", "../b", "-b", "b"]);
+    let output = claim(&s, &x.join("a"), &["--lock", "deploy", "--json"], 0);
     assert_eq!(store_of(&output), bare.join("fencepost").to_str().unwrap());
-    claim(&s, &x.join("src"), &["--lock", "deploy"], 3);
+    claim(&s, &x.join("b"), &["--lock", "deploy"], 3);
+    fs::create_dir(x.join("b/.fencepost")).unwrap();
+    refused_as_split(&s, &x.join("a"), &["claim", "--lock", "tag"]);
+    refused_as_split(&s, &x.join("b"), &["claim", "--lock", "tag"]);
 }
 
-/// `run --lock` in a linked worktree hands its child the lock's store; with a
-/// marker in the main checkout that is the marker, and the child's claim of a
-/// worktree file there is the one every other agent in the worktree meets (had
-/// files kept the worktree's own rule, the child's claim and another agent's would
-/// be in two stores, two holders of one file).
+/// A main checkout whose git directory is kept elsewhere (`--separate-git-dir`)
+/// cannot be found from its linked worktrees, but it finds them: with a marker in
+/// the main checkout, the main checkout refuses, so the lock is never held in two
+/// stores.
 #[test]
-fn runs_child_in_a_worktree_claims_files_where_the_worktrees_agents_do() {
+fn worktrees_of_a_separate_git_dir_are_compared_from_the_main_checkout() {
     let s = Scratch::new();
     let top = top(&s);
     let main = top.join("main");
-    repository(&main, &["a.txt"]);
+    fs::create_dir(&main).unwrap();
+    let gd = top.join("gd");
+    git(
+        &main,
+        &["init", "-q", "--separate-git-dir", gd.to_str().unwrap()],
+    );
+    git(&main, &["commit", "-q", "--allow-empty", "-m", "init"]);
     git(&main, &["worktree", "add", "-q", "../wt", "-b", "wt"]);
-    let wt = top.join("wt");
     fs::create_dir(main.join(".fencepost")).unwrap();
-    let output = s
-        .bare_cmd(&wt)
-        .args(["run", "--lock", "job", "--", "sh", "-c"])
-        .arg("\"$FP\" claim --file a.txt --ttl 60000 >/dev/null")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
-    claim(&s, &wt, &["--file", "a.txt"], 3);
+    refused_as_split(&s, &main, &["claim", "--lock", "deploy"]);
 }
 
 #[test]

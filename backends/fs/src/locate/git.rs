@@ -88,65 +88,39 @@ pub(super) fn common_dir(anchor: &Path) -> Result<Option<PathBuf>, LocateError> 
     }
 }
 
-/// Where `anchor`, a directory inside a linked worktree (`git worktree add`), sits
-/// in the repository's main checkout: its path relative to the worktree's root,
-/// joined to the main checkout's root (which need not exist there); the
-/// worktree's parent when the main checkout cannot be told (a bare repository's
-/// worktrees, a git directory kept apart from its checkout). `None` when `anchor`
-/// is not inside a linked worktree, or when the files git keeps cannot be followed
-/// (the location rule reports those itself).
-///
-/// The location rule looks for `.fencepost` markers from here, so an agent in any
-/// worktree finds the marker an agent at the same place in the main checkout finds
-/// (a breaker: a `.fencepost` directory in the main checkout gave its locks a
-/// second store, `.git/fencepost`, that agents in linked worktrees claimed in).
-pub(super) fn in_main_checkout(anchor: &Path) -> Option<PathBuf> {
-    for work_tree in anchor.ancestors() {
-        let dot_git = work_tree.join(".git");
-        let Ok(metadata) = fs::symlink_metadata(&dot_git) else {
-            // A bare repository, or the inside of a git directory: no main checkout
-            // to look from.
-            if is_git_dir(work_tree) {
-                return None;
-            }
+/// The checkouts of the repository whose common git directory is `common`
+/// (resolved): its main checkout when it can be told ([`main_work_tree`]), and
+/// each linked worktree git lists in `worktrees/*/gitdir` that still exists.
+/// Names of one repository are claimed from any of them.
+pub(super) fn checkouts(common: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = main_work_tree(common).into_iter().collect();
+    let Ok(entries) = fs::read_dir(common.join("worktrees")) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let admin = entry.path();
+        // `gitdir` names the worktree's `.git` file (relative to this directory
+        // with `worktree.useRelativePaths`).
+        let Ok(text) = read_link_file(&admin.join("gitdir")) else {
             continue;
         };
-        // A `.git` directory (or a link to one) is a main checkout's.
-        if !metadata.is_file() {
-            return None;
+        let dot_git = admin.join(text.trim());
+        if let Some(work_tree) = dot_git.parent().filter(|dir| dir.is_dir())
+            && let Ok(resolved) = fs::canonicalize(work_tree)
+        {
+            found.push(sys::plain(resolved));
         }
-        let text = read_link_file(&dot_git).ok()?;
-        let git_dir = work_tree.join(text.strip_prefix("gitdir:")?.trim());
-        // Only a linked worktree's git directory names a common one. Without one,
-        // a submodule's checkout (or a main checkout whose git directory is kept
-        // elsewhere): the repository above it decides, so a submodule inside a
-        // linked worktree of its superproject maps with the superproject (a
-        // breaker: `super/.fencepost` joined `super/sub` but not `superwt/sub`).
-        let Ok(common) = read_link_file(&git_dir.join("commondir")) else {
-            continue;
-        };
-        let common = fs::canonicalize(git_dir.join(common.trim())).ok()?;
-        // Where the main checkout cannot be told (a bare repository's worktrees),
-        // from above the worktree: a marker inside one linked worktree is no more
-        // a marker than it is when there is a main checkout.
-        return match main_work_tree(&common) {
-            Some(main) => {
-                let relative = anchor.strip_prefix(work_tree).ok()?;
-                Some(sys::plain(main.join(relative)))
-            }
-            None => work_tree.parent().map(Path::to_path_buf),
-        };
     }
-    None
+    found
 }
 
 /// The main checkout of the repository whose common git directory is `common`
 /// (resolved): the directory its `core.worktree` names (a submodule's), else the
-/// directory holding it as its `.git` (directly or through a link), unless the
-/// repository is bare (`core.bare`). `None` when it cannot be told: a git
-/// directory kept away from its checkout (`--separate-git-dir`, a `.git` link to a
-/// directory of another name) names no checkout, as `git worktree list` shows
-/// (docs/design-02-resource-identity.md, "Still open").
+/// directory holding it as its own `.git` directory, unless the repository is
+/// bare (`core.bare`). `None` when it cannot be told: a git
+/// directory kept away from its checkout (`--separate-git-dir`, a `.git` link)
+/// names no checkout, as `git worktree list` shows; such a main checkout finds its
+/// linked worktrees, which cannot find it.
 fn main_work_tree(common: &Path) -> Option<PathBuf> {
     let (bare, worktree) = core_settings(common);
     if bare == Some(true) {
@@ -157,10 +131,12 @@ fn main_work_tree(common: &Path) -> Option<PathBuf> {
             .ok()
             .filter(|dir| dir.is_dir());
     }
+    // Not through a link: a `.git` link resolves to a directory named `.git`
+    // elsewhere, whose parent is no checkout (a breaker).
     let parent = common.parent()?;
     let holds_it = common.file_name()? == ".git"
-        && fs::canonicalize(parent.join(".git")).is_ok_and(|dot_git| dot_git == common);
-    holds_it.then(|| parent.to_path_buf())
+        && fs::symlink_metadata(parent.join(".git")).is_ok_and(|m| m.is_dir());
+    holds_it.then(|| sys::plain(parent.to_path_buf()))
 }
 
 /// `core.bare` and `core.worktree` from the `config` file of git directory

@@ -9,6 +9,7 @@
 mod git;
 mod history;
 mod split;
+mod worktrees;
 
 #[cfg(unix)]
 mod unix;
@@ -116,6 +117,28 @@ pub enum LocateError {
         /// The store as named.
         store: String,
     },
+    /// A lock or slot whose store the worktrees of its repository do not agree on:
+    /// the same place in another worktree (or the main checkout) locates another
+    /// store, so the name could be held in each at once (`.fencepost` markers made
+    /// in one checkout only; a breaker found two holders).
+    #[error(
+        "the worktrees of this repository locate different stores for locks here: {} \
+         from here, {} from {}, so a lock could have a holder in each; make the \
+         .fencepost directories the same in every worktree (remove {} once `fencepost \
+         status` shows nothing held, or put one above all the worktrees), or give \
+         every agent one FENCEPOST_STORE",
+        .here.display(), .there.display(), .worktree.display(), .marker.display()
+    )]
+    WorktreesSplit {
+        /// The store located from here.
+        here: PathBuf,
+        /// The store located from the same place in `worktree`.
+        there: PathBuf,
+        /// The other worktree (or main checkout).
+        worktree: PathBuf,
+        /// The marker store of the two (the one to remove or move).
+        marker: PathBuf,
+    },
     /// The resource itself is invalid (an empty file path, no working directory).
     #[error(transparent)]
     Resource(#[from] fencepost::Error),
@@ -181,10 +204,7 @@ pub enum LocateError {
 /// 1. `explicit` (from `--store` / `FENCEPOST_STORE`, chosen by the caller; an empty
 ///    path counts as not given), made absolute against `cwd`;
 /// 2. the nearest existing `.fencepost` **directory** at or above the anchor (a
-///    deliberate marker of a store's scope); inside a linked worktree, at or above
-///    the same place in the main checkout instead, so every worktree of a
-///    repository finds one store for a lock name, and `run`'s child claims the
-///    worktree's files in the store of `run`'s lock;
+///    deliberate marker of a store's scope);
 /// 3. inside a git repository: `fencepost/` in the repository's **common git
 ///    directory**, found from the nearest `.git` entry at or above the anchor (a
 ///    directory, or a file whose `gitdir:` line names one) — or the nearest
@@ -212,7 +232,9 @@ pub enum LocateError {
 /// lossily); [`LocateError::Resource`] for an invalid file resource (an empty path,
 /// a directory);
 /// [`LocateError::Repository`] when a `.git` file or `commondir` is unreadable or
-/// leads nowhere; [`LocateError::NoUserStore`] outside every repository when
+/// leads nowhere; [`LocateError::WorktreesSplit`] for a lock or slot whose store
+/// another checkout of the repository locates elsewhere (`worktrees.rs`);
+/// [`LocateError::NotADirectory`] for a named store that reads as a URL; [`LocateError::NoUserStore`] outside every repository when
 /// `HOME` (and `XDG_STATE_HOME`; `LOCALAPPDATA` on Windows) is unset — never a
 /// store in `/`.
 ///
@@ -269,7 +291,13 @@ pub fn locate_with(
         },
         None => {
             let anchor = anchor(resource, &cwd)?;
-            history::follow(discover(&anchor, env)?, resource, &anchor, env)
+            let location = history::follow(discover(&anchor, env)?, resource, &anchor, env);
+            // A lock's name is scoped by its store: every worktree of the
+            // repository must find the same one, or a lock gets two holders.
+            if matches!(resource, Some(Resource::Lock(_) | Resource::Slot(..))) {
+                worktrees::one_store_for_names(&anchor, &location, env, &discover)?;
+            }
+            location
         }
     };
     if location.path.to_str().is_none() {
@@ -379,20 +407,12 @@ pub fn locate_by_layout(
     discover(&anchor(resource, &cwd)?, &env)
 }
 
-/// Rules 2 to 4, from `anchor`. Inside a linked worktree, rule 2 looks for the
-/// marker from the same place in the main checkout ([`git::in_main_checkout`]):
-/// a lock's name is scoped by its store, so every worktree of a repository must
-/// find the same one; and `run` hands its child the store of its lock, where the
-/// child's claims of the worktree's files must land too, so files follow the same
-/// rule.
+/// Rules 2 to 4, from `anchor`.
 fn discover(
     anchor: &Path,
     env: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<StoreLocation, LocateError> {
-    let marker_from = git::in_main_checkout(anchor);
-    if let Some(marker) = marker_from
-        .as_deref()
-        .unwrap_or(anchor)
+    if let Some(marker) = anchor
         .ancestors()
         .map(|dir| dir.join(STORE_DIR_NAME))
         .find(|candidate| candidate.is_dir())
