@@ -350,6 +350,7 @@ fn refused_as_split(s: &Scratch, cwd: &Path, args: &[&str]) {
     );
     let said = one_line_stderr(&output);
     assert!(said.contains("locate different stores for locks"), "{said}");
+    assert!(said.contains("status` shows nothing held"), "{said}");
 }
 
 /// A `.fencepost` directory in the main checkout only (where earlier versions put
@@ -393,13 +394,44 @@ fn worktrees_that_locate_different_stores_refuse_locks() {
     refused_as_split(&s, &wt, &["claim", "--lock", "tag2"]);
 }
 
+/// Only live checkouts are compared, and only where the same place is still this
+/// repository's: a stale worktree entry whose path another repository reuses, a
+/// worktree deleted and its directory made again, and a repository nested in
+/// another worktree are no disagreement (a breaker: each was refused, with advice
+/// to remove another repository's store or the per-user store).
+#[test]
+fn worktrees_compared_are_live_and_stay_in_the_repository() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let main = top.join("main");
+    repository(&main, &["sub/a.txt"]);
+    let other = top.join("other");
+    repository(&other, &["g"]);
+    fs::create_dir(top.join("agents")).unwrap();
+    git(
+        &main,
+        &["worktree", "add", "-q", "../agents/task1", "-b", "t1"],
+    );
+    fs::remove_dir_all(top.join("agents/task1")).unwrap();
+    git(
+        &other,
+        &["worktree", "add", "-q", "../agents/task1", "-b", "t1"],
+    );
+    git(&main, &["worktree", "add", "-q", "../wt", "-b", "wt"]);
+    fs::remove_dir_all(top.join("wt")).unwrap();
+    fs::create_dir(top.join("wt")).unwrap();
+    git(&main, &["worktree", "add", "-q", "../wt2", "-b", "wt2"]);
+    repository(&top.join("wt2/sub"), &[]);
+    claim(&s, &main, &["--lock", "deploy"], 0);
+    claim(&s, &main.join("sub"), &["--lock", "deploy"], 3);
+}
+
 /// A submodule is a repository of its own inside each worktree of its
-/// superproject (`super/sub` and `superwt/sub` have names of their own). A marker
-/// in the superproject's main checkout joins `super/sub` to the superproject but
-/// cannot reach `superwt/sub`: a lock claimed through it is refused (a breaker:
-/// the marker's store and `superwt/sub`'s own, two holders), while `superwt/sub`
-/// keeps its own names. A submodule's own linked worktree is compared with the
-/// submodule's checkout (`core.worktree`).
+/// superproject (`super/sub` and `superwt/sub` have names of their own, README).
+/// A marker in the superproject's main checkout splits the superproject's own
+/// checkouts (refused at `super`), joins `super/sub` to it, and leaves
+/// `superwt/sub` its own names. A submodule's own linked worktree is compared with
+/// the submodule's checkout (`core.worktree`).
 #[test]
 fn worktrees_of_a_superproject_compare_their_submodules() {
     let s = Scratch::new();
@@ -421,10 +453,10 @@ fn worktrees_of_a_superproject_compare_their_submodules() {
     claim(&s, &outer.join("sub"), &["--lock", "deploy"], 0);
     claim(&s, &superwt.join("sub"), &["--lock", "deploy"], 0);
     fs::create_dir(outer.join(".fencepost")).unwrap();
-    refused_as_split(&s, &outer.join("sub"), &["claim", "--lock", "tag"]);
     refused_as_split(&s, &outer, &["claim", "--lock", "tag"]);
+    claim(&s, &outer.join("sub"), &["--lock", "tag"], 0);
     claim(&s, &superwt.join("sub"), &["--lock", "tag"], 0);
-    fs::remove_dir(outer.join(".fencepost")).unwrap();
+    fs::remove_dir_all(outer.join(".fencepost")).unwrap();
 
     // The submodule's own linked worktree, with a marker in the submodule only.
     let sub = outer.join("sub");

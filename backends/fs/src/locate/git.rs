@@ -105,7 +105,20 @@ pub(super) fn checkouts(common: &Path) -> Vec<PathBuf> {
             continue;
         };
         let dot_git = admin.join(text.trim());
-        if let Some(work_tree) = dot_git.parent().filter(|dir| dir.is_dir())
+        // Git's own test of a live entry: the worktree's `.git` file leads back
+        // here. A stale entry (the worktree deleted or moved without `git worktree
+        // prune`, its path reused by another repository) is no checkout of ours
+        // (a breaker: refused over another repository's store).
+        let leads_back = read_link_file(&dot_git)
+            .ok()
+            .and_then(|text| {
+                let target = text.strip_prefix("gitdir:")?.trim().to_string();
+                let base = dot_git.parent()?;
+                fs::canonicalize(base.join(target)).ok()
+            })
+            .is_some_and(|target| fs::canonicalize(&admin).is_ok_and(|a| a == target));
+        if leads_back
+            && let Some(work_tree) = dot_git.parent()
             && let Ok(resolved) = fs::canonicalize(work_tree)
         {
             found.push(sys::plain(resolved));

@@ -122,19 +122,20 @@ pub enum LocateError {
     /// store, so the name could be held in each at once (`.fencepost` markers made
     /// in one checkout only; a breaker found two holders).
     #[error(
-        "the worktrees of this repository locate different stores for locks here: {} \
-         from here, {} from {}, so a lock could have a holder in each; make the \
-         .fencepost directories the same in every worktree (remove {} once `fencepost \
-         status` shows nothing held, or put one above all the worktrees), or give \
+        "the checkouts of this repository locate different stores for locks: {} from \
+         here, {} from {}, so a lock could have a holder in each; make every checkout \
+         find one store (a .fencepost directory only some checkouts see, such as {}, \
+         can be removed once `fencepost --store {} status` shows nothing held), or give \
          every agent one FENCEPOST_STORE",
-        .here.display(), .there.display(), .worktree.display(), .marker.display()
+        .here.display(), .there.display(), .worktree.display(), .marker.display(),
+        .marker.display()
     )]
     WorktreesSplit {
         /// The store located from here.
         here: PathBuf,
         /// The store located from the same place in `worktree`.
         there: PathBuf,
-        /// The other worktree (or main checkout).
+        /// The same place in the other worktree (or main checkout).
         worktree: PathBuf,
         /// The marker store of the two (the one to remove or move).
         marker: PathBuf,

@@ -75,9 +75,21 @@ pub(super) fn one_store_for_names(
             if store_identity(&checkout) == root_identity {
                 continue;
             }
-            let Ok(there) = discover(&checkout.join(relative), env) else {
+            let place = checkout.join(relative);
+            // The same place may lie in a repository of its own there (a nested
+            // repository, a submodule on that branch): names of its own, not ours
+            // (a breaker: refused over a scratch repository in another worktree).
+            if enters_another_repository(&checkout, &place) {
+                continue;
+            }
+            let Ok(there) = discover(&place, env) else {
                 continue;
             };
+            // A checkout of this repository is never outside every repository: one
+            // that reads so could not be read (another user's), and says nothing.
+            if there.scope == StoreScope::User {
+                continue;
+            }
             if store_identity(&there.path) != here {
                 let marker = if location.scope == StoreScope::Marker {
                     location.path.clone()
@@ -87,11 +99,21 @@ pub(super) fn one_store_for_names(
                 return Err(LocateError::WorktreesSplit {
                     here: location.path.clone(),
                     there: there.path,
-                    worktree: checkout,
+                    worktree: place,
                     marker,
                 });
             }
         }
     }
     Ok(())
+}
+
+/// Whether `place` (below `checkout`) lies in a repository other than
+/// `checkout`'s: a directory between them, `place` included, that holds a `.git`
+/// entry or is a git directory.
+fn enters_another_repository(checkout: &Path, place: &Path) -> bool {
+    place
+        .ancestors()
+        .take_while(|dir| *dir != checkout)
+        .any(|dir| fs::symlink_metadata(dir.join(".git")).is_ok() || git::is_git_dir(dir))
 }
