@@ -426,6 +426,27 @@ fn worktrees_compared_are_live_and_stay_in_the_repository() {
     claim(&s, &main.join("sub"), &["--lock", "deploy"], 3);
 }
 
+/// A worktree whose main checkout moved (no `git worktree repair`) cannot be
+/// compared; under a marker above it, its lock commands are refused with the
+/// repository's error instead of claiming unseen (a breaker: the moved main
+/// checkout and the worktree each held the lock, token 1).
+#[test]
+fn worktrees_whose_repository_cannot_be_read_refuse_locks() {
+    let s = Scratch::new();
+    let top = top(&s);
+    fs::create_dir_all(top.join("p/.fencepost")).unwrap();
+    fs::create_dir(top.join("q")).unwrap();
+    let app = top.join("p/app");
+    repository(&app, &["a.txt"]);
+    git(&app, &["worktree", "add", "-q", "../wt", "-b", "wt"]);
+    claim(&s, &top.join("p/wt"), &["--lock", "before"], 0);
+    fs::rename(&app, top.join("q/app")).unwrap();
+    claim(&s, &top.join("q/app"), &["--lock", "db"], 0);
+    let output = run(&s, &top.join("p/wt"), &["claim", "--lock", "db"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(one_line_stderr(&output).contains("repair"), "{output:?}");
+}
+
 /// A submodule is a repository of its own inside each worktree of its
 /// superproject (`super/sub` and `superwt/sub` have names of their own, README).
 /// A marker in the superproject's main checkout splits the superproject's own

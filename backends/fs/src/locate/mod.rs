@@ -124,11 +124,8 @@ pub enum LocateError {
     #[error(
         "the checkouts of this repository locate different stores for locks: {} from \
          here, {} from {}, so a lock could have a holder in each; make every checkout \
-         find one store (a .fencepost directory only some checkouts see, such as {}, \
-         can be removed once `fencepost --store {} status` shows nothing held), or give \
-         every agent one FENCEPOST_STORE",
-        .here.display(), .there.display(), .worktree.display(), .marker.display(),
-        .marker.display()
+         find one store{hint}, or give every agent one FENCEPOST_STORE",
+        .here.display(), .there.display(), .worktree.display()
     )]
     WorktreesSplit {
         /// The store located from here.
@@ -137,8 +134,9 @@ pub enum LocateError {
         there: PathBuf,
         /// The same place in the other worktree (or main checkout).
         worktree: PathBuf,
-        /// The marker store of the two (the one to remove or move).
-        marker: PathBuf,
+        /// What to do about a marker store of the two, if one is (empty when
+        /// neither is).
+        hint: String,
     },
     /// The resource itself is invalid (an empty file path, no working directory).
     #[error(transparent)]

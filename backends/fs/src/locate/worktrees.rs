@@ -64,8 +64,14 @@ pub(super) fn one_store_for_names(
                 }
             }
         }
-        let Ok(Some(common)) = git::common_dir(root) else {
-            continue;
+        // The nearest repository must be read: a marker above it would otherwise
+        // hide a repository whose links are broken (its main checkout moved), and
+        // nothing would be compared (a breaker: two holders). A superproject that
+        // cannot be read is passed over.
+        let common = match git::common_dir(root) {
+            Ok(Some(common)) => common,
+            Err(e) if nearest == Some(root) => return Err(e),
+            _ => continue,
         };
         let Ok(relative) = anchor.strip_prefix(root) else {
             continue;
@@ -75,7 +81,10 @@ pub(super) fn one_store_for_names(
             if store_identity(&checkout) == root_identity {
                 continue;
             }
-            let place = checkout.join(relative);
+            let place = match relative.as_os_str().is_empty() {
+                true => checkout.clone(),
+                false => checkout.join(relative),
+            };
             // The same place may lie in a repository of its own there (a nested
             // repository, a submodule on that branch): names of its own, not ours
             // (a breaker: refused over a scratch repository in another worktree).
@@ -85,22 +94,31 @@ pub(super) fn one_store_for_names(
             let Ok(there) = discover(&place, env) else {
                 continue;
             };
-            // A checkout of this repository is never outside every repository: one
-            // that reads so could not be read (another user's), and says nothing.
-            if there.scope == StoreScope::User {
+            // A checkout of this repository that reads as outside every repository
+            // could not be read (another user's): it says nothing. One that can be
+            // read (a `core.worktree` with no `.git` in it) is compared.
+            if there.scope == StoreScope::User && fs::read_dir(&checkout).is_err() {
                 continue;
             }
             if store_identity(&there.path) != here {
-                let marker = if location.scope == StoreScope::Marker {
-                    location.path.clone()
-                } else {
-                    there.path.clone()
+                // The advice names a marker store only when one of the two is one.
+                let marker = [location, &there]
+                    .into_iter()
+                    .find(|store| store.scope == StoreScope::Marker);
+                let hint = match marker {
+                    Some(marker) => format!(
+                        " (a .fencepost directory only some checkouts see, such as {}, can \
+                         be removed once `fencepost --store {} status` shows nothing held)",
+                        marker.path.display(),
+                        marker.path.display()
+                    ),
+                    None => String::new(),
                 };
                 return Err(LocateError::WorktreesSplit {
                     here: location.path.clone(),
                     there: there.path,
                     worktree: place,
-                    marker,
+                    hint,
                 });
             }
         }
