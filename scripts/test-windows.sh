@@ -141,14 +141,15 @@ if [ "$status" -ne 0 ] && grep -q '^wine client error' "$log" && ! grep -q '^tes
 fi
 
 # A test that failed only because Wine's CreateProcess returned ERROR_INTERNAL_ERROR
-# (1359, docs/windows.md "Process creation") did not fail: Wine did. When that is
+# (1359), or its process died of STATUS_DLL_INIT_FAILED before running (docs/windows.md
+# "Process creation"), did not fail: Wine did. When that is
 # every failure in the log (scripts/wine-flakes.py decides, and refuses anything
 # else), those tests run once more, by name and loudly, into their own log; a
 # second failure is a failure. A binary whose Wine server connection broke in the
 # same run (the handler above declines when a test failed) runs once more whole.
 if [ "$status" -ne 0 ] && [ "$status" -ne 124 ] && flaky=$(python3 scripts/wine-flakes.py "$log"); then
   rerun_log="${log%.log}-rerun.log"
-  echo "test-windows: Wine's CreateProcess failed (1359) under: $(echo "$flaky" | tr '\t\n' ' ;'); running those tests once more (log: $rerun_log)" >&2
+  echo "test-windows: Wine failed to start a process (1359 or 0xC0000142) under: $(echo "$flaky" | tr '\t\n' ' ;'); running those tests once more (log: $rerun_log)" >&2
   status=0
   while IFS=$'\t' read -r target_args tests; do
     [ -n "$target_args" ] || continue

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Which failed tests of a `cargo test` log failed only by Wine's CreateProcess
-defect: ERROR_INTERNAL_ERROR (1359) where Windows starts the process
+"""Which failed tests of a `cargo test` log failed only by Wine's process-creation
+defects: CreateProcess returning ERROR_INTERNAL_ERROR (1359), or the started
+process ending with STATUS_DLL_INIT_FAILED (0xC0000142) before any of its code ran
 (docs/windows.md, "Process creation").
 
 Usage: wine-flakes.py LOG
@@ -15,6 +16,10 @@ no test names: it runs once more whole.
 """
 import re
 import sys
+
+# 1359 as io::Error prints it; 0xC0000142 as ExitStatus prints it (3221225794) and
+# as its code (-1073741502).
+WINE_SPAWN_FAILED = r"(code: |os error )1359\b|ExitStatus\(3221225794\)|Some\(-1073741502\)"
 
 
 def main(path):
@@ -38,7 +43,7 @@ def main(path):
                 flaky.append((rerun.group(1), []))
                 broke, current = False, None
                 continue
-            if not all(re.search(r"(code: |os error )1359\b", "\n".join(out)) for _, out in failed):
+            if not all(re.search(WINE_SPAWN_FAILED, "\n".join(out)) for _, out in failed):
                 return 1
             flaky.append((rerun.group(1), [test for test, _ in failed]))
             failed, current, broke = [], None, False
