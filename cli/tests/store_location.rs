@@ -221,10 +221,9 @@ fn all_spellings_contend(s: &Scratch, spellings: &[(PathBuf, String)]) {
     }
 }
 
-#[test]
-fn every_spelling_of_a_submodule_file_contends() {
-    let s = Scratch::new();
-    let top = top(&s);
+/// `top/super`, a repository with a submodule `sub` (a clone of `top/upstream`,
+/// which holds `shared.txt`), committed.
+fn superproject(top: &Path) -> PathBuf {
     let upstream = top.join("upstream");
     repository(&upstream, &["shared.txt"]);
     let outer = top.join("super");
@@ -234,6 +233,14 @@ fn every_spelling_of_a_submodule_file_contends() {
         &["submodule", "add", "-q", upstream.to_str().unwrap(), "sub"],
     );
     git(&outer, &["commit", "-q", "-m", "add sub"]);
+    outer
+}
+
+#[test]
+fn every_spelling_of_a_submodule_file_contends() {
+    let s = Scratch::new();
+    let top = top(&s);
+    let outer = superproject(&top);
     let sub = outer.join("sub");
     assert!(sub.join(".git").is_file(), "a submodule has a .git file");
     fs::create_dir(sub.join("deeper")).unwrap();
@@ -457,15 +464,7 @@ fn worktrees_whose_repository_cannot_be_read_refuse_locks() {
 fn worktrees_of_a_superproject_compare_their_submodules() {
     let s = Scratch::new();
     let top = top(&s);
-    let upstream = top.join("upstream");
-    repository(&upstream, &["shared.txt"]);
-    let outer = top.join("super");
-    repository(&outer, &["README"]);
-    git(
-        &outer,
-        &["submodule", "add", "-q", upstream.to_str().unwrap(), "sub"],
-    );
-    git(&outer, &["commit", "-q", "-m", "add sub"]);
+    let outer = superproject(&top);
     git(&outer, &["worktree", "add", "-q", "../superwt", "-b", "wt"]);
     let superwt = top.join("superwt");
     git(&superwt, &["submodule", "update", "-q", "--init"]);

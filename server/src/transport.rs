@@ -91,11 +91,13 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
                 Ok(_) => {}
             }
             let text = String::from_utf8_lossy(&line);
+            // Parsed once, for the batch and cancellation checks and the screen.
+            let parsed = serde_json::from_str::<Value>(text.trim());
             // A batch (MCP 2025-03-26: a server must accept them): each request
             // is screened and forwarded alone, and the answers go back as one
             // array (a breaker: the batch was refused whole).
-            if let Ok(Value::Array(messages)) = serde_json::from_str::<Value>(text.trim()) {
-                let (forward, now) = screen_batch(&messages, initialize_sent, &batches, &requests);
+            if let Ok(Value::Array(messages)) = &parsed {
+                let (forward, now) = screen_batch(messages, initialize_sent, &batches, &requests);
                 for reply in now {
                     let _ = answers.send(reply.to_string());
                 }
@@ -107,8 +109,8 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
                 }
                 continue;
             }
-            if let Ok(message) = serde_json::from_str::<Value>(text.trim())
-                && let Some(request) = cancelled_request(&message)
+            if let Ok(message) = &parsed
+                && let Some(request) = cancelled_request(message)
             {
                 // No answer comes to a cancelled request (MCP): its id is free
                 // again, and a batch waiting for it waits no more.
@@ -120,7 +122,7 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
                 }
             }
             let mut screened = match std::str::from_utf8(&line) {
-                Ok(_) => screen(text.trim()),
+                Ok(_) => screen_parsed(text.trim(), parsed),
                 Err(error) => not_utf8(text.trim(), &error),
             };
             // An id still in flight: rmcp would take the new request's answer for
@@ -223,11 +225,17 @@ enum Screened {
     Drop(String),
 }
 
+#[cfg(test)]
 fn screen(line: &str) -> Screened {
+    screen_parsed(line, serde_json::from_str::<Value>(line))
+}
+
+/// What to do with `line`, given what parsing it gave.
+fn screen_parsed(line: &str, parsed: serde_json::Result<Value>) -> Screened {
     if line.is_empty() {
         return Screened::Drop("an empty line".into());
     }
-    match serde_json::from_str::<Value>(line) {
+    match parsed {
         Ok(message) => screen_message(&message),
         Err(error) => match complete_object_id(line) {
             Some(id) => {

@@ -273,23 +273,30 @@ fn a_claim_without_a_wait_is_not_queued_behind_a_waiting_one() {
     );
 }
 
+/// A tree whose lock `name` a library holder (`cli-holder`, ttl 60 s) holds, the
+/// store and lease it holds it with, and a raw server on the tree, initialized.
+fn server_beside_a_holder(name: &str) -> (Tree, fencepost::Store, fencepost::Lease, Raw) {
+    let tree = Tree::new();
+    let store = fencepost::Store::new(fencepost_fs::FsStore::open(&tree.store).unwrap());
+    let held = store
+        .acquire(
+            &fencepost::Resource::lock(name),
+            &fencepost::AcquireOptions::new(60_000).owner("cli-holder"),
+        )
+        .unwrap();
+    let mut raw = Raw::start(&tree);
+    raw.initialize();
+    (tree, store, held, raw)
+}
+
 /// A waiting claim the client cancels stops waiting: when the holder then lets go,
 /// another claimant gets the lock, not the cancelled claim (it kept waiting for its
 /// whole `wait_ms` and took the lock as soon as it was free, nobody to learn its
 /// token: a breaker).
 #[test]
 fn a_cancelled_claim_stops_waiting() {
-    let tree = Tree::new();
-    let store = fencepost::Store::new(fencepost_fs::FsStore::open(&tree.store).unwrap());
+    let (_tree, store, held, mut raw) = server_beside_a_holder("cx");
     let cx = fencepost::Resource::lock("cx");
-    let held = store
-        .acquire(
-            &cx,
-            &fencepost::AcquireOptions::new(60_000).owner("cli-holder"),
-        )
-        .unwrap();
-    let mut raw = Raw::start(&tree);
-    raw.initialize();
     raw.send(
         json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call", "params": {"name": "claim",
         "arguments": {"resource": lock("cx"), "ttl_ms": 60_000, "wait_ms": 60_000}}}),
@@ -319,16 +326,7 @@ fn a_cancelled_claim_stops_waiting() {
 /// batch's other answers would never be sent).
 #[test]
 fn a_batch_with_a_cancelled_claim_is_answered() {
-    let tree = Tree::new();
-    let store = fencepost::Store::new(fencepost_fs::FsStore::open(&tree.store).unwrap());
-    let _held = store
-        .acquire(
-            &fencepost::Resource::lock("bx"),
-            &fencepost::AcquireOptions::new(60_000).owner("cli-holder"),
-        )
-        .unwrap();
-    let mut raw = Raw::start(&tree);
-    raw.initialize();
+    let (_tree, _store, _held, mut raw) = server_beside_a_holder("bx");
     raw.send(json!([
         {"jsonrpc": "2.0", "id": 200, "method": "tools/call", "params": {"name": "claim",
             "arguments": {"resource": lock("bx"), "ttl_ms": 60_000, "wait_ms": 60_000}}},
@@ -357,16 +355,7 @@ fn a_batch_with_a_cancelled_claim_is_answered() {
 /// breaker). Once the first is answered, or cancelled, its id is free again.
 #[test]
 fn a_request_reusing_an_id_in_flight_is_refused() {
-    let tree = Tree::new();
-    let store = fencepost::Store::new(fencepost_fs::FsStore::open(&tree.store).unwrap());
-    let _held = store
-        .acquire(
-            &fencepost::Resource::lock("dx"),
-            &fencepost::AcquireOptions::new(60_000).owner("cli-holder"),
-        )
-        .unwrap();
-    let mut raw = Raw::start(&tree);
-    raw.initialize();
+    let (_tree, _store, _held, mut raw) = server_beside_a_holder("dx");
     raw.send(
         json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "claim",
         "arguments": {"resource": lock("dx"), "ttl_ms": 60_000, "wait_ms": 60_000}}}),

@@ -89,11 +89,12 @@ pub(super) fn common_dir(anchor: &Path) -> Result<Option<PathBuf>, LocateError> 
 }
 
 /// The checkouts of the repository whose common git directory is `common`
-/// (resolved): its main checkout when it can be told ([`main_work_tree`]), and
-/// each linked worktree git lists in `worktrees/*/gitdir` that still exists.
-/// Names of one repository are claimed from any of them.
+/// (resolved): each live linked worktree git lists in `worktrees/*/gitdir`, and
+/// its main checkout when it can be told ([`main_work_tree`]); none when it has no
+/// linked worktree (the main checkout alone cannot disagree with itself). Names
+/// of one repository are claimed from any of them.
 pub(super) fn checkouts(common: &Path) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = main_work_tree(common).into_iter().collect();
+    let mut found: Vec<PathBuf> = Vec::new();
     let Ok(entries) = fs::read_dir(common.join("worktrees")) else {
         return found;
     };
@@ -123,6 +124,11 @@ pub(super) fn checkouts(common: &Path) -> Vec<PathBuf> {
         {
             found.push(sys::plain(resolved));
         }
+    }
+    // Without a linked worktree the main checkout is the only one: nothing to
+    // compare, and its `config` is not read on every lock command.
+    if !found.is_empty() {
+        found.extend(main_work_tree(common));
     }
     found
 }
@@ -189,6 +195,12 @@ fn core_settings(dir: &Path) -> (Option<bool>, Option<String>) {
         }
     }
     (bare, worktree)
+}
+
+/// Whether git finds a repository at `dir`: a `.git` entry there (a directory, or
+/// a file naming one), or `dir` being a git directory itself.
+pub(super) fn marks_repository(dir: &Path) -> bool {
+    fs::symlink_metadata(dir.join(".git")).is_ok() || is_git_dir(dir)
 }
 
 /// What marked a repository at some level of the anchor's ancestors.

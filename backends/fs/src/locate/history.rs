@@ -12,7 +12,6 @@
 //! under an earlier layout does, that one is used.
 
 use std::ffi::OsString;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use fencepost::{LeaseStore, Resource};
@@ -36,7 +35,7 @@ pub(super) fn stores_on_the_path(
     };
     for dir in anchor.ancestors() {
         push(dir.join(STORE_DIR_NAME), StoreScope::Marker);
-        let repository = fs::symlink_metadata(dir.join(".git")).is_ok() || git::is_git_dir(dir);
+        let repository = git::marks_repository(dir);
         // A repository whose `.git` cannot be followed holds no store we could
         // read; the rule reports it when it is the nearest.
         if repository && let Ok(Some(common)) = git::common_dir(dir) {

@@ -510,9 +510,9 @@ pub fn store_holding(path: &Path, named: Option<&Path>) -> Option<PathBuf> {
     // not made yet would be found by the first claim there).
     for dir in existing.ancestors() {
         candidates.push(dir.join(STORE_DIR_NAME));
-        let repository =
-            std::fs::symlink_metadata(dir.join(".git")).is_ok() || git::is_git_dir(dir);
-        if repository && let Ok(Some(common)) = git::common_dir(dir) {
+        if git::marks_repository(dir)
+            && let Ok(Some(common)) = git::common_dir(dir)
+        {
             candidates.push(common.join(REPOSITORY_STORE_NAME));
         }
     }

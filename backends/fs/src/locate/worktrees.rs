@@ -43,8 +43,7 @@ pub(super) fn one_store_for_names(
     let here = store_identity(&location.path);
     let mut nearest: Option<&Path> = None;
     for root in anchor.ancestors() {
-        let repository = fs::symlink_metadata(root.join(".git")).is_ok() || git::is_git_dir(root);
-        if !repository {
+        if !git::marks_repository(root) {
             continue;
         }
         // A repository around the nearest one (a superproject) decides only
@@ -133,5 +132,5 @@ fn enters_another_repository(checkout: &Path, place: &Path) -> bool {
     place
         .ancestors()
         .take_while(|dir| *dir != checkout)
-        .any(|dir| fs::symlink_metadata(dir.join(".git")).is_ok() || git::is_git_dir(dir))
+        .any(git::marks_repository)
 }
