@@ -249,6 +249,20 @@ fn log_filter() -> (tracing_subscriber::filter::Targets, Option<String>) {
     }
 }
 
+/// rmcp's warning for every error it answers (`response error`, fields `id` and
+/// `error`, the error as a Rust `Debug` dump holding the method name rmcp had before
+/// our message replaced it). Our own line for the request already says what was
+/// answered, so at every level this one only repeats it, wrongly worded; rmcp's
+/// other warnings (a send that failed, a request rejected) are kept.
+fn is_rmcp_response_error(meta: &tracing::Metadata<'_>) -> bool {
+    let fields = meta.fields();
+    meta.is_event()
+        && meta.target() == "rmcp::service"
+        && *meta.level() == tracing::Level::WARN
+        && fields.field("error").is_some()
+        && fields.field("id").is_some()
+}
+
 /// Lines of log the writer thread holds while stderr is not taken: about a
 /// megabyte at the default level.
 const LOG_LINES_HELD: usize = 10_000;
@@ -260,7 +274,7 @@ const LOG_LINES_HELD: usize = 10_000;
 /// Keep the guard until exit: dropping it writes what is held, waiting at most
 /// about a second.
 fn init_logging() -> tracing_appender::non_blocking::WorkerGuard {
-    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::layer::{Layer, SubscriberExt};
     use tracing_subscriber::util::SubscriberInitExt;
     let (filter, problem) = log_filter();
     let (stderr, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
@@ -273,7 +287,10 @@ fn init_logging() -> tracing_appender::non_blocking::WorkerGuard {
             tracing_subscriber::fmt::layer()
                 .with_writer(stderr)
                 .with_ansi(false)
-                .with_target(false),
+                .with_target(false)
+                .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
+                    !is_rmcp_response_error(meta)
+                })),
         )
         .with(filter)
         .init();

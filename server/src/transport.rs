@@ -176,10 +176,10 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
     tokio::spawn(async move {
         let mut from_rmcp = BufReader::new(from_rmcp).lines();
         while let Ok(Some(line)) = from_rmcp.next_line().await {
-            let line = relay_response(&pending, line);
+            let (line, response) = relay_response(&pending, line);
             // A response to a request of a batch waits for the batch's others.
-            let line = match serde_json::from_str::<Value>(&line) {
-                Ok(response) => match response.get("id").map(Value::to_string) {
+            let line = match response {
+                Some(response) => match response.get("id").map(Value::to_string) {
                     Some(id) => match gathered.lock().unwrap().gather(&id, response) {
                         None => Some(line),
                         Some(None) => None,
@@ -187,7 +187,7 @@ pub fn stdio() -> ((DuplexStream, DuplexStream), Writer) {
                     },
                     None => Some(line),
                 },
-                Err(_) => Some(line),
+                None => Some(line),
             };
             let Some(line) = line else { continue };
             if lines.send(line).is_err() {
@@ -394,9 +394,11 @@ const METHODS: &str = "initialize, ping, tools/list and tools/call (tools/list n
 /// Logs, at info, how the request a response answers ended, and returns the
 /// response to send: rmcp's own, except that "method not found" also names the
 /// method asked for and the methods there are (rmcp says only "Method not found").
-fn relay_response(pending: &Pending, line: String) -> String {
+/// Also returns the response parsed (`None`: not JSON), so the batch gathering
+/// after it need not parse the line again.
+fn relay_response(pending: &Pending, line: String) -> (String, Option<Value>) {
     let Ok(mut response) = serde_json::from_str::<Value>(&line) else {
-        return line;
+        return (line, None);
     };
     let Some(id) = response.get("id").cloned() else {
         // An error rmcp sent without an `id` (a request it could not decode, such
@@ -406,12 +408,12 @@ fn relay_response(pending: &Pending, line: String) -> String {
             && fields.contains_key("error")
         {
             fields.insert("id".into(), Value::Null);
-            return response.to_string();
+            return (response.to_string(), Some(response));
         }
-        return line;
+        return (line, Some(response));
     };
     let Some(what) = pending.lock().unwrap().remove(&id.to_string()) else {
-        return line;
+        return (line, Some(response));
     };
     let line = if response["error"]["code"] == -32601 {
         let message = format!("Method not found: {what}; this server answers {METHODS}");
@@ -444,7 +446,7 @@ fn relay_response(pending: &Pending, line: String) -> String {
         "ok".to_string()
     };
     tracing::info!("{what} (id {id}): {outcome}");
-    line
+    (line, Some(response))
 }
 
 /// The `id` of `line` when it is one complete JSON object (its closing brace ends

@@ -426,6 +426,27 @@ fn the_log_has_one_readable_line_per_request_and_honours_rust_log() {
     assert!(verbose.lines().count() > log.lines().count(), "{verbose}");
 }
 
+/// An error answer is logged once, by our line for its request: rmcp's own
+/// warning for it (a Rust `Debug` dump of the error, its message the bare method
+/// name) repeated it, worded wrongly, at the default level (a new user).
+#[test]
+fn an_error_answer_is_logged_once_in_our_words() {
+    let session = SESSION.replace(
+        r#""method":"tools/call","params":{"name":"status","arguments":{}}"#,
+        r#""method":"foo/bar","params":{}"#,
+    );
+    assert!(session.contains("foo/bar"));
+    let (code, log) = server_stderr(&[], &[], &session);
+    assert_eq!(code, Some(0), "{log}");
+    let about: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("id=2") || l.contains("(id 2)"))
+        .collect();
+    assert_eq!(about.len(), 1, "{log}");
+    assert!(about[0].contains("foo/bar (id 2): error -32601"), "{log}");
+    assert!(!log.contains("ErrorData"), "{log}");
+}
+
 /// issue 19: usage errors were clap's multi-line block; --owner with control
 /// characters was accepted (the CLI refuses them).
 #[test]
