@@ -554,13 +554,17 @@ fn break_command(resource: &fencepost::Resource) -> String {
         fencepost::Resource::Slot(name, slot) => ("lock", name.clone(), format!(" --slot {slot}")),
         // A path as the claimer spelled it means something only in its working
         // directory; the human asked to break may be elsewhere (a new user was
-        // told `break --dir src`).
+        // told `break --dir src`). Resolved as its key is (`..` and links), so the
+        // command names the file the human will look at (a breaker was told
+        // `break --file /repo/src/missing/../alias/b.rs`).
         fencepost::Resource::File(path) | fencepost::Resource::Dir(path) => (
             resource.kind(),
-            std::path::absolute(path).map_or_else(
-                |_| resource.target(),
-                |absolute| absolute.display().to_string(),
-            ),
+            resource
+                .identity()
+                .ok()
+                .and_then(|identity| identity.path)
+                .or_else(|| std::path::absolute(path).ok())
+                .map_or_else(|| resource.target(), |path| path.display().to_string()),
             String::new(),
         ),
         _ => (resource.kind(), resource.target(), String::new()),

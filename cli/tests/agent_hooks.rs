@@ -437,6 +437,29 @@ fn symlinks_are_judged_where_they_lead() {
     assert_blocked(&repo.edit("claude-code-Edit.json", "s2", "src/a.rs"));
 }
 
+/// A file held by a shared claim (a reader) is said to be read, not edited, in the
+/// reason an edit is blocked with (a breaker: "is being edited by reader1 (shared)").
+#[test]
+fn a_file_held_by_a_reader_is_said_to_be_read() {
+    let repo = Repo::new();
+    let output = repo
+        .scratch
+        .bare_cmd(&repo.root)
+        .args([
+            "claim", "--file", "src/a.rs", "--shared", "--owner", "reader1",
+        ])
+        .args(["--ttl", "60000"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let reason = assert_blocked(&repo.edit("claude-code-Edit.json", "s1", "src/a.rs"));
+    assert!(
+        reason.contains("is being read by reader1 (shared)"),
+        "{reason}"
+    );
+    assert!(!reason.contains("edited"), "{reason}");
+}
+
 #[test]
 fn a_linked_worktree_claims_into_the_shared_store() {
     let repo = Repo::new();
@@ -606,14 +629,24 @@ fn edits_into_any_store_or_making_a_git_directory_are_refused() {
         assert!(said.contains("lies in the lease store"), "{path:?}: {said}");
         assert!(said.contains("do not write it another way"), "{said}");
     }
-    // Through a dangling symbolic link to a record not written yet (a breaker).
-    for (link, target) in [
-        ("dl-user", user.join("fencepost").join(record)),
-        ("dl-repo", repo.root.join(".git/fencepost").join(record)),
+    // Through a dangling symbolic link to a record not written yet (a breaker),
+    // refused as a write of the record itself is: the one in the repository's git
+    // directory as a write inside `.git`.
+    for (link, target, said_as) in [
+        (
+            "dl-user",
+            user.join("fencepost").join(record),
+            "lies in the lease store",
+        ),
+        (
+            "dl-repo",
+            repo.root.join(".git/fencepost").join(record),
+            "does not write inside a .git entry",
+        ),
     ] {
         std::os::unix::fs::symlink(&target, repo.root.join(link)).unwrap();
         let said = assert_blocked(&write(&repo.root.join(link), &[]));
-        assert!(said.contains("lies in the lease store"), "{link}: {said}");
+        assert!(said.contains(said_as), "{link}: {said}");
     }
     // Beside the bare repository's store, its own files are still edited.
     assert_allowed(&write(&bare.join("description"), &[]), "claude-code");
@@ -629,6 +662,46 @@ fn edits_into_any_store_or_making_a_git_directory_are_refused() {
         said.contains(&format!("would make {} a git directory", x.display())),
         "{said}"
     );
+}
+
+/// A `..` that climbs out of a missing directory into a symbolic link to the store
+/// (`src/missing/../lnk/…`, which every editor tidies to `src/lnk/…`) is judged where
+/// it leads: the hook took it for a plain path in the work tree and let a session
+/// write a record that ended another's claim (a breaker). So is a dangling link
+/// into a `.git` entry (`lnk -> sub/.git`: the write makes `sub` a repository).
+#[test]
+fn a_climb_or_a_dangling_link_into_metadata_is_refused() {
+    let repo = Repo::new();
+    std::fs::create_dir_all(repo.root.join("src")).unwrap();
+    std::fs::create_dir_all(repo.root.join("sub")).unwrap();
+    std::os::unix::fs::symlink("../.git/fencepost", repo.root.join("src/lnkstore")).unwrap();
+    std::os::unix::fs::symlink("../.git", repo.root.join("src/lnkgit")).unwrap();
+    // Before the store exists (the link dangles) and after (it resolves).
+    for store_made in [false, true] {
+        if store_made {
+            std::fs::write(repo.root.join("src/a.rs"), "a\n").unwrap();
+            assert_allowed(
+                &repo.edit("claude-code-Edit.json", "s2", "src/a.rs"),
+                "claude-code",
+            );
+            assert!(repo.root.join(".git/fencepost/claims").is_dir());
+        }
+        for path in [
+            "src/missing/../lnkstore/claims/lock-x/g00000002.json",
+            "src/a/b/../../lnkstore/claims/lock-x/g00000002.json",
+            "src/missing/../lnkgit/hooks/pre-push",
+        ] {
+            let said = assert_blocked(&repo.edit("claude-code-Write.json", "s1", path));
+            assert!(said.starts_with("fencepost: refused"), "{path}: {said}");
+        }
+    }
+    std::os::unix::fs::symlink("sub/.git", repo.root.join("lnk")).unwrap();
+    std::os::unix::fs::symlink(".git/hooks/pre-push", repo.root.join("lnk2")).unwrap();
+    for path in ["lnk", "lnk2"] {
+        let said = assert_blocked(&repo.edit("claude-code-Write.json", "s1", path));
+        assert!(said.contains("moves the lease store"), "{path}: {said}");
+    }
+    assert!(!repo.root.join("sub/.git").exists());
 }
 
 /// A hard link to a lease record, made beside the store by a shell command, is

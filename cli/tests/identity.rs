@@ -190,6 +190,26 @@ fn rows() -> Vec<Row> {
             second: (FILE, "alias/x.txt"),
             exit: 3,
         },
+        // A breaker: a `..` out of a missing directory, then a symlinked one, was
+        // keyed by its spelling: two holders of one file, one subtree twice.
+        #[cfg(unix)]
+        Row {
+            name: "real/x.txt then missing/../alias/x.txt (a climb, then a link)",
+            setup: links_to_a,
+            first: (FILE, "real/x.txt"),
+            between: nothing,
+            second: (FILE, "missing/../alias/x.txt"),
+            exit: 3,
+        },
+        #[cfg(unix)]
+        Row {
+            name: "--dir real then --dir missing/../alias",
+            setup: links_to_a,
+            first: ("--dir", "real"),
+            between: nothing,
+            second: ("--dir", "missing/../alias"),
+            exit: 3,
+        },
         #[cfg(unix)]
         Row {
             name: "a dangling symlink, then the file it points to",
@@ -365,4 +385,27 @@ fn a_break_through_another_link_fences_the_holder() {
         .unwrap();
     assert_eq!(row["state"], "broken", "{row}");
     assert_eq!(row["live"], false, "{row}");
+}
+
+/// The `break` a refusal suggests names the path as its key resolves it: a spelling
+/// with `..` and a link in it named the spelling (a breaker was told `break --file
+/// /repo/src/missing/../alias/b.rs`).
+#[cfg(unix)]
+#[test]
+fn a_suggested_break_names_the_path_resolved() {
+    let s = Scratch::new();
+    links_to_a(s.path());
+    assert_eq!(claim(&s, FILE, "real/x.txt"), 0);
+    let refused = s
+        .cmd()
+        .args(["claim", "--file", "missing/../alias/x.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    let line = crate::util::one_line_stderr(&refused);
+    let real = s.path().canonicalize().unwrap().join("real/x.txt");
+    assert!(
+        line.contains(&format!("fencepost break --file {} ", real.display())),
+        "{line}"
+    );
 }

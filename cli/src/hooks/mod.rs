@@ -155,8 +155,15 @@ pub fn held_reason(path: &Path, holder: &Holder, now: u64) -> String {
              outside {dir} meanwhile, {again}, or ask the human to coordinate the two sessions."
         );
     }
+    // A shared claim's holder reads the file (the protocol names it "OWNER (shared)"
+    // or "OWNER and N other readers (shared)"; shared claims carry no session).
+    let doing = if holder.owner.ends_with("(shared)") {
+        "read"
+    } else {
+        "edited"
+    };
     format!(
-        "fencepost: {} is being edited by {who}, which holds it until {until} ({}). This edit \
+        "fencepost: {} is being {doing} by {who}, which holds it until {until} ({}). This edit \
          was blocked so that two sessions do not overwrite each other's work. Do not edit this \
          file now, and do not write it another way (a shell command, another tool). Work on \
          other files meanwhile, try this edit again after {until}, or ask the human to \
@@ -386,8 +393,17 @@ fn edit(
         let target = cwd.join(path);
         let location = location(&target)
             .map_err(|e| format!("cannot resolve {tool}'s path {path:?} ({e})"))?;
-        if let Some(reason) = into_metadata(&root, &location, tool)
-            .or_else(|| into_store(store_flag, &location, tool))
+        // A dangling symbolic link (the file, or a directory on its way) is written
+        // through: where it leads is judged too, as file identity follows it (a
+        // breaker: a link to a record not yet written in the store, and one to
+        // `sub/.git`, were allowed).
+        let leads_to = dangling_link_target(&location);
+        if let Some(reason) = [Some(&location), leads_to.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|at| {
+                into_metadata(&root, at, tool).or_else(|| into_store(store_flag, at, tool))
+            })
         {
             return Ok(Decision::Block(reason));
         }
@@ -578,6 +594,17 @@ fn into_metadata(root: &Path, location: &Path, tool: &str) -> Option<String> {
     None
 }
 
+/// Where a write of `location` lands when a dangling symbolic link on its way
+/// leads elsewhere (the write creates the link's target, or goes through it), as
+/// file identity resolves it; `None` where that is `location` itself.
+fn dangling_link_target(location: &Path) -> Option<PathBuf> {
+    Resource::file(location)
+        .identity()
+        .ok()
+        .and_then(|identity| identity.path)
+        .filter(|path| path != location)
+}
+
 /// Why an edit of `location` (resolved) is refused when it lies in a lease store
 /// (`named`, the `--store` or `FENCEPOST_STORE` one, or any store the location rule
 /// could pick: a bare repository's inside the project, the per-user store), or
@@ -588,21 +615,6 @@ fn into_metadata(root: &Path, location: &Path, tool: &str) -> Option<String> {
 /// the same paths. Pinned by
 /// `cli/tests/agent_hooks.rs::edits_into_any_store_or_making_a_git_directory_are_refused`.
 fn into_store(named: Option<&Path>, location: &Path, tool: &str) -> Option<String> {
-    // A dangling symbolic link is written through: where it leads is judged too,
-    // as file identity follows it (a breaker: a link to a record not yet written
-    // in the store was allowed).
-    let link = std::fs::symlink_metadata(location).is_ok_and(|m| m.file_type().is_symlink());
-    let leads_to = link
-        .then(|| Resource::file(location).identity().ok())
-        .flatten()
-        .and_then(|identity| identity.path)
-        .filter(|path| path != location);
-    into_store_at(named, location, tool)
-        .or_else(|| leads_to.and_then(|path| into_store_at(named, &path, tool)))
-}
-
-/// [`into_store`] for one resolved location.
-fn into_store_at(named: Option<&Path>, location: &Path, tool: &str) -> Option<String> {
     let shown = printable(&location.display().to_string());
     if let Some(store) = fencepost_fs::store_holding(location, named) {
         return Some(format!(
@@ -655,8 +667,8 @@ pub fn project_root(cwd: &Path) -> Result<PathBuf, String> {
 }
 
 /// Where `path` (absolute) is: its deepest existing ancestor resolved through the
-/// filesystem (symlinks, `..`), the rest appended with `.` and `..` applied, as the
-/// core resolves a file's identity.
+/// filesystem (symlinks, `..`), the rest appended with `.` and `..` applied, and
+/// after a `..` resolved again, as the core resolves a file's identity.
 pub fn location(path: &Path) -> std::io::Result<PathBuf> {
     let mut rest = Vec::new();
     let mut existing = path;
@@ -676,14 +688,22 @@ pub fn location(path: &Path) -> std::io::Result<PathBuf> {
         }
     };
     let mut out = resolved;
+    let mut climbed = false;
     for name in rest.iter().rev() {
         match Path::new(name).components().next() {
             Some(Component::ParentDir) => {
                 out.pop();
+                climbed = true;
             }
             Some(Component::CurDir) | None => {}
             _ => out.push(name),
         }
+    }
+    // A `..` out of a missing directory can lead back into existing ones and their
+    // symbolic links (`src/missing/../link-to-store/…`): resolved again, as the core
+    // does (a breaker wrote a lease record through it). No `..` is left, so once.
+    if climbed {
+        return location(&out);
     }
     Ok(strip_verbatim(out))
 }
@@ -720,6 +740,25 @@ mod tests {
             Decision::Allow(None)
         ));
         assert!(matches!(closed(|| Err("x".into())), Decision::Block(_)));
+    }
+
+    /// A `..` out of a missing directory leads back through a symbolic link, as the
+    /// core keys the file (a breaker: the hook judged `src/lnk/…` where the write
+    /// lands in what `lnk` names).
+    #[cfg(unix)]
+    #[test]
+    fn a_climb_out_of_a_missing_directory_is_located_through_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("src/held")).unwrap();
+        std::os::unix::fs::symlink("held", root.join("src/alias")).unwrap();
+        for spelled in ["src/missing/../alias/x", "src/a/b/../../alias/x"] {
+            assert_eq!(
+                location(&root.join(spelled)).unwrap(),
+                root.join("src/held/x"),
+                "{spelled}"
+            );
+        }
     }
 
     /// The README shows the reasons verbatim; this keeps it true.

@@ -116,7 +116,9 @@ impl Resource {
     /// the deepest existing ancestor resolved through the OS (symlinks and `..` the
     /// way the kernel resolves them; a dangling symlink is followed to the file it
     /// would create), the remaining components appended with `.` dropped and `..`
-    /// applied, so a file has one key before and after it exists; then NFC-normalized
+    /// applied (and after a `..`, the result resolved again: it can climb back into
+    /// existing directories and links), so a file has one key before and after it
+    /// exists; then NFC-normalized
     /// and case-folded (on Windows, through the Windows spelling rules). A file that
     /// exists also gets a [`file_id`](Identity::file_id) key from its device and
     /// inode, so two hard links to it contend. Slots: the lock's canonical name and
@@ -802,7 +804,9 @@ const SYMLINK_LIMIT: u32 = 40;
 
 /// Resolves the deepest existing ancestor of `absolute` through the OS, then appends
 /// the rest with `.` dropped and `..` applied lexically (the rest does not exist, so
-/// there is no symlink in it for the kernel to follow).
+/// there is no symlink in it for the kernel to follow) — and when a `..` was
+/// applied, resolves the result again: climbing out of a missing directory can lead
+/// back into existing ones.
 ///
 /// A dangling symlink met on the way up is followed by hand — its target joined to
 /// its directory, the pending rest appended — because opening it with create would
@@ -849,14 +853,25 @@ fn resolve(absolute: &Path, links_left: u32) -> PathBuf {
         }
     };
     let mut resolved = base;
+    let mut climbed = false;
     for name in pending.into_iter().rev() {
         match name.to_str() {
             Some(".") => {}
             Some("..") => {
                 resolved.pop();
+                climbed = true;
             }
             _ => resolved.push(name),
         }
+    }
+    // A `..` that climbed out of a missing directory may land in one that exists,
+    // and the names after it may then exist too, symbolic links among them:
+    // `src/missing/../alias/x` with `alias -> held` is `src/held/x` to every tool
+    // that tidies a path before opening it, so it is resolved again (a breaker:
+    // keyed as `src/alias/x`, it was a second holder of `src/held/x`). The path
+    // now has no `..`, so this recursion is the last but for dangling links.
+    if climbed {
+        return resolve(&resolved, links_left);
     }
     resolved
 }
@@ -1058,6 +1073,42 @@ mod tests {
             "key changed on creation"
         );
         assert_ne!(before, key(Resource::file(root.join("b.txt"))));
+    }
+
+    /// A `..` that climbs out of a missing directory back into existing ones, through a
+    /// symbolic link: the name is the target's (a breaker: `src/missing/../alias/x`
+    /// was keyed apart from `src/held/x`, two holders of one file, and a subtree
+    /// claimed twice).
+    #[cfg(unix)]
+    #[test]
+    fn a_climb_out_of_a_missing_directory_resolves_what_follows() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src/held")).unwrap();
+        std::fs::write(root.join("src/held/b.rs"), b"x").unwrap();
+        std::os::unix::fs::symlink("held", root.join("src/alias")).unwrap();
+        for name in ["new.rs", "b.rs"] {
+            assert_eq!(
+                key(Resource::file(root.join("src/held").join(name))),
+                key(Resource::file(root.join("src/missing/../alias").join(name))),
+                "{name}"
+            );
+            assert_eq!(
+                key(Resource::file(root.join("src/held").join(name))),
+                key(Resource::file(root.join("src/a/b/../../alias").join(name))),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            key(Resource::dir(root.join("src/held"))),
+            key(Resource::dir(root.join("src/missing/../alias")))
+        );
+        // A dangling link met after the climb is followed as anywhere else.
+        std::os::unix::fs::symlink("held/later.rs", root.join("src/soon.rs")).unwrap();
+        assert_eq!(
+            key(Resource::file(root.join("src/held/later.rs"))),
+            key(Resource::file(root.join("src/gone/../soon.rs")))
+        );
     }
 
     #[cfg(unix)]
