@@ -543,7 +543,7 @@ pub struct ClaimArgs {
     #[arg(long, value_name = "N", value_parser = parse_slots)]
     pub slots: Option<u32>,
     /// Keep the lease alive in the foreground until SIGINT or SIGTERM (Ctrl+C),
-    /// then release it; the token is printed first. Exit 3 if it is lost meanwhile
+    /// then release it; the lease handle is printed first. Exit 3 if it is lost meanwhile
     #[arg(long)]
     pub hold: bool,
 }

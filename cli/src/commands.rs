@@ -993,7 +993,9 @@ fn break_session(ctx: &Context, args: &BreakArgs, session: &str) -> Result<ExitC
 }
 
 /// Who breaks: the owner name, and the login name when it says more (from the
-/// environment: `USER`, `LOGNAME`, or `USERNAME` on Windows; none set, none added).
+/// environment: `USER`, `LOGNAME`, or `USERNAME` on Windows); none set, the user id
+/// on POSIX (a new user in a container, `USER` unset, saw "broken by cli", which
+/// names nobody).
 fn breaker(owner: &str) -> String {
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
@@ -1002,7 +1004,11 @@ fn breaker(owner: &str) -> String {
         .filter(|u| !u.trim().is_empty() && !u.chars().any(char::is_control));
     match user {
         Some(user) if user != owner => format!("{owner} (user {user})"),
-        _ => owner.to_string(),
+        Some(_) => owner.to_string(),
+        None => match crate::sys::user_id() {
+            Some(id) => format!("{owner} ({id})"),
+            None => owner.to_string(),
+        },
     }
 }
 

@@ -496,6 +496,39 @@ fn usage_error_line(error: &clap::Error) -> String {
             )),
         }
     }
+    // `fencepost claim --lock a --slot 2`: clap's tip names `--slots`, which means
+    // something else (how many slots the lock has; a new user's find).
+    let sub = command_path.split_once(' ').map(|(_, sub)| sub);
+    if error.kind() == ErrorKind::UnknownArgument
+        && matches!(sub, Some("claim" | "run"))
+        && let Some(clap::error::ContextValue::String(arg)) =
+            error.get(clap::error::ContextKind::InvalidArg)
+        && arg.split('=').next() == Some("--slot")
+    {
+        parts.retain(|part| !part.contains("exists"));
+        parts.push(format!(
+            "{} takes no --slot: --slots N claims a free one of the lock's N slots and prints which; --slot SLOT names a slot already held, for check, renew and release",
+            sub.unwrap_or("claim")
+        ));
+    }
+    // `fencepost run -- cmd --lock x`: everything after `--` is the command, so the
+    // resource went to it (a new user's find).
+    if error.kind() == ErrorKind::MissingRequiredArgument
+        && sub == Some("run")
+        && std::env::args_os()
+            .skip_while(|arg| arg != "--")
+            .any(|arg| {
+                let arg = arg.to_string_lossy();
+                ["--lock", "--file", "--dir"]
+                    .iter()
+                    .any(|flag| arg == *flag || arg.starts_with(&format!("{flag}=")))
+            })
+    {
+        parts.push(
+            "run's options go before `--`: everything after it is the command to run, as in 'fencepost run --lock NAME -- COMMAND'"
+                .to_string(),
+        );
+    }
     let message = parts.join("; ");
     format!("{message}; see '{command_path} --help'")
 }

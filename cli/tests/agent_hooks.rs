@@ -1811,10 +1811,16 @@ fn an_edit_after_a_break_of_the_sessions_claim_is_refused_once() {
 
 /// The README's hand-fed payloads do what its comments say: session s1's edit is
 /// allowed, s2's blocked, and s1's SessionEnd releases the file (so s2 may edit).
+/// Their session ids are made unguessable first (a new user's `s1` SessionEnd
+/// released another tester's claims of the same pasted id).
 #[test]
 fn the_readmes_hand_fed_payloads_do_what_it_says() {
     let repo = Repo::new();
     let readme = include_str!("../../README.md");
+    assert!(
+        readme.contains("\ns1=s1-$RANDOM$RANDOM$RANDOM s2=s2-$RANDOM$RANDOM$RANDOM\n"),
+        "the README's session ids are drawn before use"
+    );
     let root = repo.root.display().to_string();
     let outcomes: Vec<(String, Option<i32>)> = readme
         .lines()
@@ -1827,7 +1833,9 @@ fn the_readmes_hand_fed_payloads_do_what_it_says() {
                 .strip_prefix("echo '")
                 .and_then(|rest| rest.split("' | fencepost hook").next())
                 .unwrap()
-                .replace("'$PWD'", &root);
+                .replace("'$PWD'", &root)
+                .replace("'$s1'", "s1-20731")
+                .replace("'$s2'", "s2-9114");
             let said = line.split("# exit ").nth(1).unwrap().to_string();
             let code = repo
                 .hook_in(&repo.root, "claude-code", &payload, &[])

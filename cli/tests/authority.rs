@@ -380,3 +380,30 @@ fn a_break_records_the_login_name_from_logname_too() {
     assert_eq!(entry["state"], "broken");
     assert_eq!(entry["broken"]["by"], "ops (user alice)", "{entry}");
 }
+
+/// With no login name in the environment (`USER`, `LOGNAME`, `USERNAME` all unset,
+/// as in many containers) a break records the user id on POSIX (a new user's find:
+/// "broken by cli" named nobody).
+#[cfg(unix)]
+#[test]
+fn a_break_without_a_login_name_records_the_user_id() {
+    let s = Scratch::new();
+    s.claim_handle("x", &["--owner", "agent-a"]);
+    let broke = s
+        .cmd()
+        .env_remove("USER")
+        .env_remove("USERNAME")
+        .env_remove("LOGNAME")
+        .args(["break", "--lock", "x", "--reason", "wedged"])
+        .output()
+        .unwrap();
+    assert_eq!(broke.status.code(), Some(0), "{broke:?}");
+    let entry = s.entry("x").unwrap();
+    let uid = std::process::Command::new("id").arg("-u").output().unwrap();
+    let uid = String::from_utf8(uid.stdout).unwrap();
+    assert_eq!(
+        entry["broken"]["by"],
+        format!("cli (uid {})", uid.trim()),
+        "{entry}"
+    );
+}

@@ -544,6 +544,41 @@ fn a_command_option_before_its_command_is_told_where_it_goes() {
         .success();
 }
 
+/// `claim --slot 2` is told what --slots and --slot are for (clap's tip named
+/// `--slots`, which means how many slots the lock has), and `run -- cmd --lock x`
+/// that run's options go before `--` (both a new user's finds).
+#[test]
+fn a_slot_given_to_claim_and_options_after_the_double_dash_are_explained() {
+    let s = Scratch::new();
+    for argv in [
+        &["claim", "--lock", "a", "--slot", "2"][..],
+        &["claim", "--lock", "a", "--slot=2"],
+    ] {
+        let output = s.cmd().args(argv).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let line = one_line_stderr(&output);
+        assert!(
+            line.contains("claim takes no --slot: --slots N claims a free one"),
+            "{line}"
+        );
+        assert!(!line.contains("similar argument"), "{line}");
+    }
+    let output = s
+        .cmd()
+        .args(["run", "--", "echo", "hi", "--lock", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let line = one_line_stderr(&output);
+    assert!(line.contains("run's options go before `--`"), "{line}");
+    // Without a resource after `--`, no such hint.
+    let output = s.cmd().args(["run", "--", "echo", "hi"]).output().unwrap();
+    assert!(
+        !one_line_stderr(&output).contains("go before"),
+        "{output:?}"
+    );
+}
+
 /// Given to a command that does not take it (`check --session`), `--session` or
 /// `--owner` is named with the commands that do (clap alone suggested `--version`,
 /// found by a new user).

@@ -42,7 +42,19 @@ impl<S, T: DeserializeOwned> FromContextPart<ToolCallContext<'_, S>> for Args<T>
 fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, String> {
     serde_path_to_error::deserialize(serde_json::Value::Object(arguments)).map_err(|error| {
         let path = error.path().to_string();
-        let inner = error.into_inner();
+        // serde names our Rust type where an object was expected ("expected struct
+        // ResourceArg": a new user's find); say what the object holds instead.
+        let inner = error
+            .into_inner()
+            .to_string()
+            .replace(
+                "expected struct ResourceArg",
+                r#"expected an object {"kind": "file", "dir" or "lock", "target": PATH or NAME}"#,
+            )
+            .replace(
+                "expected struct ",
+                "expected an object (tools/list gives each tool's input schema) for ",
+            );
         if path.is_empty() || path == "." {
             format!("invalid arguments: {inner}")
         } else {
@@ -461,6 +473,15 @@ mod tests {
         }
         let e = parse_value::<TokenArgs>(serde_json::json!({"token": 1})).unwrap_err();
         assert_eq!(e, "invalid arguments: missing field `resource`");
+        // A resource given as a bare string is told the object's shape, not our
+        // Rust type's name (a new user's find).
+        let e =
+            parse_value::<ClaimArgs>(serde_json::json!({"resource": "db:migrations"})).unwrap_err();
+        assert!(
+            e.contains(r#"expected an object {"kind": "file", "dir" or "lock", "target""#),
+            "{e}"
+        );
+        assert!(!e.contains("ResourceArg"), "{e}");
         let e = parse_value::<ClaimArgs>(serde_json::json!({
             "resource": {"kind": "lock", "target": "x"}, "ttl": 5
         }))

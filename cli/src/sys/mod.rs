@@ -14,6 +14,20 @@ mod windows;
 #[cfg(windows)]
 pub use windows::{ProcessTree, SignalForwarder, Termination, exit_code};
 
+/// The user this process runs as, for a record of who did something when the
+/// environment names nobody (`USER` unset in a container): `uid N` on POSIX.
+#[cfg(unix)]
+pub fn user_id() -> Option<String> {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    Some(format!("uid {}", unsafe { libc::getuid() }))
+}
+
+/// [`user_id`] where there is no number to give.
+#[cfg(not(unix))]
+pub fn user_id() -> Option<String> {
+    None
+}
+
 /// Whether a short line written to stderr now would not block: always assumed
 /// where there is no cheap way to ask.
 #[cfg(not(unix))]
