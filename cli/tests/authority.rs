@@ -358,27 +358,39 @@ fn a_hold_released_through_its_handle_ends_quietly() {
     assert!(stderr.is_empty(), "{stderr:?}");
 }
 
-/// `break --owner` records the login name beside the owner when it says more, from
-/// `$USER`, else `$LOGNAME` (a new user's find: with only `LOGNAME` set, none was
-/// recorded, though the help promised it).
-#[test]
-fn a_break_records_the_login_name_from_logname_too() {
+/// Who a break of lock `x` (held by agent-a) records, the break run with no login
+/// name in the environment but `logname` as `LOGNAME`, and `break_args` after
+/// `break --lock x --reason wedged`.
+fn broken_by(logname: Option<&str>, break_args: &[&str]) -> serde_json::Value {
     let s = Scratch::new();
     s.claim_handle("x", &["--owner", "agent-a"]);
-    let broke = s
-        .cmd()
-        .env_remove("USER")
+    let mut cmd = s.cmd();
+    cmd.env_remove("USER")
         .env_remove("USERNAME")
-        .env("LOGNAME", "alice")
-        .args([
-            "break", "--lock", "x", "--owner", "ops", "--reason", "wedged",
-        ])
+        .env_remove("LOGNAME");
+    if let Some(name) = logname {
+        cmd.env("LOGNAME", name);
+    }
+    let broke = cmd
+        .args(["break", "--lock", "x", "--reason", "wedged"])
+        .args(break_args)
         .output()
         .unwrap();
     assert_eq!(broke.status.code(), Some(0), "{broke:?}");
     let entry = s.entry("x").unwrap();
     assert_eq!(entry["state"], "broken");
-    assert_eq!(entry["broken"]["by"], "ops (user alice)", "{entry}");
+    entry["broken"]["by"].clone()
+}
+
+/// `break --owner` records the login name beside the owner when it says more, from
+/// `$USER`, else `$LOGNAME` (a new user's find: with only `LOGNAME` set, none was
+/// recorded, though the help promised it).
+#[test]
+fn a_break_records_the_login_name_from_logname_too() {
+    assert_eq!(
+        broken_by(Some("alice"), &["--owner", "ops"]),
+        "ops (user alice)"
+    );
 }
 
 /// With no login name in the environment (`USER`, `LOGNAME`, `USERNAME` all unset,
@@ -387,23 +399,7 @@ fn a_break_records_the_login_name_from_logname_too() {
 #[cfg(unix)]
 #[test]
 fn a_break_without_a_login_name_records_the_user_id() {
-    let s = Scratch::new();
-    s.claim_handle("x", &["--owner", "agent-a"]);
-    let broke = s
-        .cmd()
-        .env_remove("USER")
-        .env_remove("USERNAME")
-        .env_remove("LOGNAME")
-        .args(["break", "--lock", "x", "--reason", "wedged"])
-        .output()
-        .unwrap();
-    assert_eq!(broke.status.code(), Some(0), "{broke:?}");
-    let entry = s.entry("x").unwrap();
     let uid = std::process::Command::new("id").arg("-u").output().unwrap();
     let uid = String::from_utf8(uid.stdout).unwrap();
-    assert_eq!(
-        entry["broken"]["by"],
-        format!("cli (uid {})", uid.trim()),
-        "{entry}"
-    );
+    assert_eq!(broken_by(None, &[]), format!("cli (uid {})", uid.trim()));
 }
