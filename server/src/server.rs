@@ -1375,6 +1375,15 @@ impl Inner {
                     dir.display()
                 ));
             }
+            Err(WriteFailure::MovedWhilePublishing(dir)) => {
+                return Err(format!(
+                    "write failed: {} was moved away while the file was published (another \
+                     directory was made in its place), so the content went with it; {:?} is \
+                     unchanged: write it again",
+                    dir.display(),
+                    args.path,
+                ));
+            }
             Err(WriteFailure::NotAFile(path)) => {
                 return Err(format!(
                     "refused path {:?}: {} is a directory or another non-regular file",

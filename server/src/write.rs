@@ -26,7 +26,12 @@
 //! is inside the root. (It may be another directory inside the root than the one
 //! confinement resolved, if a process swaps directories within the root at that
 //! instant; the name check below narrows that, and such a process could write
-//! there itself.)
+//! there itself.) The handle follows its directory when it is renamed away, even
+//! into `.git`, and a directory made again under the old name passes a name check;
+//! so right before the publish, and again after it, the handle's directory must be
+//! the one the name leads to (same device and inode, on POSIX): refused before,
+//! and reported failed after, never "written" when the content went elsewhere
+//! (a breaker: moved into `.git` during a write, reported written).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -95,6 +100,10 @@ pub(crate) enum WriteFailure {
     NotAFile(PathBuf),
     /// The filesystem failed; the target is unchanged.
     Io(&'static str, PathBuf, io::Error),
+    /// The target's directory was moved away (another made in its place) in the
+    /// instant between the last look and the publish: the content landed in the
+    /// directory moved away, not at the target, which is unchanged.
+    MovedWhilePublishing(PathBuf),
 }
 
 /// Replaces the file at `target` (absolute, already confined below `root`, both
@@ -151,8 +160,13 @@ pub(crate) fn replace(
     };
     // `dir` came out of confinement fully resolved; if it no longer resolves to
     // itself, something was swapped for a link in between: refuse rather than
-    // write into whatever directory inside the root the handle names now.
-    let unmoved = || std::fs::canonicalize(dir).is_ok_and(|real| real == dir);
+    // write into whatever directory inside the root the handle names now. And the
+    // directory it names must still be the one the handle holds: a handle follows
+    // its directory when it is renamed away, and a new directory made under the
+    // old name resolves to itself (a breaker moved `sub` into `.git` and made a
+    // fresh `sub`: the write landed in `.git` and was reported written).
+    let unmoved =
+        || std::fs::canonicalize(dir).is_ok_and(|real| real == dir) && same_directory(&parent, dir);
     if !unmoved() {
         return Err(WriteFailure::Moved(dir.to_path_buf()));
     }
@@ -183,12 +197,39 @@ pub(crate) fn replace(
     if !unmoved() {
         return Err(WriteFailure::Moved(dir.to_path_buf()));
     }
+    #[cfg(test)]
+    tests::BEFORE_PUBLISH.with(|hook| hook.take().map(|hook| hook()));
     parent
         .rename(&staged.name, &parent, name)
         .map_err(io("replace", target))?;
     staged.published = true;
     flush_dir(&parent);
+    // Moved in the instant between the look above and the rename: the content
+    // went wherever the directory went, and is never reported written at `target`.
+    if !unmoved() {
+        return Err(WriteFailure::MovedWhilePublishing(dir.to_path_buf()));
+    }
     Ok(())
+}
+
+/// Whether `handle` still is the directory `dir` names: the same device and inode
+/// (POSIX). Windows keeps a directory with an open handle from being renamed unless
+/// the opener allowed it, and has no stable file index in std: the name check alone
+/// stands there.
+#[cfg(unix)]
+fn same_directory(handle: &Dir, dir: &Path) -> bool {
+    use cap_std::fs::MetadataExt as _;
+    use std::os::unix::fs::MetadataExt as _;
+    match (handle.dir_metadata(), std::fs::symlink_metadata(dir)) {
+        (Ok(held), Ok(named)) => held.dev() == named.dev() && held.ino() == named.ino(),
+        _ => false,
+    }
+}
+
+/// [`same_directory`] where only the name check stands.
+#[cfg(not(unix))]
+fn same_directory(_handle: &Dir, _dir: &Path) -> bool {
+    true
 }
 
 /// True for cap-std's refusal of a path that would leave the directory it is
@@ -344,6 +385,70 @@ mod tests {
     /// files were left there. Every step now acts through a handle on the directory
     /// opened beneath the root: however the swaps fall, nothing ever appears outside
     /// the root, and each write lands inside it or is refused.
+    /// A directory moved away (into `.git` here) and made again under its name
+    /// between the open and the publish: the handle followed the old one, and the
+    /// new one resolves to itself, so only the directory's identity tells (a
+    /// breaker: the write landed in `.git` and was reported written). Moved right
+    /// before the last look (inside the fence's second check): refused, nothing
+    /// written anywhere.
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_moved_away_and_made_again_is_refused() {
+        let scratch = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(scratch.path()).unwrap();
+        fs::create_dir_all(root.join("sub")).unwrap();
+        fs::create_dir_all(root.join(".git/stolen")).unwrap();
+        let target = root.join("sub/f");
+        let outcome = replace(&root, &target, b"new", || {
+            fs::rename(root.join("sub"), root.join(".git/stolen/sub")).unwrap();
+            fs::create_dir(root.join("sub")).unwrap();
+            true
+        });
+        assert!(
+            matches!(outcome, Err(WriteFailure::Moved(_))),
+            "{outcome:?}"
+        );
+        assert!(!target.exists());
+        assert_eq!(entries(&root.join(".git/stolen/sub")), Vec::<String>::new());
+    }
+
+    std::thread_local! {
+        /// Run once between the last look at the target's directory and the
+        /// publish, by the next [`replace`] on this thread.
+        pub(super) static BEFORE_PUBLISH: std::cell::Cell<Option<Box<dyn FnOnce()>>> =
+            const { std::cell::Cell::new(None) };
+    }
+
+    /// Moved away and made again in the instant after the last look: the content
+    /// went with the directory, and the write is reported failed, never written
+    /// at the target.
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_moved_away_while_publishing_is_not_reported_written() {
+        let scratch = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(scratch.path()).unwrap();
+        fs::create_dir_all(root.join("sub")).unwrap();
+        fs::create_dir_all(root.join(".git/stolen")).unwrap();
+        let target = root.join("sub/f");
+        let (from, to) = (root.join("sub"), root.join(".git/stolen/sub"));
+        BEFORE_PUBLISH.with(|hook| {
+            hook.set(Some(Box::new(move || {
+                fs::rename(&from, &to).unwrap();
+                fs::create_dir(&from).unwrap();
+            })))
+        });
+        let outcome = replace(&root, &target, b"new", || true);
+        assert!(
+            matches!(outcome, Err(WriteFailure::MovedWhilePublishing(_))),
+            "{outcome:?}"
+        );
+        assert!(!target.exists());
+        assert_eq!(
+            entries(&root.join(".git/stolen/sub")),
+            vec!["f".to_string()]
+        );
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn a_directory_swapped_for_a_link_never_takes_a_write_outside_the_root() {
