@@ -578,6 +578,30 @@ fn why_not_current(ctx: &Context, resource: &Resource, token: u64) -> String {
             printable(&rival.who())
         );
     }
+    // A name on the path became a symbolic link after a claim through it: that
+    // claim lives under the key the path had before, and a bare token passes for
+    // neither through this spelling (a breaker: both holders' checks passed).
+    let before_link = resource
+        .keys_before_links(&key)
+        .into_iter()
+        .find_map(|before| entries.iter().find(|e| e.key == before && e.live));
+    if let Some(other) =
+        before_link.filter(|_| entry.token == token && entry.state == ClaimState::Held)
+    {
+        return format!(
+            "a name on this path became a symbolic link after {} claimed the path through \
+             it as {} (pid {}, token {}, expires in {}), and {} is claimed where it leads \
+             now, so the path names two claimed files and a token passes for neither \
+             through it; `fencepost status` shows both: ask the human to sort out the two \
+             claims",
+            printable(&other.who()),
+            printable(&other.label),
+            other.pid,
+            other.token,
+            human_precise(until_ms(other.expires_at_ms, now_ms())),
+            printable(&entry.label),
+        );
+    }
     let now = now_ms();
     let ago = |at| human_precise(-until_ms(at, now));
     match entry.state {

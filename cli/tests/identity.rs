@@ -409,3 +409,93 @@ fn a_suggested_break_names_the_path_resolved() {
         "{line}"
     );
 }
+
+/// A name on a claimed path that becomes a symbolic link afterwards (a directory
+/// moved away and linked back, a directory made as a link, the claimed name made a
+/// link) gives the spelling a new key, whose first claim gets token 1 as the first
+/// holder's did: a bare `check` through the spelling passed for both (a breaker).
+/// Now a check through such a spelling fails while the claim made under its old
+/// key is live; the new claim still checks through the path it resolves to, and a
+/// link that was there before the claim changes nothing.
+#[cfg(unix)]
+#[test]
+fn a_name_that_becomes_a_link_fences_checks_through_it() {
+    type Step = fn(&Path);
+    /// Name, setup, the first claim (kind, path), what makes the link, the second
+    /// claim's path, and the path the spelling leads to afterwards.
+    type LinkRow = (
+        &'static str,
+        Step,
+        (&'static str, &'static str),
+        Step,
+        &'static str,
+        &'static str,
+    );
+    let check = |s: &Scratch, kind: &str, target: &str| -> i32 {
+        let output = s.cmd().args(["check", kind, target, "1"]).output().unwrap();
+        output.status.code().expect("exited")
+    };
+    let rows: [LinkRow; 4] = [
+        (
+            "a directory moved away and linked back",
+            |root| std::fs::create_dir(root.join("d")).unwrap(),
+            (FILE, "d/new.rs"),
+            |root| {
+                std::fs::rename(root.join("d"), root.join("d2")).unwrap();
+                std::os::unix::fs::symlink("d2", root.join("d")).unwrap();
+            },
+            "d/new.rs",
+            "d2/new.rs",
+        ),
+        (
+            "a missing directory made as a link",
+            |root| std::fs::create_dir(root.join("src")).unwrap(),
+            (FILE, "newdir/a.rs"),
+            |root| std::os::unix::fs::symlink("src", root.join("newdir")).unwrap(),
+            "src/a.rs",
+            "src/a.rs",
+        ),
+        (
+            "the claimed name made a link",
+            |root| std::fs::write(root.join("real.txt"), b"r").unwrap(),
+            (FILE, "x.txt"),
+            |root| std::os::unix::fs::symlink("real.txt", root.join("x.txt")).unwrap(),
+            "real.txt",
+            "real.txt",
+        ),
+        (
+            "a claimed subtree moved away and linked back",
+            |root| std::fs::create_dir(root.join("d")).unwrap(),
+            ("--dir", "d"),
+            |root| {
+                std::fs::rename(root.join("d"), root.join("d2")).unwrap();
+                std::os::unix::fs::symlink("d2", root.join("d")).unwrap();
+            },
+            "d",
+            "d2",
+        ),
+    ];
+    for (name, setup, (kind, first), relink, second, real) in rows {
+        let s = Scratch::new();
+        setup(s.path());
+        assert_eq!(claim(&s, kind, first), 0, "{name}: first claim");
+        assert_eq!(check(&s, kind, first), 0, "{name}: before the link");
+        relink(s.path());
+        assert_eq!(claim(&s, kind, second), 0, "{name}: second claim");
+        let refused = s.cmd().args(["check", kind, first, "1"]).output().unwrap();
+        assert_eq!(refused.status.code(), Some(3), "{name}: the old spelling");
+        let said = crate::util::one_line_stderr(&refused);
+        assert!(
+            said.contains("became a symbolic link after"),
+            "{name}: {said}"
+        );
+        assert!(said.contains("passes for neither"), "{name}: {said}");
+        assert_eq!(check(&s, kind, real), 0, "{name}: the path it resolves to");
+    }
+    // A link that was there before the claim: checks through it pass.
+    let s = Scratch::new();
+    links_to_a(s.path());
+    assert_eq!(claim(&s, FILE, "alias/x.txt"), 0);
+    assert_eq!(check(&s, FILE, "alias/x.txt"), 0);
+    assert_eq!(check(&s, FILE, "real/x.txt"), 0);
+}

@@ -17,6 +17,7 @@
 //! operation. A lock's identity depends on its name alone, so the last one is kept
 //! per thread (`lock_identity`).
 
+mod spellings;
 mod sys;
 mod windows_rules;
 

@@ -31,10 +31,27 @@ impl Store {
         let current = newest
             .envelope()
             .is_some_and(|e| e.token == token && token > 0 && record::is_live(&e, now));
-        let Some(file_id) = identity.file_id.filter(|_| current) else {
-            return Ok(current);
-        };
+        if !current {
+            return Ok(false);
+        }
         let holder = newest.claim().map(|r| &*r.holder).unwrap_or("");
+        // A name on the spelling that became a symbolic link since someone claimed
+        // through it: that claim lives under the key the spelling had before, and
+        // the spelling now names two claimed files. Neither passes through it: a
+        // bare token could be either's, as every series starts at 1 (a breaker:
+        // a directory moved away and linked back, both holders' checks passed).
+        for before in resource.keys_before_links(&identity.key) {
+            let other = self.read_newest(&before)?;
+            let live_other = other.claim().is_some_and(|r| {
+                *r.holder != *holder && !r.released && record::is_live(&r.envelope(), now)
+            });
+            if live_other {
+                return Ok(false);
+            }
+        }
+        let Some(file_id) = identity.file_id else {
+            return Ok(true);
+        };
         Ok(self
             .fenced_in(&file_id, holder, resource.target(), token)?
             .is_none())
