@@ -454,7 +454,9 @@ impl Targets {
 /// How a lease is acquired, shared by `claim` and `run`.
 #[derive(Debug, Args)]
 pub struct Timing {
-    /// Lease duration in milliseconds (`run` renews it every ttl/3)
+    /// Lease duration in milliseconds (`run` renews it every ttl/3; keep it at 1000
+    /// or more there: a renewal must land within ttl/3, and on a busy machine a
+    /// shorter ttl is lost now and then with no rival)
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_TTL_MS, value_parser = parse_ttl, allow_negative_numbers = true)]
     pub ttl: u64,
     /// How long to wait for a held resource, in milliseconds, or `forever` (0: fail

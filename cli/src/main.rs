@@ -417,7 +417,15 @@ fn usage_error_line(error: &clap::Error) -> String {
             let shown = format!("{}… ({chars} characters)", output::printable(&start));
             rendered = rendered.replace(value.as_str(), &shown);
         } else if value.contains(char::is_control) {
-            rendered = rendered.replace(value.as_str(), &output::printable(value));
+            if rendered.contains(value.as_str()) {
+                rendered = rendered.replace(value.as_str(), &output::printable(value));
+            } else if let Some(start) = rendered.find("invalid value '").map(|at| at + 15)
+                && let Some(len) = rendered[start..].find("' for '")
+            {
+                // Clap's rendering dropped some control characters (DEL), so the
+                // value read as empty (a breaker): show it escaped instead.
+                rendered.replace_range(start..start + len, &output::printable(value));
+            }
         }
     }
     let mut parts = Vec::new();
@@ -496,6 +504,32 @@ fn usage_error_line(error: &clap::Error) -> String {
             )),
         }
     }
+    // `--session -rf`: a value that begins with `-` reads as options (a breaker
+    // was told only "unexpected argument '-r'").
+    if error.kind() == ErrorKind::UnknownArgument
+        && let Some(clap::error::ContextValue::String(arg)) =
+            error.get(clap::error::ContextKind::InvalidArg)
+    {
+        let argv: Vec<String> = std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let taken = argv.windows(2).find(|pair| {
+            pair[0].starts_with("--")
+                && !pair[0].contains('=')
+                && pair[1].starts_with('-')
+                && pair[1] != "--"
+                && pair[1].starts_with(arg.as_str())
+                && VALUE_OPTIONS.contains(&pair[0].as_str())
+        });
+        if let Some(pair) = taken {
+            parts.retain(|part| !part.contains("to pass"));
+            parts.push(format!(
+                "a value that begins with '-' is given with '=': {}={}",
+                pair[0],
+                output::printable(&pair[1])
+            ));
+        }
+    }
     // `fencepost claim --lock a --slot 2`: clap's tip names `--slots`, which means
     // something else (how many slots the lock has; a new user's find).
     let sub = command_path.split_once(' ').map(|(_, sub)| sub);
@@ -532,6 +566,18 @@ fn usage_error_line(error: &clap::Error) -> String {
     let message = parts.join("; ");
     format!("{message}; see '{command_path} --help'")
 }
+
+/// Options whose value may begin with `-` (a name, a path, a reason), for the hint
+/// that such a value is given with `=`.
+const VALUE_OPTIONS: [&str; 7] = [
+    "--session",
+    "--owner",
+    "--lock",
+    "--file",
+    "--dir",
+    "--reason",
+    "--store",
+];
 
 /// The names of the subcommands, for messages.
 fn names_below(command: &clap::Command) -> Vec<String> {

@@ -579,6 +579,40 @@ fn a_slot_given_to_claim_and_options_after_the_double_dash_are_explained() {
     );
 }
 
+/// A value with DEL in it is shown escaped (clap's rendering dropped it, and the
+/// value read as empty), and a value that begins with `-` is told to go with `=`
+/// (clap said only "unexpected argument '-r'"); both a breaker's finds.
+#[test]
+fn odd_option_values_are_shown_and_explained() {
+    let s = Scratch::new();
+    let output = s
+        .cmd()
+        .args(["claim", "--lock", "x", "--session", "a\u{7f}b"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let line = one_line_stderr(&output);
+    assert!(line.contains(r"invalid value 'a\u{7f}b'"), "{line}");
+    for (argv, hint) in [
+        (
+            &["claim", "--lock", "x", "--session", "-rf"][..],
+            "--session=-rf",
+        ),
+        (&["claim", "--lock", "-x"], "--lock=-x"),
+    ] {
+        let output = s.cmd().args(argv).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let line = one_line_stderr(&output);
+        assert!(
+            line.contains(&format!(
+                "a value that begins with '-' is given with '=': {hint}"
+            )),
+            "{line}"
+        );
+    }
+    s.cmd().args(["claim", "--lock=-x"]).assert().success();
+}
+
 /// Given to a command that does not take it (`check --session`), `--session` or
 /// `--owner` is named with the commands that do (clap alone suggested `--version`,
 /// found by a new user).

@@ -410,7 +410,7 @@ unsafe fn guard_main(
     const DIED: &[u8] = b"fencepost: `fencepost run` ended without releasing its lease (killed?); stopping its command's process group\n";
     // The silence is ttl + 2 heartbeats = 1.5 x ttl ([`silence`]); a breaker saw
     // "longer than its ttl" and the stop come at 1.45 x ttl.
-    const SILENT: &[u8] = b"fencepost: `fencepost run` was not heard from for 1.5 x its ttl (stopped?), so its lease has expired and may be held by someone else now; stopping its command's process group\n";
+    const SILENT: &[u8] = b"fencepost: `fencepost run` was not heard from for 1.5 x its ttl (stopped, or starved of CPU: a ttl this short may not fit this machine), so its lease has expired and may be held by someone else now; stopping its command's process group\n";
     // The two pipes' read ends, once moved: heartbeats on 0, the group on 3.
     const BEAT: libc::c_int = 0;
     const GROUP: libc::c_int = 3;
