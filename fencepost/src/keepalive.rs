@@ -12,7 +12,11 @@ const RETRY_FRACTION: u64 = 10;
 
 type LossCallback = Box<dyn FnOnce(&Error) + Send>;
 
-#[derive(Default)]
+/// How long the watchdog lets the renewal thread look first when the deadline
+/// passed while that thread was not inside a store call (its process was paused):
+/// the look says who took the lease over.
+const LOOK_GRACE: Duration = Duration::from_millis(50);
+
 struct State {
     stop: bool,
     lease: Option<Lease>,
@@ -21,6 +25,18 @@ struct State {
     lost: bool,
     /// The process group every renewal's evidence names ([`Keepalive::tie_to_group`]).
     group: Option<u32>,
+    /// When the lease runs out by this process's monotonic clock unless a renewal
+    /// succeeds first: what the watchdog thread waits for.
+    deadline: Instant,
+    /// Called once, by whichever thread finds the lease lost first.
+    on_loss: Option<LossCallback>,
+    /// The last backend error since the last successful renewal: a lease that
+    /// runs out after failed renewals was lost to the store's failure (a full
+    /// disk, say), not to a pause, and is reported so by either thread.
+    failure: Option<crate::BackendError>,
+    /// Whether the renewal thread is inside a store call (a renewal, or a look at
+    /// the lease), which may be blocked.
+    in_store_call: bool,
 }
 
 struct Shared {
@@ -49,6 +65,7 @@ pub struct Keepalive {
     store: Store,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    watchdog: Option<JoinHandle<()>>,
     token: u64,
 }
 
@@ -78,6 +95,7 @@ impl Store {
         on_loss: impl FnOnce(&Error) + Send + 'static,
     ) -> Keepalive {
         let token = lease.token();
+        let left_ms = lease.expires_at_ms().saturating_sub(self.clock().wall_ms());
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 stop: false,
@@ -85,6 +103,10 @@ impl Store {
                 loss: None,
                 lost: false,
                 group: None,
+                deadline: Instant::now() + Duration::from_millis(left_ms),
+                on_loss: Some(Box::new(on_loss)),
+                failure: None,
+                in_store_call: false,
             }),
             wake: Condvar::new(),
         });
@@ -93,19 +115,95 @@ impl Store {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("fencepost-keepalive".into())
-                .spawn(move || renew_until_stopped(&store, &shared, Box::new(on_loss)))
+                .spawn(move || renew_until_stopped(&store, &shared))
                 .expect("spawning the keepalive thread")
+        };
+        let watchdog = {
+            let store = self.clone();
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("fencepost-keepalive-watchdog".into())
+                .spawn(move || watch_the_deadline(&store, &shared))
+                .expect("spawning the keepalive watchdog thread")
         };
         Keepalive {
             store: self.clone(),
             shared,
             thread: Some(thread),
+            watchdog: Some(watchdog),
             token,
         }
     }
 }
 
-fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
+/// Records `loss` and calls the loss callback, unless the lease was already found
+/// lost (by the other thread) or the keepalive is stopping. `lost` is set before
+/// the callback runs, so a caller woken by the callback already sees `is_lost`.
+fn declare_loss(shared: &Shared, loss: Error) {
+    let mut state = shared.lock();
+    if state.lost || state.stop {
+        return;
+    }
+    state.lost = true;
+    let on_loss = state.on_loss.take();
+    drop(state);
+    if let Some(on_loss) = on_loss {
+        on_loss(&loss);
+    }
+    shared.lock().loss = Some(loss);
+    shared.wake.notify_all();
+}
+
+/// The watchdog: declares the lease lost once its deadline passes with no renewal
+/// landed, even while a renewal or a look at the lease is still blocked in the
+/// store. A store that stops answering without closing its connections (a paused
+/// etcd member: every request runs into its timeout) held the renewal thread
+/// past the ttl, and `run`'s command went on while a rival's ran (a breaker:
+/// 7–18 s of overlap); the loss is now reported at the deadline, as the lease
+/// ends (`backends/memory/tests/faults.rs::a_renewal_blocked_past_the_ttl_is_a_loss_at_the_deadline`).
+fn watch_the_deadline(store: &Store, shared: &Shared) {
+    let mut state = shared.lock();
+    let mut grace_given = false;
+    loop {
+        if state.stop || state.lost {
+            return;
+        }
+        let now = Instant::now();
+        if now >= state.deadline && !state.in_store_call && !grace_given {
+            // Not blocked in the store (the process was paused, say): the renewal
+            // thread is about to look, and says how the lease ended (superseded by
+            // whom) better than "expired" can. A moment for it, once.
+            grace_given = true;
+            state.deadline = now + LOOK_GRACE;
+            continue;
+        }
+        if now >= state.deadline {
+            let lease = state.lease.clone();
+            let failure = state.failure.take();
+            drop(state);
+            let Some(lease) = lease else { return };
+            let expired_at_ms = lease.expires_at_ms().min(store.clock().wall_ms());
+            let loss = match failure {
+                Some(error) => Error::Backend(error),
+                None => Error::Expired {
+                    label: lease.label().to_string(),
+                    token: lease.token(),
+                    expired_at_ms,
+                },
+            };
+            declare_loss(shared, loss);
+            return;
+        }
+        let left = state.deadline - now;
+        state = shared
+            .wake
+            .wait_timeout(state, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}
+
+fn renew_until_stopped(store: &Store, shared: &Shared) {
     let mut state = shared.lock();
     let Some(lease) = state.lease.clone() else {
         return;
@@ -113,21 +211,15 @@ fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
     let interval = Duration::from_millis(Keepalive::renewal_period_ms(lease.ttl_ms()));
     let retry = Duration::from_millis((lease.ttl_ms() / RETRY_FRACTION).max(1));
     let mut wait = interval;
-    // The last backend error since the last successful renewal.
-    let mut failure = None;
     loop {
         state = match watch_while_waiting(store, shared, state, wait) {
             Ok(state) => state,
             Err(loss) => {
-                // Lost before the callback runs, so a caller woken by the
-                // callback already sees `is_lost`.
-                shared.lock().lost = true;
-                on_loss(&loss);
-                shared.lock().loss = Some(loss);
+                declare_loss(shared, loss);
                 return;
             }
         };
-        if state.stop {
+        if state.stop || state.lost {
             return;
         }
         let mut lease = state
@@ -135,6 +227,7 @@ fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
             .clone()
             .expect("the lease is present while renewing");
         lease.group = state.group.or(lease.group);
+        state.in_store_call = true;
         drop(state);
         // The next renewal is due a period after this one *started*, not after it
         // finished: a slow renewal must not eat the slack (design-01, "keepalive
@@ -142,33 +235,35 @@ fn renew_until_stopped(store: &Store, shared: &Shared, on_loss: LossCallback) {
         let started = Instant::now();
         let outcome = store.renew(&mut lease);
         state = shared.lock();
-        if state.stop {
+        state.in_store_call = false;
+        if state.stop || state.lost {
             return;
         }
         match outcome {
             Ok(()) => {
+                // Live until a ttl after this renewal started, at the latest (its
+                // record was stamped after that): the watchdog's next deadline.
+                let renewed_until = started + Duration::from_millis(lease.ttl_ms());
+                state.deadline = state.deadline.max(renewed_until);
                 state.lease = Some(lease);
+                shared.wake.notify_all();
                 wait = interval.saturating_sub(started.elapsed());
-                failure = None;
+                state.failure = None;
             }
             Err(Error::Backend(error)) if store.clock().wall_ms() < lease.expires_at_ms() => {
                 // Transient until the lease would have expired anyway: retry soon.
-                failure = Some(error);
+                state.failure = Some(error);
                 wait = retry;
             }
             Err(loss) => {
                 // Expired after failed renewals: the cause is the store's failure
                 // (a full disk, say), not a pause; report that.
-                let loss = match (loss, failure.take()) {
+                let loss = match (loss, state.failure.take()) {
                     (Error::Expired { .. }, Some(error)) => Error::Backend(error),
                     (loss, _) => loss,
                 };
                 drop(state);
-                // Lost before the callback runs, so a caller woken by the
-                // callback already sees `is_lost`.
-                shared.lock().lost = true;
-                on_loss(&loss);
-                shared.lock().loss = Some(loss);
+                declare_loss(shared, loss);
                 return;
             }
         }
@@ -204,9 +299,11 @@ fn watch_while_waiting<'a>(
             .lease
             .clone()
             .expect("the lease is present while renewing");
+        state.in_store_call = true;
         drop(state);
         let loss = store.watch(&lease);
         state = shared.lock();
+        state.in_store_call = false;
         if let Some(loss) = loss.filter(|_| !state.stop) {
             drop(state);
             return Err(loss);
@@ -259,13 +356,17 @@ impl Keepalive {
                 .expect("the lease is present until release")
         };
         lease.tie_to_group(group);
+        let started = Instant::now();
         self.store.renew(&mut lease)?;
         let mut state = self.shared.lock();
+        let renewed_until = started + Duration::from_millis(lease.ttl_ms());
+        state.deadline = state.deadline.max(renewed_until);
         if let Some(current) = state.lease.as_mut()
             && current.generation < lease.generation
         {
             *current = lease;
         }
+        self.shared.wake.notify_all();
         Ok(())
     }
 
@@ -283,6 +384,9 @@ impl Keepalive {
     fn stop_thread(&mut self) {
         self.shared.lock().stop = true;
         self.shared.wake.notify_all();
+        if let Some(thread) = self.watchdog.take() {
+            let _ = thread.join();
+        }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }

@@ -150,6 +150,45 @@ fn keepalive_renews_on_schedule_when_renewals_are_slow() {
     assert!(store.check(lease.resource(), lease.token()).unwrap());
 }
 
+/// A store that stops answering without failing (a paused etcd member: every
+/// request runs into its timeout) holds a renewal past the lease's ttl. The loss is
+/// reported at the deadline, while the renewal is still blocked, not when it
+/// returns (a breaker: `run`'s command went on for 7–18 s beside a rival's). The
+/// bound is the behaviour: ttl 600 ms, the renewal blocked for 4 s.
+#[test]
+fn a_renewal_blocked_past_the_ttl_is_a_loss_at_the_deadline() {
+    let blocking = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let block = std::sync::Arc::clone(&blocking);
+    let backend = Hooked {
+        before_create: std::sync::Arc::new(Box::new(move |_, _, _, _| {
+            if block.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_secs(4));
+            }
+        })),
+        ..Hooked::new(MemoryStore::new())
+    };
+    let store = Store::new(backend);
+    let lease = store
+        .acquire(&Resource::lock("x"), &AcquireOptions::new(600).owner("k"))
+        .unwrap();
+    let acquired = std::time::Instant::now();
+    blocking.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let keepalive = store.keepalive_with(lease, move |loss| {
+        let _ = tx.send((std::time::Instant::now(), loss.to_string()));
+    });
+    let (at, loss) = rx
+        .recv_timeout(std::time::Duration::from_secs(3))
+        .expect("the loss is reported while the renewal is still blocked");
+    let after = at.duration_since(acquired);
+    assert!(
+        after < std::time::Duration::from_millis(1_500),
+        "reported {after:?} after the claim"
+    );
+    assert!(loss.contains("expired"), "{loss}");
+    assert!(keepalive.is_lost());
+}
+
 #[test]
 fn a_failed_renew_leaves_the_lease_renewable() {
     let backend = MemoryStore::new();
