@@ -280,6 +280,28 @@ pub fn printable(text: &str) -> String {
         .collect()
 }
 
+/// An etcd store's failure and what to do about it: a member that answered gets no
+/// "check that the endpoints are reachable" (a full quota was told so: a breaker),
+/// and "the outcome is unknown" is said of creates only (a read that timed out
+/// changed nothing).
+fn etcd_error(e: &fencepost::BackendError) -> String {
+    let mut text = e.to_string();
+    if e.operation != "create" {
+        text = text.replace("; the outcome is unknown", "");
+    }
+    let next = if text.contains("space exceeded") {
+        "the etcd cluster is out of space (its quota): an operator must compact and \
+         defragment it, or raise --quota-backend-bytes"
+    } else if text.contains("etcd answered HTTP") {
+        "the etcd member answered with that error; check the store URL (--store or \
+         FENCEPOST_STORE) names etcd's client port"
+    } else {
+        "check that the etcd endpoints of the store (--store or FENCEPOST_STORE) are \
+         reachable"
+    };
+    format!("store error: {}; {next}", printable(&text))
+}
+
 /// `db:migrations is held by cli (pid 123, token 4) until 2026-12-01T12:30:05Z (in 29.1s)`.
 pub fn held_message(label: &str, holder: &Holder) -> String {
     format!("{} is {}", printable(label), in_the_way(holder, false))
@@ -762,9 +784,7 @@ fn describe_with(error: &Error, next_steps_any: &str) -> String {
             "lease on {label} with token {token} {}; claim it again for a new token",
             expired_when(*expired_at_ms, now_ms())
         ),
-        Error::Backend(e) if e.location.contains("etcd://") => format!(
-            "store error: {e}; check that the etcd endpoints of the store (--store or FENCEPOST_STORE) are reachable"
-        ),
+        Error::Backend(e) if e.location.contains("etcd://") => etcd_error(e),
         // A cause that says what to do itself gets no store remedy after it.
         Error::Backend(e) if e.source.to_string().contains("largest possible generation") => {
             format!("store error: {e}")
@@ -1056,6 +1076,43 @@ pub fn status_table(entries: &[StatusEntry], now: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An etcd member's answer is not told to check reachability, a full quota
+    /// names its remedy, and only a create's timeout leaves its outcome unknown
+    /// (a breaker's finds).
+    #[test]
+    fn etcd_errors_say_what_to_do() {
+        let error = |operation, cause: &str| {
+            fencepost::BackendError::new(
+                operation,
+                "etcd://h:2379/p",
+                std::io::Error::other(cause.to_string()),
+            )
+        };
+        let full = etcd_error(&error(
+            "create",
+            "etcd answered HTTP 429: etcdserver: mvcc: database space exceeded",
+        ));
+        assert!(
+            full.contains("out of space") && !full.contains("reachable"),
+            "{full}"
+        );
+        let answered = etcd_error(&error("list", "etcd answered HTTP 404: undecodable JSON"));
+        assert!(
+            answered.contains("client port") && !answered.contains("reachable"),
+            "{answered}"
+        );
+        let read = etcd_error(&error("read", "timed out (global); the outcome is unknown"));
+        assert!(
+            read.contains("reachable") && !read.contains("outcome"),
+            "{read}"
+        );
+        let create = etcd_error(&error(
+            "create",
+            "timed out (global); the outcome is unknown",
+        ));
+        assert!(create.contains("the outcome is unknown"), "{create}");
+    }
 
     #[test]
     fn printable_escapes_what_breaks_a_line() {

@@ -14,7 +14,7 @@ use fencepost::{BackendError, CreateOutcome, Durability, Key, LeaseStore};
 use serde_json::json;
 
 use gateway::{Gateway, GatewayError, Retry, b64};
-pub use locator::{DEFAULT_PORT, DEFAULT_PREFIX, EtcdUrl, UrlError, is_etcd_url};
+pub use locator::{DEFAULT_PORT, DEFAULT_PREFIX, EtcdUrl, UrlError, is_etcd_url, redacted};
 
 /// Timeouts for every request a store sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +76,7 @@ impl EtcdStore {
         let url = EtcdUrl::parse(url).map_err(|e| {
             BackendError::new(
                 "open store",
-                url,
+                locator::redacted(url),
                 io::Error::new(io::ErrorKind::InvalidInput, e.0),
             )
         })?;
@@ -134,13 +134,22 @@ impl EtcdStore {
     }
 }
 
-/// Parses a record name `g<digits>` into its generation.
+/// Parses a record name `g<digits>` into its generation: only the one spelling
+/// this backend writes (at least 8 digits, zero-padded to 8, no other leading
+/// zero; generation 0 is no record). Any other spelling is a foreign key, skipped:
+/// counted as generation `n`, it named a record that a read of `g{n:08}` never
+/// finds, and a hand-written `g2` ended a live lease at once (a breaker), where the
+/// fs backend refuses the same names (`parse_record_file_name`).
 fn parse_generation(name: &[u8]) -> Option<u64> {
     let digits = name.strip_prefix(b"g")?;
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+    if digits.len() < 8 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    std::str::from_utf8(digits).ok()?.parse().ok()
+    if digits.len() > 8 && digits[0] == b'0' {
+        return None;
+    }
+    let generation: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    (generation > 0).then_some(generation)
 }
 
 /// The exclusive-create contract over etcd (docs/protocol.md §4).
@@ -327,6 +336,11 @@ mod tests {
         assert_eq!(parse_generation(b"g"), None);
         assert_eq!(parse_generation(b"g12x"), None);
         assert_eq!(parse_generation(b"x1"), None);
+        // Only the spelling `record_key` writes: another names no record a read
+        // finds (a breaker's hand-written `g2` ended a live lease).
+        for foreign in [&b"g2"[..], b"g000000002", b"g0000002", b"g00000000", b"g0"] {
+            assert_eq!(parse_generation(foreign), None, "{foreign:?}");
+        }
     }
 
     #[test]

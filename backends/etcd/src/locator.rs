@@ -36,6 +36,22 @@ pub fn is_etcd_url(text: &str) -> bool {
         .is_some_and(|s| s.eq_ignore_ascii_case("etcd://"))
 }
 
+/// `text` with any user name and password in its authority replaced by `…`
+/// (`etcd://…@host/p`), for messages: a refused URL was echoed whole, password and
+/// all, twice (a breaker). Anything that is not an etcd URL with a `@` before its
+/// path is returned unchanged.
+pub fn redacted(text: &str) -> String {
+    if !is_etcd_url(text) {
+        return text.to_string();
+    }
+    let rest = &text[7..];
+    let end = rest.find('/').unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{}…{}", &text[..7], &rest[at..]),
+        None => text.to_string(),
+    }
+}
+
 impl EtcdUrl {
     /// Parses `etcd://host[:port][,host[:port]…][/prefix]`.
     ///
@@ -47,7 +63,8 @@ impl EtcdUrl {
     /// `/pfx/`, `/x/../pfx` are all `/pfx`); a `..` above the root is refused. There is
     /// no TLS and no authentication (see the crate docs).
     pub fn parse(text: &str) -> Result<EtcdUrl, UrlError> {
-        let bad = |why: &str| UrlError(format!("bad etcd store URL '{text}': {why}"));
+        let shown = redacted(text);
+        let bad = |why: &str| UrlError(format!("bad etcd store URL '{shown}': {why}"));
         if !is_etcd_url(text) {
             return Err(bad("it must start with etcd://"));
         }
@@ -171,6 +188,22 @@ mod tests {
     fn default_prefix() {
         assert_eq!(EtcdUrl::parse("ETCD://h").unwrap().prefix, DEFAULT_PREFIX);
         assert_eq!(EtcdUrl::parse("etcd://h/").unwrap().prefix, DEFAULT_PREFIX);
+    }
+
+    /// A refused URL with credentials never shows them (a breaker: the password was
+    /// echoed twice on one line).
+    #[test]
+    fn credentials_are_never_shown() {
+        let error = EtcdUrl::parse("etcd://user:s3cret@h:2379/p").unwrap_err();
+        assert!(
+            !error.0.contains("s3cret") && !error.0.contains("user"),
+            "{error}"
+        );
+        assert!(error.0.contains("etcd://…@h:2379/p"), "{error}");
+        let opened = crate::EtcdStore::open("etcd://user:s3cret@h/p").unwrap_err();
+        assert!(!opened.to_string().contains("s3cret"), "{opened}");
+        assert_eq!(redacted("etcd://h/a@b"), "etcd://h/a@b");
+        assert_eq!(redacted("/work/x@y"), "/work/x@y");
     }
 
     #[test]

@@ -240,3 +240,36 @@ fn leader_killed_and_restarted_under_contention() {
         started.elapsed()
     );
 }
+
+/// A key in a series under another spelling of a generation (`g2`, `g000000002`:
+/// written by hand, or by another tool) is foreign, skipped: counted as generation
+/// 2, it named a record no read finds, and a rival claimed over a live lease at
+/// once (a breaker). The holder keeps the lock; the rival is refused.
+#[test]
+fn a_foreign_spelling_of_a_generation_is_skipped() {
+    use base64::Engine as _;
+    let cluster = EtcdCluster::single();
+    let store = Store::new(EtcdStore::open(&cluster.url("foreign")).unwrap());
+    let lock = Resource::lock("a");
+    let lease = store
+        .acquire(&lock, &AcquireOptions::new(600_000).owner("holder"))
+        .unwrap();
+    let key = lock.identity().unwrap().key;
+    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    for spelling in ["g2", "g000000002"] {
+        let url = format!("http://127.0.0.1:{}/v3/kv/put", cluster.client_port(0));
+        let body = serde_json::json!({
+            "key": b64(&format!("/foreign/claims/{key}/{spelling}")),
+            "value": b64("garbage"),
+        });
+        ureq::post(&url)
+            .header("content-type", "application/json")
+            .send(body.to_string())
+            .expect("a put through the gateway");
+        match store.acquire(&lock, &AcquireOptions::new(600_000).owner("rival")) {
+            Err(Error::Held { holder, .. }) => assert_eq!(holder.token, 1, "{spelling}"),
+            other => panic!("{spelling}: the rival got {other:?}"),
+        }
+        assert!(store.check(&lock, lease.token()).unwrap(), "{spelling}");
+    }
+}
