@@ -53,6 +53,9 @@ impl LeaseStore for InLine {
     fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
         self.0.remove(key, generation)
     }
+    fn remove_key_if_empty(&self, key: &Key) -> Result<(), BackendError> {
+        self.0.remove_key_if_empty(key)
+    }
     fn keys(&self) -> Result<Vec<Key>, BackendError> {
         self.0.keys()
     }

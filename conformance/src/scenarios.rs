@@ -100,6 +100,7 @@ scenarios! {
     57 renewal_from_the_record_written_is_judged None "docs/protocol.md §3.2 renew, from the record written: a generation swept free above the lease's record is caught by the confirming listing; a renewal through another handle is adopted";
     55 dead_holders_in_the_way_and_index_healing None "subtree and shared claims: a dead holder in the way is fenced at once; participant-index entries of ended or dead participants are swept (design-05 §3.2, §4.2)";
     58 break_ends_every_reader None "shared claims: a break of a resource held by readers ends every reader, and a writer then holds (design-05 §4)";
+    60 ended_participants_are_removed None "shared claims: an exclusive claimer's look removes an ended participant's index entry and whole series; a stale handle of it cannot renew and leaves nothing behind (design-05 §4.2, docs/protocol.md §3.2)";
     56 several_resources_refuse_shared None "several resources: a shared claim of a set is refused in one line, nothing written (design-04)";
     59 session_series_released_by_key None "sessions: a tenure ended by key alone (a renamed file's file-id series); another session's, a sessionless, a released and an expired tenure left alone, nothing written";
     39 session_records_never_carry_the_session_id None "sessions: records and status carry the session's tag, never the id its secret derives from";

@@ -63,6 +63,9 @@ impl LeaseStore for Mutant {
     fn remove(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
         self.inner.remove(key, generation)
     }
+    fn remove_key_if_empty(&self, key: &Key) -> Result<(), BackendError> {
+        self.inner.remove_key_if_empty(key)
+    }
     fn keys(&self) -> Result<Vec<Key>, BackendError> {
         self.inner.keys()
     }

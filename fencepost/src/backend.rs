@@ -201,6 +201,31 @@ pub trait LeaseStore: Send + Sync + fmt::Debug {
         self.remove(key, generation)
     }
 
+    /// Removes the container of `key` (a directory, a prefix) when it holds no
+    /// records, so that [`keys`](LeaseStore::keys) no longer lists it. Used once a
+    /// participant series of a shared claim (`share-…`, whose key is never reused)
+    /// ended, its index entry was removed and every record of it was removed with
+    /// [`remove`](LeaseStore::remove), newest last (docs/protocol.md §3.6); and by a
+    /// renewal that removes its own stray record from such a removed series. A
+    /// [`create`](LeaseStore::create) racing it makes the container again, so the
+    /// protocol never relies on it having happened. The default does nothing (a
+    /// backend whose keys have no container of their own, or that lists a key with
+    /// no records anyway, loses only tidiness).
+    ///
+    /// A container that is not empty, or missing, is left alone: success. A
+    /// container that is a symbolic link (or not what the backend made) is never
+    /// followed.
+    ///
+    /// # Errors
+    ///
+    /// A [`BackendError`] when the removal failed for another reason (permission,
+    /// a symbolic link in place of the container); the protocol ignores it (an
+    /// empty container left behind is harmless).
+    fn remove_key_if_empty(&self, key: &Key) -> Result<(), BackendError> {
+        let _ = key;
+        Ok(())
+    }
+
     /// Lists every key that has (or had) a series, in any order. Names that are not
     /// keys are skipped.
     ///
@@ -302,6 +327,9 @@ macro_rules! forward_lease_store {
             }
             fn remove_superseded(&self, key: &Key, generation: u64) -> Result<(), BackendError> {
                 (**self).remove_superseded(key, generation)
+            }
+            fn remove_key_if_empty(&self, key: &Key) -> Result<(), BackendError> {
+                (**self).remove_key_if_empty(key)
             }
             fn keys(&self) -> Result<Vec<Key>, BackendError> {
                 (**self).keys()

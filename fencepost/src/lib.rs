@@ -447,6 +447,16 @@ pub mod planted {
     /// between the entry and the record, and after the sweep, never sees the
     /// reader it will hold with.
     pub static SHARES_SWEEP_UNWRITTEN: AtomicBool = AtomicBool::new(false);
+    /// A stale renewal that lands the first record of a participant series removed
+    /// under it (the tenure ended and an exclusive claimer's look removed its entry
+    /// and series) is acknowledged: a shared lease revived with no index entry,
+    /// invisible to exclusive claimers.
+    pub static STALE_RENEWAL_REVIVES_REMOVED_SERIES: AtomicBool = AtomicBool::new(false);
+    /// An ended participant's series is removed newest first, and before its index
+    /// entry: a stale renewal between the removals finds its own record newest
+    /// (live by its clock) with the next generation free, and is acknowledged on
+    /// top of a series whose entry is gone.
+    pub static PARTICIPANT_REMOVED_NEWEST_FIRST: AtomicBool = AtomicBool::new(false);
     /// A claim covered by a subtree whose holder provably died ignores that
     /// holder without fencing it (no takeover record): the dead tenure's token
     /// keeps passing `check` while the covered claim holds.

@@ -962,6 +962,27 @@ impl LeaseStore for FsStore {
         self.remove(key, generation)
     }
 
+    /// Removes `claims/<key>/` when it is empty (`rmdir`): the last step of
+    /// removing an ended participant series (docs/protocol.md §3.6). A directory
+    /// that is not empty (a record or staging file landed meanwhile) or missing is
+    /// left alone: success. Never follows a link: on POSIX `rmdir` refuses a
+    /// symbolic link in place of the directory itself (`ENOTDIR`); elsewhere the
+    /// directory is checked to be a real one first, as [`remove`](LeaseStore::remove)
+    /// does. This handle forgets its check of the directory, so its next create
+    /// makes it again (a create racing the removal through another handle makes it
+    /// again too: one that finds it gone makes it once more).
+    ///
+    /// # Errors
+    ///
+    /// A [`BackendError`] (operation `remove key`) naming the directory when it is
+    /// a symbolic link or not a directory, or cannot be removed (permission; on
+    /// Windows, a directory another process has open).
+    fn remove_key_if_empty(&self, key: &Key) -> Result<(), BackendError> {
+        let dir = self.key_dir(key);
+        self.shared.forget_dir(key);
+        sys::remove_empty_dir(&dir).map_err(|e| BackendError::new("remove key", dir.display(), e))
+    }
+
     /// Lists the directories in `claims/` whose names are keys
     /// ([`Key::parse`]), and key-named symbolic links: such a link is never followed,
     /// so every operation on its key fails, and listing it lets `status` show the key
@@ -1528,6 +1549,46 @@ mod tests {
         store.shared.removals.pause(false);
         store.settle();
         assert_eq!(records_on_disk(&store, &k).len(), 1);
+    }
+
+    /// `remove_key_if_empty` removes an empty key directory (no longer listed by
+    /// `keys`), leaves one with a record, succeeds on a missing one, and this handle
+    /// makes the directory again on its next create; a key directory that is a
+    /// symbolic link is refused, and neither it nor its (empty) target is removed.
+    #[test]
+    fn an_empty_key_directory_is_removed_and_a_link_never_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = FsStore::open(tmp.path().join("store")).unwrap();
+        let (k, full) = (key("lock-emptied"), key("lock-kept"));
+        store.create(&k, 1, b"one", Durability::Flushed).unwrap();
+        store.create(&full, 1, b"one", Durability::Flushed).unwrap();
+        store.remove(&k, 1).unwrap();
+        store.remove_key_if_empty(&k).unwrap();
+        store.remove_key_if_empty(&full).unwrap();
+        assert!(!store.key_dir(&k).exists());
+        assert_eq!(store.keys().unwrap(), vec![full.clone()]);
+        assert_eq!(store.generations(&full).unwrap(), vec![1]);
+        store.remove_key_if_empty(&k).unwrap();
+        assert_eq!(
+            store.create(&k, 2, b"two", Durability::Flushed).unwrap(),
+            CreateOutcome::Created
+        );
+        assert_eq!(store.generations(&k).unwrap(), vec![2]);
+        #[cfg(unix)]
+        {
+            let linked = key("lock-linked");
+            let outside = tmp.path().join("outside");
+            fs::create_dir(&outside).unwrap();
+            std::os::unix::fs::symlink(&outside, store.key_dir(&linked)).unwrap();
+            assert!(store.remove_key_if_empty(&linked).is_err());
+            assert!(outside.is_dir(), "the link's target was removed");
+            assert!(
+                fs::symlink_metadata(store.key_dir(&linked))
+                    .unwrap()
+                    .file_type()
+                    .is_symlink()
+            );
+        }
     }
 
     /// A key directory swapped for a symbolic link after this handle checked it is

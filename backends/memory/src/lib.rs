@@ -203,6 +203,16 @@ impl LeaseStore for MemoryStore {
         Ok(())
     }
 
+    /// Drops `key` when it holds no records, so that [`keys`](LeaseStore::keys) no
+    /// longer lists it; a key with records is left alone.
+    fn remove_key_if_empty(&self, key: &Key) -> Result<(), BackendError> {
+        let mut inner = self.lock();
+        if inner.records.get(key).is_some_and(BTreeMap::is_empty) {
+            inner.records.remove(key);
+        }
+        Ok(())
+    }
+
     fn keys(&self) -> Result<Vec<Key>, BackendError> {
         Ok(self.lock().records.keys().cloned().collect())
     }

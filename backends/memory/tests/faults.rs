@@ -273,6 +273,9 @@ impl fencepost::LeaseStore for Hooked {
         (self.before_remove)();
         self.inner.remove(key, generation)
     }
+    fn remove_key_if_empty(&self, key: &fencepost::Key) -> Result<(), fencepost::BackendError> {
+        self.inner.remove_key_if_empty(key)
+    }
     fn keys(&self) -> Result<Vec<fencepost::Key>, fencepost::BackendError> {
         self.inner.keys()
     }

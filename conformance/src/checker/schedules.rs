@@ -633,6 +633,20 @@ pub const SCHEDULES: &[Schedule] = &[
         actors: claims::break_shared,
     },
     Schedule {
+        name: "shared_cleanup",
+        about: "readers of a lock end (released, broken, expired by a pause) while a writer waits; its look removes their entries and series while their stale handles renew and release",
+        snapshot_listing: true,
+        mix: FaultMix {
+            slow: 60,
+            stall: 20,
+            half_written: 30,
+            ..FaultMix::NONE
+        },
+        max_steps: 2500,
+        inflight_ms: INFLIGHT_MS,
+        actors: claims::shared_cleanup,
+    },
+    Schedule {
         name: "dead_run_group",
         about: "a tied holder names its command's process group, is SIGKILLed, and its command writes on until its guard stops the group; a tied waiter may take over only then",
         snapshot_listing: true,

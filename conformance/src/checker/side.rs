@@ -65,6 +65,11 @@ impl LeaseStore for SideBackend {
         self.inner.remove(key, generation)
     }
 
+    fn remove_key_if_empty(&self, key: &Key) -> Result<(), BackendError> {
+        self.point(Point::Remove, "remove key", key);
+        self.inner.remove_key_if_empty(key)
+    }
+
     fn keys(&self) -> Result<Vec<Key>, BackendError> {
         let _ = self.world.sched.point(Point::Keys);
         self.inner.keys()

@@ -1934,6 +1934,26 @@ impl LeaseStore for ModelStore {
             .push_back((key.clone(), generation));
         Ok(())
     }
+    /// Drops `key`'s series from the model when it holds no records (the fs
+    /// backend's `rmdir`), so that [`keys`](LeaseStore::keys) no longer lists it:
+    /// a scheduling point of its own, which may fail before anything is done.
+    fn remove_key_if_empty(&self, key: &Key) -> Result<(), BackendError> {
+        self.0.land_deferred();
+        let world = &self.0;
+        let fault = world.stall(world.sched.point(Point::Remove));
+        if fault == Fault::ErrBefore {
+            world.log(format!("remove key {} -> error", short(key)));
+            return Err(injected("remove key", key));
+        }
+        let mut model = lock(&world.model);
+        if model.series.get(key).is_some_and(BTreeMap::is_empty) {
+            model.series.remove(key);
+            drop(model);
+            world.log(format!("remove key {}", short(key)));
+        }
+        Ok(())
+    }
+
     fn keys(&self) -> Result<Vec<Key>, BackendError> {
         self.0.land_deferred();
         self.0.sched.point(Point::Keys);

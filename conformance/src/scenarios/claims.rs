@@ -483,6 +483,9 @@ impl<S: LeaseStore> LeaseStore for RivalAfterFirstCreate<S> {
     fn remove(&self, key: &fencepost::Key, generation: u64) -> Result<(), fencepost::BackendError> {
         self.inner.remove(key, generation)
     }
+    fn remove_key_if_empty(&self, key: &fencepost::Key) -> Result<(), fencepost::BackendError> {
+        self.inner.remove_key_if_empty(key)
+    }
     fn keys(&self) -> Result<Vec<fencepost::Key>, fencepost::BackendError> {
         self.inner.keys()
     }

@@ -287,3 +287,63 @@ pub(super) fn break_ends_every_reader<S: LeaseStore + Clone + 'static>(
     );
     Ok(())
 }
+
+/// Ended participants are cleaned away (design-05 §4.2): two readers release, an
+/// exclusive claim looks at them, and the first reader's series (its entry is not
+/// the index's newest) is gone from `keys` and empty; its stale lease cannot renew
+/// (an error, not a revived shared lease no writer could see) nor release, and
+/// leaves no record and no key behind. The second reader's entry, the newest, is
+/// kept with its series.
+pub(super) fn ended_participants_are_removed<S: LeaseStore + Clone + 'static>(
+    f: &Fixture<S>,
+) -> Result<(), Failed> {
+    let store = f.store();
+    let lock = Resource::lock("cleaned-readers");
+    let mut first = acquire(&store, &lock, &shared("reader-1"))?;
+    let second = acquire(&store, &lock, &shared("reader-2"))?;
+    let series = first.key().clone();
+    store.release(&first).map_err(|e| fail("release", e))?;
+    store.release(&second).map_err(|e| fail("release", e))?;
+    let gone = |what: &str| -> Result<(), Failed> {
+        let listed = f.raw().generations(&series).map_err(|e| fail("list", e))?;
+        ensure!(
+            listed.is_empty(),
+            "{what}: the ended participant's series still holds generations {listed:?}"
+        );
+        let keys = f.raw().keys().map_err(|e| fail("keys", e))?;
+        ensure!(
+            !keys.contains(&series),
+            "{what}: the ended participant's key is still listed by keys()"
+        );
+        Ok(())
+    };
+    ensure!(
+        !f.raw()
+            .generations(&series)
+            .map_err(|e| fail("list", e))?
+            .is_empty(),
+        "the released reader's series was removed before any claimer looked"
+    );
+    let writer = acquire(&store, &lock, &opts("writer"))?;
+    gone("after the writer's look")?;
+    ensure!(
+        !f.raw()
+            .generations(second.key())
+            .map_err(|e| fail("list", e))?
+            .is_empty(),
+        "the newest entry's series was removed (the index's newest entry is kept)"
+    );
+    let renewed = store.renew(&mut first);
+    ensure!(
+        renewed.is_err(),
+        "a stale handle of the removed participant renewed: a shared lease revived beside the writer"
+    );
+    gone("after the stale renewal")?;
+    ensure!(
+        store.release(&first).is_err(),
+        "a stale handle of the removed participant released"
+    );
+    gone("after the stale release")?;
+    store.release(&writer).map_err(|e| fail("release", e))?;
+    Ok(())
+}

@@ -24,6 +24,8 @@
 //! - `remove_in(dir, name)`: remove an entry of a key directory, never following a
 //!   link in place of the directory (POSIX: `unlinkat` on the directory opened with
 //!   `O_NOFOLLOW`, no check-then-use window; elsewhere a check, then the removal).
+//! - `remove_empty_dir(dir)`: remove a key directory if it is empty, never following
+//!   a link in its place (POSIX `rmdir` refuses one; elsewhere a check first).
 //! - `watch_ticket(blank, ticket)` / `TicketWatch::wait(timeout)` / `ring(dir, name)`: a
 //!   queued waiter's watch on its own ticket, and the ring that wakes it (Linux
 //!   inotify and a touch; `None` and a no-op elsewhere).
@@ -171,6 +173,36 @@ pub(crate) fn remove_in(dir: &Path, name: &str) -> io::Result<()> {
     match std::fs::remove_file(dir.join(name)) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
+    }
+}
+
+/// Removes the key directory `dir` if it is empty; "not empty" and "missing" are
+/// success. Never follows a link in place of `dir`: POSIX `rmdir` refuses one
+/// (`ENOTDIR`, reported with [`check_real_dir`]'s explanation); elsewhere (Windows,
+/// where `remove_dir` of a directory link removes the link) `dir` is checked to be
+/// a real directory first, leaving the same window as [`remove_in`].
+pub(crate) fn remove_empty_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(not(unix))]
+    match check_real_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    match std::fs::remove_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::DirectoryNotEmpty
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) => match check_real_dir(dir) {
+            // A link or a file in place of the directory: say so.
+            Err(explained) if explained.kind() != io::ErrorKind::NotFound => Err(explained),
+            _ => Err(e),
+        },
     }
 }
 

@@ -1234,6 +1234,85 @@ pub(super) fn break_shared(_: &Setup) -> Vec<Actor> {
     ]
 }
 
+/// Ended participants cleaned away, and their stale handles
+/// (docs/design-05-subtrees-and-shared.md §4.2): four readers of a lock are
+/// admitted in turn (entries 1 to 4 of its participant index, the last one never
+/// removed). `released` holds briefly, releases, and later renews through its
+/// stale lease (its remembered record) and releases again; `broken` renews every
+/// quarter ttl until a break of the lock ends it, and renews on after it;
+/// `paused` stalls past its ttl (expired) and then renews and releases; `last`
+/// holds briefly and releases. A writer waits for them all: its look removes the
+/// entry and the series of every ended participant but the last, lowest record
+/// first, while the stale handles renew and release. A stale renewal must never
+/// be acknowledged: the oracles "two holders at one instant" (a shared tenure
+/// renewed over the writer's) and "renew after it was fenced" (after the break)
+/// judge it. Planted bugs `STALE_RENEWAL_REVIVES_REMOVED_SERIES` (a renewal
+/// landing in an emptied series is acknowledged) and
+/// `PARTICIPANT_REMOVED_NEWEST_FIRST` (the series removed newest first, the entry
+/// last).
+pub(super) fn shared_cleanup(_: &Setup) -> Vec<Actor> {
+    let shared = |ctx: &Ctx| for_session(ctx, None, TTL_MS).shared(true);
+    vec![
+        Actor::new("released", move |ctx: &Ctx| {
+            let Some(mut lease) = ctx.acquire_with(&lock(), &shared(ctx)) else {
+                return;
+            };
+            ctx.sleep(TTL_MS / 5);
+            ctx.release(&lease);
+            ctx.sleep(TTL_MS / 4);
+            if ctx.renew(&mut lease) {
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("broken", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 40);
+            let Some(mut lease) = ctx.acquire_with(&lock(), &shared(ctx)) else {
+                return;
+            };
+            let mut failed = 0;
+            for _ in 0..8 {
+                ctx.sleep(TTL_MS / 6);
+                if !ctx.renew(&mut lease) {
+                    failed += 1;
+                    if failed == 2 {
+                        break;
+                    }
+                }
+            }
+            ctx.release(&lease);
+        }),
+        Actor::new("paused", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 20);
+            let Some(mut lease) = ctx.acquire_with(&lock(), &shared(ctx)) else {
+                return;
+            };
+            // A suspended laptop: past its ttl, then it acts on what it has.
+            ctx.sleep(TTL_MS + TTL_MS / 5);
+            ctx.renew(&mut lease);
+            ctx.release(&lease);
+        }),
+        Actor::new("last", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 10);
+            if let Some(lease) = ctx.acquire_with(&lock(), &shared(ctx)) {
+                ctx.sleep(TTL_MS / 10);
+                ctx.release(&lease);
+            }
+        }),
+        Actor::new("breaker", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 2);
+            ctx.break_lease(&lock());
+        }),
+        Actor::new("writer", move |ctx: &Ctx| {
+            ctx.sleep(TTL_MS / 8);
+            if let Some(mut lease) = ctx.acquire(&lock(), TTL_MS, 3 * TTL_MS)
+                && ctx.keep(&mut lease, 3)
+            {
+                ctx.release(&lease);
+            }
+        }),
+    ]
+}
+
 /// `fencepost run` killed while its command runs on: a tied holder (local pid 3)
 /// names its command's process group (30) in its records and is then SIGKILLed;
 /// the command, still promised the lease, goes on for half a ttl until the guard

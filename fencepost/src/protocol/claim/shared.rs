@@ -486,12 +486,59 @@ impl Store {
                             .process
                             .as_ref()
                             .is_some_and(|evidence| self.provably_dead(evidence)));
-                if (ended || never_written) && !newest_entry {
+                if ended && !newest_entry {
+                    self.remove_ended_participant(&index, generation, &participant);
+                } else if never_written && !newest_entry {
                     let _ = self.backend.remove_superseded(&index, generation);
                 }
                 Ok(None)
             },
         )
+    }
+
+    /// Removes the index entry (`generation` of `index`) of a participant whose
+    /// series `participant` ended (its newest record a tombstone or expired), then
+    /// the series itself (docs/design-05-subtrees-and-shared.md §4.2): the entry
+    /// first and synchronously, and the series only once that removal succeeded —
+    /// an entry left behind an emptied series would read as a participant whose
+    /// record is not written yet, kept while its writer lives, and never heal.
+    /// Then the series' records lowest first, the newest last, and its key's
+    /// container: at every moment, if the newest record is gone so is every one
+    /// below it, so a stale renewal of the ended tenure either finds its
+    /// generation taken or lands in an empty series, which the renewal rule refuses
+    /// (docs/protocol.md §3.2). A participant key is never reused, so this one
+    /// exception to "the newest record is never removed" (docs/protocol.md I2)
+    /// hands no generation to anyone. Best effort; not on a backend whose listing
+    /// is not a snapshot (which is never swept).
+    fn remove_ended_participant(&self, index: &Key, generation: u64, participant: &Key) {
+        if !self.backend.listing_is_snapshot() {
+            let _ = self.backend.remove_superseded(index, generation);
+            return;
+        }
+        #[cfg(feature = "planted-bugs")]
+        let newest_first = crate::planted::on(&crate::planted::PARTICIPANT_REMOVED_NEWEST_FIRST);
+        #[cfg(not(feature = "planted-bugs"))]
+        let newest_first = false;
+        if !newest_first && self.backend.remove(index, generation).is_err() {
+            return;
+        }
+        let Ok(mut generations) = self.backend.generations(participant) else {
+            return;
+        };
+        generations.sort_unstable();
+        if newest_first {
+            // The planted bug: newest first, and the entry last.
+            generations.reverse();
+        }
+        for g in generations {
+            if self.backend.remove(participant, g).is_err() {
+                return;
+            }
+        }
+        if newest_first && self.backend.remove(index, generation).is_err() {
+            return;
+        }
+        let _ = self.backend.remove_key_if_empty(participant);
     }
 
     /// Registers or renews a waiting writer's intent on `key` (held by `holder_id`

@@ -80,6 +80,17 @@ impl Store {
             {
                 r
             }
+            // Nothing in the series: an ended participant series removed whole
+            // (docs/design-05-subtrees-and-shared.md §4.2), or a key never
+            // claimed. Not "superseded by a record that cannot be read": there
+            // is no record at all.
+            None if newest.generation == 0 => {
+                return Err(Error::NotHolder {
+                    label: label.to_string(),
+                    token,
+                    newest: None,
+                });
+            }
             _ => return Err(superseded(&newest)),
         };
         if let Some(ended) = ended(current, label) {
@@ -270,6 +281,18 @@ impl Store {
             // (found by the interleaving checker, `session_reentry` seed 2444 of
             // 3000). Its late record is left for the session (who re-enter it)
             // and expires within a ttl; no rival can have claimed below it.
+            // A late record that landed alone in a participant series removed
+            // under it is taken back rather than given up with a tombstone on top.
+            if matches!(created, Ok(CreateOutcome::Created))
+                && key.as_str().starts_with("share-")
+                && self.backend.generations(key).is_ok_and(|listed| {
+                    listed.iter().copied().max() == Some(generation)
+                        && removed_under_us(above, &listed)
+                })
+            {
+                self.take_back_stray(key, generation);
+                return Err(expired());
+            }
             if !matches!(created, Ok(CreateOutcome::AlreadyExists)) && current.session.is_none() {
                 self.give_up_if_landed(key, generation, &current.holder);
             }
@@ -305,11 +328,19 @@ impl Store {
             }
             if listed.iter().copied().max() == Some(generation) {
                 listed.retain(|g| *g < generation);
+                if renewed_removed_series(above, &listed) {
+                    self.take_back_stray(key, generation);
+                    return Err(expired());
+                }
                 return landed_newest(&listed);
             }
         }
         let confirmed = self.read_newest(key)?;
         if created == CreateOutcome::Created && confirmed.generation == generation {
+            if renewed_removed_series(above, &confirmed.below) {
+                self.take_back_stray(key, generation);
+                return Err(expired());
+            }
             return landed_newest(&confirmed.below);
         }
         // Lost the create to a record still being written above ours: someone's
@@ -377,6 +408,16 @@ impl Store {
                 None => Err(superseded(&confirmed)),
             },
             _ => Err(superseded(&confirmed)),
+        }
+    }
+
+    /// Takes back a record of ours (generation `generation` of `key`) that landed
+    /// in a participant series removed under it (see [`removed_under_us`]):
+    /// removes the record, then the key's now empty container, best effort, so
+    /// that a stale handle leaves nothing behind.
+    fn take_back_stray(&self, key: &Key, generation: u64) {
+        if self.backend.remove(key, generation).is_ok() {
+            let _ = self.backend.remove_key_if_empty(key);
         }
     }
 
@@ -494,6 +535,19 @@ impl Store {
                 .create(key, generation, &bytes, Durability::Unflushed)
             {
                 Ok(CreateOutcome::Created) => {
+                    // A release of an ended participant (expired) whose series an
+                    // exclusive claimer's look removed meanwhile lands its
+                    // tombstone in an empty series: taken back, so the stale
+                    // handle leaves nothing behind (the tenure had ended anyway).
+                    if key.as_str().starts_with("share-")
+                        && self.backend.generations(key).is_ok_and(|listed| {
+                            listed.iter().max() == Some(&generation)
+                                && removed_under_us(newest.generation, &listed)
+                        })
+                    {
+                        self.take_back_stray(key, generation);
+                        return Ok(());
+                    }
                     self.ring_after_tombstone(key, named, &gone_tickets);
                     #[cfg(feature = "planted-bugs")]
                     if crate::planted::on(&crate::planted::RELEASE_SWEEPS_NEWEST) {
@@ -699,6 +753,33 @@ struct Renewal<'a> {
 /// sooner (each time another sibling's record landed first: bounded, then the
 /// sibling's record is taken, as before).
 const SIBLING_RENEWALS_MAX: u8 = 3;
+
+/// Whether a renewal that created generation `above + 1`, and found it the newest,
+/// landed in a series emptied under it: `above` (the record it renewed, > 0) is no
+/// longer listed (`below`: the generations listed under ours). Only an ended
+/// participant series of a shared claim is ever removed whole, its records lowest
+/// first and the newest last (docs/design-05-subtrees-and-shared.md §4.2), so the
+/// tenure had ended (released, broken or expired, as another process judged it)
+/// and its index entry is gone: acknowledged, the renewal would revive a shared
+/// lease that no exclusive claimer can find (docs/protocol.md §3.2, "renewal into
+/// a removed series"). In every other series this never holds: a record below
+/// ours is removed only by the sweep of a claim that landed above it, and a claim
+/// above `above` that is not ours would be listed above ours (newest records are
+/// never removed there). Explored by the checker's `shared_cleanup` schedule
+/// (planted bug `STALE_RENEWAL_REVIVES_REMOVED_SERIES`).
+fn removed_under_us(above: u64, below: &[u64]) -> bool {
+    above > 0 && !below.contains(&above)
+}
+
+/// [`removed_under_us`] for a renewal: the rule that refuses it (left out by the
+/// planted bug).
+fn renewed_removed_series(above: u64, below: &[u64]) -> bool {
+    #[cfg(feature = "planted-bugs")]
+    if crate::planted::on(&crate::planted::STALE_RENEWAL_REVIVES_REMOVED_SERIES) {
+        return false;
+    }
+    removed_under_us(above, below)
+}
 
 /// Planted bug [`crate::planted::OWN_STAMP_JUDGED_BY_HOLDER_CLOCK`]: a record this
 /// handle stamped is judged by the holder's clock like any other.
