@@ -688,22 +688,22 @@ pub fn location(path: &Path) -> std::io::Result<PathBuf> {
         }
     };
     let mut out = resolved;
-    let mut climbed = false;
-    for name in rest.iter().rev() {
+    let mut names = rest.iter().rev();
+    while let Some(name) = names.next() {
         match Path::new(name).components().next() {
             Some(Component::ParentDir) => {
+                // A `..` out of a missing directory can lead back into existing ones
+                // and their symbolic links (`src/missing/../link-to-store/…`, and a
+                // later `..` after such a link): what follows is resolved again, as
+                // the core does (a breaker wrote a lease record through it). Each
+                // round has one `..` fewer.
                 out.pop();
-                climbed = true;
+                out.extend(names);
+                return location(&out);
             }
             Some(Component::CurDir) | None => {}
             _ => out.push(name),
         }
-    }
-    // A `..` out of a missing directory can lead back into existing ones and their
-    // symbolic links (`src/missing/../link-to-store/…`): resolved again, as the core
-    // does (a breaker wrote a lease record through it). No `..` is left, so once.
-    if climbed {
-        return location(&out);
     }
     Ok(strip_verbatim(out))
 }
@@ -752,6 +752,12 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(root.join("src/held")).unwrap();
         std::os::unix::fs::symlink("held", root.join("src/alias")).unwrap();
+        std::fs::create_dir_all(root.join("deep/dir")).unwrap();
+        std::os::unix::fs::symlink("../deep/dir", root.join("src/dlink")).unwrap();
+        assert_eq!(
+            location(&root.join("src/missing/../dlink/../x")).unwrap(),
+            root.join("deep/x")
+        );
         for spelled in ["src/missing/../alias/x", "src/a/b/../../alias/x"] {
             assert_eq!(
                 location(&root.join(spelled)).unwrap(),

@@ -854,25 +854,27 @@ fn resolve(absolute: &Path, links_left: u32) -> PathBuf {
         }
     };
     let mut resolved = base;
-    let mut climbed = false;
-    for name in pending.into_iter().rev() {
+    let mut rest = pending.into_iter().rev();
+    while let Some(name) = rest.next() {
         match name.to_str() {
             Some(".") => {}
             Some("..") => {
+                // The name before this `..` is missing (else the OS would have
+                // resolved past it), so it is taken off by name. Where that lands
+                // exists, and so may the names after it, symbolic links among them
+                // — and a later `..` after such a link means the link's parent
+                // (`missing/../link/../x`): everything after is resolved again as
+                // a path of its own (a breaker, twice: `src/missing/../alias/x` with
+                // `alias -> held` was keyed `src/alias/x`, a second holder of
+                // `src/held/x`; then `missing/../dlink/../x` was keyed `x` where
+                // every tool opens `deep/x`). Each round has one `..` fewer.
                 resolved.pop();
-                climbed = true;
+                let mut again = resolved;
+                again.extend(rest);
+                return resolve(&again, links_left);
             }
             _ => resolved.push(name),
         }
-    }
-    // A `..` that climbed out of a missing directory may land in one that exists,
-    // and the names after it may then exist too, symbolic links among them:
-    // `src/missing/../alias/x` with `alias -> held` is `src/held/x` to every tool
-    // that tidies a path before opening it, so it is resolved again (a breaker:
-    // keyed as `src/alias/x`, it was a second holder of `src/held/x`). The path
-    // now has no `..`, so this recursion is the last but for dangling links.
-    if climbed {
-        return resolve(&resolved, links_left);
     }
     resolved
 }
@@ -1103,6 +1105,19 @@ mod tests {
         assert_eq!(
             key(Resource::dir(root.join("src/held"))),
             key(Resource::dir(root.join("src/missing/../alias")))
+        );
+        // A `..` after the link, past the climb: the link's parent, as the kernel
+        // and every tool that tidies the path first read it (a breaker: keyed by
+        // name as `src/x`).
+        std::fs::create_dir_all(root.join("deep/dir")).unwrap();
+        std::os::unix::fs::symlink("deep/dir", root.join("dlink")).unwrap();
+        assert_eq!(
+            key(Resource::file(root.join("deep/x"))),
+            key(Resource::file(root.join("missing/../dlink/../x")))
+        );
+        assert_eq!(
+            key(Resource::dir(root.join("deep"))),
+            key(Resource::dir(root.join("missing/../dlink/..")))
         );
         // A dangling link met after the climb is followed as anywhere else.
         std::os::unix::fs::symlink("held/later.rs", root.join("src/soon.rs")).unwrap();

@@ -43,10 +43,13 @@ impl Resource {
         let Ok(absolute) = std::path::absolute(path) else {
             return Vec::new();
         };
-        let spelled = lexical(&absolute);
+        // Links are looked for in the spelling as written: a `..` after a link
+        // (`a/../f` with `a` now a link) is where the link changes what the
+        // spelling names, so `..` is applied only after (a breaker: tidied first,
+        // `a/../f` had no link to look behind).
         let mut keys = Vec::new();
         let mut prefix = PathBuf::new();
-        let components: Vec<Component<'_>> = spelled.components().collect();
+        let components: Vec<Component<'_>> = absolute.components().collect();
         for (at, component) in components.iter().enumerate() {
             prefix.push(component);
             if !matches!(component, Component::Normal(_))
@@ -62,6 +65,7 @@ impl Resource {
             for rest in &components[at..] {
                 before.push(rest);
             }
+            let before = lexical(&before);
             let key = Key::derive(namespace, &sys::path_material(&before));
             if key != *own && !keys.contains(&key) {
                 keys.push(key);
@@ -90,13 +94,12 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 
     /// The key a spelling had before a directory on it became a link is among the
     /// keys looked behind; a spelling without links has none, and a lock none.
-    #[cfg(unix)]
     #[test]
     fn the_key_before_a_directory_became_a_link_is_found() {
         let dir = tempfile::tempdir().unwrap();
@@ -112,5 +115,16 @@ mod tests {
         assert_eq!(file.keys_before_links(&now), vec![before]);
         let lock = Resource::lock("d");
         assert!(lock.keys_before_links(&now).is_empty());
+        // A `..` after the link (a breaker: tidied before the look, `a/../f` had
+        // no link in it).
+        std::fs::create_dir(root.join("a")).unwrap();
+        let climbed = Resource::file(root.join("a/../f"));
+        let before = climbed.identity().unwrap().key;
+        std::fs::rename(root.join("a"), root.join("a_old")).unwrap();
+        std::fs::create_dir_all(root.join("deep/dir")).unwrap();
+        std::os::unix::fs::symlink("deep/dir", root.join("a")).unwrap();
+        let now = climbed.identity().unwrap().key;
+        assert_ne!(now, before);
+        assert_eq!(climbed.keys_before_links(&now), vec![before]);
     }
 }
