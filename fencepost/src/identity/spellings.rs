@@ -27,7 +27,7 @@ impl Resource {
     /// For a file or subtree, the keys its spelling (made absolute, `.` and `..`
     /// applied as written) would have if one of the symbolic links on it were a
     /// plain name instead — one key per link met, nearest the root first, at most
-    /// [`LINKS_LOOKED_BEHIND`] — leaving out `own`, the key it has now. Empty for a
+    /// `LINKS_LOOKED_BEHIND` (8) — leaving out `own`, the key it has now. Empty for a
     /// lock or slot, for a spelling with no link on it, and when the working
     /// directory is gone. Reads the filesystem (one `lstat` per component).
     ///
