@@ -13,9 +13,9 @@ const RETRY_FRACTION: u64 = 10;
 type LossCallback = Box<dyn FnOnce(&Error) + Send>;
 
 /// How long the watchdog lets the renewal thread look first when the deadline
-/// passed while that thread was not inside a store call (its process was paused):
-/// the look says who took the lease over.
-const LOOK_GRACE: Duration = Duration::from_millis(50);
+/// passed while that thread was not blocked in a store call begun before it (its
+/// process was paused): the look says who took the lease over.
+const LOOK_GRACE: Duration = Duration::from_millis(500);
 
 struct State {
     stop: bool,
@@ -34,9 +34,10 @@ struct State {
     /// runs out after failed renewals was lost to the store's failure (a full
     /// disk, say), not to a pause, and is reported so by either thread.
     failure: Option<crate::BackendError>,
-    /// Whether the renewal thread is inside a store call (a renewal, or a look at
-    /// the lease), which may be blocked.
-    in_store_call: bool,
+    /// When the renewal thread's store call in progress (a renewal, or a look at
+    /// the lease) began, if one is: one begun before the deadline and still going
+    /// is blocked across it.
+    call_started: Option<Instant>,
 }
 
 struct Shared {
@@ -106,7 +107,7 @@ impl Store {
                 deadline: Instant::now() + Duration::from_millis(left_ms),
                 on_loss: Some(Box::new(on_loss)),
                 failure: None,
-                in_store_call: false,
+                call_started: None,
             }),
             wake: Condvar::new(),
         });
@@ -169,10 +170,12 @@ fn watch_the_deadline(store: &Store, shared: &Shared) {
             return;
         }
         let now = Instant::now();
-        if now >= state.deadline && !state.in_store_call && !grace_given {
-            // Not blocked in the store (the process was paused, say): the renewal
-            // thread is about to look, and says how the lease ended (superseded by
-            // whom) better than "expired" can. A moment for it, once.
+        let blocked = state.call_started.is_some_and(|at| at < state.deadline);
+        if now >= state.deadline && !blocked && !grace_given {
+            // Not blocked in the store across the deadline (the process was
+            // paused, say): the renewal thread is about to look, or looking, and
+            // says how the lease ended (superseded by whom) better than "expired"
+            // can. A moment for it, once (a busy machine took more than 50 ms: CI).
             grace_given = true;
             state.deadline = now + LOOK_GRACE;
             continue;
@@ -227,7 +230,7 @@ fn renew_until_stopped(store: &Store, shared: &Shared) {
             .clone()
             .expect("the lease is present while renewing");
         lease.group = state.group.or(lease.group);
-        state.in_store_call = true;
+        state.call_started = Some(Instant::now());
         drop(state);
         // The next renewal is due a period after this one *started*, not after it
         // finished: a slow renewal must not eat the slack (design-01, "keepalive
@@ -235,7 +238,7 @@ fn renew_until_stopped(store: &Store, shared: &Shared) {
         let started = Instant::now();
         let outcome = store.renew(&mut lease);
         state = shared.lock();
-        state.in_store_call = false;
+        state.call_started = None;
         if state.stop || state.lost {
             return;
         }
@@ -299,11 +302,11 @@ fn watch_while_waiting<'a>(
             .lease
             .clone()
             .expect("the lease is present while renewing");
-        state.in_store_call = true;
+        state.call_started = Some(Instant::now());
         drop(state);
         let loss = store.watch(&lease);
         state = shared.lock();
-        state.in_store_call = false;
+        state.call_started = None;
         if let Some(loss) = loss.filter(|_| !state.stop) {
             drop(state);
             return Err(loss);
