@@ -160,7 +160,7 @@ fn declare_loss(shared: &Shared, loss: Error) {
 /// store. A store that stops answering without closing its connections (a paused
 /// etcd member: every request runs into its timeout) held the renewal thread
 /// past the ttl, and `run`'s command went on while a rival's ran (a breaker:
-/// 7–18 s of overlap); the loss is now reported at the deadline, as the lease
+/// seconds of overlap); the loss is now reported at the deadline, as the lease
 /// ends (`backends/memory/tests/faults.rs::a_renewal_blocked_past_the_ttl_is_a_loss_at_the_deadline`).
 fn watch_the_deadline(store: &Store, shared: &Shared) {
     let mut state = shared.lock();

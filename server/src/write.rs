@@ -379,12 +379,18 @@ mod tests {
         assert_eq!(mode, 0o751);
     }
 
-    /// A breaker swapped a directory on the target's path for a symbolic link to a
-    /// directory outside the root, over and over (`renameat2(RENAME_EXCHANGE)`),
-    /// while writes ran: a write landed outside the root within 25 s, and staging
-    /// files were left there. Every step now acts through a handle on the directory
-    /// opened beneath the root: however the swaps fall, nothing ever appears outside
-    /// the root, and each write lands inside it or is refused.
+    /// A root with `sub/` and `.git/stolen/` (where `sub` is moved away to), and the
+    /// target `sub/f`; the scratch directory lives as long as the first item.
+    #[cfg(unix)]
+    fn sub_and_stolen() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let scratch = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(scratch.path()).unwrap();
+        fs::create_dir_all(root.join("sub")).unwrap();
+        fs::create_dir_all(root.join(".git/stolen")).unwrap();
+        let target = root.join("sub/f");
+        (scratch, root, target)
+    }
+
     /// A directory moved away (into `.git` here) and made again under its name
     /// between the open and the publish: the handle followed the old one, and the
     /// new one resolves to itself, so only the directory's identity tells (a
@@ -394,11 +400,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_directory_moved_away_and_made_again_is_refused() {
-        let scratch = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(scratch.path()).unwrap();
-        fs::create_dir_all(root.join("sub")).unwrap();
-        fs::create_dir_all(root.join(".git/stolen")).unwrap();
-        let target = root.join("sub/f");
+        let (_scratch, root, target) = sub_and_stolen();
         let outcome = replace(&root, &target, b"new", || {
             fs::rename(root.join("sub"), root.join(".git/stolen/sub")).unwrap();
             fs::create_dir(root.join("sub")).unwrap();
@@ -425,11 +427,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_directory_moved_away_while_publishing_is_not_reported_written() {
-        let scratch = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(scratch.path()).unwrap();
-        fs::create_dir_all(root.join("sub")).unwrap();
-        fs::create_dir_all(root.join(".git/stolen")).unwrap();
-        let target = root.join("sub/f");
+        let (_scratch, root, target) = sub_and_stolen();
         let (from, to) = (root.join("sub"), root.join(".git/stolen/sub"));
         BEFORE_PUBLISH.with(|hook| {
             hook.set(Some(Box::new(move || {
@@ -449,6 +447,12 @@ mod tests {
         );
     }
 
+    /// A breaker swapped a directory on the target's path for a symbolic link to a
+    /// directory outside the root, over and over (`renameat2(RENAME_EXCHANGE)`),
+    /// while writes ran: a write landed outside the root within 25 s, and staging
+    /// files were left there. Every step now acts through a handle on the directory
+    /// opened beneath the root: however the swaps fall, nothing ever appears outside
+    /// the root, and each write lands inside it or is refused.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_directory_swapped_for_a_link_never_takes_a_write_outside_the_root() {
